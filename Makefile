@@ -1,0 +1,38 @@
+# The two commands of README.md. Each creates .venv when missing; a stamp file keyed on pyproject.toml makes a
+# second run install nothing.
+PYTHON ?= python3.11
+VENV := .venv
+STAMP := $(VENV)/.installed
+BIN := $(VENV)/bin
+PURE_CORE := src/remnant/stats.py src/remnant/standard src/remnant/statement src/remnant/records.py \
+             src/remnant/prereg.py src/remnant/config.py src/remnant/errors.py src/remnant/registry.py
+
+.PHONY: demo demo-quick test test-fast lint typecheck venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (README: fresh machine with Python 3.11)"; exit 2; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/remnant demo --quick
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy $(wildcard $(PURE_CORE))
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q -n 2 --durations=15
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
