@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"remnant {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print(f"remnant {args.command}: interrupted; completed work is kept (rerun with --resume)", file=sys.stderr)
+        print(
+            f"remnant {args.command}: interrupted; completed work is kept (rerun with --resume)",
+            file=sys.stderr,
+        )
         return 130
 
 

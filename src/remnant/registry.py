@@ -45,7 +45,12 @@ class ComponentSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "version": self.version, "params": _jsonable(self.params)}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "version": self.version,
+            "params": _jsonable(self.params),
+        }
 
 
 @dataclass(frozen=True)
@@ -159,4 +164,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["KIND_PACKAGES", "ComponentSpec", "bind", "create", "defaults", "get", "names", "register", "version"]
+__all__ = [
+    "KIND_PACKAGES",
+    "ComponentSpec",
+    "bind",
+    "create",
+    "defaults",
+    "get",
+    "names",
+    "register",
+    "version",
+]
