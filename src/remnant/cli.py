@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             # A part not built yet contributes no commands; a missing *dependency* inside it is a real error.
-            if exc.name == module_name:
+            if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
                 continue
             raise
         module.add_commands(sub)
