@@ -22,8 +22,8 @@ demo: $(STAMP)
 	$(BIN)/remnant demo --quick
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests $(wildcard benchmarks)
+	$(BIN)/ruff format --check src tests $(wildcard benchmarks)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy $(wildcard $(PURE_CORE))
