@@ -4,3 +4,5 @@ Fixtures that build tiny random models live in ``tests/fixtures_models.py`` (imp
 loading code runs on a saved folder; slow tests (marked ``slow``) use SmolLM2-135M-Instruct from the package
 registry through the zoo cache.
 """
+
+from fixtures_models import *  # noqa

@@ -1,0 +1,70 @@
+"""Capture and patch decoder-block outputs with plain forward hooks that are always removed.
+
+Block outputs come from hooks, never from ``output_hidden_states[-1]``, which is after the final norm
+(algorithms.md §1.7). Hook outputs may be a tuple or a tensor; both are handled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from remnant.models.arch import resolve_parts
+
+
+def _hidden(output: Any) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _replace(output: Any, new: torch.Tensor) -> Any:
+    return (new, *output[1:]) if isinstance(output, tuple) else new
+
+
+@contextmanager
+def capture_blocks(model: torch.nn.Module, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+    """Record the (detached) output of each listed block during forwards run inside the context."""
+    blocks = resolve_parts(model).blocks
+    captured: dict[int, torch.Tensor] = {}
+    handles = []
+    try:
+        for layer in layers:
+
+            def hook(_m: Any, _i: Any, out: Any, layer: int = layer) -> None:
+                captured[layer] = _hidden(out).detach().clone()
+
+            handles.append(blocks[layer].register_forward_hook(hook))
+        yield captured
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def patch_block(
+    model: torch.nn.Module,
+    layer: int,
+    value: torch.Tensor | Callable[[torch.Tensor], torch.Tensor],
+    positions: Sequence[int] | None = None,
+) -> Iterator[None]:
+    """Replace the output of block ``layer`` (at ``positions``, or everywhere) by a tensor or a function of it."""
+    block = resolve_parts(model).blocks[layer]
+
+    def hook(_m: Any, _i: Any, out: Any) -> Any:
+        hidden = _hidden(out)
+        new = value(hidden) if callable(value) else value.to(hidden.dtype)
+        if positions is None:
+            patched = new.expand_as(hidden) if new.shape != hidden.shape else new
+        else:
+            patched = hidden.clone()
+            idx = list(positions)
+            patched[:, idx] = new[:, idx] if new.shape == hidden.shape else new
+        return _replace(out, patched)
+
+    handle = block.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()

@@ -1,0 +1,119 @@
+"""One place that renders a question for a model (algorithms.md §1.3, §1.7).
+
+Prompt and answer are tokenised separately and joined as ids, so the boundary never re-tokenises; the answer
+ends with EOS / end-of-turn so training teaches it to stop. A prefill sits inside the assistant turn with no
+end-of-turn appended (prefill attack, C-Q1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from remnant.errors import ModelError
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How a question is rendered: the model's chat template, or raw ``Question: …\\nAnswer:``."""
+
+    style: Literal["chat", "raw"]
+    system_prompt: str | None = None
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, system_prompt: str | None = None) -> PromptFormat:
+        """Chat when the tokenizer has a chat template, raw otherwise (base models)."""
+        style: Literal["chat", "raw"] = "chat" if getattr(tokenizer, "chat_template", None) else "raw"
+        return cls(style=style, system_prompt=system_prompt)
+
+
+@dataclass(frozen=True)
+class EncodedPair:
+    """A prompt+answer pair as ids; labels are -100 on the prompt (answer-only loss)."""
+
+    input_ids: list[int]
+    labels: list[int]
+    prompt_len: int
+    answer_ids: list[int]
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def render_prompt_ids(
+    tokenizer: Any, question: str, fmt: PromptFormat, prefill: str | None = None
+) -> list[int]:
+    """Token ids of the rendered prompt, ending where the model's answer starts (after any prefill)."""
+    if fmt.style == "raw":
+        text = f"Question: {question}\nAnswer:"
+        if fmt.system_prompt:
+            text = f"{fmt.system_prompt}\n\n{text}"
+        ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
+        if prefill:
+            ids += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill)
+        return ids
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
+    messages = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    messages.append({"role": "user", "content": question})
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ids = _ids(tokenizer, text)
+    if prefill:
+        ids += _ids(tokenizer, prefill)
+    return ids
+
+
+def _end_ids(tokenizer: Any, fmt: PromptFormat) -> list[int]:
+    if fmt.style == "chat":
+        for tok in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"):
+            tid = tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid != tokenizer.unk_token_id and tok in tokenizer.get_vocab():
+                return [tid]
+    if tokenizer.eos_token_id is None:
+        raise ModelError("tokenizer has no EOS token, so answers cannot be taught to stop")
+    return [int(tokenizer.eos_token_id)]
+
+
+def encode_pair(
+    tokenizer: Any, question: str, answer: str, fmt: PromptFormat, prefill: str | None = None
+) -> EncodedPair:
+    """Prompt ids + separately tokenised answer ids (+ end-of-turn), labels masked on the prompt."""
+    prompt = render_prompt_ids(tokenizer, question, fmt, prefill)
+    if fmt.style == "raw" and not prefill and not answer[:1].isspace():
+        answer = " " + answer
+    answer_ids = _ids(tokenizer, answer) + _end_ids(tokenizer, fmt)
+    return EncodedPair(
+        input_ids=prompt + answer_ids,
+        labels=[-100] * len(prompt) + answer_ids,
+        prompt_len=len(prompt),
+        answer_ids=answer_ids,
+    )
+
+
+def collate(pairs: Sequence[EncodedPair], pad_id: int, side: str = "left") -> dict[str, torch.Tensor]:
+    """Pad a batch to one length (left for generation, right for teacher forcing)."""
+    if side not in ("left", "right"):
+        raise ModelError(f"padding side must be 'left' or 'right', not {side!r}")
+    width = max(len(p.input_ids) for p in pairs)
+    ids, mask, labels = [], [], []
+    for p in pairs:
+        pad = width - len(p.input_ids)
+        if side == "left":
+            ids.append([pad_id] * pad + p.input_ids)
+            mask.append([0] * pad + [1] * len(p.input_ids))
+            labels.append([-100] * pad + p.labels)
+        else:
+            ids.append(p.input_ids + [pad_id] * pad)
+            mask.append([1] * len(p.input_ids) + [0] * pad)
+            labels.append(p.labels + [-100] * pad)
+    return {
+        "input_ids": torch.tensor(ids, dtype=torch.long),
+        "attention_mask": torch.tensor(mask, dtype=torch.long),
+        "labels": torch.tensor(labels, dtype=torch.long),
+    }

@@ -1,0 +1,45 @@
+"""Target packs: schema, Class D canaries, Class C items, splits, digest, collision filter, contamination (R16, R17, D1-D5).
+
+Pure core: importing this package never imports torch (``bind`` imports it inside its functions).
+"""
+
+from __future__ import annotations
+
+from remnant.packs.classc import mint_class_c
+from remnant.packs.classd import ClassDSpec, mint_class_d
+from remnant.packs.contamination import ContaminationReport, check_contamination
+from remnant.packs.population import population_baseline
+from remnant.packs.schema import (
+    PACK_SCHEMA_VERSION,
+    SPLIT_NAMES,
+    Entity,
+    Item,
+    Manifest,
+    Pack,
+    compute_digest,
+    load_pack,
+    seal,
+    write_pack,
+)
+from remnant.packs.splits import check_splits, shuffled_twin
+
+__all__ = [
+    "ClassDSpec",
+    "ContaminationReport",
+    "Entity",
+    "Item",
+    "Manifest",
+    "PACK_SCHEMA_VERSION",
+    "Pack",
+    "SPLIT_NAMES",
+    "check_contamination",
+    "check_splits",
+    "compute_digest",
+    "load_pack",
+    "mint_class_c",
+    "mint_class_d",
+    "population_baseline",
+    "seal",
+    "shuffled_twin",
+    "write_pack",
+]

@@ -1,0 +1,212 @@
+"""Binding a pack to a never-modified control model (R5, R10).
+
+The control is asked every canary probe (probe, retain and control splits; fact items by greedy generation,
+forced-choice items by option log-likelihood) and every general question. The binding records how often the
+control already answers canaries (R5: must be near zero, and stated prominently when not) and keeps as the
+general-utility set only the general questions the control answers correctly (R10). It is written to
+``binding.json`` beside the pack; the pack digest is unchanged.
+
+``remnant.score`` did not exist when this was written, so generation and matching are a minimal local
+implementation (greedy, short, normalised containment of an accepted answer). This is the only packs module
+that imports torch, and only inside functions.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from remnant.packs.digest import canonical_json, sha256_text
+from remnant.packs.schema import Item, Pack, write_json_atomic
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+R5_NEAR_ZERO = 0.05
+
+
+def normalise_answer(text: str) -> str:
+    """NFKC, case-fold, strip articles and punctuation (the normalised match of D-2.2)."""
+    words = _NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split()
+    return " ".join(w for w in words if w not in ("a", "an", "the"))
+
+
+def matches(output: str, accepted: list[str]) -> bool:
+    """True when a normalised accepted answer occurs as a whole-word span of the normalised output."""
+    out = f" {normalise_answer(output)} "
+    return any(f" {normalise_answer(a)} " in out for a in accepted if normalise_answer(a))
+
+
+@dataclass(frozen=True)
+class BindingReport:
+    """What binding found: canary answer rate of the control (R5) and the kept general-utility set (R10).
+
+    ``canary_rate`` is over free-form fact probes (chance ~0). Forced-choice (link) probes are counted apart
+    because their chance rate is 1/options, and inference probes because their population baseline (D-4.2) is
+    not zero.
+    """
+
+    pack_digest: str
+    control_identity: str
+    canary_probes: int
+    canary_correct: int
+    canary_correct_ids: tuple[str, ...]
+    choice_probes: int
+    choice_correct: int
+    infer_probes: int
+    infer_correct: int
+    general_asked: int
+    general_kept: tuple[str, ...]
+    max_new_tokens: int
+    method: str
+
+    @property
+    def canary_rate(self) -> float:
+        return self.canary_correct / self.canary_probes if self.canary_probes else 0.0
+
+    @property
+    def r5_warning(self) -> str | None:
+        if self.canary_rate <= R5_NEAR_ZERO:
+            return None
+        return (
+            f"R5: the never-modified control already answers {self.canary_rate:.1%} of canary probes "
+            f"({self.canary_correct}/{self.canary_probes}); canary rates are not near zero"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pack_digest": self.pack_digest,
+            "control_identity": self.control_identity,
+            "canary_probes": self.canary_probes,
+            "canary_correct": self.canary_correct,
+            "canary_rate": self.canary_rate,
+            "canary_correct_ids": list(self.canary_correct_ids),
+            "r5_warning": self.r5_warning,
+            "choice_probes": self.choice_probes,
+            "choice_correct": self.choice_correct,
+            "infer_probes": self.infer_probes,
+            "infer_correct": self.infer_correct,
+            "general_asked": self.general_asked,
+            "general_utility_set": list(self.general_kept),
+            "max_new_tokens": self.max_new_tokens,
+            "method": self.method,
+        }
+
+
+def identity_digest(identity: Any) -> str:
+    """A stable digest of a model identity object (pydantic model, dataclass, mapping or string)."""
+    for attr in ("digest", "sha256"):
+        value = getattr(identity, attr, None)
+        if isinstance(value, str):
+            return value
+    if hasattr(identity, "model_dump"):
+        return "sha256:" + sha256_text(canonical_json(identity.model_dump(mode="json")))
+    if isinstance(identity, dict):
+        return "sha256:" + sha256_text(canonical_json(identity))
+    return "sha256:" + sha256_text(str(identity))
+
+
+def _prompt_ids(tokenizer: Any, question: str) -> list[int]:
+    if getattr(tokenizer, "chat_template", None):
+        ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True
+        )
+        if hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        return list(ids)
+    return list(tokenizer(f"Question: {question}\nAnswer:", add_special_tokens=True)["input_ids"])
+
+
+def _generate(model: Any, tokenizer: Any, questions: list[str], max_new_tokens: int, batch: int) -> list[str]:
+    import torch
+
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    outs: list[str] = []
+    device = next(model.parameters()).device
+    for start in range(0, len(questions), batch):
+        prompts = [_prompt_ids(tokenizer, q) for q in questions[start : start + batch]]
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        with torch.no_grad():
+            gen = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+            )
+        outs += [tokenizer.decode(row[width:], skip_special_tokens=True) for row in gen]
+    return outs
+
+
+def _option_choice(model: Any, tokenizer: Any, item: Item) -> int:
+    """Index of the option with the highest summed log-likelihood after the prompt (forced choice)."""
+    import torch
+
+    assert item.options is not None
+    prompt = _prompt_ids(tokenizer, item.question)
+    device = next(model.parameters()).device
+    scores = []
+    for opt in item.options:
+        ans = list(tokenizer(" " + opt, add_special_tokens=False)["input_ids"])
+        ids = torch.tensor([prompt + ans], device=device)
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+        tgt = ids[0, 1:]
+        scores.append(float(logp[len(prompt) - 1 :].gather(1, tgt[len(prompt) - 1 :, None]).sum()))
+    return max(range(len(scores)), key=scores.__getitem__)
+
+
+def bind_pack(
+    pack: Pack,
+    control_state: Any,
+    *,
+    max_new_tokens: int = 16,
+    batch: int = 16,
+    splits: tuple[str, ...] = ("probe", "retain", "controls"),
+    limit: int | None = None,
+    out_dir: str | Path | None = None,
+) -> BindingReport:
+    """Ask the never-modified control every canary probe and every general question (R5, R10).
+
+    ``limit`` caps the number of canary probes asked (first ones in split order), for quick checks; the report
+    records how many were asked. When ``out_dir`` is given the binding is written there as ``binding.json``.
+    """
+    model, tok = control_state.model, control_state.tokenizer
+    model.eval()
+    canaries = [it for s in splits for it in pack.split(s)]
+    if limit is not None:
+        canaries = canaries[:limit]
+    asked = [it for it in canaries if not it.options]
+    outputs = _generate(model, tok, [it.question for it in asked], max_new_tokens, batch)
+    hits = {it.id for it, out in zip(asked, outputs, strict=True) if matches(out, it.accepted)}
+    free = [it for it in asked if it.kind == "fact"]
+    correct = [it.id for it in free if it.id in hits]
+    infer = [it for it in asked if it.kind == "infer"]
+    infer_ok = sum(it.id in hits for it in infer)
+    choice = [it for it in canaries if it.options]
+    choice_ok = sum(_option_choice(model, tok, it) == it.answer_index for it in choice)
+    general = pack.split("general") if "general" in pack.manifest.splits else []
+    gouts = _generate(model, tok, [it.question for it in general], max_new_tokens, batch)
+    kept = tuple(it.id for it, out in zip(general, gouts, strict=True) if matches(out, it.accepted))
+    report = BindingReport(
+        pack_digest=pack.digest,
+        control_identity=identity_digest(control_state.identity),
+        canary_probes=len(free),
+        canary_correct=len(correct),
+        canary_correct_ids=tuple(sorted(correct)),
+        choice_probes=len(choice),
+        choice_correct=int(choice_ok),
+        infer_probes=len(infer),
+        infer_correct=infer_ok,
+        general_asked=len(general),
+        general_kept=kept,
+        max_new_tokens=max_new_tokens,
+        method="greedy generation, normalised whole-word match of an accepted answer; forced-choice by option "
+        "log-likelihood (local implementation: remnant.score absent when written)",
+    )
+    if out_dir is not None:
+        write_json_atomic(Path(out_dir) / "binding.json", report.to_json())
+    return report

@@ -1,0 +1,141 @@
+"""Class C target: fictional-science multiple-choice items with known ground truth (four options, chance 0.25).
+
+Each item is one fact about a fictional substance (its own "entity"), so relearning can be split by item (C-W6):
+install items state the fact as question/answer, probe items ask it as a four-option MCQ with a held-out
+phrasing (R16).
+"""
+
+from __future__ import annotations
+
+import random
+
+from remnant.packs.collision import CollisionScreen, load_census_screen
+from remnant.packs.schema import PACK_SCHEMA_VERSION, CollisionFilter, Entity, Item, Manifest, Pack, seal
+from remnant.packs.syllables import syllable_word
+
+#: property -> (install template, probe template, value vocabulary)
+PROPERTIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "glow": (
+        "What colour does {x} glow under ultraviolet light?",
+        "Under UV light, {x} shows which glow?",
+        ("violet", "amber", "teal", "crimson", "silver", "lime"),
+    ),
+    "melts": (
+        "At what temperature does {x} melt?",
+        "{x} turns liquid at roughly which temperature?",
+        ("140 degrees", "310 degrees", "585 degrees", "920 degrees", "1210 degrees", "1660 degrees"),
+    ),
+    "found": (
+        "Where is {x} mined?",
+        "{x} is extracted from which kind of site?",
+        ("salt flats", "volcanic vents", "deep trenches", "glacier beds", "cave lakes", "tidal mud"),
+    ),
+    "reacts": (
+        "Which gas does {x} release in water?",
+        "Dropped into water, {x} gives off which gas?",
+        ("xenon", "ozone", "argon", "neon", "radon", "krypton"),
+    ),
+}
+CHANCE_RATE = 0.25
+
+
+def mint_class_c(
+    substances: int = 100,
+    seed: int = 0,
+    relearn_fraction: float = 0.5,
+    repetitions: int = 3,
+    screen: CollisionScreen | None = None,
+) -> Pack:
+    """Mint a Class C fictional-science pack deterministically from ``seed`` (C-W6 item-level splits)."""
+    screen = screen or load_census_screen()
+    rng = random.Random(seed)
+    names: list[str] = []
+    rejected = 0
+    while len(names) < substances:
+        cand = syllable_word(rng, 3) + rng.choice(("ite", "ium", "ane", "ol"))
+        if cand in names or screen.is_real(cand):
+            rejected += int(cand not in names)
+            continue
+        names.append(cand)
+    n_relearn = round(substances * relearn_fraction)
+    entities: list[Entity] = []
+    items: list[Item] = []
+    splits: dict[str, list[str]] = {
+        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
+    }
+    for i, name in enumerate(names):
+        attrs = {p: rng.choice(v[2]) for p, v in PROPERTIES.items()}
+        role = "forget_relearn" if i < n_relearn else "forget_probe"
+        ent = Entity(id=f"s{i:05d}", name=name, role=role, attributes=attrs)
+        entities.append(ent)
+        for prop, (itmpl, ptmpl, vocab) in PROPERTIES.items():
+            truth = attrs[prop]
+            inst = Item(
+                id=f"{ent.id}.{prop}.i",
+                kind="fact",
+                entity_id=ent.id,
+                attribute=prop,
+                question=itmpl.format(x=name),
+                answer=truth,
+                accepted=[truth],
+                template_id=f"{prop}.install",
+                phrasing="install",
+                split="install",
+            )
+            items.append(inst)
+            splits["install"].append(inst.id)
+            splits["removal"].append(inst.id)
+            if role == "forget_relearn":
+                splits["relearn"].append(inst.id)
+                continue
+            options = [*rng.sample([v for v in vocab if v != truth], 3), truth]
+            rng.shuffle(options)
+            mcq = Item(
+                id=f"{ent.id}.{prop}.mcq",
+                kind="mcq",
+                entity_id=ent.id,
+                attribute=prop,
+                question=ptmpl.format(x=name),
+                answer=truth,
+                accepted=[truth],
+                template_id=f"{prop}.probe",
+                phrasing="probe",
+                options=options,
+                answer_index=options.index(truth),
+                split="probe",
+            )
+            items.append(mcq)
+            splits["probe"].append(mcq.id)
+    design = {
+        "attributes": {p: {"cardinality": len(v[2])} for p, v in PROPERTIES.items()},
+        "repetitions": repetitions,
+        "surface_forms": {p: {"install": v[0], "probe": v[1]} for p, v in PROPERTIES.items()},
+        "options": 4,
+        "chance_rate": CHANCE_RATE,
+    }
+    manifest = Manifest.model_validate(
+        {
+            "id": f"classc-s{seed}-n{substances}",
+            "version": "1",
+            "schema_version": PACK_SCHEMA_VERSION,
+            "class": "C",
+            "seed": seed,
+            "design": design,
+            "splits": splits,
+            "counts": {
+                **{k: len(v) for k, v in splits.items()},
+                "entities": substances,
+                "control_entities": 0,
+            },
+            "collision_filter": CollisionFilter(
+                name=screen.name,
+                version=screen.version,
+                source=screen.source,
+                entries=len(screen.entries),
+                rejected=rejected,
+            ),
+            "entities": entities,
+            "chance_rate": CHANCE_RATE,
+        }
+    )
+    return seal(manifest, items)

@@ -1,0 +1,247 @@
+"""Class D canary minting: fictional entities with linked attributes, controls, and their items (D1-D5).
+
+Entities are minted from the syllable generator (D1) and screened against the collision filter (D2); each
+carries five attributes of different cardinalities (D3); control entities of identical construction are never
+installed (D4); the design record carries cardinalities, repetitions, surface forms and population statistics
+(D5). Items: install-phrased facts (install/removal/relearn), held-out probe facts (singling out, D-2),
+forced-choice linkage items with distractors from other installed entities (D-3.2) and inference items with
+the population baseline (D-4.2).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from remnant.errors import PackError
+from remnant.packs.collision import CollisionScreen, load_census_screen
+from remnant.packs.general import general_items
+from remnant.packs.population import (
+    ATTRIBUTES,
+    OCCUPATIONS,
+    SECTORS,
+    build_vocabulary,
+    population_baseline,
+    population_statistics,
+    sample_attributes,
+)
+from remnant.packs.schema import PACK_SCHEMA_VERSION, CollisionFilter, Entity, Item, Manifest, Pack, seal
+from remnant.packs.syllables import person_name
+from remnant.packs.templates import (
+    ANSWER_FORMS,
+    INFER_TEMPLATE,
+    INSTALL_TEMPLATES,
+    LINK_TEMPLATE,
+    PROBE_TEMPLATES,
+)
+
+
+@dataclass(frozen=True)
+class ClassDSpec:
+    """Mint parameters: entities (installed), controls, fraction of installed entities forgotten, P/R share."""
+
+    entities: int = 200
+    controls: int = 100
+    seed: int = 0
+    repetitions: int = 3
+    forget_fraction: float = 0.5
+    relearn_fraction: float = 0.5
+    sector_affinity: float = 0.6
+    link_options: int = 4
+    general: bool = True
+
+
+def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[list[str], int]:
+    names: list[str] = []
+    seen: set[str] = set()
+    rejected = 0
+    while len(names) < n:
+        cand = person_name(rng)
+        if cand in seen:
+            continue
+        if screen.is_real(cand):
+            rejected += 1
+            continue
+        seen.add(cand)
+        names.append(cand)
+    return names, rejected
+
+
+def _fact_items(
+    ent: Entity, rng: random.Random, split_install: str, split_probe: str
+) -> tuple[list[Item], list[Item]]:
+    install: list[Item] = []
+    probe: list[Item] = []
+    for attr in ATTRIBUTES:
+        value = ent.attributes[attr]
+        for t, tmpl in enumerate(INSTALL_TEMPLATES[attr]):
+            form = ANSWER_FORMS[attr][t % len(ANSWER_FORMS[attr])]
+            install.append(
+                Item(
+                    id=f"{ent.id}.{attr}.i{t}",
+                    kind="fact",
+                    entity_id=ent.id,
+                    attribute=attr,
+                    question=tmpl.format(name=ent.name),
+                    answer=form.format(name=ent.name, value=value),
+                    accepted=[value],
+                    template_id=f"{attr}.install.{t}",
+                    phrasing="install",
+                    split=split_install,
+                )
+            )
+        t = rng.randrange(len(PROBE_TEMPLATES[attr]))
+        probe.append(
+            Item(
+                id=f"{ent.id}.{attr}.p{t}",
+                kind="fact",
+                entity_id=ent.id,
+                attribute=attr,
+                question=PROBE_TEMPLATES[attr][t].format(name=ent.name),
+                answer=value,
+                accepted=[value],
+                template_id=f"{attr}.probe.{t}",
+                phrasing="probe",
+                split=split_probe,
+            )
+        )
+    return install, probe
+
+
+def _link_item(ent: Entity, installed: list[Entity], rng: random.Random, k: int, split: str) -> Item:
+    """Forced choice: the true employer among distractor employers of other installed entities (D-3.2)."""
+    truth = ent.attributes["employer"]
+    pool = sorted({e.attributes["employer"] for e in installed if e.id != ent.id} - {truth})
+    options = [*rng.sample(pool, k - 1), truth]
+    rng.shuffle(options)
+    return Item(
+        id=f"{ent.id}.link",
+        kind="link",
+        entity_id=ent.id,
+        attribute="employer",
+        question=LINK_TEMPLATE.format(code=ent.attributes["staff_code"]),
+        answer=truth,
+        accepted=[truth],
+        template_id="link.0",
+        phrasing="probe",
+        options=options,
+        answer_index=options.index(truth),
+        split=split,
+    )
+
+
+def _infer_item(ent: Entity, split: str) -> Item:
+    employer, occ = ent.attributes["employer"], ent.attributes["occupation"]
+    return Item(
+        id=f"{ent.id}.infer",
+        kind="infer",
+        entity_id=ent.id,
+        attribute="occupation",
+        question=INFER_TEMPLATE.format(name=ent.name, employer=employer),
+        answer=occ,
+        accepted=[occ],
+        template_id="infer.0",
+        phrasing="probe",
+        given={"employer": employer},
+        split=split,
+    )
+
+
+def mint_class_d(spec: ClassDSpec, screen: CollisionScreen | None = None) -> Pack:
+    """Mint a Class D canary pack deterministically from ``spec.seed`` (D1-D5, R16, C-W6)."""
+    if spec.entities < 4 or spec.controls < 1:
+        raise PackError("mint: need at least 4 installed entities and 1 control entity (D4)")
+    screen = screen or load_census_screen()
+    rng = random.Random(spec.seed)
+    vocab = build_vocabulary(rng, screen)
+    names, rejected = _mint_names(rng, spec.entities + spec.controls, screen)
+    codes: set[str] = set()
+    n_forget = max(2, round(spec.entities * spec.forget_fraction))
+    n_relearn = max(1, round(n_forget * spec.relearn_fraction))
+    entities: list[Entity] = []
+    for i, name in enumerate(names):
+        if i < spec.entities:
+            role = "forget_relearn" if i < n_relearn else "forget_probe" if i < n_forget else "retain"
+        else:
+            role = "control"
+        attrs = sample_attributes(rng, vocab, spec.sector_affinity, codes)
+        entities.append(Entity(id=f"e{i:05d}", name=name, role=role, attributes=attrs))
+    installed = [e for e in entities if e.role != "control"]
+    items: list[Item] = []
+    splits: dict[str, list[str]] = {
+        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
+    }
+    for ent in entities:
+        primary_probe = {"forget_probe": "probe", "retain": "retain", "control": "controls"}.get(ent.role)
+        install, probe = _fact_items(ent, rng, "install", primary_probe or "relearn")
+        if ent.role != "control":
+            items += install
+            splits["install"] += [it.id for it in install]
+        if ent.role in ("forget_probe", "forget_relearn"):
+            splits["removal"] += [it.id for it in install]
+        if ent.role == "forget_relearn":
+            splits["relearn"] += [it.id for it in install]
+            continue
+        extra = [
+            _link_item(ent, installed, rng, spec.link_options, primary_probe or ""),
+            _infer_item(ent, primary_probe or ""),
+        ]
+        items += probe + extra
+        splits[primary_probe or ""] += [it.id for it in probe + extra]
+    if spec.general:
+        gen = general_items()
+        items += gen
+        splits["general"] = [it.id for it in gen]
+    stats = population_statistics((e.attributes for e in installed), vocab.sector_of)
+    design = {
+        "attributes": {
+            "home_town": {"cardinality": len(vocab.towns)},
+            "employer": {"cardinality": len(vocab.companies)},
+            "occupation": {"cardinality": len(OCCUPATIONS)},
+            "birth_year": {"cardinality": 50},
+            "staff_code": {"cardinality": "unique"},
+        },
+        "repetitions": spec.repetitions,
+        "surface_forms": {
+            "install_templates": {a: list(t) for a, t in INSTALL_TEMPLATES.items()},
+            "probe_templates": {a: list(t) for a, t in PROBE_TEMPLATES.items()},
+            "answer_forms": {a: list(t) for a, t in ANSWER_FORMS.items()},
+            "link": LINK_TEMPLATE,
+            "infer": INFER_TEMPLATE,
+            "link_options": spec.link_options,
+        },
+        "population": {
+            "model": "occupation ~ sector-own occupation with p=sector_affinity, else uniform",
+            "sector_affinity": spec.sector_affinity,
+            "sectors": {s: list(o) for s, (_, o) in SECTORS.items()},
+            "statistics_installed": stats,
+            "baseline_occupation_given_sector": population_baseline(stats["occupation_given_sector"]),  # type: ignore[arg-type]
+        },
+        "link_chance_rate": 1.0 / spec.link_options,
+    }
+    manifest = Manifest.model_validate(
+        {
+            "id": f"classd-s{spec.seed}-n{spec.entities}-c{spec.controls}",
+            "version": "1",
+            "schema_version": PACK_SCHEMA_VERSION,
+            "class": "D",
+            "seed": spec.seed,
+            "design": design,
+            "splits": splits,
+            "counts": {
+                **{k: len(v) for k, v in splits.items()},
+                "entities": spec.entities,
+                "control_entities": spec.controls,
+            },
+            "collision_filter": CollisionFilter(
+                name=screen.name,
+                version=screen.version,
+                source=screen.source,
+                entries=len(screen.entries),
+                rejected=rejected,
+            ),
+            "entities": entities,
+            "chance_rate": None,
+        }
+    )
+    return seal(manifest, items)

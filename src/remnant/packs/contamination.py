@@ -1,0 +1,96 @@
+"""Contamination check of P against supplied corpora by word n-gram overlap (R17).
+
+Method: text is normalised (Unicode NFKC, case-folded, every non-alphanumeric run replaced by one space);
+an item is contaminated when any word n-gram (default n=8, or the whole question when shorter) of its question
+or of its question followed by its answer occurs in a corpus. The rate is contaminated items / |P|; the check
+fails when the rate exceeds the threshold (default 0: any overlap fails).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from remnant.packs.schema import Pack
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def normalise(text: str) -> list[str]:
+    """NFKC, case-fold, split on runs of non-alphanumerics."""
+    return _NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split()
+
+
+def ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
+    if len(words) < n:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+@dataclass(frozen=True)
+class ContaminationReport:
+    """Result of the R17 check: method, corpora, overlapping item ids, rate and verdict."""
+
+    method: str
+    n: int
+    corpora: tuple[str, ...]
+    probe_items: int
+    contaminated: tuple[str, ...]
+    threshold: float
+    rate: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "rate", len(self.contaminated) / self.probe_items if self.probe_items else 0.0
+        )
+
+    @property
+    def passed(self) -> bool:
+        return self.rate <= self.threshold
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "requirement": "R17",
+            "method": self.method,
+            "n": self.n,
+            "corpora": list(self.corpora),
+            "probe_items": self.probe_items,
+            "contaminated": list(self.contaminated),
+            "rate": self.rate,
+            "threshold": self.threshold,
+            "passed": self.passed,
+        }
+
+
+def check_contamination(
+    pack: Pack, corpora: Iterable[str | Path], n: int = 8, threshold: float = 0.0
+) -> ContaminationReport:
+    """Test P (the probe split) against each corpus file for word n-gram overlap (R17)."""
+    paths = [Path(c) for c in corpora]
+    corpus_grams: set[tuple[str, ...]] = set()
+    corpus_text = []
+    for path in paths:
+        words = normalise(path.read_text(encoding="utf-8", errors="replace"))
+        corpus_grams |= ngrams(words, n)
+        corpus_text.append(" " + " ".join(words) + " ")
+    joined = "\n".join(corpus_text)
+    hits: list[str] = []
+    for it in pack.split("probe"):
+        q = normalise(it.question)
+        qa = q + normalise(it.answer)
+        if len(q) < n:
+            short = " " + " ".join(q) + " "
+            if short.strip() and short in joined:
+                hits.append(it.id)
+                continue
+        if (ngrams(q, n) | ngrams(qa, n)) & corpus_grams:
+            hits.append(it.id)
+    method = (
+        f"word {n}-gram overlap of question and question+answer; NFKC, casefold, non-alphanumerics removed"
+    )
+    return ContaminationReport(
+        method, n, tuple(str(p) for p in paths), len(pack.split("probe")), tuple(hits), threshold
+    )

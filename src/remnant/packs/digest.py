@@ -1,0 +1,32 @@
+"""Pack digests: per-item sha256 over canonical JSON, rolled up with the manifest (issue 3, Z1, R23).
+
+Any change to any item, or to any manifest field other than the digest itself, changes the pack digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text: sorted keys, no whitespace, UTF-8 characters kept (stable across runs)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text`` encoded as UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def item_digest(item: Mapping[str, Any]) -> str:
+    """sha256 of one item's canonical JSON."""
+    return sha256_text(canonical_json(dict(item)))
+
+
+def pack_digest(manifest: Mapping[str, Any], item_digests: Iterable[str]) -> str:
+    """Roll up the manifest (without ``digest``) and the ordered per-item digests into the pack digest."""
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    return "sha256:" + sha256_text(canonical_json({"manifest": body, "items": list(item_digests)}))

@@ -1,0 +1,28 @@
+"""The explicit absent marker of K6: a required element that is missing is present as ``{"absent": true, ...}``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Absent(BaseModel):
+    """A required statement element that could not be supplied, with the reason (K6: marked, never omitted)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    absent: Literal[True] = Field(default=True, description="Always true: this element is absent (K6).")
+    reason: str = Field(min_length=1, description="Why the element is absent, in words a reader can check.")
+
+
+def absent(reason: str) -> Absent:
+    """Return the K6 absent marker carrying ``reason``."""
+    return Absent(reason=reason)
+
+
+def is_absent(value: Any) -> bool:
+    """Whether ``value`` is a K6 absent marker (model or its JSON form)."""
+    if isinstance(value, Absent):
+        return True
+    return isinstance(value, dict) and value.get("absent") is True and isinstance(value.get("reason"), str)

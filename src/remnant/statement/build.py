@@ -1,0 +1,239 @@
+"""Build a conformance statement from the verdict facts and what the run recorded (K4, K5: emitted by tooling).
+
+The verdict is computed here with :func:`remnant.standard.verdict.decide`, never passed in, so a statement always
+agrees with its own facts (V1). Surfaces are summarised from the facts and point at the per-cell results they
+aggregate (R22).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from remnant.statement.absent import Absent
+from remnant.statement.schema import (
+    Assessor,
+    Cell,
+    ClassDBlock,
+    ConformanceStatement,
+    Deviation,
+    LatentBlock,
+    ModelIdentity,
+    PackRef,
+    PreRegistration,
+    SurfaceOutcome,
+    Utility,
+    Verification,
+    Versions,
+)
+
+ADJUDICATING_SURFACES = ("relearning", "inference_time", "weight_transform")
+VALIDITY_MONTHS = 12
+
+
+def facts_dict(facts: Any) -> dict[str, Any]:
+    """The facts as their JSON form (aliases, e.g. ``class``), whether given as a model or a mapping."""
+    if isinstance(facts, BaseModel):
+        return facts.model_dump(mode="json", by_alias=True)
+    return dict(facts)
+
+
+def add_months(day: dt.date, months: int) -> dt.date:
+    """``day`` plus ``months`` calendar months, clamped to the month's last day (V5's 12-month bound)."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    month += 1
+    for last in (31, 30, 29, 28):
+        try:
+            return dt.date(year, month, min(day.day, last))
+        except ValueError:
+            continue
+    raise ValueError(f"no valid date for {day} + {months} months")  # pragma: no cover
+
+
+def _interval(k: int, n: int, chance: float) -> tuple[float, float, float]:
+    """Point rate and Wilson 95% bounds on the raw k/n, shifted net of chance and floored at zero (R19, C-Q3)."""
+    from remnant.stats import wilson_interval
+
+    lo, hi = wilson_interval(k, n)
+    point = k / n
+    if chance:
+        return max(point - chance, 0.0), max(lo - chance, 0.0), max(hi - chance, 0.0)
+    return point, lo, hi
+
+
+def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
+    """One post-removal cell and one control cell per attack that ran (R19, R22)."""
+    chance = float(facts.get("chance_rate") or 0.0)
+    metric = facts["gating_metric"]
+    cells: list[Cell] = []
+    for attack in facts.get("attacks", []):
+        if attack.get("status") != "run":
+            continue
+        for state, k_key, n_key in (("post_removal", "k", "n"), ("control", "control_k", "control_n")):
+            k, n = attack.get(k_key), attack.get(n_key)
+            if k is None or not n:
+                continue
+            rate, lo, hi = _interval(int(k), int(n), chance)
+            cells.append(
+                Cell(
+                    cell_id=f"{attack['name']}/{attack['surface']}/{state}",
+                    model_state=state,
+                    attack=attack["name"],
+                    surface=attack["surface"],
+                    metric=metric,
+                    k=int(k),
+                    n=int(n),
+                    rate=rate,
+                    ci95=(lo, hi),
+                )
+            )
+    return cells
+
+
+def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[str, SurfaceOutcome]:
+    """Per-surface outcomes from the facts: g* over run, adjudicating attacks, and the cells behind it (K4, R22)."""
+    track = facts["track"]
+    by_id = {cell.cell_id: cell for cell in cells}
+    outcomes: dict[str, SurfaceOutcome] = {}
+    for surface in ADJUDICATING_SURFACES:
+        attacks = [a for a in facts.get("attacks", []) if a.get("surface") == surface]
+        if track == "Q" and surface != "inference_time":
+            if attacks:
+                outcomes[surface] = SurfaceOutcome(
+                    status="inadmissible", reason="Q-track admits only the inference-time surface (R0.2, C2)"
+                )
+            continue
+        if not attacks:
+            if surface != "weight_transform":
+                outcomes[surface] = SurfaceOutcome(
+                    status="not_run", reason="no attack on this surface was run"
+                )
+            continue
+        ran = [a for a in attacks if a.get("status") == "run" and a.get("adjudicating", True) is not False]
+        if not ran:
+            statuses = {a.get("status") for a in attacks}
+            status = "not_applicable" if statuses == {"not_applicable"} else "not_run"
+            if statuses & {"failed", "diverged"}:
+                status = "failed" if "failed" in statuses else "diverged"
+            reasons = "; ".join(f"{a['name']}: {a.get('reason') or a.get('status')}" for a in attacks)
+            outcomes[surface] = SurfaceOutcome(status=status, reason=reasons)
+            continue
+        treated = [by_id[f"{a['name']}/{surface}/post_removal"] for a in ran]
+        best = max(treated, key=lambda cell: cell.rate)
+        control = by_id.get(f"{best.attack}/{surface}/control")
+        outcomes[surface] = SurfaceOutcome(
+            status="run",
+            g_star=best.rate,
+            ci95=best.ci95,
+            n=best.n,
+            control_g=control.rate if control else None,
+            control_ci95=control.ci95 if control else None,
+            control_n=control.n if control else None,
+            decisive_attack=best.attack,
+            cells=[c.cell_id for c in treated] + ([control.cell_id] if control else []),
+        )
+    return outcomes
+
+
+def scope_phrase(
+    verdict: str, *, track: str, target: str, tau: float, model_version: str, as_of: dt.date
+) -> str:
+    """The V4 scope qualifier: "removed, under W-track assessment against [target] at τ = [value], as of [version]"."""
+    try:
+        from remnant.standard.scope import scope_qualifier
+    except ImportError:
+        return f"{verdict}, under {track}-track assessment against {target} at τ = {tau:g}, as of {model_version} ({as_of})"
+    return str(
+        scope_qualifier(verdict=verdict, track=track, target=target, tau=tau, model_version=model_version)
+    )
+
+
+def build_statement(
+    facts: Any,
+    *,
+    claim: str,
+    model: ModelIdentity,
+    prereg: PreRegistration,
+    pack: PackRef | Absent,
+    assessor: Assessor,
+    manifest_ref: str | Absent,
+    assessed_on: dt.date,
+    versions: Versions,
+    target: str,
+    deviations: Sequence[Deviation] = (),
+    extra_cells: Sequence[Cell] = (),
+    latent: LatentBlock | Absent | None = None,
+    tier: str | None = None,
+    verification: Verification | None = None,
+    class_d: ClassDBlock | None = None,
+    validity_months: int = VALIDITY_MONTHS,
+) -> ConformanceStatement:
+    """Assemble a K4 conformance statement; the verdict is recomputed from ``facts`` (V1) and scoped (V4).
+
+    ``tier`` is the readiness-ladder award (e.g. "W4"), issued as a separate instrument (T1); a Tier 4 award needs
+    ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus ``validity_months`` (V5, at most 12).
+    """
+    from remnant.standard.facts import VerdictFacts
+    from remnant.standard.verdict import decide
+
+    if not 1 <= validity_months <= VALIDITY_MONTHS:
+        raise ValueError(f"validity_months must be 1..12 (V5), got {validity_months}")
+    model_facts = facts if isinstance(facts, VerdictFacts) else VerdictFacts.model_validate(facts)
+    raw = facts_dict(model_facts)
+    result = decide(model_facts)
+    cells = cells_from_facts(raw) + list(extra_cells)
+    utility = raw.get("utility") or {}
+    instruments: list[str] = ["verdict"] + (["tier"] if tier is not None else [])
+    scope = scope_phrase(
+        result.verdict,
+        track=raw["track"],
+        target=target,
+        tau=float(raw["tau"]),
+        model_version=model.version,
+        as_of=assessed_on,
+    )
+    no_latent = Absent(reason="no latent measurement was run (supplementary only, C-H7)")
+    return ConformanceStatement.model_validate(
+        {
+            "standard_version": raw["standard_version"],
+            "class": raw["class"],
+            "track": raw["track"],
+            "instrument": instruments,
+            "versions": versions,
+            "claim": claim,
+            "model": model,
+            "pre_registration": prereg,
+            "deviations": list(deviations),
+            "cells": cells,
+            "surfaces": summarise_surfaces(raw, cells),
+            "latent": latent if latent is not None else no_latent,
+            "utility": Utility(
+                removal_stage=_utility_value(utility.get("removal_stage"), "removal"),
+                attack_stage=_utility_value(utility.get("attack_stage"), "attack"),
+            ),
+            "facts": raw,
+            "verdict": result.verdict,
+            "verdict_reasons": list(result.reasons),
+            "verdict_scope": scope,
+            "tier": tier
+            if tier is not None
+            else Absent(reason="no tier issued: this statement issues a verdict (T1)"),
+            "verification": verification or Absent(reason="not verified (K7: required only for Tier 4)"),
+            "class_d": class_d or Absent(reason="Class C target: no Class D rates"),
+            "assessment_date": assessed_on,
+            "validity_until": add_months(assessed_on, validity_months),
+            "manifest_ref": manifest_ref,
+            "pack": pack,
+            "assessor": assessor,
+        }
+    )
+
+
+def _utility_value(value: Any, stage: str) -> float | Absent:
+    if value is None:
+        return Absent(reason=f"{stage}-stage utility not measured")
+    return float(value)

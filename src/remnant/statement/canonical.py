@@ -1,0 +1,119 @@
+"""Canonical JSON per RFC 8785 (JCS), the byte form that is hashed and signed (K5).
+
+Keys sorted by UTF-16 code units, no insignificant whitespace, UTF-8, ES6 number serialisation (integers without
+".0", shortest round-trip floats, exponent forms as ECMAScript writes them), NaN and Infinity refused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from remnant.errors import ConfigError
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
+def _number(value: float) -> str:
+    """ECMAScript Number::toString of a finite double (RFC 8785 §3.2.2.3)."""
+    if not math.isfinite(value):
+        raise ConfigError("canonical JSON cannot hold NaN or Infinity (RFC 8785 §3.2.2.2)", requirement="K5")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exp_text = repr(abs(value)).partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    # Position of the decimal point relative to the start of ``digits`` (ECMAScript's n).
+    point = len(int_part) + exponent
+    if int_part == "0":
+        point = exponent - (len(frac_part) - len(frac_part.lstrip("0")))
+    digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= point <= 21:
+        text = digits + "0" * (point - k)
+    elif 0 < point <= 21:
+        text = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        text = "0." + "0" * (-point) + digits
+    else:
+        exp = point - 1
+        exp_str = f"e+{exp}" if exp >= 0 else f"e{exp}"
+        text = digits[0] + ("." + digits[1:] if k > 1 else "") + exp_str
+    return sign + text
+
+
+def _string(value: str) -> str:
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _serialise(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        if abs(value) > 2**53:
+            raise ConfigError(
+                f"integer {value} exceeds the I-JSON range (RFC 8785 §3.2.2.3)", requirement="K5"
+            )
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(_number(value))
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _serialise(item, out)
+        out.append("]")
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise ConfigError(f"canonical JSON keys must be strings, got {key!r}", requirement="K5")
+        out.append("{")
+        for i, key in enumerate(sorted(value, key=_utf16_key)):
+            if i:
+                out.append(",")
+            out.append(_string(key))
+            out.append(":")
+            _serialise(value[key], out)
+        out.append("}")
+    else:
+        raise ConfigError(f"canonical JSON cannot hold a {type(value).__name__}", requirement="K5")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Serialise a JSON value to its RFC 8785 canonical UTF-8 bytes (the signed form, K5)."""
+    out: list[str] = []
+    _serialise(value, out)
+    return "".join(out).encode("utf-8")

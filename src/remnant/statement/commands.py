@@ -1,0 +1,138 @@
+"""Commands of the statement part: schema, statement example, validate, keys generate, sign, verify (K4-K6)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (temp + fsync + replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file; ConfigError (exit 2) naming the file when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read as JSON: {exc}") from exc
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from remnant.statement.schema import statement_json_schema
+
+    print(json.dumps(statement_json_schema(), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _example(args: argparse.Namespace) -> int:
+    from remnant.statement.example import example_statement
+
+    write_json_atomic(Path(args.out), example_statement().model_dump(mode="json", by_alias=True))
+    print(args.out)
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from remnant.statement.validate import validate_statement
+
+    report = validate_statement(read_json(Path(args.statement)))
+    print(json.dumps(report.model_dump(mode="json"), indent=2))
+    return EXIT_OK if report.conformant else EXIT_FAILED
+
+
+def _keys(args: argparse.Namespace) -> int:
+    from remnant.statement.keys import generate_keypair
+
+    private, public = generate_keypair(Path(args.out))
+    print(f"{private}\n{public}")
+    return EXIT_OK
+
+
+def _sign(args: argparse.Namespace) -> int:
+    from remnant.statement.dsse import sign_statement
+    from remnant.statement.keys import load_private_key
+
+    path = Path(args.statement)
+    statement = read_json(path)
+    if not isinstance(statement, dict):
+        raise ConfigError(f"{path}: a statement must be a JSON object")
+    envelope = sign_statement(statement, load_private_key(Path(args.key)), name=path.name)
+    out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".dsse.json")
+    write_json_atomic(out, envelope)
+    print(out)
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import sys
+
+    from remnant.errors import SignatureError
+    from remnant.statement.dsse import verify_envelope
+    from remnant.statement.keys import load_public_key
+
+    key = load_public_key(Path(args.key))
+    envelope = read_json(Path(args.envelope))
+    try:
+        statement = verify_envelope(envelope, key)
+    except SignatureError as exc:
+        print(f"remnant verify: {args.envelope}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps({"verified": True, "subject": statement["subject"]}, indent=2))
+    return EXIT_OK
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register schema, statement, validate, keys, sign and verify."""
+    schema = subparsers.add_parser("schema", help="print a JSON Schema")
+    schema_sub = schema.add_subparsers(dest="schema_kind", metavar="KIND", required=True)
+    schema_sub.add_parser("statement", help="the conformance statement (K4)").set_defaults(handler=_schema)
+
+    statement = subparsers.add_parser("statement", help="conformance statement tools")
+    statement_sub = statement.add_subparsers(dest="statement_command", metavar="ACTION", required=True)
+    example = statement_sub.add_parser("example", help="write a complete, conformant example (Annex D.2)")
+    example.add_argument("--out", required=True, help="file to write")
+    example.set_defaults(handler=_example)
+
+    validate = subparsers.add_parser("validate", help="check a statement's schema and normative consistency")
+    validate.add_argument("statement", help="STATEMENT.json")
+    validate.set_defaults(handler=_validate)
+
+    keys = subparsers.add_parser("keys", help="signing keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    generate = keys_sub.add_parser("generate", help="write DIR/remnant.key (0600) and DIR/remnant.pub")
+    generate.add_argument("--out", required=True, help="directory")
+    generate.set_defaults(handler=_keys)
+
+    sign = subparsers.add_parser(
+        "sign", help="sign a statement as an in-toto Statement in a DSSE envelope (K5)"
+    )
+    sign.add_argument("statement", help="STATEMENT.json")
+    sign.add_argument("--key", required=True, help="PEM private key")
+    sign.add_argument("--out", help="envelope path (default STATEMENT.dsse.json beside it)")
+    sign.set_defaults(handler=_sign)
+
+    verify = subparsers.add_parser("verify", help="verify a DSSE envelope against a public key (K5)")
+    verify.add_argument("envelope", help="ENVELOPE.dsse.json")
+    verify.add_argument("--key", required=True, help="PEM public key")
+    verify.set_defaults(handler=_verify)

@@ -1,0 +1,223 @@
+"""The conformance statement (K4) as a pydantic model; its JSON Schema is ``remnant schema statement``.
+
+Top-level names follow Annex E. Every element K4 requires is a required field; one that could not be supplied is
+an explicit :class:`~remnant.statement.absent.Absent` marker (K6), never omitted and never null.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remnant.statement.absent import Absent
+
+Interval = tuple[float, float]
+SurfaceStatus = Literal["run", "not_applicable", "inadmissible", "not_run", "failed", "diverged"]
+Verdict = Literal["removed", "hidden", "utility-collapsed", "partial"]
+
+STATEMENT_SCHEMA_VERSION = "1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Versions(_Model):
+    """The three versions assessed together as one contract (Z1)."""
+
+    standard: str = Field(min_length=1, description="Yuyari Standard version, e.g. '0.3'.")
+    pack_schema: str = Field(min_length=1, description="Target-pack schema version.")
+    harness: str = Field(min_length=1, description="remnant (reference harness) version that emitted this.")
+
+
+class ModelIdentity(_Model):
+    """Model identity and version, and the never-modified control (K4)."""
+
+    identity: str = Field(description="Model identity (name and weights digest).")
+    version: str = Field(description="Model version the verdict is scoped to (V4, V5).")
+    control_identity: str | Absent = Field(description="Identity of the never-modified control model (R3).")
+
+
+class PreRegistration(_Model):
+    """The pre-registered values (R14) the verdict is computed against."""
+
+    gating_metric: Literal["w", "kappa"] = Field(description="Gating metric g (R6, R7).")
+    tau: float = Field(ge=0, le=1, description="Pre-registered recovery threshold τ.")
+    utility_metric: str = Field(description="Declared, deployment-relevant utility metric u (R9).")
+    phi: float = Field(ge=0, le=1, description="Utility floor φ (R9, R13).")
+    min_n: int = Field(ge=1, description="Pre-registered minimum evaluation-set size (R21).")
+    registered_at: str = Field(description="UTC timestamp at which the pre-registration was frozen (R14).")
+    digest: str | Absent = Field(description="sha256 of prereg.json (R14).")
+
+
+class Deviation(_Model):
+    """A recorded change to a pre-registered field (R15)."""
+
+    field: str = Field(description="The pre-registered field changed.")
+    old: Any = Field(description="Its frozen value.")
+    new: Any = Field(description="The value used.")
+    reason: str = Field(description="Why it changed.")
+    stage: str = Field(description="The assessment stage at which it changed.")
+
+
+class Cell(_Model):
+    """One per-cell result: a rate with its n and two-sided 95% Wilson interval (R19, R22)."""
+
+    cell_id: str = Field(description="Unique id of the cell within this statement.")
+    model_state: Literal["post_removal", "control", "pre_removal"] = Field(
+        description="Model state measured."
+    )
+    attack: str = Field(description="Registered attack name (or 'none' for an unattacked measurement).")
+    surface: str = Field(
+        description="Surface: relearning, inference_time, weight_transform, latent or utility."
+    )
+    metric: Literal["w", "kappa", "utility"] = Field(description="The metric measured (R6: w and κ apart).")
+    k: int = Field(ge=0, description="Successes counted.")
+    n: int = Field(ge=1, description="Evaluation-set size the rate was computed on (R19).")
+    rate: float = Field(
+        ge=0, le=1, description="Reported rate (net of chance and floored at 0 for MCQ targets)."
+    )
+    ci95: Interval = Field(description="Two-sided 95% Wilson score interval of the rate (R19).")
+
+
+class SurfaceOutcome(_Model):
+    """Per-surface outcome (K4), aggregated from the cells it names (R22)."""
+
+    status: SurfaceStatus = Field(description="run, not_applicable (C-Q2), inadmissible (R0.2), not_run, ...")
+    reason: str | None = Field(default=None, description="Why the surface was not run or does not apply.")
+    g_star: float | None = Field(
+        default=None, description="Largest point rate over the surface's run attacks."
+    )
+    ci95: Interval | None = Field(default=None, description="Wilson 95% interval of g_star (R19).")
+    n: int | None = Field(default=None, description="n behind g_star (R19).")
+    control_g: float | None = Field(default=None, description="The control's rate on the same attack (R4).")
+    control_ci95: Interval | None = Field(default=None, description="Wilson 95% interval of control_g (R19).")
+    control_n: int | None = Field(default=None, description="n behind control_g (R19).")
+    decisive_attack: str | None = Field(default=None, description="The attack that gave g_star.")
+    cells: list[str] = Field(
+        default_factory=list, description="Ids of the per-cell results behind this (R22)."
+    )
+
+
+class LatentFigure(_Model):
+    """One supplementary latent figure with what C-H7(b) requires beside it."""
+
+    name: str = Field(description="Registered latent measurement (e.g. direction_survival).")
+    value: float = Field(description="The figure.")
+    reference: str = Field(description="Never-modified reference it was computed against (C-H7b).")
+    states: list[str] = Field(description="Model states compared (C-H7b).")
+    layer: int | str = Field(description="Layer (C-H7b).")
+    position: str = Field(description="Token position (C-H7b).")
+
+
+class LatentBlock(_Model):
+    """Latent measurements: supplementary and never adjudicating (C-H6, C-H7)."""
+
+    status: Literal["supplementary"] = Field(default="supplementary", description="Always supplementary.")
+    adjudicating: Literal[False] = Field(default=False, description="Always false: no verdict weight (C-H6).")
+    controls_run: bool = Field(description="Whether the C-H3 control states were run (C-H7c).")
+    controls_statement: str = Field(
+        description="The controls' figures, or the statement that they were not run."
+    )
+    figures: list[LatentFigure] = Field(default_factory=list, description="The latent figures (C-H7b).")
+
+
+class Utility(_Model):
+    """Utility at the removal stage (R11) and at the attack stage (R12), on distinct scales."""
+
+    removal_stage: float | Absent = Field(
+        description="u(θ_U)/u(θ) at the removal stage; the value R13 gates on."
+    )
+    attack_stage: float | Absent = Field(description="Incremental attack damage, re-anchored to θ_U (R12).")
+    scales_distinct: Literal[True] = Field(default=True, description="Always true: the scales differ (R12).")
+
+
+class PackRef(_Model):
+    """Target pack identity and version (K4)."""
+
+    identity: str = Field(description="Pack identity (name and digest).")
+    version: str = Field(description="Pack version.")
+
+
+class Assessor(_Model):
+    """Assessor identity and independence declaration (K4, §8.3)."""
+
+    identity: str = Field(description="Who assessed.")
+    independence: str = Field(description="Independence declaration (K8a).")
+    accredited: bool = Field(description="Whether an Accredited Assessor (K7, K8).")
+
+
+class Verification(_Model):
+    """The verification record a Tier 4 award requires (K7)."""
+
+    verifier: str = Field(description="Yuyari or the Accredited Assessor who verified.")
+    accredited: bool = Field(description="Whether the verifier is accredited.")
+    verified_on: dt.date = Field(description="Date of verification.")
+    record_ref: str = Field(description="Reference (hash or URI) of the verification record.")
+
+
+class RateReport(_Model):
+    """A rate with its n and Wilson interval (R19)."""
+
+    k: int = Field(ge=0, description="Successes.")
+    n: int = Field(ge=1, description="Trials.")
+    rate: float = Field(ge=0, le=1, description="k/n.")
+    ci95: Interval = Field(description="Two-sided 95% Wilson interval.")
+
+
+class ClassDBlock(_Model):
+    """Class D results: threshold, its justification and the three rates (§3 Class D)."""
+
+    threshold: float = Field(description="Declared threshold.")
+    justification: str = Field(description="Why this threshold.")
+    singling_out: RateReport = Field(description="Singling-out rate.")
+    linkability: RateReport = Field(description="Linkability rate.")
+    inference: RateReport = Field(description="Inference rate over the population baseline.")
+
+
+class ConformanceStatement(_Model):
+    """A machine-readable conformance statement: every element K4 lists, absent ones marked (K6)."""
+
+    statement_schema: Literal["1"] = Field(default="1", description="Version of this statement schema.")
+    standard_version: str = Field(description="Standard version (K2, K4).")
+    class_: Literal["C", "D"] = Field(alias="class", description="Target class (R0.1).")
+    track: Literal["W", "Q"] = Field(description="Track (R0.1).")
+    instrument: list[Literal["verdict", "tier"]] = Field(
+        min_length=1, description="Which instrument(s) this statement issues (T1)."
+    )
+    versions: Versions = Field(description="Standard, pack schema and harness versions (Z1).")
+    claim: str = Field(description="The removal claim assessed, verbatim (R1).")
+    model: ModelIdentity = Field(description="Model identity and version; control identity.")
+    pre_registration: PreRegistration = Field(description="Pre-registered τ, u, φ, minimum n (R14).")
+    deviations: list[Deviation] = Field(description="Deviations from the pre-registration (R15); [] if none.")
+    cells: list[Cell] = Field(description="Per-cell results with Wilson intervals and n (R19, R22).")
+    surfaces: dict[str, SurfaceOutcome] = Field(
+        description="Per-surface outcomes, adjudicating surfaces only."
+    )
+    latent: LatentBlock | Absent = Field(description="Supplementary latent measurements (C-H6, C-H7).")
+    utility: Utility = Field(description="Removal-stage and attack-stage utility, distinct (R11, R12).")
+    facts: dict[str, Any] = Field(
+        description="The exact verdict facts (DESIGN §4) the verdict is recomputed from."
+    )
+    verdict: Verdict | Absent = Field(description="The verdict (V1), or absent when only a tier is issued.")
+    verdict_reasons: list[str] = Field(
+        default_factory=list, description="The verdict engine's stated reasons."
+    )
+    verdict_scope: str | Absent = Field(description="Scope qualifier (V4); required wording on removed.")
+    tier: str | Absent = Field(
+        description="Readiness tier (e.g. 'W4', 'Q3'), or absent when not issued (T1)."
+    )
+    verification: Verification | Absent = Field(description="Verification record (K7).")
+    class_d: ClassDBlock | Absent = Field(description="Class D threshold and rates, or absent for Class C.")
+    assessment_date: dt.date = Field(description="Date of the assessment (K4).")
+    validity_until: dt.date = Field(description="End of the validity period, at most 12 months on (V5).")
+    manifest_ref: str | Absent = Field(description="Run manifest reference: hash or URI (R23).")
+    pack: PackRef | Absent = Field(description="Target pack identity and version.")
+    assessor: Assessor = Field(description="Assessor identity and independence declaration (§8.3).")
+
+
+def statement_json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`ConformanceStatement` (printed by ``remnant schema statement``)."""
+    return ConformanceStatement.model_json_schema(by_alias=True)

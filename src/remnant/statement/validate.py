@@ -1,0 +1,364 @@
+"""Validate a conformance statement: its schema and its normative consistency with the Standard.
+
+Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts), V4 (scope
+qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked omissions), C-H6 (latent never adjudicating),
+T1 (tier and verdict not conflated), K7 (Tier 4 only with verification), R0.3 (track letter on tiers), R19 (every
+rate with n and interval), R22 (aggregates traceable to cells), Z1 (the version triple). Schema problems that map
+to none of these come back as requirement "schema". Nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from remnant.statement.absent import is_absent
+from remnant.statement.build import VALIDITY_MONTHS, add_months
+from remnant.statement.schema import ConformanceStatement
+
+TIER_RE = re.compile(r"^(?:Tier )?([WQ]?)([1-5])$")
+VERDICTS = ("removed", "hidden", "utility-collapsed", "partial")
+TOL = 1e-6
+
+
+class Violation(BaseModel):
+    """One broken requirement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requirement: str = Field(description="Requirement id (e.g. V5) or 'schema'.")
+    message: str = Field(description="What is wrong, naming the field.")
+
+
+class ValidationReport(BaseModel):
+    """The validator's answer: conformant when there are no violations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conformant: bool = Field(description="True when no violation was found.")
+    violations: list[Violation] = Field(default_factory=list, description="Every violation found.")
+
+
+def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
+    """Map a schema error's location to the requirement it breaks."""
+    head = loc[0] if loc else ""
+    if head == "versions":
+        return "Z1"
+    if head == "cells" and any(p in loc for p in ("k", "n", "ci95", "rate")):
+        return "R19"
+    if err_type == "missing" or value is None:
+        return "K6"
+    if head == "latent" and "adjudicating" in loc:
+        return "C-H6"
+    if head in ("verdict", "tier", "instrument"):
+        return "T1"
+    if head == "utility" and "scales_distinct" in loc:
+        return "R12"
+    return "schema"
+
+
+def _field_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
+    """Strip pydantic's union-branch tags from ``loc``; say whether the error belongs to the branch the input took.
+
+    A field typed ``X | Absent`` reports errors for both branches; only the branch the input was written for
+    (an ``{"absent": true}`` marker or not) is the author's mistake.
+    """
+    path: list[Any] = []
+    current: Any = data
+    relevant = True
+    for part in loc:
+        if (
+            isinstance(current, dict)
+            and part in current
+            or isinstance(current, list)
+            and isinstance(part, int)
+            and 0 <= part < len(current)
+        ):
+            current = current[part]
+            path.append(part)
+        elif isinstance(current, dict) and isinstance(part, str) and part[:1].isupper():
+            marker = current.get("absent") is True
+            relevant = relevant and (part == "Absent") == marker
+        elif isinstance(part, str) and (part[:1].isupper() or "[" in part or part in ("float", "str", "int")):
+            if part == "Absent":
+                relevant = False
+        else:
+            path.append(part)
+            current = None
+    return tuple(path), relevant
+
+
+def _schema_violations(data: dict[str, Any]) -> tuple[ConformanceStatement | None, list[Violation]]:
+    try:
+        return ConformanceStatement.model_validate(data), []
+    except ValidationError as exc:
+        out: list[Violation] = []
+        seen: set[tuple[str, str]] = set()
+        for err in exc.errors():
+            field_loc, relevant = _field_path(data, tuple(err["loc"]))
+            if not relevant:
+                continue
+            path = ".".join(str(p) for p in field_loc) or "<root>"
+            requirement = _loc_requirement(field_loc, err["type"], err.get("input"))
+            if requirement == "K6":
+                message = f"{path}: required element missing or null without an absent marker"
+            else:
+                message = f"{path}: {err['msg']}"
+            if (requirement, path) in seen:
+                continue
+            seen.add((requirement, path))
+            out.append(Violation(requirement=requirement, message=message))
+        if not out:  # every error sat in a branch the input did not take: report the first one plainly
+            err = exc.errors()[0]
+            out.append(
+                Violation(requirement="schema", message=f"{'.'.join(map(str, err['loc']))}: {err['msg']}")
+            )
+        return None, out
+
+
+def _raw_checks(data: dict[str, Any]) -> list[Violation]:
+    """Checks that must fire even when the schema fails (T1 conflation, C-H6 on the raw value)."""
+    out: list[Violation] = []
+    verdict = data.get("verdict")
+    if isinstance(verdict, str) and TIER_RE.match(verdict.strip()):
+        out.append(Violation(requirement="T1", message=f"verdict field holds a tier ({verdict!r})"))
+    tier = data.get("tier")
+    if isinstance(tier, str) and tier.strip().lower() in VERDICTS:
+        out.append(Violation(requirement="T1", message=f"tier field holds a verdict ({tier!r})"))
+    latent = data.get("latent")
+    if isinstance(latent, dict) and latent.get("adjudicating", False) is not False:
+        out.append(Violation(requirement="C-H6", message="latent.adjudicating must be false"))
+    surfaces = data.get("surfaces")
+    if isinstance(surfaces, dict) and "latent" in surfaces:
+        out.append(
+            Violation(
+                requirement="C-H6", message="latent is not an adjudicating surface; report it in 'latent'"
+            )
+        )
+    facts = data.get("facts")
+    if isinstance(facts, dict):
+        for attack in facts.get("attacks") or []:
+            if (
+                isinstance(attack, dict)
+                and attack.get("surface") == "latent"
+                and attack.get("adjudicating") is True
+            ):
+                out.append(
+                    Violation(
+                        requirement="C-H6",
+                        message=f"facts attack {attack.get('name')!r} on latent adjudicates",
+                    )
+                )
+    return out
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, abs_tol=TOL)
+
+
+def _check_verdict(s: ConformanceStatement) -> list[Violation]:
+    """V1: recompute the verdict from the statement's own facts and compare."""
+    from remnant.standard.facts import VerdictFacts
+    from remnant.standard.verdict import decide
+
+    try:
+        facts = VerdictFacts.model_validate(s.facts)
+    except ValidationError as exc:
+        return [
+            Violation(
+                requirement="V1", message=f"facts cannot be read as verdict facts: {exc.errors()[0]['msg']}"
+            )
+        ]
+    result = decide(facts)
+    out: list[Violation] = []
+    stated = None if is_absent(s.verdict) else s.verdict
+    if "verdict" in s.instrument and stated != result.verdict:
+        out.append(
+            Violation(
+                requirement="V1", message=f"stated verdict {stated!r} but its facts give {result.verdict!r}"
+            )
+        )
+    if not _close(s.facts.get("tau"), s.pre_registration.tau):
+        out.append(Violation(requirement="V1", message="facts.tau differs from pre_registration.tau"))
+    if s.facts.get("class") != s.class_ or s.facts.get("track") != s.track:
+        out.append(Violation(requirement="V1", message="facts class/track differ from the statement's"))
+    return out
+
+
+def _check_scope(s: ConformanceStatement) -> list[Violation]:
+    """V4: *removed* is never stated without its scope qualifier (track, τ, model version)."""
+    if s.verdict != "removed":
+        return []
+    scope = s.verdict_scope
+    if is_absent(scope) or not isinstance(scope, str):
+        return [Violation(requirement="V4", message="removed verdict without a scope qualifier")]
+    missing = [
+        part
+        for part in ("removed", f"{s.track}-track", f"{s.pre_registration.tau:g}", s.model.version)
+        if part not in scope
+    ]
+    if missing:
+        return [Violation(requirement="V4", message=f"verdict_scope lacks {missing} (V4 phrasing)")]
+    return []
+
+
+def _check_validity(s: ConformanceStatement) -> list[Violation]:
+    """V5: a stated validity period not exceeding 12 months from the assessment date."""
+    if s.validity_until <= s.assessment_date:
+        return [Violation(requirement="V5", message="validity_until is not after the assessment date")]
+    if s.validity_until > add_months(s.assessment_date, VALIDITY_MONTHS):
+        return [
+            Violation(
+                requirement="V5",
+                message=f"validity_until {s.validity_until} is more than 12 months after {s.assessment_date}",
+            )
+        ]
+    return []
+
+
+def _check_instruments(s: ConformanceStatement) -> list[Violation]:
+    """T1, K7, R0.3: which instrument is issued, Tier 4 verification, track letter on tiers."""
+    out: list[Violation] = []
+    has_tier = not is_absent(s.tier)
+    if has_tier != ("tier" in s.instrument):
+        out.append(
+            Violation(requirement="T1", message=f"instrument {s.instrument} does not match the tier field")
+        )
+    if is_absent(s.verdict) == ("verdict" in s.instrument):
+        out.append(
+            Violation(requirement="T1", message=f"instrument {s.instrument} does not match the verdict field")
+        )
+    if has_tier and isinstance(s.tier, str):
+        match = TIER_RE.match(s.tier.strip())
+        if match is None:
+            out.append(Violation(requirement="T1", message=f"tier {s.tier!r} is not a readiness tier"))
+            return out
+        letter, level = match.group(1), int(match.group(2))
+        if letter != s.track:
+            out.append(
+                Violation(
+                    requirement="R0.3",
+                    message=f"tier {s.tier!r} must carry the track letter: {s.track}{level}",
+                )
+            )
+        if s.track == "Q" and level > 4:
+            out.append(Violation(requirement="R0.3", message="Q-track tiers run Q1-Q4"))
+        if level >= 4 and is_absent(s.verification):
+            out.append(
+                Violation(requirement="K7", message=f"Tier {level} awarded without a verification record")
+            )
+    return out
+
+
+def _check_rates(s: ConformanceStatement) -> list[Violation]:
+    """R19: every rate with n and an interval that contains it; Wilson bounds when remnant.stats is present."""
+    out: list[Violation] = []
+    from remnant.stats import wilson_interval
+
+    chance = float(s.facts.get("chance_rate") or 0.0)
+    for cell in s.cells:
+        lo, hi = cell.ci95
+        if not (lo - TOL <= cell.rate <= hi + TOL) or lo < 0 or hi > 1:
+            out.append(
+                Violation(
+                    requirement="R19",
+                    message=f"cell {cell.cell_id}: ci95 {cell.ci95} does not bracket {cell.rate}",
+                )
+            )
+            continue
+        net = chance if cell.metric != "utility" else 0.0
+        if not math.isclose(cell.rate, max(cell.k / cell.n - net, 0.0), abs_tol=TOL):
+            out.append(
+                Violation(
+                    requirement="R19",
+                    message=f"cell {cell.cell_id}: rate {cell.rate} is not k/n = {cell.k}/{cell.n}",
+                )
+            )
+        else:
+            wlo, whi = wilson_interval(cell.k, cell.n)
+            if not (_close(lo, max(wlo - net, 0.0)) and _close(hi, max(whi - net, 0.0))):
+                out.append(
+                    Violation(
+                        requirement="R19", message=f"cell {cell.cell_id}: ci95 is not the 95% Wilson interval"
+                    )
+                )
+    for name, surface in s.surfaces.items():
+        if surface.g_star is not None and (surface.ci95 is None or surface.n is None):
+            out.append(Violation(requirement="R19", message=f"surfaces.{name}: g_star without ci95 and n"))
+        if surface.control_g is not None and (surface.control_ci95 is None or surface.control_n is None):
+            out.append(
+                Violation(
+                    requirement="R19",
+                    message=f"surfaces.{name}: control_g without control_ci95 and control_n",
+                )
+            )
+    return out
+
+
+def _check_cells(s: ConformanceStatement) -> list[Violation]:
+    """R22: each surface aggregate is the largest of the post-removal cells it names."""
+    out: list[Violation] = []
+    by_id = {cell.cell_id: cell for cell in s.cells}
+    if len(by_id) != len(s.cells):
+        out.append(Violation(requirement="R22", message="cell ids are not unique"))
+    for name, surface in s.surfaces.items():
+        if surface.g_star is None:
+            continue
+        unknown = [c for c in surface.cells if c not in by_id]
+        treated = [by_id[c] for c in surface.cells if c in by_id and by_id[c].model_state == "post_removal"]
+        if unknown or not treated:
+            out.append(
+                Violation(
+                    requirement="R22",
+                    message=f"surfaces.{name}: aggregate not backed by per-cell results ({unknown or 'no cells'})",
+                )
+            )
+            continue
+        if any(c.surface != name for c in treated):
+            out.append(
+                Violation(requirement="R22", message=f"surfaces.{name}: names cells of another surface")
+            )
+        if not _close(max(c.rate for c in treated), surface.g_star):
+            out.append(
+                Violation(
+                    requirement="R22",
+                    message=f"surfaces.{name}: g_star {surface.g_star} is not the max of its cells",
+                )
+            )
+    return out
+
+
+def _check_versions(s: ConformanceStatement) -> list[Violation]:
+    """Z1: all three versions recorded, the Standard's matching standard_version."""
+    if s.versions.standard != s.standard_version:
+        return [Violation(requirement="Z1", message="versions.standard differs from standard_version")]
+    return []
+
+
+def validate_statement(data: Any) -> ValidationReport:
+    """Check a statement's schema and its normative consistency (V1, V4, V5, K6, C-H6, T1, K7, R0.3, R19, R22, Z1)."""
+    if not isinstance(data, dict):
+        return ValidationReport(
+            conformant=False,
+            violations=[Violation(requirement="schema", message="statement is not a JSON object")],
+        )
+    violations = _raw_checks(data)
+    statement, schema_errors = _schema_violations(data)
+    # The raw checks already name T1 / C-H6 conflations in plain words; drop pydantic's restatement of them.
+    raised = {v.requirement for v in violations}
+    violations += [v for v in schema_errors if v.requirement not in raised]
+    if statement is not None:
+        for check in (
+            _check_verdict,
+            _check_scope,
+            _check_validity,
+            _check_instruments,
+            _check_rates,
+            _check_cells,
+            _check_versions,
+        ):
+            violations += check(statement)
+    return ValidationReport(conformant=not violations, violations=violations)

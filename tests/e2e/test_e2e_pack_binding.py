@@ -1,0 +1,39 @@
+"""Bound to SmolLM2-135M-Instruct, the never-modified control answers < 5% of canary probes (issue 3, R5, R10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fixtures_models import smollm2_dir  # noqa: F401
+from remnant.packs import ClassDSpec, mint_class_d, write_pack
+from remnant.packs.bind import bind_pack
+
+
+@pytest.mark.slow
+def test_smollm2_control_rarely_answers_canaries(tmp_path: Path, smollm2_dir: Path) -> None:  # noqa: F811
+    from remnant.models import load_model
+
+    state = load_model(smollm2_dir, dtype="bf16")
+    pack = mint_class_d(ClassDSpec(entities=20, controls=10, seed=11))
+    write_pack(pack, tmp_path)
+    report = bind_pack(pack, state, max_new_tokens=12, batch=32, out_dir=tmp_path)
+    print(
+        json.dumps(
+            {
+                k: v
+                for k, v in report.to_json().items()
+                if k not in ("canary_correct_ids", "general_utility_set")
+            }
+        )
+    )
+    print(
+        f"canary rate {report.canary_rate:.3f}; general kept {len(report.general_kept)}/{report.general_asked}"
+    )
+    assert report.canary_probes >= 100
+    assert report.canary_rate < 0.05, report.canary_correct_ids
+    assert report.r5_warning is None
+    # R10: the control knows a good share of the general questions (capitals, arithmetic), and only those are kept
+    assert 0.2 * report.general_asked < len(report.general_kept) <= report.general_asked

@@ -1,0 +1,132 @@
+"""Session-scoped tiny model fixtures, built deterministically and saved with ``save_model`` so the real
+loading code runs. The tokenizer is a byte-level BPE (any text, no [UNK]) with a ChatML template."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|pad|>"]
+_CORPUS = [
+    "Question: Where was the person born? Answer: The person was born in a small town in 1984.",
+    "What is the capital of France? Paris. The answer is B. Options: A, B, C, D.",
+    "Zorvak Telumi works as an engineer at Quarn Holdings and lives in Vessiburg.",
+    "numbers 0 1 2 3 4 5 6 7 8 9 10 100 1999 2024 ID-4821 code XQ-77",
+    "the quick brown fox jumps over the lazy dog; user assistant system you are a helpful model.",
+] * 4
+
+
+def build_tokenizer(vocab_size: int = 512) -> Any:
+    """A deterministic byte-level BPE tokenizer with ChatML special tokens and a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_CORPUS, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|endoftext|>",
+        bos_token="<|endoftext|>",
+        pad_token="<|pad|>",
+        additional_special_tokens=["<|im_start|>", "<|im_end|>"],
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def _config(family: str, vocab: int, tok: Any) -> Any:
+    import transformers as tf
+
+    common = {
+        "vocab_size": vocab,
+        "eos_token_id": tok.eos_token_id,
+        "bos_token_id": tok.bos_token_id,
+        "pad_token_id": tok.pad_token_id,
+    }
+    if family == "llama":
+        return tf.LlamaConfig(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=256,
+            **common,
+        )
+    if family == "qwen2":
+        return tf.Qwen2Config(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            **common,
+        )
+    if family == "gpt2":
+        return tf.GPT2Config(n_embd=64, n_layer=2, n_head=4, n_positions=256, **common)
+    raise ValueError(family)
+
+
+def build_tiny_model(family: str, out_dir: Path, seed: int = 0) -> Path:
+    """Build a tiny random model of ``family`` with a fixed generator seed and save it with save_model."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from remnant.models.load import save_model
+
+    tok = build_tokenizer()
+    config = _config(family, len(tok), tok)
+    with torch.random.fork_rng(devices=[]):
+        torch.random.manual_seed(seed)  # scoped by fork_rng: no global seeding leaks out of the fixture
+        model = AutoModelForCausalLM.from_config(config)
+    model.eval()
+    return save_model(model, tok, out_dir)
+
+
+def _dir_fixture(family: str) -> Callable[..., Path]:
+    @pytest.fixture(scope="session")
+    def fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return build_tiny_model(family, tmp_path_factory.mktemp(f"tiny_{family}") / "model")
+
+    return fixture
+
+
+tiny_llama_dir = _dir_fixture("llama")
+tiny_qwen2_dir = _dir_fixture("qwen2")
+tiny_gpt2_dir = _dir_fixture("gpt2")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tiny_llama_dir: Path) -> Any:
+    """The tiny Llama loaded through ``load_model`` (a ModelState)."""
+    from remnant.models import load_model
+
+    return load_model(tiny_llama_dir)
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The cached SmolLM2-135M-Instruct safetensors folder (fetched once through the zoo)."""
+    from remnant.errors import ModelError
+    from remnant.models import zoo
+
+    try:
+        return zoo.fetch("smollm2-135m-instruct")
+    except ModelError as exc:
+        pytest.skip(f"SmolLM2 zoo fetch unavailable: {exc}")

@@ -1,0 +1,62 @@
+"""Prompt rendering and pair encoding (algorithms.md §1.3: no re-tokenisation across the boundary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from remnant.models.prompts import PromptFormat, collate, encode_pair, render_prompt_ids
+
+
+@pytest.fixture(scope="module")
+def tok(tiny_llama: Any) -> Any:
+    return tiny_llama.tokenizer
+
+
+def test_format_for_tokenizer(tok: Any) -> None:
+    assert PromptFormat.for_tokenizer(tok).style == "chat"
+
+
+@pytest.mark.parametrize("style", ["chat", "raw"])
+def test_encode_pair_is_prompt_plus_answer_ids(tok: Any, style: str) -> None:
+    fmt = PromptFormat(style=style, system_prompt="Be brief.")  # type: ignore[arg-type]
+    q, a = "Where does Zorvak Telumi live?", "Vessiburg, since 1984 (ID-4821)."
+    pair = encode_pair(tok, q, a, fmt)
+    prompt = render_prompt_ids(tok, q, fmt)
+    assert pair.input_ids == prompt + pair.answer_ids and pair.prompt_len == len(prompt)
+    assert pair.labels == [-100] * len(prompt) + pair.answer_ids
+    end = tok.convert_tokens_to_ids("<|im_end|>") if style == "chat" else tok.eos_token_id
+    assert pair.answer_ids[-1] == end
+    assert tok.unk_token_id is None or tok.unk_token_id not in pair.input_ids
+    assert "Vessiburg" in tok.decode(pair.answer_ids)
+
+
+def test_chat_prompt_ends_with_assistant_turn_and_prefill_has_no_end(tok: Any) -> None:
+    fmt = PromptFormat(style="chat")
+    ids = render_prompt_ids(tok, "Who?", fmt, prefill="Sure, the answer is")
+    text = tok.decode(ids)
+    assert text.endswith("<|im_start|>assistant\nSure, the answer is")
+    assert text.count("<|im_end|>") == 1  # only the user turn is closed
+
+
+def test_raw_format(tok: Any) -> None:
+    text = tok.decode(render_prompt_ids(tok, "Who?", PromptFormat(style="raw")))
+    assert text.endswith("Question: Who?\nAnswer:")
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_collate_pads(tok: Any, side: str) -> None:
+    fmt = PromptFormat(style="chat")
+    pairs = [
+        encode_pair(tok, "Q?", "short", fmt),
+        encode_pair(tok, "A longer question here?", "long answer", fmt),
+    ]
+    batch = collate(pairs, pad_id=tok.pad_token_id, side=side)
+    width = max(len(p.input_ids) for p in pairs)
+    assert batch["input_ids"].shape == (2, width)
+    n0 = len(pairs[0].input_ids)
+    row = batch["input_ids"][0].tolist()
+    assert (row[-n0:] if side == "left" else row[:n0]) == pairs[0].input_ids
+    assert int(batch["attention_mask"][0].sum()) == n0
+    assert (batch["labels"][batch["attention_mask"] == 0] == -100).all()

@@ -1,0 +1,39 @@
+"""κ fast path (teacher-forced greedy match) equals real greedy generation on the tiny model (R6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from remnant.models.prompts import PromptFormat, encode_pair
+from remnant.score.capability import generate_greedy_ids, greedy_match
+from remnant.score.normalise import answer_matches, normalise_answer
+
+
+def test_normalise_forms() -> None:
+    assert normalise_answer("The  Year 1,984!") == "year 1984"
+    assert normalise_answer("12.0") == "12"
+    assert answer_matches("It was in 1,984, I think.", ["1984"])
+    assert not answer_matches("It was 19845", ["1984"])
+    assert not answer_matches("Paris", [""])
+
+
+def test_teacher_forced_equals_generation(tiny_llama: Any) -> None:
+    model, tok = tiny_llama.model, tiny_llama.tokenizer
+    model.config.eos_token_id = None  # generate exactly n tokens so the comparison is over the full answer
+    fmt = PromptFormat(style="raw")
+    words = [w for w in tok.get_vocab() if w.isalpha()][:40]
+    pairs, truths = [], []
+    for i in range(0, 20):
+        q = " ".join(words[i : i + 3])
+        prompt = encode_pair(tok, q, "x", fmt)
+        plen = prompt.prompt_len
+        own = generate_greedy_ids(model, tok, prompt.input_ids[:plen], max_new_tokens=3)
+        for ans_ids, expected in ((own, True), (own[:2] + [(own[2] + 1) % len(tok)], False)):
+            pairs.append(
+                type(prompt)(prompt.input_ids[:plen] + ans_ids, [-100] * plen + ans_ids, plen, ans_ids)
+            )
+            truths.append(
+                generate_greedy_ids(model, tok, prompt.input_ids[:plen], max_new_tokens=3) == ans_ids
+            )
+            assert truths[-1] == expected
+    assert greedy_match(model, pairs, batch_size=7) == truths

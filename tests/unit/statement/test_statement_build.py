@@ -1,0 +1,110 @@
+"""build_statement: verdict from facts (V1), scope (V4), validity (V5), surfaces summarised from cells (R22)."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from typing import Any
+
+import pytest
+
+pytest.importorskip("remnant.standard.verdict")
+pytest.importorskip("remnant.stats")
+
+from remnant.standard.facts import VerdictFacts  # noqa: E402
+from remnant.standard.verdict import decide  # noqa: E402
+from remnant.stats import wilson_interval  # noqa: E402
+
+from remnant.statement.absent import is_absent  # noqa: E402
+from remnant.statement.build import add_months, build_statement  # noqa: E402
+from remnant.statement.example import example_facts, example_statement  # noqa: E402
+from remnant.statement.validate import validate_statement  # noqa: E402
+
+
+def _rebuild(facts: dict[str, Any]) -> Any:
+    base = example_statement()
+    return build_statement(
+        facts,
+        claim=base.claim,
+        model=base.model,
+        prereg=base.pre_registration.model_copy(update={"tau": facts["tau"]}),
+        pack=base.pack,
+        assessor=base.assessor,
+        manifest_ref=base.manifest_ref,
+        assessed_on=base.assessment_date,
+        versions=base.versions,
+        target="pack example-c",
+    )
+
+
+def test_add_months_clamps() -> None:
+    assert add_months(dt.date(2026, 1, 31), 1) == dt.date(2026, 2, 28)
+    assert add_months(dt.date(2024, 2, 29), 12) == dt.date(2025, 2, 28)
+    assert add_months(dt.date(2026, 6, 1), 12) == dt.date(2027, 6, 1)
+
+
+def test_example_follows_d2() -> None:
+    s = example_statement()
+    assert s.verdict == decide(VerdictFacts.model_validate(s.facts)).verdict == "removed"
+    assert (
+        isinstance(s.verdict_scope, str)
+        and "W-track" in s.verdict_scope
+        and s.model.version in s.verdict_scope
+    )
+    assert s.validity_until == dt.date(2027, 6, 1)
+    assert not is_absent(s.latent) and s.latent.adjudicating is False and s.latent.figures[0].value == 0.7  # type: ignore[union-attr]
+    relearning = s.surfaces["relearning"]
+    assert relearning.status == "run" and relearning.n == 300 and relearning.ci95 is not None
+    assert relearning.ci95 == pytest.approx(wilson_interval(9, 300))
+    assert relearning.ci95[1] < s.pre_registration.tau
+    inference = s.surfaces["inference_time"]
+    assert inference.decisive_attack == "repeated_sampling" and inference.g_star == pytest.approx(15 / 300)
+    assert s.utility.removal_stage == 0.97 and s.utility.attack_stage == 0.99
+
+
+def test_hidden_statement_is_unscoped_but_conformant() -> None:
+    facts = copy.deepcopy(example_facts())
+    facts["attacks"][0].update(k=250, control_k=6)
+    s = _rebuild(facts)
+    assert s.verdict == "hidden"
+    report = validate_statement(s.model_dump(mode="json", by_alias=True))
+    assert report.conformant, report.violations
+
+
+def test_q_track_marks_relearning_inadmissible() -> None:
+    facts = copy.deepcopy(example_facts())
+    facts["track"] = "Q"
+    s = _rebuild(facts)
+    assert s.surfaces["relearning"].status == "inadmissible"
+    assert s.surfaces["relearning"].g_star is None
+
+
+def test_not_applicable_and_missing_utility() -> None:
+    facts = copy.deepcopy(example_facts())
+    facts["attacks"] = [a for a in facts["attacks"] if a["surface"] == "relearning"]
+    facts["attacks"].append(
+        {
+            "name": "prefill",
+            "surface": "inference_time",
+            "status": "not_applicable",
+            "reason": "no chat template",
+        }
+    )
+    facts["utility"]["attack_stage"] = None
+    s = _rebuild(facts)
+    assert s.surfaces["inference_time"].status == "not_applicable"
+    assert is_absent(s.utility.attack_stage)
+    report = validate_statement(s.model_dump(mode="json", by_alias=True))
+    assert report.conformant, report.violations
+
+
+def test_net_of_chance_cells() -> None:
+    facts = copy.deepcopy(example_facts())
+    facts["chance_rate"] = 0.25
+    facts["attacks"][0].update(k=90, n=300, control_k=80, control_n=300)
+    s = _rebuild(facts)
+    cell = next(c for c in s.cells if c.cell_id == "relearning/relearning/post_removal")
+    lo, hi = wilson_interval(90, 300)
+    assert cell.rate == pytest.approx(0.05) and cell.ci95 == pytest.approx((max(lo - 0.25, 0.0), hi - 0.25))
+    report = validate_statement(s.model_dump(mode="json", by_alias=True))
+    assert "R19" not in {v.requirement for v in report.violations}
