@@ -19,7 +19,15 @@ def test_normalise_forms() -> None:
 
 def test_teacher_forced_equals_generation(tiny_llama: Any) -> None:
     model, tok = tiny_llama.model, tiny_llama.tokenizer
-    model.config.eos_token_id = None  # generate exactly n tokens so the comparison is over the full answer
+    saved_eos = model.generation_config.eos_token_id
+    model.generation_config.eos_token_id = None  # generate exactly n tokens: compare the full answer
+    try:
+        _check_equivalence(model, tok)
+    finally:
+        model.generation_config.eos_token_id = saved_eos
+
+
+def _check_equivalence(model: Any, tok: Any) -> None:
     fmt = PromptFormat(style="raw")
     words = [w for w in tok.get_vocab() if w.isalpha()][:40]
     pairs, truths = [], []
