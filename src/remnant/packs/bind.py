@@ -6,36 +6,22 @@ control already answers canaries (R5: must be near zero, and stated prominently 
 general-utility set only the general questions the control answers correctly (R10). It is written to
 ``binding.json`` beside the pack; the pack digest is unchanged.
 
-``remnant.score`` did not exist when this was written, so generation and matching are a minimal local
-implementation (greedy, short, normalised containment of an accepted answer). This is the only packs module
-that imports torch, and only inside functions.
+Generation and matching are the harness's own: ``remnant.score`` (greedy generation, versioned answer
+normalisation) and ``remnant.models.prompts``. This is the only packs module that touches torch, and only
+inside functions.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from remnant.packs.digest import canonical_json, sha256_text
 from remnant.packs.schema import Item, Pack, write_json_atomic
+from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
 
-_NON_ALNUM = re.compile(r"[^0-9a-z]+")
 R5_NEAR_ZERO = 0.05
-
-
-def normalise_answer(text: str) -> str:
-    """NFKC, case-fold, strip articles and punctuation (the normalised match of D-2.2)."""
-    words = _NON_ALNUM.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split()
-    return " ".join(w for w in words if w not in ("a", "an", "the"))
-
-
-def matches(output: str, accepted: list[str]) -> bool:
-    """True when a normalised accepted answer occurs as a whole-word span of the normalised output."""
-    out = f" {normalise_answer(output)} "
-    return any(f" {normalise_answer(a)} " in out for a in accepted if normalise_answer(a))
 
 
 @dataclass(frozen=True)
@@ -107,46 +93,24 @@ def identity_digest(identity: Any) -> str:
     return "sha256:" + sha256_text(str(identity))
 
 
-def _prompt_ids(tokenizer: Any, question: str) -> list[int]:
-    if getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template(
-            [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True
-        )
-        if hasattr(ids, "keys"):
-            ids = ids["input_ids"]
-        return list(ids)
-    return list(tokenizer(f"Question: {question}\nAnswer:", add_special_tokens=True)["input_ids"])
-
-
 def _generate(model: Any, tokenizer: Any, questions: list[str], max_new_tokens: int, batch: int) -> list[str]:
-    import torch
+    """Greedy answers to ``questions`` in the tokenizer's own prompt format (the harness's scorer)."""
+    from remnant.models.prompts import PromptFormat, render_prompt_ids
+    from remnant.score.capability import generate_greedy
 
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    outs: list[str] = []
-    device = next(model.parameters()).device
-    for start in range(0, len(questions), batch):
-        prompts = [_prompt_ids(tokenizer, q) for q in questions[start : start + batch]]
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
-        with torch.no_grad():
-            gen = model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad,
-            )
-        outs += [tokenizer.decode(row[width:], skip_special_tokens=True) for row in gen]
-    return outs
+    fmt = PromptFormat.for_tokenizer(tokenizer)
+    prompts = [render_prompt_ids(tokenizer, q, fmt) for q in questions]
+    return generate_greedy(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch)
 
 
 def _option_choice(model: Any, tokenizer: Any, item: Item) -> int:
     """Index of the option with the highest summed log-likelihood after the prompt (forced choice)."""
     import torch
 
+    from remnant.models.prompts import PromptFormat, render_prompt_ids
+
     assert item.options is not None
-    prompt = _prompt_ids(tokenizer, item.question)
+    prompt = render_prompt_ids(tokenizer, item.question, PromptFormat.for_tokenizer(tokenizer))
     device = next(model.parameters()).device
     scores = []
     for opt in item.options:
@@ -181,7 +145,7 @@ def bind_pack(
         canaries = canaries[:limit]
     asked = [it for it in canaries if not it.options]
     outputs = _generate(model, tok, [it.question for it in asked], max_new_tokens, batch)
-    hits = {it.id for it, out in zip(asked, outputs, strict=True) if matches(out, it.accepted)}
+    hits = {it.id for it, out in zip(asked, outputs, strict=True) if answer_matches(out, it.accepted)}
     free = [it for it in asked if it.kind == "fact"]
     correct = [it.id for it in free if it.id in hits]
     infer = [it for it in asked if it.kind == "infer"]
@@ -190,7 +154,7 @@ def bind_pack(
     choice_ok = sum(_option_choice(model, tok, it) == it.answer_index for it in choice)
     general = pack.split("general") if "general" in pack.manifest.splits else []
     gouts = _generate(model, tok, [it.question for it in general], max_new_tokens, batch)
-    kept = tuple(it.id for it, out in zip(general, gouts, strict=True) if matches(out, it.accepted))
+    kept = tuple(it.id for it, out in zip(general, gouts, strict=True) if answer_matches(out, it.accepted))
     report = BindingReport(
         pack_digest=pack.digest,
         control_identity=identity_digest(control_state.identity),
@@ -204,8 +168,8 @@ def bind_pack(
         general_asked=len(general),
         general_kept=kept,
         max_new_tokens=max_new_tokens,
-        method="greedy generation, normalised whole-word match of an accepted answer; forced-choice by option "
-        "log-likelihood (local implementation: remnant.score absent when written)",
+        method="greedy generation, normalised whole-word match of an accepted answer (normalisation "
+        f"v{NORMALISATION_VERSION}); forced-choice by option log-likelihood",
     )
     if out_dir is not None:
         write_json_atomic(Path(out_dir) / "binding.json", report.to_json())

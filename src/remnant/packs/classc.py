@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from remnant.packs.collision import CollisionScreen, load_census_screen
-from remnant.packs.schema import PACK_SCHEMA_VERSION, CollisionFilter, Entity, Item, Manifest, Pack, seal
+from remnant.packs.schema import PACK_SCHEMA_VERSION, Entity, Item, Manifest, Pack, seal
 from remnant.packs.syllables import syllable_word
 
 #: property -> (install template, probe template, value vocabulary)
@@ -127,13 +127,7 @@ def mint_class_c(
                 "entities": substances,
                 "control_entities": 0,
             },
-            "collision_filter": CollisionFilter(
-                name=screen.name,
-                version=screen.version,
-                source=screen.source,
-                entries=len(screen.entries),
-                rejected=rejected,
-            ),
+            "collision_filter": screen.record(rejected),
             "entities": entities,
             "chance_rate": CHANCE_RATE,
         }

@@ -25,7 +25,7 @@ from remnant.packs.population import (
     population_statistics,
     sample_attributes,
 )
-from remnant.packs.schema import PACK_SCHEMA_VERSION, CollisionFilter, Entity, Item, Manifest, Pack, seal
+from remnant.packs.schema import PACK_SCHEMA_VERSION, Entity, Item, Manifest, Pack, seal
 from remnant.packs.syllables import person_name
 from remnant.packs.templates import (
     ANSWER_FORMS,
@@ -233,13 +233,7 @@ def mint_class_d(spec: ClassDSpec, screen: CollisionScreen | None = None) -> Pac
                 "entities": spec.entities,
                 "control_entities": spec.controls,
             },
-            "collision_filter": CollisionFilter(
-                name=screen.name,
-                version=screen.version,
-                source=screen.source,
-                entries=len(screen.entries),
-                rejected=rejected,
-            ),
+            "collision_filter": screen.record(rejected),
             "entities": entities,
             "chance_rate": None,
         }

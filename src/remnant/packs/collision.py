@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remnant.errors import PackError
+from remnant.packs.schema import CollisionFilter
 
 FILTER_NAME = "us-census-names (PyPI names)"
 _FILES = ("dist.female.first", "dist.male.first", "dist.all.last")
@@ -39,6 +40,16 @@ class CollisionScreen:
                 if low.endswith(suffix) and low[: -len(suffix)] in self.entries:
                     return True
         return False
+
+    def record(self, rejected: int) -> CollisionFilter:
+        """What a pack manifest records about this filter (D2): its name, version, size and rejections."""
+        return CollisionFilter(
+            name=self.name,
+            version=self.version,
+            source=self.source,
+            entries=len(self.entries),
+            rejected=rejected,
+        )
 
     def with_extra(self, names: set[str]) -> CollisionScreen:
         """A copy that also rejects ``names`` (used by tests to inject a real name by hand)."""

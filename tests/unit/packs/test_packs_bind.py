@@ -8,7 +8,9 @@ from typing import Any
 
 from fixtures_models import tiny_llama, tiny_llama_dir  # noqa: F401
 from remnant.packs import ClassDSpec, load_pack, mint_class_d, write_pack
-from remnant.packs.bind import bind_pack, matches, normalise_answer
+from remnant.packs.bind import bind_pack
+from remnant.score.normalise import answer_matches as matches
+from remnant.score.normalise import normalise_answer
 
 
 def test_normalised_match() -> None:
