@@ -4,8 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 STAMP := $(VENV)/.installed
 BIN := $(VENV)/bin
-# remnant.statement joins PURE_CORE once remnant.standard and remnant.stats (which it imports) have landed.
-PURE_CORE := src/remnant/stats.py src/remnant/standard src/remnant/records.py src/remnant/packs \
+PURE_CORE := src/remnant/stats.py src/remnant/standard src/remnant/statement src/remnant/records.py src/remnant/packs \
              src/remnant/prereg.py src/remnant/config.py src/remnant/errors.py src/remnant/registry.py
 
 .PHONY: demo demo-quick test test-fast lint typecheck venv clean

@@ -1,8 +1,9 @@
 """Build a conformance statement from the verdict facts and what the run recorded (K4, K5: emitted by tooling).
 
 The verdict is computed here with :func:`remnant.standard.verdict.decide`, never passed in, so a statement always
-agrees with its own facts (V1). Surfaces are summarised from the facts and point at the per-cell results they
-aggregate (R22).
+agrees with its own facts (V1); its scope qualifier (V4) and validity period (V5) come from
+:mod:`remnant.standard.scope` and :mod:`remnant.standard.validity`. Surfaces are summarised from the facts and
+point at the per-cell results they aggregate (R22).
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from remnant.standard.facts import VerdictFacts
+from remnant.standard.scope import scope_qualifier
+from remnant.standard.tier import TierAward, parse_tier_label
+from remnant.standard.validity import VALIDITY_MONTHS, validity_until
+from remnant.standard.verdict import decide, net_rate
 from remnant.statement.absent import Absent
 from remnant.statement.schema import (
     Assessor,
@@ -31,7 +37,6 @@ from remnant.statement.schema import (
 )
 
 ADJUDICATING_SURFACES = ("relearning", "inference_time", "weight_transform")
-VALIDITY_MONTHS = 12
 
 
 def facts_dict(facts: Any) -> dict[str, Any]:
@@ -39,30 +44,6 @@ def facts_dict(facts: Any) -> dict[str, Any]:
     if isinstance(facts, BaseModel):
         return facts.model_dump(mode="json", by_alias=True)
     return dict(facts)
-
-
-def add_months(day: dt.date, months: int) -> dt.date:
-    """``day`` plus ``months`` calendar months, clamped to the month's last day (V5's 12-month bound)."""
-    index = day.year * 12 + day.month - 1 + months
-    year, month = divmod(index, 12)
-    month += 1
-    for last in (31, 30, 29, 28):
-        try:
-            return dt.date(year, month, min(day.day, last))
-        except ValueError:
-            continue
-    raise ValueError(f"no valid date for {day} + {months} months")  # pragma: no cover
-
-
-def _interval(k: int, n: int, chance: float) -> tuple[float, float, float]:
-    """Point rate and Wilson 95% bounds on the raw k/n, shifted net of chance and floored at zero (R19, C-Q3)."""
-    from remnant.stats import wilson_interval
-
-    lo, hi = wilson_interval(k, n)
-    point = k / n
-    if chance:
-        return max(point - chance, 0.0), max(lo - chance, 0.0), max(hi - chance, 0.0)
-    return point, lo, hi
 
 
 def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
@@ -77,7 +58,7 @@ def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
             k, n = attack.get(k_key), attack.get(n_key)
             if k is None or not n:
                 continue
-            rate, lo, hi = _interval(int(k), int(n), chance)
+            net = net_rate(int(k), int(n), chance)
             cells.append(
                 Cell(
                     cell_id=f"{attack['name']}/{attack['surface']}/{state}",
@@ -87,8 +68,8 @@ def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
                     metric=metric,
                     k=int(k),
                     n=int(n),
-                    rate=rate,
-                    ci95=(lo, hi),
+                    rate=net.point,
+                    ci95=(net.lower, net.upper),
                 )
             )
     return cells
@@ -139,19 +120,6 @@ def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[
     return outcomes
 
 
-def scope_phrase(
-    verdict: str, *, track: str, target: str, tau: float, model_version: str, as_of: dt.date
-) -> str:
-    """The V4 scope qualifier: "removed, under W-track assessment against [target] at τ = [value], as of [version]"."""
-    try:
-        from remnant.standard.scope import scope_qualifier
-    except ImportError:
-        return f"{verdict}, under {track}-track assessment against {target} at τ = {tau:g}, as of {model_version} ({as_of})"
-    return str(
-        scope_qualifier(verdict=verdict, track=track, target=target, tau=tau, model_version=model_version)
-    )
-
-
 def build_statement(
     facts: Any,
     *,
@@ -167,35 +135,33 @@ def build_statement(
     deviations: Sequence[Deviation] = (),
     extra_cells: Sequence[Cell] = (),
     latent: LatentBlock | Absent | None = None,
-    tier: str | None = None,
+    tier: TierAward | str | None = None,
     verification: Verification | None = None,
     class_d: ClassDBlock | None = None,
     validity_months: int = VALIDITY_MONTHS,
 ) -> ConformanceStatement:
     """Assemble a K4 conformance statement; the verdict is recomputed from ``facts`` (V1) and scoped (V4).
 
-    ``tier`` is the readiness-ladder award (e.g. "W4"), issued as a separate instrument (T1); a Tier 4 award needs
-    ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus ``validity_months`` (V5, at most 12).
+    ``tier`` is the readiness-ladder award (a :class:`TierAward` from :func:`remnant.standard.tier.award_tier`, or
+    its label, e.g. "W4"), issued as a separate instrument (T1) and carrying the statement's track letter (R0.3); a
+    Tier 4 award needs ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus ``validity_months`` (V5, at
+    most 12). ValueError when a tier's track differs from the facts' or ``validity_months`` exceeds 12.
     """
-    from remnant.standard.facts import VerdictFacts
-    from remnant.standard.verdict import decide
-
-    if not 1 <= validity_months <= VALIDITY_MONTHS:
-        raise ValueError(f"validity_months must be 1..12 (V5), got {validity_months}")
     model_facts = facts if isinstance(facts, VerdictFacts) else VerdictFacts.model_validate(facts)
     raw = facts_dict(model_facts)
     result = decide(model_facts)
     cells = cells_from_facts(raw) + list(extra_cells)
     utility = raw.get("utility") or {}
     instruments: list[str] = ["verdict"] + (["tier"] if tier is not None else [])
-    scope = scope_phrase(
-        result.verdict,
+    scope = scope_qualifier(
+        verdict=result.verdict,
         track=raw["track"],
         target=target,
         tau=float(raw["tau"]),
         model_version=model.version,
-        as_of=assessed_on,
     )
+    label = _tier_label(tier, raw["track"])
+    until = validity_until(assessed_on, validity_months)
     no_latent = Absent(reason="no latent measurement was run (supplementary only, C-H7)")
     return ConformanceStatement.model_validate(
         {
@@ -219,18 +185,29 @@ def build_statement(
             "verdict": result.verdict,
             "verdict_reasons": list(result.reasons),
             "verdict_scope": scope,
-            "tier": tier
-            if tier is not None
+            "tier": label
+            if label is not None
             else Absent(reason="no tier issued: this statement issues a verdict (T1)"),
             "verification": verification or Absent(reason="not verified (K7: required only for Tier 4)"),
             "class_d": class_d or Absent(reason="Class C target: no Class D rates"),
             "assessment_date": assessed_on,
-            "validity_until": add_months(assessed_on, validity_months),
+            "validity_until": until,
             "manifest_ref": manifest_ref,
             "pack": pack,
             "assessor": assessor,
         }
     )
+
+
+def _tier_label(tier: TierAward | str | None, track: str) -> str | None:
+    """The tier's label, refused when it is no tier or names another track (T1, R0.2, R0.3)."""
+    if tier is None:
+        return None
+    label = tier.label if isinstance(tier, TierAward) else tier
+    parsed = parse_tier_label(label)
+    if parsed is None or parsed[0] != track:
+        raise ValueError(f"tier {label!r} is not a {track}-track tier (W1–W4 or Q1–Q4, R0.2, R0.3)")
+    return f"{parsed[0]}{parsed[1]}"
 
 
 def _utility_value(value: Any, stage: str) -> float | Absent:

@@ -2,25 +2,30 @@
 
 Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts), V4 (scope
 qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked omissions), C-H6 (latent never adjudicating),
-T1 (tier and verdict not conflated), K7 (Tier 4 only with verification), R0.3 (track letter on tiers), R19 (every
-rate with n and interval), R22 (aggregates traceable to cells), Z1 (the version triple). Schema problems that map
-to none of these come back as requirement "schema". Nothing here raises on bad input.
+T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4 only with verification by Yuyari or an Accredited
+Assessor), R0.3 (track letter on tiers), R19 (every rate with n and interval), R22 (aggregates traceable to
+cells), Z1 (the version triple). Schema problems that map to none of these come back as requirement "schema".
+Nothing here raises on bad input.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from remnant.statement.absent import is_absent
-from remnant.statement.build import VALIDITY_MONTHS, add_months
+from remnant.standard.facts import VerdictFacts
+from remnant.standard.scope import VERDICTS
+from remnant.standard.tier import parse_tier_label
+from remnant.standard.validity import validity_problem
+from remnant.standard.verdict import decide
+from remnant.statement.absent import Absent, is_absent
 from remnant.statement.schema import ConformanceStatement
+from remnant.stats import wilson_interval
 
-TIER_RE = re.compile(r"^(?:Tier )?([WQ]?)([1-5])$")
-VERDICTS = ("removed", "hidden", "utility-collapsed", "partial")
+#: K7: who may verify a Tier 4 award or a published removed verdict, besides an Accredited Assessor.
+STEWARD = "Yuyari"
 TOL = 1e-6
 
 
@@ -123,7 +128,7 @@ def _raw_checks(data: dict[str, Any]) -> list[Violation]:
     """Checks that must fire even when the schema fails (T1 conflation, C-H6 on the raw value)."""
     out: list[Violation] = []
     verdict = data.get("verdict")
-    if isinstance(verdict, str) and TIER_RE.match(verdict.strip()):
+    if isinstance(verdict, str) and parse_tier_label(verdict) is not None:
         out.append(Violation(requirement="T1", message=f"verdict field holds a tier ({verdict!r})"))
     tier = data.get("tier")
     if isinstance(tier, str) and tier.strip().lower() in VERDICTS:
@@ -161,9 +166,6 @@ def _close(a: float | None, b: float | None) -> bool:
 
 def _check_verdict(s: ConformanceStatement) -> list[Violation]:
     """V1: recompute the verdict from the statement's own facts and compare."""
-    from remnant.standard.facts import VerdictFacts
-    from remnant.standard.verdict import decide
-
     try:
         facts = VerdictFacts.model_validate(s.facts)
     except ValidationError as exc:
@@ -207,16 +209,8 @@ def _check_scope(s: ConformanceStatement) -> list[Violation]:
 
 def _check_validity(s: ConformanceStatement) -> list[Violation]:
     """V5: a stated validity period not exceeding 12 months from the assessment date."""
-    if s.validity_until <= s.assessment_date:
-        return [Violation(requirement="V5", message="validity_until is not after the assessment date")]
-    if s.validity_until > add_months(s.assessment_date, VALIDITY_MONTHS):
-        return [
-            Violation(
-                requirement="V5",
-                message=f"validity_until {s.validity_until} is more than 12 months after {s.assessment_date}",
-            )
-        ]
-    return []
+    problem = validity_problem(s.assessment_date, s.validity_until)
+    return [Violation(requirement="V5", message=problem)] if problem else []
 
 
 def _check_instruments(s: ConformanceStatement) -> list[Violation]:
@@ -232,11 +226,13 @@ def _check_instruments(s: ConformanceStatement) -> list[Violation]:
             Violation(requirement="T1", message=f"instrument {s.instrument} does not match the verdict field")
         )
     if has_tier and isinstance(s.tier, str):
-        match = TIER_RE.match(s.tier.strip())
-        if match is None:
-            out.append(Violation(requirement="T1", message=f"tier {s.tier!r} is not a readiness tier"))
+        parsed = parse_tier_label(s.tier)
+        if parsed is None:
+            out.append(
+                Violation(requirement="T1", message=f"tier {s.tier!r} is not a readiness tier (W1–W4, Q1–Q4)")
+            )
             return out
-        letter, level = match.group(1), int(match.group(2))
+        letter, level = parsed
         if letter != s.track:
             out.append(
                 Violation(
@@ -244,20 +240,29 @@ def _check_instruments(s: ConformanceStatement) -> list[Violation]:
                     message=f"tier {s.tier!r} must carry the track letter: {s.track}{level}",
                 )
             )
-        if s.track == "Q" and level > 4:
-            out.append(Violation(requirement="R0.3", message="Q-track tiers run Q1-Q4"))
-        if level >= 4 and is_absent(s.verification):
-            out.append(
-                Violation(requirement="K7", message=f"Tier {level} awarded without a verification record")
-            )
+        if level == 4:
+            out += _check_verification(s)
     return out
 
 
-def _check_rates(s: ConformanceStatement) -> list[Violation]:
-    """R19: every rate with n and an interval that contains it; Wilson bounds when remnant.stats is present."""
-    out: list[Violation] = []
-    from remnant.stats import wilson_interval
+def _check_verification(s: ConformanceStatement) -> list[Violation]:
+    """K7: a Tier 4 award is verified by Yuyari or by an Accredited Assessor."""
+    record = s.verification
+    if isinstance(record, Absent):
+        return [Violation(requirement="K7", message=f"tier {s.tier!r} awarded without a verification record")]
+    if not record.accredited and record.verifier.strip() != STEWARD:
+        return [
+            Violation(
+                requirement="K7",
+                message=f"tier {s.tier!r} verified by {record.verifier!r}, neither Yuyari nor an Accredited Assessor",
+            )
+        ]
+    return []
 
+
+def _check_rates(s: ConformanceStatement) -> list[Violation]:
+    """R19: every rate with n and its two-sided 95% Wilson interval (net of chance for MCQ targets)."""
+    out: list[Violation] = []
     chance = float(s.facts.get("chance_rate") or 0.0)
     for cell in s.cells:
         lo, hi = cell.ci95

@@ -8,17 +8,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("remnant.standard.verdict")
-pytest.importorskip("remnant.stats")
-
-from remnant.standard.facts import VerdictFacts  # noqa: E402
-from remnant.standard.verdict import decide  # noqa: E402
-from remnant.stats import wilson_interval  # noqa: E402
-
-from remnant.statement.absent import is_absent  # noqa: E402
-from remnant.statement.build import add_months, build_statement  # noqa: E402
-from remnant.statement.example import example_facts, example_statement  # noqa: E402
-from remnant.statement.validate import validate_statement  # noqa: E402
+from remnant.standard.facts import VerdictFacts
+from remnant.standard.verdict import decide
+from remnant.statement.absent import is_absent
+from remnant.statement.build import build_statement
+from remnant.statement.example import example_facts, example_statement
+from remnant.statement.validate import validate_statement
+from remnant.stats import wilson_interval
 
 
 def _rebuild(facts: dict[str, Any]) -> Any:
@@ -35,12 +31,6 @@ def _rebuild(facts: dict[str, Any]) -> Any:
         versions=base.versions,
         target="pack example-c",
     )
-
-
-def test_add_months_clamps() -> None:
-    assert add_months(dt.date(2026, 1, 31), 1) == dt.date(2026, 2, 28)
-    assert add_months(dt.date(2024, 2, 29), 12) == dt.date(2025, 2, 28)
-    assert add_months(dt.date(2026, 6, 1), 12) == dt.date(2027, 6, 1)
 
 
 def test_example_follows_d2() -> None:

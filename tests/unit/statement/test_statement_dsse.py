@@ -102,3 +102,26 @@ def test_cli_sign_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "does not verify" in capsys.readouterr().err
     envelope.write_text("{not json")
     assert main(["verify", str(envelope), "--key", str(tmp_path / "k" / "remnant.pub")]) == 2
+
+
+def test_example_statement_signs_verifies_and_validates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """K5 on the real example: sign → verify gives back the conformant statement; a one-byte change fails."""
+    keys = tmp_path / "k"
+    statement = tmp_path / "example.json"
+    assert main(["keys", "generate", "--out", str(keys)]) == 0
+    assert main(["statement", "example", "--out", str(statement)]) == 0
+    assert main(["sign", str(statement), "--key", str(keys / "remnant.key")]) == 0
+    envelope = json.loads((tmp_path / "example.dsse.json").read_text())
+    predicate = verify_envelope(envelope, load_public_key(keys / "remnant.pub"))["predicate"]
+    assert predicate == json.loads(statement.read_text())
+    capsys.readouterr()
+    assert main(["validate", str(statement)]) == 0
+    payload = base64.b64decode(envelope["payload"])
+    index = payload.index(b'"verdict":"removed"') + len(b'"verdict":"')
+    tampered = payload[:index] + b"R" + payload[index + 1 :]  # "removed" → "Removed": one byte
+    with pytest.raises(SignatureError):
+        verify_envelope(
+            dict(envelope, payload=base64.b64encode(tampered).decode()), load_public_key(keys / "remnant.pub")
+        )

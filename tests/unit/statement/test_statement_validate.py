@@ -16,12 +16,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("remnant.standard.verdict")
-pytest.importorskip("remnant.stats")
-
-from remnant.cli import main  # noqa: E402
-from remnant.statement.example import example_statement  # noqa: E402
-from remnant.statement.validate import validate_statement  # noqa: E402
+from remnant.cli import main
+from remnant.statement.example import example_statement
+from remnant.statement.validate import validate_statement
 
 BROKEN = Path(__file__).parent / "broken"
 Mutation = Callable[[dict[str, Any]], None]
@@ -56,6 +53,8 @@ MUTATIONS: dict[str, tuple[str, Mutation]] = {
     "T1__tier_in_verdict_field": ("T1", _set("verdict", "W4")),
     "T1__verdict_only_instrument_with_tier": ("T1", _set("instrument", ["verdict"])),
     "K7__tier4_unverified": ("K7", _set("verification", {"absent": True, "reason": "not verified"})),
+    "K7__tier4_verifier_not_accredited": ("K7", _set("verification.accredited", False)),
+    "T1__tier_5_is_not_a_tier": ("T1", _set("tier", "W5")),
     "R0.3__tier_without_track": ("R0.3", _set("tier", "4")),
     "R0.3__q_letter_on_w_track": ("R0.3", _set("tier", "Q3")),
     "R19__cell_without_interval": ("R19", _set("cells.0.ci95", _DELETE)),
@@ -89,7 +88,8 @@ def test_broken_statement_flagged_with_its_id(name: str) -> None:
     requirement = MUTATIONS[name][0]
     report = validate_statement(broken(name))
     assert not report.conformant
-    assert requirement in {v.requirement for v in report.violations}, report.violations
+    # Exactly the broken requirement: one defect must not spill into violations of others.
+    assert {v.requirement for v in report.violations} == {requirement}, report.violations
 
 
 def test_broken_folder_matches_mutations() -> None:

@@ -1,0 +1,237 @@
+"""The evidence a readiness tier is awarded from (§7.1): an :class:`EvidenceSummary` of process and surfaces.
+
+The summary is what :func:`remnant.standard.tier.award_tier` reads. It is a serialised boundary (an assessment
+writes it beside its statement), so its models forbid unknown fields. Its parts, each citing what it stands for:
+
+- ``general_met``: the §3 requirements (R1–R25) the assessment meets, as ids, filled by whoever checked them;
+- ``behavioural_n``: the smallest per-cell n of the w/κ evidence (R21's Tier 2 row);
+- ``surfaces``: per attack surface, whether it ran, its n, its largest Wilson upper bound, its control, and for
+  relearning the C-W3 checkpoints and the C-W6 held-out split;
+- ``verdict``, ``conformant_run`` (T2), ``public_fixture`` (R18), ``verified`` (K7),
+  ``independently_reproduced`` (T4) and the count of recorded ``deviations`` (R15).
+
+:func:`surfaces_from_facts` fills ``surfaces`` from the verdict facts of DESIGN §4 so that tier and verdict read the
+same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from remnant.standard.minima import upper_bound
+from remnant.standard.rules import GENERAL_REQUIREMENTS
+
+Track = Literal["W", "Q"]
+ClaimClass = Literal["C", "D"]
+SurfaceName = Literal[
+    "relearning", "inference_time", "weight_transform", "latent", "singling_out", "linkability", "inference"
+]
+SurfaceStatus = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
+VerdictName = Literal["removed", "hidden", "utility-collapsed", "partial"]
+
+#: Surfaces each track admits (R0.2, C1, C2, D-5.3); latent is never among them (C-H6).
+ADMITTED: dict[str, frozenset[str]] = {
+    "W": frozenset(
+        {"relearning", "inference_time", "weight_transform", "singling_out", "linkability", "inference"}
+    ),
+    "Q": frozenset({"inference_time", "singling_out", "linkability", "inference"}),
+}
+
+#: The attack surfaces of the verdict facts each track admits (DESIGN §4; the same as the verdict engine's).
+ATTACK_SURFACES: dict[str, tuple[str, ...]] = {
+    "W": ("relearning", "inference_time", "weight_transform"),
+    "Q": ("inference_time",),
+}
+
+#: The three Class D re-identification risks (D-2.1, D-3.1, D-4.1).
+RISKS: tuple[str, ...] = ("singling_out", "linkability", "inference")
+
+#: C-Q1's minimum inference-time attacks, each run or not applicable (C-Q2).
+C_Q1_ATTACKS = ("prefill", "many_shot", "repeated_sampling")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class SurfaceEvidence(_Frozen):
+    """What one attack surface contributed: whether it ran, its n, its bound and its control."""
+
+    surface: SurfaceName = Field(description="The attack surface (§4.2, §4.3, §5.2–§5.4, DESIGN §4).")
+    status: SurfaceStatus = Field(description="'run' when an admitted attack on it ran (C-Q2 for N/A).")
+    n: int | None = Field(default=None, ge=1, description="Smallest per-cell n behind the surface (R19).")
+    upper_bound: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Largest two-sided 95% Wilson upper bound over its admitted attacks (net of chance; "
+        "Class D net of the control-entity rate, D4, D-5.1).",
+    )
+    control_obtained: bool = Field(
+        default=False,
+        description="The never-modified control ran under the identical attack (R4, C-W5, C-Q4).",
+    )
+    battery_complete: bool = Field(
+        default=True,
+        description="Every attack this surface requires ran or is not applicable (C-Q1, C-Q2).",
+    )
+    scored_every_epoch: bool = Field(
+        default=False, description="Relearning: g scored after every epoch (C-W3)."
+    )
+    sub_epoch_checkpoints: bool = Field(
+        default=False,
+        description="Relearning: g scored at declared checkpoints inside the first epoch (C-W3).",
+    )
+    held_out: bool = Field(
+        default=False, description="Relearning: the relearning set is disjoint from P (C-W6)."
+    )
+
+
+class EvidenceSummary(_Frozen):
+    """The evidence a tier is awarded from (§7.1): process, behavioural evidence, surfaces, verdict, verification."""
+
+    track: Track = Field(description="Track declared before the run (R0.1).")
+    class_: ClaimClass = Field(alias="class", description="Claim class (§1.1).")
+    threshold: float = Field(
+        gt=0, le=1, description="τ (Class C) or the declared insignificance threshold (Class D, D-5.1)."
+    )
+    general_met: frozenset[str] = Field(
+        default=frozenset(),
+        description="The §3 requirement ids (R1–R25) the evidence meets; conditional ones (R5, R25) count as "
+        "met where they do not apply.",
+    )
+    behavioural_n: int | None = Field(
+        default=None,
+        ge=1,
+        description="Smallest per-cell n of the w/κ evidence on the probe set (R21 Tier 2).",
+    )
+    surfaces: tuple[SurfaceEvidence, ...] = Field(default=(), description="Per-surface evidence.")
+    verdict: VerdictName | None = Field(
+        default=None, description="The verdict of the run, if one was run (V1)."
+    )
+    conformant_run: bool = Field(
+        default=False, description="A conformant run by tooling, not interview or documentary review (T2)."
+    )
+    public_fixture: bool = Field(default=False, description="The fixtures were publicly released (R18).")
+    verified: bool = Field(
+        default=False, description="A verification record by Yuyari or an Accredited Assessor exists (K7)."
+    )
+    independently_reproduced: bool = Field(
+        default=False,
+        description="The evidence was reproduced by the assessor, not only the claimant's (T4).",
+    )
+    deviations: int = Field(default=0, ge=0, description="Deviations from pre-registration, recorded (R15).")
+
+    @field_validator("general_met")
+    @classmethod
+    def _known_general(cls, value: frozenset[str]) -> frozenset[str]:
+        known = {str(rule) for rule in GENERAL_REQUIREMENTS}
+        unknown = sorted(value - known)
+        if unknown:
+            raise ValueError(f"general_met holds ids that are not §3 requirements: {unknown}")
+        return value
+
+    def admitted(self) -> tuple[SurfaceEvidence, ...]:
+        """The surfaces the track admits, latent never among them (R0.2, C2, C-H6)."""
+        return tuple(s for s in self.surfaces if s.surface in ADMITTED[self.track])
+
+
+def _surface(
+    name: str,
+    on: Sequence[Mapping[str, Any]],
+    *,
+    chance: float,
+    net_of_control: bool,
+    complete: bool,
+    relearning_flags: tuple[bool, bool, bool],
+) -> SurfaceEvidence:
+    """One surface's evidence from the attacks on it (R19, R20; D4 net of control for Class D)."""
+    ran = [a for a in on if a.get("status") == "run" and a.get("n")]
+    if not ran:
+        statuses = {str(a.get("status")) for a in on}
+        status = next(
+            (s for s in ("failed", "diverged", "not_run", "not_applicable") if s in statuses), "not_run"
+        )
+        return SurfaceEvidence.model_validate(
+            {"surface": name, "status": status, "battery_complete": complete}
+        )
+
+    def bound(a: Mapping[str, Any]) -> float:
+        hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=chance)
+        if net_of_control and a.get("control_n"):
+            control_point = max(int(a["control_k"]) / int(a["control_n"]) - chance, 0.0)
+            hi = max(hi - control_point, 0.0)
+        return hi
+
+    every_epoch, sub_epoch, held_out = relearning_flags if name == "relearning" else (False, False, False)
+    return SurfaceEvidence.model_validate(
+        {
+            "surface": name,
+            "status": "run",
+            "n": min([int(a["n"]) for a in ran] + [int(a["control_n"]) for a in ran if a.get("control_n")]),
+            "upper_bound": max(bound(a) for a in ran),
+            "control_obtained": all(a.get("control_k") is not None and a.get("control_n") for a in ran),
+            "battery_complete": complete,
+            "scored_every_epoch": every_epoch,
+            "sub_epoch_checkpoints": sub_epoch,
+            "held_out": held_out,
+        }
+    )
+
+
+def surfaces_from_facts(
+    facts: Mapping[str, Any],
+    *,
+    scored_every_epoch: bool = False,
+    sub_epoch_checkpoints: bool = False,
+    held_out: bool = False,
+) -> tuple[SurfaceEvidence, ...]:
+    """Per-surface evidence from verdict facts in their JSON form (DESIGN §4), for the surfaces they hold.
+
+    Each surface's bound is the largest 95% Wilson upper bound over its admitted, adjudicating attacks that ran,
+    net of ``chance_rate`` (R19, R20). Class D adds one surface per re-identification risk from the attacks tagged
+    with it, and every Class D bound is taken net of its control's point rate as the verdict engine does (D4,
+    D-5.1). The relearning flags (C-W3, C-W6) are not in the facts and are passed in. Inference-time coverage is
+    C-Q1/C-Q2: prefill, many-shot and repeated sampling each ran or are not applicable.
+    """
+    chance = float(facts.get("chance_rate") or 0.0)
+    class_d = facts.get("class") == "D"
+    admitted_surfaces = ATTACK_SURFACES.get(str(facts.get("track")), ATTACK_SURFACES["W"])
+    attacks: Sequence[Mapping[str, Any]] = [
+        a for a in facts.get("attacks") or () if a.get("adjudicating", True) is not False
+    ]
+    flags = (scored_every_epoch, sub_epoch_checkpoints, held_out)
+    out: list[SurfaceEvidence] = []
+    for name in ("relearning", "inference_time", "weight_transform"):
+        on = [a for a in attacks if a.get("surface") == name]
+        if not on:
+            continue
+        blocked = {a.get("status") for a in on} & {"not_run", "failed", "diverged"}
+        complete = not blocked
+        if name == "inference_time":
+            covered = {a.get("name") for a in on if a.get("status") in ("run", "not_applicable")}
+            complete = complete and all(attack in covered for attack in C_Q1_ATTACKS)
+        out.append(
+            _surface(
+                name, on, chance=chance, net_of_control=class_d, complete=complete, relearning_flags=flags
+            )
+        )
+    if class_d:
+        for risk in RISKS:
+            on = [a for a in attacks if a.get("risk") == risk and a.get("surface") in admitted_surfaces]
+            if on:
+                blocked = {a.get("status") for a in on} & {"not_run", "failed", "diverged"}
+                out.append(
+                    _surface(
+                        risk,
+                        on,
+                        chance=chance,
+                        net_of_control=True,
+                        complete=not blocked,
+                        relearning_flags=flags,
+                    )
+                )
+    return tuple(out)

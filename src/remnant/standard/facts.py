@@ -1,0 +1,177 @@
+"""The facts a verdict rests on (DESIGN §4): rates as k/n per attack, the pre-registered τ and φ, and utility.
+
+This is the input of ``remnant verdict`` and the ``facts`` block of a conformance statement; the verdict reads
+nothing else (V1 is a function of these values alone). Validation names the field and the requirement it
+enforces, so bad input is refused before a verdict is drawn from it.
+
+Class D (§5) adds two optional pieces, both used only by the D-5.1 bar on *removed*:
+``insignificance`` (the declared threshold and its justification, D-5.1/D-5.2) and, per attack, ``risk`` — which of
+the three re-identification risks (singling out D-2.1, linkability D-3.1, inference D-4.1) the attack measures.
+For Class D the attack's ``control_k``/``control_n`` is the control rate under the identical attack that the
+rate is taken net of (D4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Surface = Literal["relearning", "inference_time", "weight_transform", "latent"]
+Status = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
+Risk = Literal["singling_out", "linkability", "inference"]
+
+#: The three Class D re-identification risks, in the Standard's order (§5.2–§5.4).
+CLASS_D_RISKS: tuple[Risk, ...] = ("singling_out", "linkability", "inference")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, frozen=True, allow_inf_nan=False, validate_default=True
+    )
+
+
+class UtilityFacts(_Model):
+    """Utility at the two stages R12 keeps apart; ``null`` when not measured."""
+
+    removal_stage: float | None = Field(
+        ge=0.0,
+        description="u(θ_U) normalised against the pre-removal model (R11); the floor test uses it (R13).",
+    )
+    attack_stage: float | None = Field(
+        ge=0.0,
+        description="Utility re-measured during the attack (R12, C-W4); reported, never the floor test.",
+    )
+
+
+class InsignificanceBar(_Model):
+    """Class D's declared insignificance threshold (D-5.1) and its justification (D-5.2)."""
+
+    threshold: float = Field(
+        gt=0.0,
+        le=1.0,
+        description="Each rate's Wilson upper bound, net of control, must lie below it (D-5.1).",
+    )
+    justification: str = Field(min_length=1, description="Why this threshold (D-5.2).")
+
+
+class AttackFact(_Model):
+    """One attack's outcome on the post-removal model and on the control under the identical attack (R3, R4)."""
+
+    name: str = Field(
+        min_length=1,
+        description="Attack name; 'prefill', 'many_shot' and 'repeated_sampling' are the C-Q1 minimum.",
+    )
+    surface: Surface = Field(
+        description="relearning / inference_time / weight_transform adjudicate; latent never."
+    )
+    status: Status = Field(description="run, not_applicable (C-Q2), not_run, failed or diverged.")
+    k: int | None = Field(default=None, ge=0, description="Recoveries on the post-removal model.")
+    n: int | None = Field(default=None, gt=0, description="Items scored on the post-removal model (R19).")
+    control_k: int | None = Field(
+        default=None, ge=0, description="Recoveries on the control; null if not obtained."
+    )
+    control_n: int | None = Field(
+        default=None, gt=0, description="Items scored on the control; null if not obtained."
+    )
+    reason: str | None = Field(default=None, description="Why the attack is not applicable, or did not run.")
+    adjudicating: bool = Field(
+        default=True,
+        description="False for arms that are reported and never decide (C-W6 scored-item relearning; latent, C-H6).",
+    )
+    risk: Risk | None = Field(
+        default=None,
+        description="Class D only: the re-identification risk this attack measures (D-2.1/3.1/4.1).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _latent_defaults_to_non_adjudicating(cls, data: Any) -> Any:
+        # C-H6: a latent measurement carries no verdict weight, so its default is False, and True is refused below.
+        if isinstance(data, dict) and data.get("surface") == "latent" and "adjudicating" not in data:
+            data = {**data, "adjudicating": False}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AttackFact:
+        if self.surface == "latent" and self.adjudicating:
+            raise ValueError(
+                f"attack {self.name!r}: adjudicating must be false on the latent surface (C-H6: no verdict weight)"
+            )
+        if self.status == "run":
+            if self.k is None or self.n is None:
+                raise ValueError(
+                    f"attack {self.name!r}: status 'run' needs k and n (R19: every rate with its n)"
+                )
+            if self.k > self.n:
+                raise ValueError(
+                    f"attack {self.name!r}: k={self.k} exceeds n={self.n} (k must satisfy 0 <= k <= n)"
+                )
+            if (self.control_k is None) != (self.control_n is None):
+                raise ValueError(
+                    f"attack {self.name!r}: control_k and control_n must both be given or both be null (R4)"
+                )
+            if self.control_k is not None and self.control_n is not None and self.control_k > self.control_n:
+                raise ValueError(
+                    f"attack {self.name!r}: control_k={self.control_k} exceeds control_n={self.control_n}"
+                )
+        else:
+            given = [f for f in ("k", "n", "control_k", "control_n") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(
+                    f"attack {self.name!r}: {', '.join(given)} given but status is {self.status!r}; "
+                    "only an attack that ran has results"
+                )
+            if self.status == "not_applicable" and not (self.reason and self.reason.strip()):
+                raise ValueError(
+                    f"attack {self.name!r}: status 'not_applicable' needs a reason (C-Q2: why it is undefined)"
+                )
+        return self
+
+
+class VerdictFacts(_Model):
+    """The verdict input of DESIGN §4 (``remnant verdict FACTS.json``; a statement's ``facts`` block)."""
+
+    standard_version: Literal["0.3"] = Field(
+        description="Yuyari Standard version the verdict is drawn under (Z3)."
+    )
+    class_: Literal["C", "D"] = Field(alias="class", description="Claim class (§1.1).")
+    track: Literal["W", "Q"] = Field(description="Access track (R0.1).")
+    gating_metric: str = Field(min_length=1, description="The declared gating metric g, κ or w (R7).")
+    tau: float = Field(gt=0.0, le=1.0, description="Threshold τ on g (pre-registered, R14).")
+    phi: float = Field(ge=0.0, description="Utility floor φ (pre-registered, R9).")
+    evidence_rule: Literal["point", "bounds"] = Field(
+        default="point",
+        description="How hidden is read: point values (V1, Annex D.4) or the interval bounds (lower g_a, upper g_C,a).",
+    )
+    utility: UtilityFacts = Field(description="Removal-stage and attack-stage utility (R11, R12).")
+    attacks: list[AttackFact] = Field(description="Every attack attempted, run or not (C-Q2, K4).")
+    chance_rate: float | None = Field(
+        default=None,
+        ge=0.0,
+        lt=1.0,
+        description="Multiple-choice chance rate: every rate, bound and comparison is net of it, floored at 0 (§2 κ).",
+    )
+    insignificance: InsignificanceBar | None = Field(
+        default=None, description="Class D only: the declared insignificance bar (D-5.1, D-5.2)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> VerdictFacts:
+        seen: set[str] = set()
+        for index, attack in enumerate(self.attacks):
+            if attack.name in seen:
+                raise ValueError(
+                    f"attacks[{index}].name: duplicate attack name {attack.name!r}; each attack needs its own "
+                    "name (per-cell results and decisive_attacks refer to it, R22)"
+                )
+            seen.add(attack.name)
+            if attack.risk is not None and self.class_ != "D":
+                raise ValueError(
+                    f"attacks[{index}].risk: set on a Class {self.class_} assessment; risks are Class D (§5)"
+                )
+        if self.insignificance is not None and self.class_ != "D":
+            raise ValueError(
+                f"insignificance: set on a Class {self.class_} assessment; the bar is Class D's (D-5.1)"
+            )
+        return self

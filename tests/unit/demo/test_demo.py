@@ -1,0 +1,62 @@
+"""The interim ``remnant demo``: every published vector through the verdict engine, with the V6 gloss."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from remnant.cli import main
+from remnant.demo import REPO_VECTORS, gloss_table, vector_rows, vector_table
+from remnant.stats import wilson_interval
+
+pytestmark = pytest.mark.skipif(not REPO_VECTORS.is_dir(), reason="needs the checkout's tests/vectors")
+
+
+def test_every_vector_agrees() -> None:
+    rows = vector_rows()
+    assert len(rows) == len(list(REPO_VECTORS.glob("*.json"))) >= 24
+    assert all(row.agrees for row in rows), [r for r in rows if not r.agrees]
+    by_name = {row.vector.split("_")[0]: row for row in rows}
+    d2 = by_name["d2"]
+    assert d2.verdict == "removed" and d2.gloss == "held up under attack (removed)"
+    assert d2.g_star == pytest.approx(15 / 300) and d2.g_star_ci95 == pytest.approx(wilson_interval(15, 300))
+    assert d2.n == 300 and d2.r21_ceiling == "W4"
+    assert by_name["d1"].verdict == "refused: phi"  # Annex D.1 declares no utility floor (R9)
+    assert by_name["d4"].verdict == "partial"
+    assert {row.verdict for row in rows} >= {"removed", "hidden", "utility-collapsed", "partial"}
+
+
+def test_tables_render() -> None:
+    console = Console(record=True, width=220)
+    console.print(vector_table())
+    console.print(gloss_table())
+    text = console.export_text()
+    assert "suppressed, not removed (hidden)" in text and "broke the model (utility-collapsed)" in text
+    assert "✗" not in text
+    assert "Nothing. The removal question could not be answered" in text
+
+
+def test_cli_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--quick", "--out", str(tmp_path / "out")]) == 0
+    written = json.loads((tmp_path / "out" / "vectors.json").read_text())
+    assert len(written) == len(vector_rows())
+    assert "agree with their expected verdict" in capsys.readouterr().out
+
+
+def test_cli_demo_flags_a_disagreement_and_missing_vectors(tmp_path: Path) -> None:
+    vectors = tmp_path / "vectors"
+    vectors.mkdir()
+    source = next(REPO_VECTORS.glob("e02_*.json"))
+    data = json.loads(source.read_text())
+    data["expected"]["verdict"] = "removed"  # the engine says hidden: the demo must say so
+    (vectors / source.name).write_text(json.dumps(data))
+    rows = vector_rows(vectors)
+    assert not rows[0].agrees
+    assert main(["demo", "--vectors", str(vectors)]) == 1
+    shutil.rmtree(vectors)
+    vectors.mkdir()
+    assert main(["demo", "--vectors", str(vectors)]) == 2
