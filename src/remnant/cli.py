@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.models.commands",
     "remnant.packs.commands",
     "remnant.train.commands",
+    "remnant.report.commands",
     "remnant.demo",
 )
 

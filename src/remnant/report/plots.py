@@ -1,0 +1,181 @@
+"""Inline SVG plots for the reports, drawn by matplotlib without pyplot (no global figure state).
+
+Each plot is returned as an ``<svg>`` element ready to be placed in the HTML: no XML prolog, text kept as text
+(so the page is searchable and a browser's DOM shows the labels), deterministic ids prefixed by the plot's id so
+several plots can share a page, coordinates rounded to 0.1 px (smaller files, and no long digit runs that could
+look like a canary value, R18). The post-removal and control lines carry the element ids ``<plot>-post`` and
+``<plot>-control`` so a reader, or a test, can find the two curves C-W5 requires.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.report.curves import RelearningCurve, point_views
+
+POST_COLOUR = "#b8352a"
+CONTROL_COLOUR = "#2766a8"
+TAU_COLOUR = "#555555"
+METRIC_SYMBOLS = {"kappa": "κ", "w": "w"}
+
+_RC: Any = {  # Any: matplotlib types rc keys as a Literal union
+    "svg.fonttype": "none",  # real <text>, not glyph paths
+    "svg.hashsalt": "remnant",  # deterministic clip-path ids: the same inputs give the same report bytes
+    "font.family": "sans-serif",
+    "font.size": 10.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+_GEOMETRY_ATTR = re.compile(r'\b(d|points|transform|x|y|x1|x2|y1|y2|width|height|cx|cy|r)="([^"]*)"')
+_NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def _round_attr(match: re.Match[str]) -> str:
+    value = _NUMBER.sub(lambda m: f"{float(m.group(0)):.1f}".rstrip("0").rstrip("."), match.group(2))
+    return f'{match.group(1)}="{value}"'
+
+
+def _inline(svg: str, plot_id: str, title: str) -> str:
+    """Make matplotlib's SVG document an inline element with unique ids and a title for screen readers."""
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    ids = [i for i in re.findall(r'\bid="([^"]+)"', svg) if not i.startswith(plot_id)]
+    for ident in sorted(set(ids), key=len, reverse=True):
+        svg = re.sub(rf'\bid="{re.escape(ident)}"', f'id="{plot_id}-{ident}"', svg)
+        svg = svg.replace(f"#{ident})", f"#{plot_id}-{ident})").replace(
+            f'"#{ident}"', f'"#{plot_id}-{ident}"'
+        )
+    svg = _GEOMETRY_ATTR.sub(_round_attr, svg)
+    # Size by the page, not by points: the viewBox keeps the aspect ratio.
+    svg = re.sub(r'<svg([^>]*?)\swidth="[^"]*"\sheight="[^"]*"', r'<svg\1 class="plot"', svg, count=1)
+    escaped = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    svg = re.sub(r"(<svg[^>]*>)", rf'\1<title id="{plot_id}-title">{escaped}</title>', svg, count=1)
+    return svg.replace("<svg ", f'<svg role="img" aria-labelledby="{plot_id}-title" ', 1).strip()
+
+
+def _render(fig: Any, plot_id: str, title: str) -> str:
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+    FigureCanvasSVG(fig)
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    return _inline(buffer.getvalue(), plot_id, title)
+
+
+def curve_svg(curve: RelearningCurve, *, plot_id: str, title: str | None = None) -> str:
+    """Recovery of the post-removal model and the control at every checkpoint, Wilson bands, τ line (C-W5)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    views = point_views(curve)
+    use_examples = any(v.examples for v in views)
+    xs = [v.examples if use_examples else v.step for v in views]
+    label = title or f"{curve.attack}: recovery with {curve.budget} relearning examples"
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.4, 3.4))
+        ax = fig.add_subplot()
+        band = ax.fill_between(
+            xs, [v.post_ci[0] for v in views], [v.post_ci[1] for v in views], color=POST_COLOUR, alpha=0.18
+        )
+        band.set_gid(f"{plot_id}-post-band")
+        (post,) = ax.plot(
+            xs,
+            [v.post_rate for v in views],
+            color=POST_COLOUR,
+            marker="o",
+            markersize=4,
+            linewidth=2,
+            label="post-removal model",
+        )
+        post.set_gid(f"{plot_id}-post")
+        control = [
+            (x, v.control_rate, v.control_ci)
+            for x, v in zip(xs, views, strict=True)
+            if v.control_rate is not None and v.control_ci is not None
+        ]
+        if control:
+            cband = ax.fill_between(
+                [x for x, _, _ in control],
+                [ci[0] for _, _, ci in control],
+                [ci[1] for _, _, ci in control],
+                color=CONTROL_COLOUR,
+                alpha=0.18,
+            )
+            cband.set_gid(f"{plot_id}-control-band")
+            (control_line,) = ax.plot(
+                [x for x, _, _ in control],
+                [rate for _, rate, _ in control],
+                color=CONTROL_COLOUR,
+                marker="s",
+                markersize=4,
+                linewidth=2,
+                linestyle="--",
+                label="never-modified control",
+            )
+            control_line.set_gid(f"{plot_id}-control")
+        tau = ax.axhline(curve.tau, color=TAU_COLOUR, linewidth=1, linestyle=":", label=f"τ = {curve.tau:g}")
+        tau.set_gid(f"{plot_id}-tau")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("relearning examples seen" if use_examples else "relearning steps")
+        metric = METRIC_SYMBOLS.get(curve.metric, curve.metric)
+        ax.set_ylabel(f"recovery ({metric}{', net of chance' if curve.chance_rate else ''})")
+        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+        ax.legend(loc="upper left", frameon=False, fontsize=9)
+        fig.tight_layout()
+        return _render(fig, plot_id, label)
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    """One attack's two rates with intervals, for the per-surface interval plot (R4, R19)."""
+
+    label: str
+    post_rate: float
+    post_ci: tuple[float, float]
+    control_rate: float | None
+    control_ci: tuple[float, float] | None
+
+
+def intervals_svg(rows: Sequence[IntervalRow], *, tau: float, plot_id: str, title: str) -> str:
+    """Each attack's post-removal and control rates with Wilson 95% intervals against τ (R4, R19, R20)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(6.4, 0.9 + 0.45 * max(len(rows), 1)))
+        ax = fig.add_subplot()
+        ys = list(range(len(rows)))[::-1]
+        for y, row in zip(ys, rows, strict=True):
+            lo, hi = row.post_ci
+            ax.errorbar(
+                [row.post_rate],
+                [y + 0.12],
+                xerr=[[row.post_rate - lo], [hi - row.post_rate]],
+                fmt="o",
+                color=POST_COLOUR,
+                markersize=5,
+                capsize=3,
+            )
+            if row.control_rate is not None and row.control_ci is not None:
+                clo, chi = row.control_ci
+                ax.errorbar(
+                    [row.control_rate],
+                    [y - 0.12],
+                    xerr=[[row.control_rate - clo], [chi - row.control_rate]],
+                    fmt="s",
+                    color=CONTROL_COLOUR,
+                    markersize=5,
+                    capsize=3,
+                )
+        ax.axvline(tau, color=TAU_COLOUR, linewidth=1, linestyle=":")
+        ax.set_yticks(ys, [r.label for r in rows])
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlabel("rate with 95% Wilson interval")
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        fig.tight_layout()
+        return _render(fig, plot_id, title)

@@ -1,0 +1,112 @@
+"""Reports from run folders: read ``statement.json`` and ``manifest.json`` and write the HTML beside them.
+
+A run folder (``remnant assess --out RUN``) holds ``statement.json``, optionally ``statement.dsse.json`` (K5) and
+``manifest.json`` (R23), whose results carry the relearning curves (C-W5). The customer register needs the target
+pack to know which strings to redact (R18): it is read from ``--pack``, else from the manifest's recorded pack
+location; without it the customer report withholds the claim and other free text instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from remnant.assess.manifest import MANIFEST_FILE, check_manifest_ref, load_manifest
+from remnant.errors import ConfigError
+from remnant.report.redact import canary_strings
+from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
+from remnant.statement.absent import Absent
+from remnant.statement.schema import ConformanceStatement
+
+STATEMENT_FILE = "statement.json"
+ENVELOPE_FILE = "statement.dsse.json"
+REPORT_FILE = "report.html"
+CUSTOMER_FILE = "report-customer.html"
+
+
+def load_statement(path: Path) -> ConformanceStatement:
+    """Read and validate a statement; :class:`ConfigError` naming the file and field otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read a statement: {exc}", requirement="K4") from exc
+    try:
+        return ConformanceStatement.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: field {where}: {first['msg']}", requirement="K4") from exc
+
+
+def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
+    """A :class:`ReportEntry` from a run folder (statement required; manifest and envelope when present)."""
+    folder = Path(run)
+    statement_path = folder / STATEMENT_FILE
+    if not statement_path.is_file():
+        raise ConfigError(
+            f"{folder}: no {STATEMENT_FILE} (run `remnant assess` or `remnant recompute` first)"
+        )
+    statement = load_statement(statement_path)
+    manifest_path = folder / MANIFEST_FILE
+    manifest = load_manifest(manifest_path) if manifest_path.is_file() else None
+    matches: bool | None = None
+    if manifest is not None and not isinstance(statement.manifest_ref, Absent):
+        matches = check_manifest_ref(manifest_path, statement.manifest_ref)
+    envelope = folder / ENVELOPE_FILE
+    return ReportEntry(
+        statement=statement,
+        curves=tuple(manifest.results.curves) if manifest is not None else (),
+        manifest=manifest,
+        label=label or folder.resolve().name,
+        statement_file=STATEMENT_FILE,
+        envelope_file=ENVELOPE_FILE if envelope.is_file() else None,
+        statement_digest=sha256_of(statement_path),
+        manifest_matches=matches,
+    )
+
+
+def _canaries(entries: Sequence[ReportEntry], pack_dirs: Sequence[Path]) -> frozenset[str] | None:
+    """The union of the canary strings of every pack involved; None when any pack cannot be read (withhold)."""
+    from remnant.packs import load_pack
+
+    dirs = list(pack_dirs)
+    if not dirs:
+        for entry in entries:
+            location = entry.manifest.pack.location if entry.manifest is not None else None
+            if location is None or not Path(location).is_dir():
+                return None
+            dirs.append(Path(location))
+    found: set[str] = set()
+    for directory in dict.fromkeys(dirs):
+        found |= canary_strings(load_pack(directory))
+    return frozenset(found)
+
+
+def report_runs(
+    runs: Sequence[str | Path],
+    *,
+    customer: bool = False,
+    out: str | Path | None = None,
+    packs: Sequence[str | Path] = (),
+    labels: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Path:
+    """Render one run (or compare several) and write the HTML; returns the path written.
+
+    One run: ``RUN/report.html`` or ``RUN/report-customer.html`` unless ``out`` is given. Several: ``out`` is
+    required (a comparison belongs to none of them).
+    """
+    if not runs:
+        raise ConfigError("report: no run folder given")
+    if len(runs) > 1 and out is None:
+        raise ConfigError("report: comparing several runs needs --out FILE")
+    if labels is not None and len(labels) != len(runs):
+        raise ConfigError(f"report: {len(labels)} labels for {len(runs)} runs")
+    entries = [load_entry(run, label=labels[i] if labels else None) for i, run in enumerate(runs)]
+    canaries = _canaries(entries, [Path(p) for p in packs]) if customer else None
+    html = render_comparison(entries, customer=customer, canaries=canaries, title=title)
+    target = Path(out) if out is not None else Path(runs[0]) / (CUSTOMER_FILE if customer else REPORT_FILE)
+    return write_html(target, html)
