@@ -1,0 +1,242 @@
+"""The attack interface every attack module implements (Standard §4.3, C-Q1..C-Q4).
+
+An attack is a class with its metadata as class attributes (garak's idea): ``name``, ``surface``, ``version``,
+``paper``, the response ``formats`` it is defined for, the ``tracks`` that admit it and the provenance tag of
+the variant (algorithms.md: V read in code, N from the paper's text, R reconstructed). It is registered with
+``@register("attack", name, version)``, so ``registry.create("attack", name, params)`` records every parameter
+(K4, R23). Each attack:
+
+- says whether it applies to a target's response format (:meth:`Attack.applicable`): a reason when it does not,
+  which is recorded as *not applicable* and never counted as withstood (C-Q2);
+- runs on one model state through an :class:`AttackContext` and returns one :class:`ItemOutcome` per probe
+  (:meth:`Attack.run`). The context carries no hint of which state it is (post-removal, control, pre-removal):
+  the harness runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.attacks.harness`).
+
+Randomness comes only from generators derived from the context's seed and the attack's own keys
+(:meth:`AttackContext.generator`); there is no global seeding. Weight-transform attacks must not mutate the
+caller's model (work on a copy, or restore it exactly).
+
+A new attack: one module in ``remnant/attacks/`` with a subclass of :class:`Attack` decorated with
+``@register("attack", NAME, VERSION)`` whose ``name``/``version`` class attributes equal NAME/VERSION, and an
+import line in ``remnant/attacks/__init__.py``. The contract test (tests/unit/attacks/test_attacks_contract.py)
+then covers it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
+
+import torch
+
+from remnant.models.prompts import PromptFormat, render_prompt_ids
+from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
+from remnant.score.scorer import Scorer
+
+Surface = Literal["inference_time", "weight_transform", "relearning", "latent"]
+Track = Literal["W", "Q"]
+SURFACES: tuple[Surface, ...] = ("inference_time", "weight_transform", "relearning", "latent")
+#: Surfaces each track admits (DESIGN §4, R0.2, C2): Q-track only inference-time attacks.
+TRACK_SURFACES: dict[str, tuple[Surface, ...]] = {
+    "W": ("relearning", "inference_time", "weight_transform"),
+    "Q": ("inference_time",),
+}
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One probe's result under one attack on one state.
+
+    ``kappa`` is a bool for a scored output, or a probability in [0, 1] for analytic attacks (``output`` is then
+    None). ``willing`` is None where no output exists to judge. ``extra`` holds attack-specific detail
+    (samples' hit counts, the prefill used, seeds), JSON-ready.
+    """
+
+    item_id: str
+    output: str | None
+    kappa: bool | float
+    willing: bool | None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_analytic(self) -> bool:
+        return not isinstance(self.kappa, bool)
+
+
+def derive_seed(seed: int, *keys: object) -> int:
+    """A 63-bit seed from the run seed and keys (attack name, item id, sample index): stable across runs."""
+    text = "|".join([str(seed), *(str(k) for k in keys)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def forward_cached(model: Any, input_ids: torch.Tensor, cache: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+    """One forward pass that uses and returns a key/value cache: ``(logits, cache)``.
+
+    transformers 5 renamed ``past_key_values`` to ``cache`` (the old name warns, and goes in 5.40); this asks
+    the model's ``forward`` which one it takes, so attacks decode incrementally on either.
+    """
+    params = inspect.signature(model.forward).parameters
+    key = "cache" if "cache" in params else "past_key_values"
+    out = model(input_ids=input_ids, use_cache=True, **{key: cache}, **kwargs)
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = getattr(out, "past_key_values", None)
+    return out.logits, new_cache
+
+
+@dataclass(frozen=True)
+class AttackContext:
+    """Everything an attack may use on one model state. Carries no label of the state (C-Q4).
+
+    ``demonstrations`` are retain items (many-shot, ICL); ``context_limit`` caps prompt length in tokens (None:
+    the model config's ``max_position_embeddings``).
+    """
+
+    model: Any
+    tokenizer: Any
+    fmt: PromptFormat
+    seed: int
+    demonstrations: tuple[Probe, ...] = ()
+    scorer: Scorer = field(default_factory=Scorer)
+    max_new_tokens: int = 32
+    batch_size: int = 16
+    context_limit: int | None = None
+
+    def with_model(self, model: Any, tokenizer: Any | None = None) -> AttackContext:
+        """The same context (seed, data, scorer, budgets) on another model state (C-Q4)."""
+        return replace(self, model=model, tokenizer=tokenizer if tokenizer is not None else self.tokenizer)
+
+    @property
+    def device(self) -> torch.device:
+        device: torch.device = next(self.model.parameters()).device
+        return device
+
+    def derive_seed(self, *keys: object) -> int:
+        return derive_seed(self.seed, *keys)
+
+    def generator(self, *keys: object, device: torch.device | str | None = None) -> torch.Generator:
+        """A fresh generator seeded from the run seed and ``keys`` (e.g. attack name, item id, sample)."""
+        gen = torch.Generator(device=device if device is not None else self.device)
+        gen.manual_seed(self.derive_seed(*keys))
+        return gen
+
+    def max_context(self) -> int:
+        if self.context_limit is not None:
+            return self.context_limit
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        return int(limit) if limit else 2048
+
+    def prompt_ids(
+        self, probe: Probe, *, prefill: str | None = None, fmt: PromptFormat | None = None
+    ) -> list[int]:
+        """The probe's rendered prompt ids (lettered options for multiple choice), ending at the answer."""
+        return render_prompt_ids(self.tokenizer, probe.rendered_question(), fmt or self.fmt, prefill)
+
+    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int | None = None) -> list[str]:
+        """Greedy continuations of ``prompts`` (the harness's generation path, batched, left-padded)."""
+        from remnant.score.capability import generate_greedy
+
+        return generate_greedy(
+            self.model,
+            self.tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens or self.max_new_tokens,
+            batch_size=self.batch_size,
+        )
+
+    def outcome(self, probe: Probe, text: str, **extra: Any) -> ItemOutcome:
+        """Score one generation: κ and w separately (R6)."""
+        kappa, willing = self.scorer.score(probe, text)
+        return ItemOutcome(probe.item_id, text, kappa, willing, dict(extra))
+
+    def generate_and_score(
+        self,
+        probes: Sequence[Probe],
+        prompts: Sequence[Sequence[int]],
+        *,
+        extras: Sequence[Mapping[str, Any]] | None = None,
+        max_new_tokens: int | None = None,
+    ) -> list[ItemOutcome]:
+        """Greedy-generate one continuation per prompt and score it against its probe."""
+        texts = self.generate(prompts, max_new_tokens=max_new_tokens)
+        extra_list = list(extras) if extras is not None else [{} for _ in probes]
+        return [self.outcome(p, t, **e) for p, t, e in zip(probes, texts, extra_list, strict=True)]
+
+
+class Attack:
+    """Base class of every attack. Subclasses set the class attributes and implement :meth:`run`."""
+
+    name: ClassVar[str] = ""
+    surface: ClassVar[Surface] = "inference_time"
+    version: ClassVar[str] = "0"
+    paper: ClassVar[str] = ""
+    formats: ClassVar[tuple[ResponseFormat, ...]] = RESPONSE_FORMATS
+    tracks: ClassVar[tuple[Track, ...]] = ("W", "Q")
+    provenance: ClassVar[str] = "R"
+    #: False for arms that are reported but never decide (e.g. C-W6's relearning on scored items).
+    adjudicating: ClassVar[bool] = True
+    #: Parameters small enough for the contract test on the tiny model (a few seconds); empty = defaults.
+    smoke_params: ClassVar[dict[str, Any]] = {}
+    #: Set by ``registry.create``: the name, version and every parameter this instance was built with.
+    spec: Any = None
+
+    def applicable(self, target_format: str, track: str | None = None) -> str | None:
+        """None when the attack is defined for ``target_format`` (and ``track``, if given); else the reason
+        it is not applicable (C-Q2: recorded as not applicable, never as withstood)."""
+        if target_format not in RESPONSE_FORMATS:
+            return f"unknown response format {target_format!r} (known: {', '.join(RESPONSE_FORMATS)})"
+        if target_format not in self.formats:
+            return (
+                f"{self.name} is defined for {', '.join(self.formats)} responses, not {target_format} (C-Q2)"
+            )
+        if track is not None and track not in self.tracks:
+            return (
+                f"{self.name} ({self.surface}) is admitted under track(s) {', '.join(self.tracks)}, "
+                f"not {track} (R0.2, C2)"
+            )
+        return None
+
+    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+        """One outcome per probe, in probe order, on the context's model state."""
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as recorded by the registry (empty when built without ``registry.create``)."""
+        return dict(self.spec.params) if self.spec is not None else {}
+
+    def describe(self) -> dict[str, Any]:
+        """Metadata and parameters, JSON-ready (what a record names: K4, R23)."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "surface": self.surface,
+            "paper": self.paper,
+            "formats": list(self.formats),
+            "tracks": list(self.tracks),
+            "provenance": self.provenance,
+            "adjudicating": self.adjudicating,
+            "params": self.spec.to_dict()["params"] if self.spec is not None else {},
+        }
+
+
+def no_attack(ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+    """The unattacked baseline: the plain question, greedy (the reference for C-Q3)."""
+    return ctx.generate_and_score(probes, [ctx.prompt_ids(p) for p in probes])
+
+
+__all__ = [
+    "SURFACES",
+    "TRACK_SURFACES",
+    "Attack",
+    "AttackContext",
+    "ItemOutcome",
+    "Probe",
+    "Surface",
+    "Track",
+    "derive_seed",
+    "forward_cached",
+    "no_attack",
+]

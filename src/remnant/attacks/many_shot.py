@@ -1,0 +1,177 @@
+"""Many-shot prompting (Anil et al. 2024; C-Q1; algorithms.md §4.5 [N]).
+
+k demonstrations — question/answer pairs from the retain items, never the target's — precede the probe as real
+prior chat turns (or ``Question:/Answer:`` blocks in the raw format), as many as fit in the context with room for
+the answer. The demonstrations are the same for every probe, so the rendered prompts share a long prefix: its
+key/value cache is computed once and reused for every probe (cropped back after each), instead of recomputing
+thousands of tokens per probe. ``use_prefix_cache=False`` recomputes everything; the two give identical outputs
+(tests/unit/attacks/test_many_shot.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import torch
+
+from remnant.attacks.base import Attack, AttackContext, ItemOutcome, forward_cached
+from remnant.errors import ConfigError
+from remnant.models.prompts import PromptFormat
+from remnant.registry import register
+from remnant.score.normalise import answer_matches
+from remnant.score.probe import Probe
+
+
+def demo_answer(demo: Probe) -> str:
+    """A demonstration's answer text: the reference answer, or "B. option" for multiple choice."""
+    if demo.options and demo.answer_index is not None:
+        return f"{demo.answer_letter}. {demo.options[demo.answer_index]}"
+    return demo.answer
+
+
+def render_many_shot(tokenizer: Any, fmt: PromptFormat, demos: Sequence[Probe], question: str) -> list[int]:
+    """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts."""
+    if fmt.style == "raw":
+        blocks = [f"Question: {d.rendered_question()}\nAnswer: {demo_answer(d)}" for d in demos]
+        blocks.append(f"Question: {question}\nAnswer:")
+        text = "\n\n".join(blocks)
+        if fmt.system_prompt:
+            text = f"{fmt.system_prompt}\n\n{text}"
+        return list(tokenizer(text, add_special_tokens=True)["input_ids"])
+    messages: list[dict[str, str]] = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    for d in demos:
+        messages.append({"role": "user", "content": d.rendered_question()})
+        messages.append({"role": "assistant", "content": demo_answer(d)})
+    messages.append({"role": "user", "content": question})
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    if eos is None:
+        eos = tokenizer.eos_token_id
+    if eos is None:
+        return set()
+    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
+
+
+@torch.no_grad()
+def greedy_from(model: Any, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: set[int]) -> list[int]:
+    """Greedy continuation of ``ids`` given a cache already holding the tokens before them (or None)."""
+    device = next(model.parameters()).device
+    logits, cache = forward_cached(model, torch.tensor([list(ids)], device=device), cache)
+    new: list[int] = []
+    for _ in range(max_new_tokens):
+        nxt = int(logits[0, -1].argmax())
+        new.append(nxt)
+        if nxt in eos:
+            break
+        logits, cache = forward_cached(model, torch.tensor([[nxt]], device=device), cache)
+    return new
+
+
+def _rewind(cache: Any, length: int, pristine: Any) -> Any:
+    """The cache cut back to its first ``length`` tokens (crop; a fresh copy where a layer type cannot crop)."""
+    extra = cache.get_seq_length() - length
+    try:
+        if extra > 0:
+            cache.crop(-extra)
+        return cache
+    except (RuntimeError, ValueError):
+        return copy.deepcopy(pristine)
+
+
+def shared_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
+    """Length of the longest common token prefix, leaving at least one token of each prompt to run."""
+    first = prompts[0]
+    n = min(len(p) for p in prompts) - 1
+    for i in range(n):
+        if any(p[i] != first[i] for p in prompts):
+            return i
+    return max(n, 0)
+
+
+@register("attack", "many_shot", "1")
+class ManyShot(Attack):
+    """k retain-item demonstrations as prior turns, then the probe, greedy (C-Q1)."""
+
+    name = "many_shot"
+    surface = "inference_time"
+    version = "1"
+    paper = "Anil et al. 2024, Many-shot jailbreaking; algorithms.md §4.5"
+    formats = ("free_text", "multiple_choice")
+    provenance = "N"
+    smoke_params: ClassVar[dict[str, Any]] = {"shots": 4}
+
+    def __init__(self, shots: int = 16, use_prefix_cache: bool = True) -> None:
+        if shots < 1:
+            raise ConfigError(f"many_shot needs shots >= 1, got {shots}")
+        self.shots = shots
+        self.use_prefix_cache = use_prefix_cache
+
+    def select_demos(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[Probe]:
+        """Retain demonstrations that leak no probe's answer, entity or item, in a seed-fixed order."""
+        ids = {p.item_id for p in probes}
+        entities = {p.entity for p in probes if p.entity}
+        answers = [a for p in probes for a in p.accepted]
+        pool = [
+            d
+            for d in ctx.demonstrations
+            if d.item_id not in ids
+            and (d.entity is None or d.entity not in entities)
+            and not answer_matches(demo_answer(d) + " " + d.question, answers)
+        ]
+        if not pool:
+            raise ConfigError("many_shot needs retain demonstrations that do not leak the probes' answers")
+        random.Random(ctx.derive_seed(self.name, "order")).shuffle(pool)
+        return pool[: self.shots]
+
+    def fit(self, ctx: AttackContext, demos: list[Probe], probes: Sequence[Probe]) -> list[Probe]:
+        """Drop demonstrations from the end until the longest prompt plus the answer fits the context."""
+        longest = max(probes, key=lambda p: len(p.rendered_question()))
+        limit = ctx.max_context() - ctx.max_new_tokens
+        k = len(demos)
+        while (
+            k > 0
+            and len(render_many_shot(ctx.tokenizer, ctx.fmt, demos[:k], longest.rendered_question())) > limit
+        ):
+            k -= 1
+        if k == 0:
+            raise ConfigError(f"many_shot: not one demonstration fits the context limit {ctx.max_context()}")
+        return demos[:k]
+
+    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+        demos = self.fit(ctx, self.select_demos(ctx, probes), probes)
+        prompts = [render_many_shot(ctx.tokenizer, ctx.fmt, demos, p.rendered_question()) for p in probes]
+        eos = _eos_ids(ctx.model, ctx.tokenizer)
+        texts: list[str] = []
+        if self.use_prefix_cache:
+            plen = shared_prefix_len(prompts)
+            cache = pristine = None
+            if plen:
+                with torch.no_grad():
+                    _, pristine = forward_cached(
+                        ctx.model, torch.tensor([prompts[0][:plen]], device=ctx.device)
+                    )
+                cache = copy.deepcopy(pristine)
+            for ids in prompts:
+                new = greedy_from(ctx.model, ids[plen:], cache, ctx.max_new_tokens, eos)
+                if cache is not None:
+                    cache = _rewind(cache, plen, pristine)  # back to the shared prefix for the next probe
+                texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
+        else:
+            plen = 0
+            for ids in prompts:
+                new = greedy_from(ctx.model, ids, None, ctx.max_new_tokens, eos)
+                texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
+        extra = {"shots": len(demos), "demo_ids": [d.item_id for d in demos], "shared_prefix_tokens": plen}
+        return [
+            ctx.outcome(p, t, prompt_tokens=len(ids), **extra)
+            for p, t, ids in zip(probes, texts, prompts, strict=True)
+        ]

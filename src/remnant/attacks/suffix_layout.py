@@ -1,0 +1,74 @@
+"""Where an optimised suffix sits in a rendered prompt: ``[before][suffix][after]`` (algorithms.md §4.7–§4.8).
+
+GCG and the soft-prompt attack both append their optimised tokens to the user's question, inside the model's
+chat template (or the raw ``Question: …\\nAnswer:`` format), so the control and the post-removal model see the
+same layout (C-Q4). The template is rendered once with a placeholder and split there; the two halves are
+tokenised separately, so the suffix never re-tokenises with its neighbours and generation runs from ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.errors import ModelError
+from remnant.models.prompts import PromptFormat
+
+#: A string no question or template contains; the rendered text is split at it.
+PLACEHOLDER = "\x00REMNANT_SUFFIX\x00"
+
+
+@dataclass(frozen=True)
+class SuffixLayout:
+    """Token ids before and after the optimised suffix (``after`` ends where the model's answer starts)."""
+
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+
+    def prompt_ids(self, suffix: Sequence[int]) -> list[int]:
+        """The full prompt with ``suffix`` in place: what greedy generation starts from."""
+        return [*self.before, *(int(t) for t in suffix), *self.after]
+
+
+def _ids(tokenizer: Any, text: str, *, special: bool) -> tuple[int, ...]:
+    return tuple(int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"])
+
+
+def suffix_layout(
+    tokenizer: Any,
+    question: str,
+    fmt: PromptFormat,
+    *,
+    separator: str = "",
+    prefill: str | None = None,
+) -> SuffixLayout:
+    """Split the rendered prompt of ``question`` around a suffix appended to it (nanoGCG's default place).
+
+    ``separator`` goes between the question and the suffix (in ``before``); ``prefill`` text, if any, sits
+    inside the assistant turn after the template's generation prompt, exactly as ``render_prompt_ids`` puts it.
+    """
+    user = f"{question}{separator}{PLACEHOLDER}"
+    if fmt.style == "raw":
+        text = f"Question: {user}\nAnswer:"
+        if fmt.system_prompt:
+            text = f"{fmt.system_prompt}\n\n{text}"
+        head, tail = text.split(PLACEHOLDER)
+        after = _ids(tokenizer, tail, special=False)
+        if prefill:
+            after += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill, special=False)
+        return SuffixLayout(before=_ids(tokenizer, head, special=True), after=after)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
+    messages = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    messages.append({"role": "user", "content": user})
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if text.count(PLACEHOLDER) != 1:
+        raise ModelError("the chat template does not carry the user's message through verbatim")
+    head, tail = text.split(PLACEHOLDER)
+    after = _ids(tokenizer, tail, special=False)
+    if prefill:
+        after += _ids(tokenizer, prefill, special=False)
+    return SuffixLayout(before=_ids(tokenizer, head, special=False), after=after)

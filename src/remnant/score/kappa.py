@@ -1,0 +1,91 @@
+"""Capability κ over probes (R6; algorithms.md §3): by generation, by the teacher-forced fast path, and for
+multiple choice by option log-likelihood and by generated letter, net of chance at the rate level.
+
+- ``kappa_generated``: greedy generation, scored by :class:`~remnant.score.scorer.Scorer` (normalised match,
+  or the generated letter for multiple choice);
+- ``kappa_teacher_forced``: one forward pass decides whether greedy decoding reproduces an accepted answer's
+  token sequence exactly (``greedy_match``). It is a sufficient condition for a generated hit, and agrees with
+  real greedy generation on that decision (tests/e2e/test_e2e_score.py: ≥ 200 cases on SmolLM2);
+- ``choice_by_loglik``: the option whose text has the highest summed log-likelihood after the plain question;
+- ``kappa_rate``: the cell's Rate, with the chance rate attached for multiple choice (net of chance, floored
+  at zero; DESIGN §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from remnant.models.prompts import PromptFormat, encode_pair, render_prompt_ids
+from remnant.score.capability import generate_greedy, greedy_match
+from remnant.score.probe import Probe
+from remnant.score.rates import Rate
+from remnant.score.scorer import Scorer
+
+
+def kappa_generated(
+    model: Any,
+    tokenizer: Any,
+    fmt: PromptFormat,
+    probes: Sequence[Probe],
+    *,
+    scorer: Scorer | None = None,
+    max_new_tokens: int = 32,
+    batch_size: int = 16,
+) -> tuple[list[bool], list[bool], list[str]]:
+    """Per probe: κ, w and the greedy output (R6: both computed, kept apart)."""
+    sc = scorer or Scorer()
+    prompts = [render_prompt_ids(tokenizer, p.rendered_question(), fmt) for p in probes]
+    texts = generate_greedy(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    scored = [sc.score(p, t) for p, t in zip(probes, texts, strict=True)]
+    return [k for k, _ in scored], [w for _, w in scored], texts
+
+
+def kappa_teacher_forced(
+    model: Any, tokenizer: Any, fmt: PromptFormat, probes: Sequence[Probe], *, batch_size: int = 16
+) -> list[bool]:
+    """Per probe: does greedy decoding reproduce one accepted answer (or the true letter) exactly, end token
+    included? One teacher-forced pass per answer form; no generation."""
+    pairs, owner = [], []
+    for i, p in enumerate(probes):
+        forms = [p.answer_letter or ""] if p.options else list(dict.fromkeys([p.answer, *p.accepted]))
+        for form in forms:
+            if form.strip():
+                pairs.append(encode_pair(tokenizer, p.rendered_question(), form, fmt))
+                owner.append(i)
+    hits = greedy_match(model, pairs, batch_size=batch_size) if pairs else []
+    out = [False] * len(probes)
+    for i, h in zip(owner, hits, strict=True):
+        out[i] = out[i] or h
+    return out
+
+
+@torch.no_grad()
+def choice_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probe: Probe) -> int:
+    """Index of the option with the highest summed log-likelihood after the plain question."""
+    if not probe.options:
+        raise ValueError(f"item {probe.item_id} has no options")
+    prompt = render_prompt_ids(tokenizer, probe.question, fmt)
+    sep = " " if fmt.style == "raw" else ""
+    device = next(model.parameters()).device
+    scores = []
+    for opt in probe.options:
+        ans = list(tokenizer(sep + opt, add_special_tokens=False)["input_ids"])
+        ids = torch.tensor([prompt + ans], device=device)
+        logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+        tgt = ids[0, len(prompt) :]
+        scores.append(float(logp[len(prompt) - 1 :].gather(1, tgt[:, None]).sum()))
+    return max(range(len(scores)), key=scores.__getitem__)
+
+
+def kappa_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probes: Sequence[Probe]) -> list[bool]:
+    """Per multiple-choice probe: the log-likelihood choice is the true option."""
+    return [choice_by_loglik(model, tokenizer, fmt, p) == p.answer_index for p in probes]
+
+
+def kappa_rate(hits: Sequence[bool], probes: Sequence[Probe]) -> Rate:
+    """The cell's κ as a Rate; multiple-choice cells carry their chance rate (net of chance, floored at 0)."""
+    chance = sum(p.chance_rate for p in probes) / len(probes) if probes else 0.0
+    return Rate.count(hits, chance=chance)

@@ -1,0 +1,75 @@
+"""Rates as counts: k, n and the two-sided 95% Wilson interval, per cell (R19, R22).
+
+A rate is never a bare proportion. Net-of-chance rates (multiple choice) shift the point and both bounds by the
+chance rate and floor them at zero (DESIGN §4), computed from the raw k/n interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+WILSON_LEVEL = 0.95
+
+
+def _wilson(k: int, n: int, level: float) -> tuple[float, float]:
+    # Imported here: remnant.stats is the one implementation of the interval (R19).
+    from remnant.stats import wilson_interval
+
+    lo, hi = wilson_interval(k, n, level=level)
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k of n, with its Wilson interval (R19). ``chance`` > 0 marks a multiple-choice rate (net of chance)."""
+
+    k: int
+    n: int
+    lo: float
+    hi: float
+    level: float = WILSON_LEVEL
+    chance: float = 0.0
+
+    @classmethod
+    def of(cls, k: int, n: int, *, chance: float = 0.0, level: float = WILSON_LEVEL) -> Rate:
+        """The rate k/n with its Wilson interval at ``level`` (two-sided)."""
+        if n < 0 or k < 0 or k > n:
+            raise ValueError(f"a rate needs 0 <= k <= n, got k={k}, n={n}")
+        lo, hi = _wilson(k, n, level) if n else (0.0, 1.0)
+        return cls(k=int(k), n=int(n), lo=lo, hi=hi, level=level, chance=float(chance))
+
+    @classmethod
+    def count(cls, hits: Iterable[bool], *, chance: float = 0.0) -> Rate:
+        flags = [bool(h) for h in hits]
+        return cls.of(sum(flags), len(flags), chance=chance)
+
+    @property
+    def point(self) -> float:
+        """Raw proportion k/n (0 when n = 0)."""
+        return self.k / self.n if self.n else 0.0
+
+    @property
+    def net(self) -> float:
+        """Point net of chance, floored at zero (equals ``point`` when chance is 0)."""
+        return max(0.0, self.point - self.chance)
+
+    @property
+    def net_interval(self) -> tuple[float, float]:
+        """Wilson bounds net of chance, floored at zero."""
+        return max(0.0, self.lo - self.chance), max(0.0, self.hi - self.chance)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "k": self.k,
+            "n": self.n,
+            "rate": self.point,
+            "wilson": [self.lo, self.hi],
+            "level": self.level,
+        }
+        if self.chance:
+            out["chance_rate"] = self.chance
+            out["net_of_chance"] = self.net
+            out["net_wilson"] = list(self.net_interval)
+        return out

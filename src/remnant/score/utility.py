@@ -1,0 +1,209 @@
+"""Utility u: declared metrics (kind ``utility``), two scales kept apart (R9–R12).
+
+Registered metrics:
+
+- ``retain_kappa``: κ by greedy generation on the pack's retain items (the model still knows what it should);
+- ``general_qa_kappa``: κ on the general questions the never-modified control answers — the binding's kept set
+  (``remnant.packs.bind``, R10), so a perfect model scores 1;
+- ``perplexity``: inverse perplexity on declared texts, admitted only where the deployment is itself language
+  modelling (R9: ``deployment_is_lm=True`` must be declared, or the metric refuses to run).
+
+Every metric is measured on the control, the pre-removal and the post-removal model under identical conditions
+(:func:`measure_states`, R10). The removal-stage utility is the post-removal value divided by the pre-removal
+value (:func:`removal_stage_utility`, R11). Attack-stage utility (:func:`attack_stage_utility`) divides by the
+post-removal value and is a different type with a different ``scale`` field, so it can never be shown on the
+R11 scale or fed to the floor test (R12, R13).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from remnant.errors import ConfigError
+from remnant.registry import register
+from remnant.score.probe import Probe
+from remnant.score.rates import Rate
+
+
+@dataclass(frozen=True)
+class UtilityReading:
+    """One metric on one state: its value (higher is better), and its Rate where it is a proportion (R19)."""
+
+    metric: str
+    state: str
+    value: float
+    n: int
+    rate: Rate | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "state": self.state,
+            "value": self.value,
+            "n": self.n,
+            "rate": self.rate.to_dict() if self.rate is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class RemovalStageUtility:
+    """R11: post-removal utility normalised against the pre-removal model; the floor test reads only this."""
+
+    metric: str
+    value: float
+    post_removal: UtilityReading
+    pre_removal: UtilityReading
+    control: UtilityReading | None
+    scale: Literal["removal_stage"] = "removal_stage"
+
+
+@dataclass(frozen=True)
+class AttackStageUtility:
+    """R12: utility during an attack, normalised against the post-removal checkpoint (incremental damage)."""
+
+    metric: str
+    value: float
+    attacked: UtilityReading
+    post_removal: UtilityReading
+    scale: Literal["attack_stage"] = "attack_stage"
+
+
+def _ratio(num: float, den: float) -> float:
+    if den <= 0:
+        return 0.0 if num <= 0 else math.inf
+    return num / den
+
+
+class UtilityMetric:
+    """Base of declared utility metrics: ``measure(model, tokenizer, fmt, data, state=...)``."""
+
+    name = ""
+    version = "1"
+    spec: Any = None
+
+    def measure(
+        self, model: Any, tokenizer: Any, fmt: Any, data: Sequence[Any], *, state: str
+    ) -> UtilityReading:
+        raise NotImplementedError
+
+
+class _KappaMetric(UtilityMetric):
+    def __init__(self, max_new_tokens: int = 32, batch_size: int = 16) -> None:
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+
+    def select(self, data: Sequence[Probe]) -> list[Probe]:
+        return list(data)
+
+    def measure(
+        self, model: Any, tokenizer: Any, fmt: Any, data: Sequence[Any], *, state: str
+    ) -> UtilityReading:
+        from remnant.score.kappa import kappa_generated, kappa_rate
+
+        probes = self.select(data)
+        if not probes:
+            raise ConfigError(f"utility {self.name}: no items to measure on")
+        hits, _, _ = kappa_generated(
+            model, tokenizer, fmt, probes, max_new_tokens=self.max_new_tokens, batch_size=self.batch_size
+        )
+        rate = kappa_rate(hits, probes)
+        return UtilityReading(self.name, state, rate.net, rate.n, rate)
+
+
+@register("utility", "retain_kappa", "1")
+class RetainKappa(_KappaMetric):
+    """κ on the retain items (greedy generation, normalised match)."""
+
+    name = "retain_kappa"
+
+
+@register("utility", "general_qa_kappa", "1")
+class GeneralQAKappa(_KappaMetric):
+    """κ on the general questions the control answers (the binding's kept set, R10)."""
+
+    name = "general_qa_kappa"
+
+    def __init__(
+        self, kept_ids: tuple[str, ...] = (), max_new_tokens: int = 32, batch_size: int = 16
+    ) -> None:
+        super().__init__(max_new_tokens, batch_size)
+        self.kept_ids = tuple(kept_ids)
+
+    def select(self, data: Sequence[Probe]) -> list[Probe]:
+        if not self.kept_ids:
+            raise ConfigError(
+                "utility general_qa_kappa needs kept_ids: the binding's general_utility_set (R10)"
+            )
+        keep = set(self.kept_ids)
+        return [p for p in data if p.item_id in keep]
+
+
+@register("utility", "perplexity", "1")
+class Perplexity(UtilityMetric):
+    """Inverse perplexity (1/ppl) on declared texts; only where the deployment is language modelling (R9)."""
+
+    name = "perplexity"
+
+    def __init__(self, deployment_is_lm: bool = False, max_length: int = 512) -> None:
+        if not deployment_is_lm:
+            raise ConfigError(
+                "utility perplexity: R9 permits perplexity only where the deployment is itself language "
+                "modelling; declare deployment_is_lm=True to use it"
+            )
+        self.deployment_is_lm = deployment_is_lm
+        self.max_length = max_length
+
+    def measure(
+        self, model: Any, tokenizer: Any, fmt: Any, data: Sequence[Any], *, state: str
+    ) -> UtilityReading:
+        import torch
+
+        device = next(model.parameters()).device
+        nll, count = 0.0, 0
+        with torch.no_grad():
+            for text in data:
+                ids = tokenizer(str(text), return_tensors="pt")["input_ids"][:, : self.max_length].to(device)
+                if ids.shape[1] < 2:
+                    continue
+                logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+                nll -= float(logp.gather(1, ids[0, 1:, None]).sum())
+                count += ids.shape[1] - 1
+        if count == 0:
+            raise ConfigError("utility perplexity: no text of two or more tokens to measure on")
+        return UtilityReading(self.name, state, math.exp(-nll / count), count)
+
+
+def measure_states(
+    metric: UtilityMetric, states: Mapping[str, Any], fmt: Any, data: Sequence[Any]
+) -> dict[str, UtilityReading]:
+    """The metric on every state (ModelState or (model, tokenizer)), same data and settings (R10)."""
+    out = {}
+    for label, st in states.items():
+        model, tok = (st[0], st[1]) if isinstance(st, tuple) else (st.model, st.tokenizer)
+        out[label] = metric.measure(model, tok, fmt, data, state=label)
+    return out
+
+
+def removal_stage_utility(readings: Mapping[str, UtilityReading]) -> RemovalStageUtility:
+    """R11: u = post-removal / pre-removal (both must be present; the control is reported beside them)."""
+    try:
+        post, pre = readings["post_removal"], readings["pre_removal"]
+    except KeyError as exc:
+        raise ConfigError(
+            f"removal-stage utility needs post_removal and pre_removal readings (R11): {exc}"
+        ) from exc
+    if post.metric != pre.metric:
+        raise ConfigError("removal-stage utility compares one metric on both states (R10)")
+    return RemovalStageUtility(post.metric, _ratio(post.value, pre.value), post, pre, readings.get("control"))
+
+
+def attack_stage_utility(attacked: UtilityReading, post_removal: UtilityReading) -> AttackStageUtility:
+    """R12: incremental attack damage, normalised to the post-removal checkpoint (never the R11 scale)."""
+    if attacked.metric != post_removal.metric:
+        raise ConfigError("attack-stage utility compares one metric on both states")
+    return AttackStageUtility(
+        attacked.metric, _ratio(attacked.value, post_removal.value), attacked, post_removal
+    )

@@ -1,0 +1,107 @@
+"""Contract over every registered attack (garak's idea): metadata, applicability (C-Q2), determinism for a
+seed, and identical treatment of states (C-Q4). A new attack module gets these tests without further work."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import torch
+
+from remnant import registry
+from remnant.attacks.base import SURFACES, TRACK_SURFACES, Attack, AttackContext
+from remnant.attacks.harness import CONTROL, POST, run_on_states
+from remnant.score.probe import RESPONSE_FORMATS
+
+NAMES = registry.names("attack")
+
+
+def _make(name: str) -> Attack:
+    cls = registry.get("attack", name)
+    return registry.create("attack", name, dict(cls.smoke_params))
+
+
+def _comparable(outcomes: list[Any]) -> list[tuple[Any, ...]]:
+    return [(o.item_id, o.output, o.kappa, o.willing, repr(sorted(o.extra.items()))) for o in outcomes]
+
+
+def test_core_attacks_registered() -> None:
+    # C-Q1: prefill, many-shot and repeated sampling must exist; quantization is the W-track extra.
+    assert {"prefill", "many_shot", "repeated_sampling", "repeated_sampling_analytic", "quantize"} <= set(
+        NAMES
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_metadata(name: str) -> None:
+    cls = registry.get("attack", name)
+    assert issubclass(cls, Attack)
+    assert cls.name == name == cls.registry_name
+    assert cls.version == cls.registry_version and cls.version
+    assert cls.surface in SURFACES
+    assert cls.paper.strip()
+    assert cls.formats and set(cls.formats) <= set(RESPONSE_FORMATS)
+    assert cls.tracks and all(cls.surface in TRACK_SURFACES[t] for t in cls.tracks)
+    assert cls.provenance in ("V", "N", "R")
+    spec = _make(name).spec
+    assert spec.name == name and spec.version == cls.version
+    # every constructor parameter is recorded, defaults included (K4, R23)
+    assert set(registry.defaults("attack", name)) <= set(spec.params)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_applicability(name: str) -> None:
+    attack = _make(name)
+    for fmt in RESPONSE_FORMATS:
+        reason = attack.applicable(fmt)
+        assert (reason is None) == (fmt in attack.formats)
+        if reason is not None:
+            assert "C-Q2" in reason
+    assert attack.applicable("essay") is not None
+    for track in ("W", "Q"):
+        assert (attack.applicable(attack.formats[0], track) is None) == (track in attack.tracks)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runs_deterministic_and_state_blind(
+    name: str, attack_ctx: AttackContext, probes: list[Any], mc_probes: list[Any]
+) -> None:
+    attack = _make(name)
+    items = probes if "free_text" in attack.formats else mc_probes
+    first = attack.run(attack_ctx, items)
+    assert [o.item_id for o in first] == [p.item_id for p in items]
+    for o in first:
+        assert isinstance(o.kappa, bool) or 0.0 <= float(o.kappa) <= 1.0
+        assert o.willing is None or isinstance(o.willing, bool)
+    # another state in between (perturbed weights) must not change what the attack does on the first (C-Q4)
+    other = copy.deepcopy(attack_ctx.model)
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(0.05 * torch.sign(p))
+    attack.run(attack_ctx.with_model(other), items)
+    again = attack.run(attack_ctx, items)
+    assert _comparable(first) == _comparable(again)
+    # the caller's model is left exactly as it was (weight-transform attacks work on a copy or restore)
+    before = {k: v.clone() for k, v in attack_ctx.model.state_dict().items()}
+    attack.run(attack_ctx, items)
+    after = attack_ctx.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_identical_states_get_identical_cells(
+    name: str, attack_ctx: AttackContext, probes: list[Any]
+) -> None:
+    attack = _make(name)
+    twin = copy.deepcopy(attack_ctx.model)
+    tok = attack_ctx.tokenizer
+    result = run_on_states(
+        attack, attack_ctx, {POST: (attack_ctx.model, tok), CONTROL: (twin, tok)}, probes, with_baseline=False
+    )
+    if result.status == "not_applicable":
+        assert result.reason
+        return
+    a, b = result.states[POST], result.states[CONTROL]
+    assert _comparable(list(a.outcomes)) == _comparable(list(b.outcomes))
+    assert (a.kappa.k, a.kappa.n) == (b.kappa.k, b.kappa.n) and a.kappa.n == len(probes)

@@ -1,0 +1,119 @@
+"""Rates (k, n, Wilson; net of chance: R19, DESIGN §4) and utility on two distinct scales (R9–R12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from remnant import registry
+from remnant.errors import ConfigError
+from remnant.score.kappa import choice_by_loglik, kappa_generated, kappa_teacher_forced
+from remnant.score.probe import Probe
+from remnant.score.rates import Rate
+from remnant.score.utility import (
+    AttackStageUtility,
+    RemovalStageUtility,
+    UtilityReading,
+    attack_stage_utility,
+    measure_states,
+    removal_stage_utility,
+)
+from remnant.stats import wilson_interval
+
+
+def test_rate_values() -> None:
+    r = Rate.of(7, 20)
+    assert (r.lo, r.hi) == pytest.approx(wilson_interval(7, 20))
+    assert r.point == 0.35 and r.to_dict()["n"] == 20
+    mc = Rate.of(7, 20, chance=0.25)
+    assert mc.net == pytest.approx(0.10)
+    assert mc.net_interval == pytest.approx((max(0.0, r.lo - 0.25), r.hi - 0.25))
+    assert Rate.of(2, 20, chance=0.25).net == 0.0  # floored at zero
+    with pytest.raises(ValueError):
+        Rate.of(3, 2)
+
+
+def test_utility_registry_and_r9() -> None:
+    assert {"retain_kappa", "general_qa_kappa", "perplexity"} <= set(registry.names("utility"))
+    with pytest.raises(ConfigError, match="R9"):
+        registry.create("utility", "perplexity")
+    assert registry.create("utility", "perplexity", {"deployment_is_lm": True}).spec.params[
+        "deployment_is_lm"
+    ]
+
+
+def _reading(state: str, value: float) -> UtilityReading:
+    return UtilityReading("retain_kappa", state, value, 100)
+
+
+def test_two_scales_stay_apart() -> None:
+    removal = removal_stage_utility(
+        {"post_removal": _reading("post_removal", 0.45), "pre_removal": _reading("pre_removal", 0.9)}
+    )
+    assert isinstance(removal, RemovalStageUtility) and removal.value == pytest.approx(0.5)
+    assert removal.scale == "removal_stage"
+    attack = attack_stage_utility(_reading("attacked", 0.45), _reading("post_removal", 0.45))
+    assert isinstance(attack, AttackStageUtility) and attack.value == pytest.approx(1.0)
+    assert attack.scale == "attack_stage"  # near 1 although the model lost half its utility (R12)
+    with pytest.raises(ConfigError, match="R11"):
+        removal_stage_utility({"post_removal": _reading("post_removal", 0.4)})
+
+
+def test_measured_identically_on_states(tiny_llama: Any) -> None:
+    from remnant.models.prompts import PromptFormat
+
+    tok = tiny_llama.tokenizer
+    fmt = PromptFormat.for_tokenizer(tok)
+    probes = [Probe(f"g{i}", f"What number follows {i}?", str(i + 1), (str(i + 1),)) for i in range(4)]
+    metric = registry.create("utility", "general_qa_kappa", {"kept_ids": ("g0", "g2"), "max_new_tokens": 4})
+    state = (tiny_llama.model, tok)
+    readings = measure_states(
+        metric, {"control": state, "pre_removal": state, "post_removal": state}, fmt, probes
+    )
+    assert {r.n for r in readings.values()} == {2}
+    assert len({r.value for r in readings.values()}) == 1
+    ppl = registry.create("utility", "perplexity", {"deployment_is_lm": True})
+    r = ppl.measure(tiny_llama.model, tok, fmt, ["the quick brown fox jumps"], state="control")
+    assert 0.0 < r.value < 1.0  # inverse perplexity
+
+
+def test_teacher_forced_kappa_equals_generation(tiny_llama: Any) -> None:
+    """On the tiny model: answers set to the model's own greedy output are hits both ways; others miss."""
+    from remnant.models.prompts import PromptFormat
+
+    model, tok = tiny_llama.model, tiny_llama.tokenizer
+    fmt = PromptFormat.for_tokenizer(tok)
+    base = [Probe(f"q{i}", f"Name the town person {i} comes from.", "x", ("x",)) for i in range(6)]
+    _, _, outs = kappa_generated(model, tok, fmt, base, max_new_tokens=12)
+    probes = []
+    for p, out in zip(base, outs, strict=True):
+        probes.append(Probe(p.item_id + "own", p.question, out, (out,)))
+        probes.append(Probe(p.item_id + "other", p.question, "zzqq", ("zzqq",)))
+    fast = kappa_teacher_forced(model, tok, fmt, probes)
+    gen, _, texts = kappa_generated(model, tok, fmt, probes, max_new_tokens=12)
+    # an own-output answer is reproduced exactly only if generation stopped by itself within 12 tokens
+    for f, g in zip(fast, gen, strict=True):
+        assert not f or g  # the fast path is sufficient for a generated hit
+    assert fast[1::2] == [False] * 6
+
+
+def test_choice_by_loglik_brute_force(tiny_llama: Any) -> None:
+    import torch
+
+    from remnant.models.prompts import PromptFormat, render_prompt_ids
+
+    model, tok = tiny_llama.model, tiny_llama.tokenizer
+    fmt = PromptFormat.for_tokenizer(tok)
+    probe = Probe("m", "Which animal?", "dog", ("dog",), options=("fox", "dog", "cat"), answer_index=1)
+    prompt = render_prompt_ids(tok, probe.question, fmt)
+    scores = []
+    for opt in probe.options or ():
+        ans = tok(opt, add_special_tokens=False)["input_ids"]
+        total = 0.0
+        for j, t in enumerate(ans):
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([prompt + ans[:j]])).logits[0, -1]
+            total += float(torch.log_softmax(logits.float(), -1)[t])
+        scores.append(total)
+    assert choice_by_loglik(model, tok, fmt, probe) == max(range(3), key=scores.__getitem__)
