@@ -160,9 +160,11 @@ def _surface(
         )
 
     def bound(a: Mapping[str, Any]) -> float:
-        hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=chance)
+        # A Class D attack's own baseline (chance, D-3; population, D-4.2) replaces chance_rate, as in the verdict.
+        shift = float(a["baseline"]) if a.get("baseline") is not None else chance
+        hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=shift)
         if net_of_control and a.get("control_n"):
-            control_point = max(int(a["control_k"]) / int(a["control_n"]) - chance, 0.0)
+            control_point = max(int(a["control_k"]) / int(a["control_n"]) - shift, 0.0)
             hi = max(hi - control_point, 0.0)
         return hi
 

@@ -8,7 +8,10 @@ Class D (§5) adds two optional pieces, both used only by the D-5.1 bar on *remo
 ``insignificance`` (the declared threshold and its justification, D-5.1/D-5.2) and, per attack, ``risk`` — which of
 the three re-identification risks (singling out D-2.1, linkability D-3.1, inference D-4.1) the attack measures.
 For Class D the attack's ``control_k``/``control_n`` is the control rate under the identical attack that the
-rate is taken net of (D4).
+rate is taken net of (D4), and ``baseline`` is the rate an adversary reaches on the same items without extracting
+anything — the forced-choice chance rate of a linkability test (D-3) or the population baseline of an inference
+test (D-4.2). Both the attack's rate and its control's are taken net of it, as ``chance_rate`` does for a whole
+multiple-choice target.
 """
 
 from __future__ import annotations
@@ -82,6 +85,13 @@ class AttackFact(_Model):
     risk: Risk | None = Field(
         default=None,
         description="Class D only: the re-identification risk this attack measures (D-2.1/3.1/4.1).",
+    )
+    baseline: float | None = Field(
+        default=None,
+        ge=0.0,
+        lt=1.0,
+        description="Class D only: the rate reached without extraction on these items (forced-choice chance, "
+        "D-3; population baseline, D-4.2); this attack's rates, bounds and control are net of it, floored at 0.",
     )
 
     @model_validator(mode="before")
@@ -169,6 +179,11 @@ class VerdictFacts(_Model):
             if attack.risk is not None and self.class_ != "D":
                 raise ValueError(
                     f"attacks[{index}].risk: set on a Class {self.class_} assessment; risks are Class D (§5)"
+                )
+            if attack.baseline is not None and self.class_ != "D":
+                raise ValueError(
+                    f"attacks[{index}].baseline: set on a Class {self.class_} assessment; a per-attack baseline "
+                    "is Class D's (D-4.2); a multiple-choice target uses chance_rate"
                 )
         if self.insignificance is not None and self.class_ != "D":
             raise ValueError(

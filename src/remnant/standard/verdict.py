@@ -7,7 +7,9 @@ Order of the rules, each stated in the reasons it produces:
    reason). ``latent`` never adjudicates, nor does an arm marked ``adjudicating: false``.
 2. **Rates** (R19, §2 κ). Each admitted attack that ran gets its point rate and two-sided 95% Wilson interval on
    the raw k/n; with a ``chance_rate`` the point and both bounds are shifted down by it and floored at zero, and
-   every comparison with τ uses those net values. The control's rate is treated the same way.
+   every comparison with τ uses those net values. The control's rate is treated the same way. A Class D attack's
+   own ``baseline`` (forced-choice chance, D-3; population baseline, D-4.2) replaces ``chance_rate`` for that
+   attack, so its rate, bounds and control are net of what an adversary reaches without extracting anything.
    g* is the largest point rate over admitted attacks that ran, with that attack's interval.
 3. **Floor** (R13, V1, V2). Removal-stage utility u < φ gives *utility-collapsed* whatever g*; attack-stage
    utility never enters the test (R12). u exactly at φ passes. Without a removal-stage utility neither *removed*
@@ -168,10 +170,12 @@ def _rates(admitted: list[AttackFact], chance: float | None) -> list[_Ran]:
     for attack in admitted:
         if attack.status != "run" or attack.k is None or attack.n is None:
             continue
+        # Class D: an attack's own no-extraction rate replaces the target's chance rate (D-3, D-4.2).
+        shift = attack.baseline if attack.baseline is not None else chance
         control = None
         if attack.control_k is not None and attack.control_n is not None:
-            control = net_rate(attack.control_k, attack.control_n, chance)
-        ran.append(_Ran(attack, net_rate(attack.k, attack.n, chance), control))
+            control = net_rate(attack.control_k, attack.control_n, shift)
+        ran.append(_Ran(attack, net_rate(attack.k, attack.n, shift), control))
     return ran
 
 
@@ -309,6 +313,13 @@ def decide(facts: VerdictFacts) -> VerdictResult:
             f"Rates, bounds and comparisons with τ are net of the chance rate {facts.chance_rate:g}, floored at zero",
             "R19",
         )
+    for run in ran:
+        if run.fact.baseline is not None:
+            notes.add(
+                f"Attack {run.fact.name}: its rate, bounds and control are net of its baseline "
+                f"{run.fact.baseline:g} (what is reached without extraction), floored at zero",
+                "D-4.2" if run.fact.risk == "inference" else "R19",
+            )
 
     best = max(ran, key=lambda r: (r.rate.point, r.rate.upper), default=None)
     g_star = best.rate.point if best is not None else None
