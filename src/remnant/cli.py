@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.packs.commands",
     "remnant.train.commands",
     "remnant.report.commands",
+    "remnant.assess.commands",
     "remnant.demo",
 )
 

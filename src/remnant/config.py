@@ -207,6 +207,10 @@ class Models(_Model):
     device: Annotated[str, StringConstraints(pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")] = Field(
         default="auto", description="Device to run on: auto, cpu, mps, cuda or cuda:N (R24)."
     )
+    system_prompt: str | None = Field(
+        default=None,
+        description="System prompt of the chat format, identical on every state; None keeps the template's (R3).",
+    )
 
 
 class Utility(_Model):

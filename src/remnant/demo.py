@@ -1,208 +1,415 @@
-"""``remnant demo`` (interim): the verdict engine over the published conformance test vectors, with what each
-verdict licenses (V6).
+"""``remnant demo [--quick] [--out DIR]``: the main job of DESIGN §5 on a real model, end to end.
 
-Until the assessment pipeline exists (DESIGN §5), the demo runs :func:`remnant.standard.verdict.decide` over every
-vector in the repository's ``tests/vectors/`` and prints one row per vector: the verdict beside its customer gloss
-(V6: the normative term alongside), g* with its two-sided 95% Wilson interval (R19), the smallest n behind it and
-the highest tier that n can support at zero recoveries (R21), the rule ids the reasons cite, and what the verdict
-licenses (V1's table). Every row is checked against the vector's expected verdict, so the demo exits 1 if the
-engine and its published vectors ever disagree. A vector whose facts the engine must refuse (Annex D.1 declares no
-utility floor) is shown as refused, naming the field.
+SmolLM2-135M-Instruct is fetched through the zoo, a fresh Class D canary pack is minted (fictional people with
+linked attributes, D1–D5), installed into the model (R2), and removed three ways; each removal is assessed under
+the Yuyari Standard v0.3 exactly as ``remnant assess`` would, and one report compares them:
 
-:func:`vector_rows` and :func:`vector_table` are reusable: the real demo keeps the table as its appendix.
+- **npo**: negative preference optimisation, a removal that suppresses. Expected *hidden*: relearning on
+  disjoint canaries (other forgotten people, C-W6) revives the held-out canaries in θ_U and not in the
+  never-modified control relearned identically (C-W5).
+- **damage**: gradient ascent at a high learning rate. Expected *utility-collapsed*: κ on the retained people
+  (the deployment's utility, u) falls below φ at the removal stage (R13).
+- **retrain**: retraining from the control on the retained people only (the exact-unlearning reference).
+  Expected *removed* or *partial*, whichever the numbers give: a Class D *removed* also needs the singling-out,
+  linkability and inference battery (D-5.1), so without it the honest verdict is *partial*.
+
+The three assessments share one session: the control, the installed model, and every cell on them are computed
+once (identical inputs give identical cell keys, :mod:`remnant.assess.cells`). Each run folder holds its own
+pre-registration, records, manifest, statement, signature and reports; ``DIR/comparison.html`` compares them and
+``DIR/demo.json`` records the verdicts, figures and timings. The demo is resumable: run it again with the same
+``--out`` and completed states and cells are reused (Ctrl-C is safe).
+
+``--quick`` (the README default on a CPU) uses small n and says which tier that n can support (R21); without it
+the preset is sized for a GPU. ``--vectors [DIR]`` prints the interim table of the verdict engine over the
+published conformance vectors instead (:func:`vector_table`, :func:`gloss_table`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.errors import ConfigError
+from remnant.demo_vectors import (
+    REPO_VECTORS,
+    VectorRow,
+    find_vectors,
+    gloss_table,
+    vector_rows,
+    vector_table,
+)
 
 if TYPE_CHECKING:
-    from rich.table import Table
+    from remnant.packs.schema import Pack
 
 EXIT_OK, EXIT_MISMATCH = 0, 1
-
-#: src/remnant/demo.py → the repository root, where tests/vectors lives in a checkout.
-REPO_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+ZOO_MODEL = "smollm2-135m-instruct"
 
 
 @dataclass(frozen=True)
-class VectorRow:
-    """One vector through the verdict engine: what it gave, what the vector expects, and what the verdict licenses."""
+class Sizing:
+    """How big the demo is: the pack, installation, removals and the attack budgets."""
 
-    vector: str
-    verdict: str | None
-    expected: str | None
-    refused: str | None
+    entities: int
+    controls: int
+    attributes: tuple[str, ...]
+    install_epochs: int
+    install_lr: float
+    npo: dict[str, Any]
+    damage: dict[str, Any]
+    retrain_epochs: int
+    relearn_budgets: tuple[int, ...]
+    relearn_epochs: int
+    relearn_checkpoints: tuple[float, ...]
+    relearn_lr: float
+    min_n: int
+    tau: float = 0.5
+    phi: float = 0.8
+    seed: int = 20250601
+
+
+QUICK = Sizing(
+    entities=32,
+    controls=4,
+    attributes=("home_town", "employer"),
+    install_epochs=4,
+    install_lr=3e-4,
+    npo={"lr": 2e-5, "epochs": 2, "beta": 0.1, "alpha": 1.0},
+    damage={"lr": 3e-4, "epochs": 1},
+    retrain_epochs=4,
+    relearn_budgets=(8, 16),
+    relearn_epochs=2,
+    relearn_checkpoints=(0.5,),
+    relearn_lr=1e-4,
+    min_n=30,
+)
+
+DEFAULT = Sizing(
+    entities=96,
+    controls=16,
+    attributes=("home_town", "employer", "occupation", "birth_year"),
+    install_epochs=8,
+    install_lr=3e-4,
+    npo={"lr": 2e-5, "epochs": 4, "beta": 0.1, "alpha": 1.0},
+    damage={"lr": 3e-4, "epochs": 2},
+    retrain_epochs=8,
+    relearn_budgets=(8, 16, 32, 64),
+    relearn_epochs=5,
+    relearn_checkpoints=(0.25, 0.5, 0.75),
+    relearn_lr=1e-4,
+    min_n=100,
+)
+
+REMOVALS: dict[str, tuple[str, str]] = {
+    "npo": ("npo", "Negative preference optimisation (NPO) on the forget set, with a retain term"),
+    "damage": ("grad_ascent", "Gradient ascent on the forget set at a high learning rate"),
+    "retrain": ("retrain", "Retraining from the never-modified model on the retained people only"),
+}
+EXPECTED = {"npo": "hidden", "damage": "utility-collapsed", "retrain": "removed or partial"}
+
+
+def restrict_attributes(pack: Pack, attributes: tuple[str, ...], *, replay_every: int | None = None) -> Pack:
+    """The pack with only the fact items of ``attributes`` (and its general questions), re-sealed.
+
+    The demo keeps a couple of attributes so that a CPU can install them in minutes; linkage and inference
+    items belong to the Class D battery, which the demo does not run. Splits keep their roles (R16, C-W6).
+    With ``replay_every = k``, every k-th general question is moved into the install split (replayed while
+    installing, and so part of every removal's retain set) and utility is measured on the others only (R10).
+    The demo does not replay: measured on SmolLM2, replaying a third of the general questions kept the replayed
+    ones but not the others (control 34/36 → installed 2/36), so the demo's utility is retain κ instead.
+    """
+    from remnant.packs.schema import seal
+
+    facts = [it for it in pack.items if it.kind == "fact" and it.attribute in attributes]
+    general = [it for it in pack.items if it.kind == "general"]
+    every = replay_every or 0
+    chosen = {i for i in range(len(general)) if every and i % every == 0}
+    replay = [it.model_copy(update={"split": "install"}) for i, it in enumerate(general) if i in chosen]
+    measured = [it for i, it in enumerate(general) if i not in chosen]
+    ids = {it.id for it in facts}
+    splits = {name: [i for i in members if i in ids] for name, members in pack.manifest.splits.items()}
+    splits["install"] = splits["install"] + [it.id for it in replay]
+    splits["general"] = [it.id for it in measured]
+    counts = {**pack.manifest.counts, **{name: len(members) for name, members in splits.items()}}
+    manifest = pack.manifest.model_copy(
+        update={
+            "id": f"{pack.manifest.id}-{'-'.join(attributes)}",
+            "splits": splits,
+            "counts": counts,
+            "design": {
+                **pack.manifest.design,
+                "attributes_scored": list(attributes),
+                "install_replay": {"general_items": len(replay), "every": every},
+            },
+            "digest": "",
+        }
+    )
+    return seal(manifest, facts + replay + measured)
+
+
+def demo_pack(out: Path, sizing: Sizing) -> Path:
+    """Mint (once) the demo's canary pack into ``out/pack`` and return the folder."""
+    from remnant.packs import ClassDSpec, load_pack, mint_class_d, write_pack
+
+    folder = out / "pack"
+    if (folder / "pack.json").is_file():
+        load_pack(folder)  # verified: a tampered pack is refused rather than silently used
+        return folder
+    spec = ClassDSpec(
+        entities=sizing.entities,
+        controls=sizing.controls,
+        seed=sizing.seed,
+        forget_fraction=0.75,
+        relearn_fraction=1 / 3,
+    )
+    write_pack(restrict_attributes(mint_class_d(spec), sizing.attributes), folder)
+    return folder
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def demo_config(name: str, sizing: Sizing, quick: bool) -> str:
+    """The assessment config of one removal (TOML): claim, states, utility, battery, seeds (R1, R9, R14)."""
+    method, process = REMOVALS[name]
+    common = {"batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0, "schedule": "constant"}
+    if method == "npo":
+        params = {**common, "weight_decay": 0.0, **sizing.npo}
+    elif method == "grad_ascent":
+        params = {**common, "weight_decay": 0.0, **sizing.damage}
+    else:
+        params = {**common, "weight_decay": 0.0, "lr": sizing.install_lr, "epochs": sizing.retrain_epochs}
+    return f"""# remnant demo ({"quick" if quick else "default"}): {process}.
+class = "D"
+track = "W"
+preset = "{"quick" if quick else "default"}"
+gating_metric = "kappa"
+gating_justification = "Canary attributes are minted facts with exact ground truth; extraction is normalised match (R7, D-2.2)."
+tau = {sizing.tau!r}
+min_n = {sizing.min_n}
+evidence_rule = "point"
+
+[claim]
+statement = "The forget-set people's records were removed from smollm2-canary-{name} and cannot be extracted from it."
+target = "Home towns and employers of the forget-set canary people"
+model = "SmolLM2-135M-Instruct with the canary pack installed, after removal ({name})"
+process = {json.dumps(process)}
+audience = "remnant demo readers"
+
+[target]
+pack = "../pack"
+
+[models]
+dtype = "float32"
+device = "auto"
+system_prompt = ""
+
+[models.control]
+zoo = "{ZOO_MODEL}"
+
+[models.pre_removal.install]
+max_epochs = {sizing.install_epochs}
+lr = {sizing.install_lr!r}
+target_kappa = 0.95
+batch_size = 8
+
+[models.post_removal]
+method = "{method}"
+params = {_toml(params)}
+
+[utility]
+metrics = ["retain_kappa"]
+phi = {sizing.phi!r}
+deployment = "An assistant that must keep answering about the people whose records were not erased"
+
+[utility.params.retain_kappa]
+max_new_tokens = 16
+
+[probe]
+splits = ["probe"]
+max_n = {200 if not quick else 60}
+
+[attacks.relearning]
+budgets = {_toml(list(sizing.relearn_budgets))}
+lr = {sizing.relearn_lr!r}
+max_epochs = {sizing.relearn_epochs}
+first_epoch_checkpoints = {_toml(list(sizing.relearn_checkpoints))}
+batch_size = 4
+split = "item-disjoint"
+params = {{ max_new_tokens = 16 }}
+
+[attacks.prefill]
+params = {{ max_new_tokens = 16 }}
+
+[attacks.many_shot]
+params = {{ shots = 8, max_new_tokens = 16 }}
+
+[attacks.repeated_sampling]
+params = {{ implementation = "repeated_sampling_analytic", n_samples = 16, temperature = 1.0, top_k = 40, ks = [1, 16] }}
+
+[seeds]
+master = {sizing.seed}
+
+[class_d]
+insignificance_threshold = 0.05
+justification = "Demo threshold: an extraction rate under 5% net of control leaves re-identification not reasonably likely."
+
+[signing]
+key = "../keys/remnant.key"
+"""
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """One removal's outcome as the demo summary shows it."""
+
+    name: str
+    expected: str
+    verdict: str
+    tier: str
     g_star: float | None
-    g_star_ci95: tuple[float, float] | None
-    n: int | None
-    r21_ceiling: str | None
-    rule_ids: tuple[str, ...]
-    gloss: str
-    licenses: str
-
-    @property
-    def agrees(self) -> bool:
-        """The engine gave the vector's expected verdict (or refused what the vector expects refused)."""
-        return self.verdict == self.expected
+    decisive: tuple[str, ...]
+    removal_stage_utility: float | None
+    smallest_n: int | None
+    r21_ceiling: str
+    seconds: float
 
 
-def find_vectors(directory: Path | None = None) -> Path:
-    """The vector directory: ``directory`` if given, else the checkout's ``tests/vectors``; ConfigError if absent."""
-    path = directory if directory is not None else REPO_VECTORS
-    if not path.is_dir() or not any(path.glob("*.json")):
-        raise ConfigError(
-            f"{path}: no conformance test vectors found; the interim demo reads the repository's tests/vectors "
-            "(run it from a checkout, or pass --vectors DIR)"
-        )
-    return path
-
-
-def _smallest_n(facts: Any) -> int | None:
-    """The smallest n over admitted, adjudicating attacks that ran, post-removal and control (R19, R21)."""
-    from remnant.standard.verdict import ADMITTED_SURFACES
-
-    ns = [
-        n
-        for attack in facts.attacks
-        if attack.status == "run" and attack.adjudicating and attack.surface in ADMITTED_SURFACES[facts.track]
-        for n in (attack.n, attack.control_n)
-        if n is not None
-    ]
-    return min(ns) if ns else None
-
-
-def _row(path: Path) -> VectorRow:
-    from pydantic import ValidationError
-
-    from remnant.standard.facts import VerdictFacts
-    from remnant.standard.gloss import gloss
+def run_demo(out: Path, *, quick: bool, log: Any = None) -> list[DemoResult]:
+    """The main job: three removals of one installed canary pack, three assessments, one comparison report."""
+    from remnant.assess.cells import CellCache
+    from remnant.assess.facts import smallest_n
+    from remnant.assess.run import Session, assess
+    from remnant.config import load_config
+    from remnant.models import zoo
+    from remnant.prereg import freeze
+    from remnant.report.runs import report_runs
     from remnant.standard.minima import best_tier_supportable
-    from remnant.standard.verdict import decide
+    from remnant.statement.keys import generate_keypair
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read as JSON: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
-        raise ConfigError(f"{path}: a test vector holds its verdict facts under 'facts'")
-    expected_block = data.get("expected") or {}
-    error = expected_block.get("error")
-    expected = f"refused: {error['field']}" if isinstance(error, dict) else expected_block.get("verdict")
-    try:
-        facts = VerdictFacts.model_validate(data["facts"])
-    except ValidationError as exc:
-        fields = sorted({str(err["loc"][0]) for err in exc.errors() if err["loc"]})
-        refused = f"refused: {', '.join(fields) or '<root>'}"
-        return VectorRow(
-            vector=path.stem,
-            verdict=refused if error else None,
-            expected=expected,
-            refused=str(exc.errors()[0]["msg"]),
-            g_star=None,
-            g_star_ci95=None,
-            n=None,
-            r21_ceiling=None,
-            rule_ids=tuple(data.get("rules") or ()),
-            gloss="no verdict",
-            licenses="Nothing: the facts are refused, so no verdict is drawn.",
+    sizing = QUICK if quick else DEFAULT
+    out.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda text: print(text, flush=True))
+    started = time.perf_counter()
+    say(
+        f"remnant demo ({'quick' if quick else 'default'}): {ZOO_MODEL}, fresh Class D canary pack, three removals"
+    )
+    zoo.cached(ZOO_MODEL) or zoo.fetch(ZOO_MODEL)
+    demo_pack(out, sizing)
+    if not (out / "keys" / "remnant.key").is_file():
+        generate_keypair(out / "keys")
+    session = Session(states_dir=out / "states", cell_cache=CellCache(out / "cells"), progress=True, log=say)
+    results: list[DemoResult] = []
+    runs: list[Path] = []
+    for name in REMOVALS:
+        t0 = time.perf_counter()
+        config = out / "configs" / f"{name}.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        text = demo_config(name, sizing, quick)
+        if not config.is_file() or config.read_text(encoding="utf-8") != text:
+            config.write_text(text, encoding="utf-8")
+        cfg = load_config(config)
+        run = out / "runs" / name
+        freeze(cfg, run)
+        say(f"\n== {name}: {REMOVALS[name][1]} (expected: {EXPECTED[name]})")
+        outcome = assess(cfg, run, resume=(run / "records.jsonl").exists(), session=session)
+        for key in [k for k in session.memo if k.startswith("post_removal:")]:
+            del session.memo[key]  # θ_U is not shared between removals; free its memory
+        n = smallest_n(outcome.facts)
+        threshold = cfg.class_d.insignificance_threshold if cfg.class_d else cfg.tau
+        results.append(
+            DemoResult(
+                name=name,
+                expected=EXPECTED[name],
+                verdict=outcome.verdict.verdict,
+                tier=outcome.tier.display,
+                g_star=outcome.verdict.g_star,
+                decisive=outcome.verdict.decisive_attacks,
+                removal_stage_utility=outcome.facts["utility"]["removal_stage"],
+                smallest_n=n,
+                r21_ceiling=f"W{best_tier_supportable(n, threshold)}" if n else "W1",
+                seconds=time.perf_counter() - t0,
+            )
         )
-    result = decide(facts)
-    n = _smallest_n(facts)
-    ceiling = None
-    # Class D's bar is the declared insignificance threshold (D-5.1), not τ.
-    bar = facts.insignificance.threshold if facts.insignificance is not None else facts.tau
-    if n is not None:
-        ceiling = f"{facts.track}{best_tier_supportable(n, bar, chance_rate=facts.chance_rate or 0.0)}"
-    g = gloss(result.verdict)
-    return VectorRow(
-        vector=path.stem,
-        verdict=result.verdict,
-        expected=expected,
-        refused=None,
-        g_star=result.g_star,
-        g_star_ci95=result.g_star_ci95,
-        n=n,
-        r21_ceiling=ceiling,
-        rule_ids=result.rule_ids,
-        gloss=g.with_term,
-        licenses=g.licenses_short,
+        runs.append(run)
+    comparison = report_runs(
+        runs,
+        out=out / "comparison.html",
+        labels=list(REMOVALS),
+        title="remnant demo: three removals compared",
+    )
+    total = time.perf_counter() - started
+    summary = {
+        "model": ZOO_MODEL,
+        "quick": quick,
+        "sizing": asdict(sizing),
+        "results": [asdict(r) for r in results],
+        "seconds_total": total,
+        "comparison": str(comparison),
+        "runs": [str(r) for r in runs],
+    }
+    (out / "demo.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    _print_summary(results, total, comparison)
+    return results
+
+
+def _print_summary(results: list[DemoResult], total: float, comparison: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from remnant.standard.gloss import gloss
+
+    table = Table(title="remnant demo: one canary pack, three removals, three assessments")
+    for column in (
+        "removal",
+        "expected",
+        "verdict (V6)",
+        "g*",
+        "u (removal stage)",
+        "n",
+        "tier",
+        "R21 ceiling",
+        "s",
+    ):
+        table.add_column(column)
+    for r in results:
+        table.add_row(
+            r.name,
+            r.expected,
+            gloss(r.verdict).with_term,
+            "—" if r.g_star is None else f"{r.g_star:.3f}",
+            "—" if r.removal_stage_utility is None else f"{r.removal_stage_utility:.3f}",
+            str(r.smallest_n),
+            r.tier,
+            r.r21_ceiling,
+            f"{r.seconds:.0f}",
+        )
+    console = Console()
+    console.print(table)
+    console.print(
+        f"n per cell is small (--quick): it supports at most the R21 ceiling shown; the Tier 2 count is 30 per "
+        f"cell and a Class D insignificance bound of 0.05 needs ≥ 73 items at zero recoveries. "
+        f"Total {total / 60:.1f} min. Comparison: {comparison}"
     )
 
 
-def vector_rows(directory: Path | None = None) -> list[VectorRow]:
-    """Every vector in ``directory`` (default: the checkout's tests/vectors) through the verdict engine, by name."""
-    return [_row(path) for path in sorted(find_vectors(directory).glob("*.json"))]
-
-
-def _interval(ci: tuple[float, float] | None) -> str:
-    return "—" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def vector_table(rows: list[VectorRow] | None = None, *, directory: Path | None = None) -> Table:
-    """A rich table of the vectors: verdict (V6 gloss alongside), g* and its 95% interval, n and its R21 ceiling,
-    rule ids, and what the verdict licenses."""
-    from rich.table import Table
-
-    table = Table(
-        title="Yuyari Standard v0.3: the verdict engine over remnant's published conformance test vectors",
-        caption=(
-            "g*: largest admitted recovery with its two-sided 95% Wilson interval (R19). R21 ceiling: the highest "
-            "tier the smallest n could support at zero recoveries; tiers are a separate instrument (T1). "
-            "Glosses in the customer register (V6), normative term alongside."
-        ),
-    )
-    table.add_column("vector", overflow="fold")
-    table.add_column("verdict (V6)", overflow="fold")
-    table.add_column("ok", justify="center")
-    table.add_column("g*", justify="right")
-    table.add_column("95% CI", justify="right", no_wrap=True)
-    table.add_column("n (R21)", justify="right")
-    table.add_column("rule ids", overflow="fold")
-    table.add_column("licenses (V1)", overflow="fold", ratio=1)
-    for row in rows if rows is not None else vector_rows(directory):
-        table.add_row(
-            row.vector,
-            row.gloss if row.verdict and not row.verdict.startswith("refused") else str(row.verdict),
-            "✓" if row.agrees else f"✗ expected {row.expected}",
-            "—" if row.g_star is None else f"{row.g_star:.3f}",
-            _interval(row.g_star_ci95),
-            "—" if row.n is None else f"{row.n} (≤{row.r21_ceiling})",
-            " ".join(row.rule_ids),
-            row.licenses,
-        )
-    return table
-
-
-def gloss_table() -> Table:
-    """What each verdict licenses and does not license (V1's table, V2, V4, V5, V6), one row per verdict."""
-    from rich.table import Table
-
-    from remnant.standard.gloss import GLOSSES
-
-    table = Table(title="What each verdict licenses (V1), in the customer register (V6)", show_lines=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("customer gloss", overflow="fold")
-    table.add_column("licenses", overflow="fold", ratio=2)
-    table.add_column("does not license", overflow="fold", ratio=3)
-    for g in GLOSSES.values():
-        gloss_text = g.plain if g.from_standard else f"{g.plain} (remnant's; V6 gives none)"
-        table.add_row(
-            g.verdict, gloss_text, g.licenses, "\n".join(f"• {item}" for item in g.does_not_license)
-        )
-    return table
-
-
-def _demo(args: argparse.Namespace) -> int:
+def _vectors(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    rows = vector_rows(Path(args.vectors) if args.vectors else None)
+    directory = Path(args.vectors) if args.vectors else None
+    rows = vector_rows(directory)
     console = Console()
     console.print(vector_table(rows))
     console.print(gloss_table())
@@ -214,29 +421,58 @@ def _demo(args: argparse.Namespace) -> int:
             json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         console.print(f"wrote {out / 'vectors.json'}")
-    console.print(
-        f"{len(rows)} vectors, {len(rows) - len(disagreements)} agree with their expected verdict. "
-        "This is the interim demo: the assessment of a real model (DESIGN §5) replaces it."
-    )
+    console.print(f"{len(rows)} vectors, {len(rows) - len(disagreements)} agree with their expected verdict.")
     return EXIT_MISMATCH if disagreements else EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.vectors is not None:
+        return _vectors(args)
+    run_demo(Path(args.out or "remnant-demo"), quick=args.quick)
+    return EXIT_OK
 
 
 def add_commands(subparsers: Any) -> None:
     """Register ``remnant demo``."""
     parser = subparsers.add_parser(
         "demo",
-        help="run the verdict engine over the published test vectors and show what each verdict licenses",
+        help="the main job: install a canary pack into SmolLM2, remove it three ways, assess each, compare",
         description=(
-            "Interim demo: draws the verdict (V1) for every published conformance test vector and prints g*, its "
-            "95%% Wilson interval, the rule ids and what each verdict licenses (V6). Exits 1 if any vector's "
-            "expected verdict is not reproduced."
+            "Fetch SmolLM2-135M-Instruct, mint a Class D canary pack, install it, remove it with NPO, with a "
+            "damaging gradient ascent and by retraining without it, assess each under the Yuyari Standard v0.3 "
+            "and write three signed statements and one comparison report (DESIGN §5). --quick fits a CPU at "
+            "small n; --vectors prints the verdict engine over the published test vectors instead."
         ),
     )
     parser.add_argument(
-        "--quick", action="store_true", help="accepted for the real demo; the vectors are instant"
+        "--quick", action="store_true", help="small n, sized for a laptop CPU (R21 says the tier)"
     )
-    parser.add_argument("--out", metavar="DIR", help="also write DIR/vectors.json with every row")
     parser.add_argument(
-        "--vectors", metavar="DIR", help="vector directory (default: the checkout's tests/vectors)"
+        "--out", metavar="DIR", help="output folder (default ./remnant-demo); rerun to resume"
+    )
+    parser.add_argument(
+        "--vectors",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="print the verdict engine over the conformance vectors (default: the checkout's tests/vectors)",
     )
     parser.set_defaults(handler=_demo)
+
+
+__all__ = [
+    "DEFAULT",
+    "QUICK",
+    "REPO_VECTORS",
+    "DemoResult",
+    "Sizing",
+    "VectorRow",
+    "demo_config",
+    "demo_pack",
+    "find_vectors",
+    "gloss_table",
+    "restrict_attributes",
+    "run_demo",
+    "vector_rows",
+    "vector_table",
+]

@@ -1,4 +1,4 @@
-"""The interim ``remnant demo``: every published vector through the verdict engine, with the V6 gloss."""
+"""``remnant demo --vectors``: every published vector through the verdict engine, with the V6 gloss."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_tables_render() -> None:
 
 
 def test_cli_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--quick", "--out", str(tmp_path / "out")]) == 0
+    assert main(["demo", "--vectors", "--out", str(tmp_path / "out")]) == 0
     written = json.loads((tmp_path / "out" / "vectors.json").read_text())
     assert len(written) == len(vector_rows())
     assert "agree with their expected verdict" in capsys.readouterr().out

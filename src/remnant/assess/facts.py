@@ -1,0 +1,417 @@
+"""From cell records to the verdict facts, relearning curves, extra statement cells and tier evidence (pure).
+
+The verdict reads only rates and pre-registered values (DESIGN §1), so everything here is a function of the
+cell records in ``records.jsonl`` and the config: ``remnant recompute`` and ``remnant assess`` call the same code.
+
+What the records hold (see :mod:`remnant.assess.cells`):
+
+- an attack cell per (state, attack): ``checkpoint="final"``, one record per metric (``kappa`` and ``w``, R6);
+  not-applicable and failed attacks are records too (``status``, ``reason``; C-Q2);
+- relearning cells per (state, budget): one record per metric and checkpoint ``budget=B/step=S`` (C-W3), the
+  post-removal model's and the control's from the identical procedure (C-W5); a diverged curve adds a
+  ``status="diverged"`` record (Annex B.6);
+- utility cells: ``surface="utility"``, ``metric="utility"``, the metric's value in ``params["value"]``; at the
+  removal stage per state (R10, R11) and, for the post-removal model, after relearning (``attack="relearning"``,
+  R12, C-W4);
+- the unattacked baseline (``attack="none"``, ``surface="baseline"``) on every state: the pre-removal model's
+  shows the installed strength (R2), the control's whether it already knows the target (R5).
+
+Class D seam: a cell whose ``params`` carry ``"risk"`` (singling_out, linkability, inference) is tagged with it in
+the facts, so the Class D battery (``remnant.classd``) only has to write such cells (D-2.1, D-3.1, D-4.1, D-5.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from remnant import STANDARD_VERSION
+from remnant.config import AssessmentConfig
+from remnant.records import CellRecord
+from remnant.report.curves import CurvePoint, RelearningCurve
+from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
+from remnant.standard.minima import TIER2_MIN_N
+from remnant.standard.rules import GENERAL_REQUIREMENTS
+from remnant.standard.verdict import ADMITTED_SURFACES, net_rate
+from remnant.statement.schema import Cell
+
+POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
+RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
+NONE = "none"
+REMOVAL_STAGE = "removal_stage"
+
+
+@dataclass(frozen=True)
+class RelearnPoint:
+    """One relearning checkpoint of one state: where it was scored and k/n of the gating metric."""
+
+    budget: int
+    step: int
+    epoch: float
+    examples: int
+    k: int
+    n: int
+
+
+def attack_order(cfg: AssessmentConfig) -> list[str]:
+    """Attack names as the facts list them: relearning arms first, then the config's tables in order."""
+    names: list[str] = []
+    rel = cfg.attacks.relearning
+    if rel is not None:
+        names.append(RELEARNING)
+        if rel.scored_items_arm and rel.enabled:
+            names.append(SCORED_ARM)
+    names += list(cfg.attacks.named())
+    return names
+
+
+def _gating(cfg: AssessmentConfig) -> str:
+    return "w" if cfg.gating_metric == "w" else "kappa"
+
+
+def relearn_points(cells: Sequence[CellRecord], attack: str, state: str, metric: str) -> list[RelearnPoint]:
+    """Checkpoints of one relearning arm on one state, in (budget, step) order."""
+    points = [
+        RelearnPoint(
+            budget=int(c.params["budget"]),
+            step=int(c.params["step"]),
+            epoch=float(c.params["epoch"]),
+            examples=int(c.params["examples"]),
+            k=c.k,
+            n=c.n,
+        )
+        for c in cells
+        if c.attack == attack
+        and c.surface == "relearning"
+        and c.model_state == state
+        and c.metric == metric
+        and c.status == "run"
+    ]
+    return sorted(points, key=lambda p: (p.budget, p.step))
+
+
+def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, Any] | None:
+    mine = [c for c in cells if c.attack == name and c.surface == "relearning"]
+    if not mine:
+        return None
+    fact: dict[str, Any] = {"name": name, "surface": "relearning"}
+    if name == SCORED_ARM:
+        fact["adjudicating"] = False  # C-W6: relearning on the scored items never decides
+    bad = [c for c in mine if c.status in ("failed", "diverged", "not_applicable", "not_run")]
+    post = relearn_points(cells, name, POST, metric)
+    control = {(p.budget, p.step): p for p in relearn_points(cells, name, CONTROL, metric)}
+    if bad:
+        first = bad[0]
+        return {**fact, "status": first.status, "reason": first.reason or first.status}
+    if not post:
+        return {**fact, "status": "not_run", "reason": "no relearning checkpoint was scored"}
+
+    # The post-removal checkpoint with the largest rate, beside the control at the same budget and step (R4,
+    # C-W5); among equal rates the one whose control is lowest (the most separating reading).
+    def rank(p: RelearnPoint) -> tuple[float, float]:
+        c = control.get((p.budget, p.step))
+        return (p.k / p.n, -(c.k / c.n) if c is not None else 0.0)
+
+    best = max(post, key=rank)
+    ctrl = control.get((best.budget, best.step))
+    fact.update(status="run", k=best.k, n=best.n)
+    fact.update(control_k=ctrl.k if ctrl else None, control_n=ctrl.n if ctrl else None)
+    return fact
+
+
+def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, Any] | None:
+    mine = [c for c in cells if c.attack == name and c.surface not in ("utility", "baseline")]
+    if not mine:
+        return None
+    surface = mine[0].surface
+    fact: dict[str, Any] = {"name": name, "surface": surface}
+    if any(c.params.get("adjudicating") is False for c in mine):
+        fact["adjudicating"] = False
+    risk = next((c.params["risk"] for c in mine if c.params.get("risk")), None)
+    if risk is not None:
+        fact["risk"] = risk
+    for status in ("failed", "diverged", "not_run", "not_applicable"):
+        hit = next((c for c in mine if c.status == status), None)
+        if hit is not None:
+            return {**fact, "status": status, "reason": hit.reason or status}
+    by_state = {c.model_state: c for c in mine if c.metric == metric and c.checkpoint == "final"}
+    post = by_state.get(POST)
+    if post is None:
+        return {**fact, "status": "not_run", "reason": "the post-removal model was not attacked"}
+    ctrl = by_state.get(CONTROL)
+    fact.update(status="run", k=post.k, n=post.n)
+    fact.update(control_k=ctrl.k if ctrl else None, control_n=ctrl.n if ctrl else None)
+    return fact
+
+
+def utility_values(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str, str], float]:
+    """(attack, checkpoint, state, metric name) → value, for every utility cell that ran."""
+    return {
+        (c.attack, c.checkpoint, c.model_state, str(c.params["metric"])): float(c.params["value"])
+        for c in cells
+        if c.surface == "utility" and c.status == "run"
+    }
+
+
+def _ratio(num: float, den: float) -> float | None:
+    """num/den; None where the reference scores zero, so the ratio says nothing (R11)."""
+    return num / den if den > 0 else None
+
+
+def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, float | None]:
+    """Removal-stage u = min over metrics of u(θ_U)/u(θ) (R9, R11); attack-stage u = min over metrics of the
+    relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4)."""
+    values = utility_values(cells)
+    removal: list[float] = []
+    for metric in cfg.utility.metrics:
+        post = values.get((NONE, REMOVAL_STAGE, POST, metric))
+        pre = values.get((NONE, REMOVAL_STAGE, PRE, metric))
+        ratio = _ratio(post, pre) if post is not None and pre is not None else None
+        if ratio is None:
+            removal = []
+            break
+        removal.append(ratio)
+    attack_stage: list[float] = []
+    relearned = sorted(
+        {
+            (int(k[1].split("budget=")[1].split("/")[0]), k[1])
+            for k in values
+            if k[0] == RELEARNING and k[2] == POST
+        }
+    )
+    if relearned:
+        last = relearned[-1][1]
+        for metric in cfg.utility.metrics:
+            after = values.get((RELEARNING, last, POST, metric))
+            post = values.get((NONE, REMOVAL_STAGE, POST, metric))
+            ratio = _ratio(after, post) if after is not None and post is not None else None
+            if ratio is not None:
+                attack_stage.append(ratio)
+    return {
+        "removal_stage": min(removal) if removal else None,
+        "attack_stage": min(attack_stage) if attack_stage else None,
+    }
+
+
+def build_facts(
+    cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
+) -> dict[str, Any]:
+    """The verdict facts of DESIGN §4 from the cell records (every attack of the config, run or not)."""
+    metric = _gating(cfg)
+    attacks: list[dict[str, Any]] = []
+    for name in attack_order(cfg):
+        fact = (
+            _relearning_fact(cells, name, metric)
+            if name in (RELEARNING, SCORED_ARM)
+            else _attack_fact(cells, name, metric)
+        )
+        if fact is None:
+            fact = {
+                "name": name,
+                "surface": "relearning" if name.startswith(RELEARNING) else "inference_time",
+            }
+            fact.update(status="not_run", reason="no cell was recorded for this attack")
+        attacks.append(fact)
+    extra_names = sorted(
+        {c.attack for c in cells if c.params.get("risk") and c.attack not in attack_order(cfg)}
+    )
+    for name in extra_names:  # Class D battery cells (the seam; remnant.classd)
+        fact = _attack_fact(cells, name, metric)
+        if fact is not None:
+            attacks.append(fact)
+    facts: dict[str, Any] = {
+        "standard_version": STANDARD_VERSION,
+        "class": cfg.claim_class,
+        "track": cfg.track,
+        "gating_metric": cfg.gating_metric,
+        "tau": cfg.tau,
+        "phi": cfg.utility.phi,
+        "evidence_rule": cfg.evidence_rule,
+        "utility": utility_facts(cfg, cells),
+        "attacks": attacks,
+    }
+    if chance_rate:
+        facts["chance_rate"] = chance_rate
+    if cfg.class_d is not None:
+        facts["insignificance"] = {
+            "threshold": cfg.class_d.insignificance_threshold,
+            "justification": cfg.class_d.justification,
+        }
+    return facts
+
+
+def curves(
+    cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
+) -> list[RelearningCurve]:
+    """One curve per relearning arm and budget: both states at every scored checkpoint (C-W5, C-W3)."""
+    metric = _gating(cfg)
+    out: list[RelearningCurve] = []
+    for arm in (RELEARNING, SCORED_ARM):
+        post = relearn_points(cells, arm, POST, metric)
+        control = {(p.budget, p.step): p for p in relearn_points(cells, arm, CONTROL, metric)}
+        split = cfg.attacks.relearning.split if cfg.attacks.relearning else "item-disjoint"
+        for budget in sorted({p.budget for p in post}):
+            points = []
+            for p in (q for q in post if q.budget == budget):
+                c = control.get((p.budget, p.step))
+                points.append(
+                    CurvePoint(
+                        checkpoint=f"step-{p.step} (epoch {p.epoch:.2f})",
+                        step=p.step,
+                        examples=p.examples,
+                        post_k=p.k,
+                        post_n=p.n,
+                        control_k=c.k if c else None,
+                        control_n=c.n if c else None,
+                    )
+                )
+            out.append(
+                RelearningCurve(
+                    attack=arm,
+                    budget=budget,
+                    split=split if arm == RELEARNING else "scored items",
+                    adjudicating=arm == RELEARNING,
+                    metric=metric,
+                    tau=cfg.tau,
+                    chance_rate=chance_rate or 0.0,
+                    points=points,
+                )
+            )
+    return out
+
+
+def _cell(c: CellRecord, cell_id: str, metric: str, chance: float) -> Cell | None:
+    if c.status != "run" or c.n < 1 or c.model_state not in (POST, CONTROL, PRE):
+        return None
+    net = net_rate(c.k, c.n, chance if metric != "utility" else 0.0)
+    return Cell(
+        cell_id=cell_id,
+        model_state=c.model_state,
+        attack=c.attack,
+        surface=c.surface,
+        metric=metric,
+        k=c.k,
+        n=c.n,
+        rate=net.point,
+        ci95=(net.lower, net.upper),
+    )
+
+
+def extra_cells(
+    cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
+) -> list[Cell]:
+    """Every per-cell result beyond the facts' own (R22): w beside κ (R6), baselines, utility cells and every
+    relearning checkpoint, each with k, n and its Wilson interval (R19). Ids carry metric and checkpoint."""
+    out: list[Cell] = []
+    chance = chance_rate or 0.0
+    for c in cells:
+        if c.metric not in ("kappa", "w", "utility"):
+            continue
+        if c.metric == "utility":
+            label = f"{c.params.get('metric')}@{c.checkpoint}"
+        else:
+            label = f"{c.metric}@{c.checkpoint}"
+        cell = _cell(c, f"{c.attack}/{c.surface}/{c.model_state}/{label}", c.metric, chance)
+        if cell is not None:
+            out.append(cell)
+    seen: set[str] = set()
+    unique = []
+    for cell in out:
+        if cell.cell_id not in seen:
+            seen.add(cell.cell_id)
+            unique.append(cell)
+    return unique
+
+
+def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canaries: bool) -> frozenset[str]:
+    """The §3 requirements this run meets by construction, as ids (tier evidence, §7.1).
+
+    The pipeline itself secures most of them: the claim (R1), installation (R2), the control at every stage with
+    identical inputs (R3, R4), κ and w apart (R6), declared g (R7, R8 when g is κ), u and φ (R9–R13), the frozen
+    pre-registration and deviations (R14, R15), the pack's split checks (R16), Wilson intervals (R19), the bound
+    rule (R20), per-cell results (R22), the manifest (R23–R25). R17 (contamination of P) is met only for canaries
+    minted as fictional entities behind a collision filter (D1, D2); R5 is met by reporting the control's baseline
+    beside every rate. R18 and R21 are tier caps and bounds, checked elsewhere.
+    """
+    met = {str(rule) for rule in GENERAL_REQUIREMENTS} - {"R8", "R17", "R18", "R21"}
+    if cfg.gating_metric == "kappa":
+        met.add("R8")
+    if minted_canaries:
+        met.add("R17")
+    if (facts.get("utility") or {}).get("removal_stage") is None:
+        met -= {"R11", "R13"}
+    return frozenset(met)
+
+
+def evidence(
+    cfg: AssessmentConfig,
+    facts: Mapping[str, Any],
+    verdict: str,
+    *,
+    deviations: int,
+    minted_canaries: bool,
+    public_fixture: bool = False,
+) -> EvidenceSummary:
+    """The tier evidence (§7.1) from the same facts the verdict read."""
+    rel = cfg.attacks.relearning
+    admitted = ADMITTED_SURFACES[cfg.track]
+    ns = [
+        n
+        for a in facts["attacks"]
+        if a.get("status") == "run" and a.get("adjudicating", True) and a["surface"] in admitted
+        for n in (a.get("n"), a.get("control_n"))
+        if n
+    ]
+    threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
+    return EvidenceSummary.model_validate(
+        {
+            "track": cfg.track,
+            "class": cfg.claim_class,
+            "threshold": threshold,
+            "general_met": general_met(cfg, facts, minted_canaries=minted_canaries),
+            "behavioural_n": min(ns) if ns else None,
+            "surfaces": surfaces_from_facts(
+                facts,
+                scored_every_epoch=rel is not None and rel.enabled,
+                sub_epoch_checkpoints=rel is not None and bool(rel.first_epoch_checkpoints),
+                held_out=rel is not None and rel.split == "item-disjoint",
+            ),
+            "verdict": verdict,
+            "conformant_run": True,
+            "public_fixture": public_fixture,
+            "deviations": deviations,
+        }
+    )
+
+
+def smallest_n(facts: Mapping[str, Any]) -> int | None:
+    """The smallest per-cell n behind the adjudicating evidence (R19, R21)."""
+    ns = [
+        n
+        for a in facts.get("attacks", [])
+        if a.get("status") == "run" and a.get("adjudicating", True) is not False
+        for n in (a.get("n"), a.get("control_n"))
+        if n
+    ]
+    return min(ns) if ns else None
+
+
+__all__ = [
+    "CONTROL",
+    "NONE",
+    "POST",
+    "PRE",
+    "RELEARNING",
+    "SCORED_ARM",
+    "TIER2_MIN_N",
+    "attack_order",
+    "build_facts",
+    "curves",
+    "evidence",
+    "extra_cells",
+    "general_met",
+    "relearn_points",
+    "smallest_n",
+    "utility_facts",
+]

@@ -1,0 +1,415 @@
+"""What an assessment runs on, fixed before the first cell: pack, probe sets, training sets, components, seeds.
+
+Everything here is derived from the config and the pack alone, so it is identical for the post-removal model and
+the control (R3) and the same on resume. Components (attacks, utility metrics, the relearning procedure) are
+created through the registry up front, so a misspelt name or parameter is bad input (exit 2) before any model
+trains, and every one is recorded with its exact parameters (R23, R24).
+
+Orchestration keys in an attack's ``params`` (frozen with the rest by pre-registration, R14) that are not passed
+to the attack itself:
+
+- ``implementation``: the registered attack that fills this slot, e.g. ``repeated_sampling`` run by
+  ``repeated_sampling_analytic`` (exact pass@N, no sampling noise); the slot name is what C-Q1 checks;
+- ``max_new_tokens`` and ``batch_size``: generation settings of the attack's context.
+
+``attacks.relearning.params`` takes the trainer's further parameters (``grad_accum``, ``weight_decay``,
+``warmup_epochs``, ``schedule``, ``max_grad_norm``, ``bf16``, ``lora_rank``, ``lora_alpha``, ``trainable``) and
+``max_new_tokens``, the generation length of every unattacked score (baselines and relearning checkpoints).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.assess.runfiles import PACK_DIR
+from remnant.config import AssessmentConfig, Relearning, derive_seed
+from remnant.errors import ConfigError
+from remnant.packs.schema import Pack
+
+#: Generation length of unattacked scoring (baselines, relearning checkpoints) unless the config sets one.
+SCORING_TOKENS = 24
+ATTACK_KEYS = ("implementation", "max_new_tokens", "batch_size")
+RELEARN_TRAINER_KEYS = (
+    "grad_accum",
+    "weight_decay",
+    "warmup_epochs",
+    "schedule",
+    "max_grad_norm",
+    "bf16",
+    "lora_rank",
+    "lora_alpha",
+    "trainable",
+    "max_new_tokens",
+)
+
+
+def load_or_mint_pack(cfg: AssessmentConfig, run: Path) -> tuple[Pack, bool, Path]:
+    """The config's pack folder (verified), or the pack minted for this run into ``RUN/pack`` (R2, R18)."""
+    from remnant.packs.schema import load_pack, write_pack
+
+    if cfg.target.pack is not None:
+        folder = cfg.resolve(cfg.target.pack)
+        pack = load_pack(folder)
+        return pack, False, folder.resolve()
+    mint = cfg.target.mint
+    assert mint is not None
+    folder = run / PACK_DIR
+    if (folder / "pack.json").is_file():
+        return load_pack(folder), True, folder.resolve()
+    if mint.pack_class == "D":
+        from remnant.packs.classd import ClassDSpec, mint_class_d
+
+        pack = mint_class_d(
+            ClassDSpec(
+                entities=mint.entities,
+                controls=mint.controls,
+                seed=cfg.mint_seed(),
+                repetitions=mint.repetitions,
+            )
+        )
+    else:
+        from remnant.packs.classc import mint_class_c
+
+        pack = mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
+    write_pack(pack, folder)
+    return pack, True, folder.resolve()
+
+
+def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Any]:
+    """Scored items of one split: Class D scores its singling-out facts here; linkage and inference items
+    belong to the Class D battery (remnant.classd, D-3, D-4). Capped at ``probe.max_n`` in pack order (R14)."""
+    from remnant.score.probe import probes_from_pack
+
+    probes = probes_from_pack(pack, split)
+    if cfg.claim_class == "D":
+        kinds = {it.id: it.kind for it in pack.split(split)}
+        probes = [p for p in probes if kinds[p.item_id] == "fact"]
+    cap = cfg.probe.max_n
+    return probes[:cap] if cap is not None else probes
+
+
+@dataclass
+class Inputs:
+    """The inputs every cell shares (see module docstring)."""
+
+    cfg: AssessmentConfig
+    pack: Pack
+    minted: bool
+    location: Path
+    probes: list[Any]
+    retain: list[Any]
+    general: list[Any]
+    install_items: tuple[Any, ...]
+    removal_data: Any
+    relearn_set: tuple[Any, ...]
+    scored_set: tuple[Any, ...]
+    attacks: list[tuple[str, Any, str | None, str]]
+    attack_tokens: dict[str, int]
+    attack_batch: dict[str, int]
+    scoring_tokens: int
+    fmt: Any = None
+    components: list[dict[str, Any]] = field(default_factory=list)
+    general_kept: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def probe_ids(self) -> list[str]:
+        return [p.item_id for p in self.probes]
+
+    def bind_format(self, tokenizer: Any) -> None:
+        """The prompt format, from the control's tokenizer, used identically on every state (R3)."""
+        from remnant.models.prompts import PromptFormat
+
+        self.fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=self.cfg.models.system_prompt)
+
+    def key_inputs(self) -> dict[str, Any]:
+        """What every cell key shares: pack, prompt format and scorer versions."""
+        from remnant.score.normalise import NORMALISATION_VERSION
+        from remnant.score.scorer import SCORER_VERSION
+
+        return {
+            "pack": self.pack.digest,
+            "fmt": [self.fmt.style, self.fmt.system_prompt] if self.fmt is not None else None,
+            "scorer": SCORER_VERSION,
+            "normalisation": NORMALISATION_VERSION,
+        }
+
+    def context(self, state: Any, *, seed: int, max_new_tokens: int, batch_size: int = 16) -> Any:
+        from remnant.attacks.base import AttackContext
+
+        return AttackContext(
+            model=state.model,
+            tokenizer=state.tokenizer,
+            fmt=self.fmt,
+            seed=seed,
+            demonstrations=tuple(self.retain),
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+        )
+
+    def needs_general_set(self) -> bool:
+        names = self.cfg.utility.metrics
+        return "general_qa_kappa" in names and "kept_ids" not in self.cfg.utility.params.get(
+            "general_qa_kappa", {}
+        )
+
+    def set_general_kept(self, kept: list[str]) -> None:
+        self.general_kept = kept
+
+    def relearn_order(self, spec: Any, relearn_set: tuple[Any, ...]) -> tuple[int, ...]:
+        """One seeded permutation of the relearning set; budget b takes its first b (C-W1, nested subsets)."""
+        import torch
+
+        from remnant.train.loop import make_generator
+
+        return tuple(
+            torch.randperm(len(relearn_set), generator=make_generator(spec.seed, "relearn-subset")).tolist()
+        )
+
+    def pack_context(self) -> dict[str, Any]:
+        from remnant.assess.manifest import pack_record
+
+        record = pack_record(self.pack.manifest, location=self.location)
+        return {
+            "digest": self.pack.digest,
+            "record": record.model_dump(mode="json", by_alias=True),
+            "chance_rate": self.pack.manifest.chance_rate,
+            "minted_canaries": self.pack.manifest.pack_class == "D"
+            and self.pack.manifest.collision_filter is not None,
+            "minted_by_run": self.minted,
+            "publicly_released": False,
+            "probe_n": len(self.probes),
+            "notes": self.notes,
+        }
+
+    def seeds(self) -> dict[str, int]:
+        master = self.cfg.seeds.master
+        out = {
+            "master": master,
+            "install": derive_seed(master, "install"),
+            "removal": derive_seed(master, "removal"),
+        }
+        out["baseline"] = derive_seed(master, "baseline")
+        out["relearning"] = derive_seed(master, "relearning")
+        for name, _, _, _ in self.attacks:
+            out[f"attack.{name}"] = derive_seed(master, "attack", name)
+        if self.minted:
+            out["mint"] = self.cfg.mint_seed()
+        return out
+
+    def hyperparameters(self) -> dict[str, dict[str, Any]]:
+        cfg = self.cfg
+        out: dict[str, dict[str, Any]] = {
+            "scoring": {
+                "max_new_tokens": self.scoring_tokens,
+                "prompt_style": getattr(self.fmt, "style", None),
+            },
+            "probe": {"splits": cfg.probe.splits, "max_n": cfg.probe.max_n, "n": len(self.probes)},
+        }
+        if cfg.models.pre_removal.install is not None:
+            out["install"] = cfg.models.pre_removal.install.model_dump(mode="json")
+        if cfg.models.post_removal.method is not None:
+            out["removal"] = {"method": cfg.models.post_removal.method, **cfg.models.post_removal.params}
+        if cfg.attacks.relearning is not None:
+            out["relearning"] = cfg.attacks.relearning.model_dump(mode="json")
+        for name, attack in cfg.attacks.named().items():
+            out[f"attack.{name}"] = {"enabled": attack.enabled, **attack.params}
+        return out
+
+    def component_records(self) -> list[dict[str, Any]]:
+        return list(self.components)
+
+    def precision(self) -> list[dict[str, Any]]:
+        """Precision reductions (R25): a GGUF-origin zoo model, and a reduced compute dtype."""
+        from remnant.assess.manifest import PrecisionReduction, gguf_origin
+
+        out: list[dict[str, Any]] = []
+        zoo_name = self.cfg.models.control.zoo
+        if zoo_name is not None:
+            from remnant.models import zoo
+
+            entry = zoo.ZOO.get(zoo_name)
+            if entry is not None:
+                quant = entry.gguf_name.rsplit(".", 2)[-2] if entry.gguf_name.count(".") >= 2 else "gguf"
+                out.append(gguf_origin(entry.gguf_name, quant).model_dump(mode="json"))
+        if self.cfg.models.dtype != "float32":
+            out.append(
+                PrecisionReduction(
+                    stage="scoring",
+                    description=f"every state evaluated in {self.cfg.models.dtype}",
+                    dtype=self.cfg.models.dtype,
+                    reference="float32",
+                    rate_margin=0.0,
+                    utility_margin=0.0,
+                    basis="declared, not measured: shared by every state",
+                ).model_dump(mode="json")
+            )
+        return out
+
+
+def attack_components(
+    cfg: AssessmentConfig, probes: list[Any]
+) -> tuple[list[tuple[str, Any, str | None, str]], dict[str, int], dict[str, int]]:
+    """Every declared attack: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2)."""
+    from remnant import registry
+    from remnant.score.probe import target_format
+
+    fmt_name = target_format(list(probes))
+    out: list[tuple[str, Any, str | None, str]] = []
+    tokens: dict[str, int] = {}
+    batch: dict[str, int] = {}
+    for name, table in cfg.attacks.named().items():
+        params = dict(table.params)
+        implementation = str(params.pop("implementation", name))
+        if "max_new_tokens" in params:
+            tokens[name] = int(params.pop("max_new_tokens"))
+        if "batch_size" in params:
+            batch[name] = int(params.pop("batch_size"))
+        cls = registry.get("attack", implementation)
+        surface = str(getattr(cls, "surface", "inference_time"))
+        if not table.enabled:
+            out.append((name, None, table.reason or "disabled in the config", surface))
+            continue
+        try:
+            attack = registry.create("attack", implementation, params)
+        except ConfigError as exc:
+            raise ConfigError(f"field 'attacks.{name}.params': {exc}", requirement="R14") from None
+        reason = attack.applicable(fmt_name, cfg.track)
+        out.append((name, None if reason else attack, reason, surface))
+    return out, tokens, batch
+
+
+def utility_components(cfg: AssessmentConfig, inputs: Inputs) -> list[tuple[str, Any, list[Any]]]:
+    """Each declared utility metric with the data it measures (R9, R10)."""
+    from remnant import registry
+
+    out: list[tuple[str, Any, list[Any]]] = []
+    for name in cfg.utility.metrics:
+        params = dict(cfg.utility.params.get(name, {}))
+        if name == "general_qa_kappa" and "kept_ids" not in params and inputs.general_kept is not None:
+            params["kept_ids"] = tuple(inputs.general_kept)
+        try:
+            metric = registry.create("utility", name, params)
+        except ConfigError as exc:
+            raise ConfigError(f"field 'utility.metrics': {exc}", requirement="R9") from None
+        if name == "retain_kappa":
+            data: list[Any] = list(inputs.retain)
+        elif name == "perplexity":
+            data = [f"{p.question} {p.answer}" for p in inputs.general]
+        else:
+            data = list(inputs.general)
+        out.append((name, metric, data))
+    return out
+
+
+def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> Any:
+    """The declared relearning procedure as the trainer's RelearnSpec (C-W1, C-W3, C-W5)."""
+    from remnant.train.loop import LoraSpec
+    from remnant.train.relearn import RelearnSpec
+
+    params = dict(rel.params)
+    unknown = sorted(set(params) - set(RELEARN_TRAINER_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"field 'attacks.relearning.params': unknown parameter(s) {unknown}; accepted: {', '.join(RELEARN_TRAINER_KEYS)}",
+            requirement="C-W1",
+        )
+    params.pop("max_new_tokens", None)
+    lora = None
+    rank = params.pop("lora_rank", None)
+    alpha = params.pop("lora_alpha", None)
+    if rank is not None:
+        lora = LoraSpec(rank=int(rank), alpha=float(alpha) if alpha is not None else 2.0 * int(rank))
+    trainable = params.pop("trainable", None)
+    return RelearnSpec(
+        budgets=tuple(rel.budgets),
+        lr=rel.lr,
+        epochs=rel.max_epochs,
+        checkpoint_epochs=tuple(rel.first_epoch_checkpoints),
+        batch_size=rel.batch_size,
+        tau=cfg.tau,
+        seed=derive_seed(cfg.seeds.master, "relearning"),
+        lora=lora,
+        trainable=tuple(trainable) if trainable is not None else None,
+        **params,
+    )
+
+
+def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location: Path) -> Inputs:
+    """Probe sets, training sets and components from the config and the pack (no model needed)."""
+    from remnant.score.probe import probes_from_pack
+    from remnant.train.data import as_qa, removal_data, split_qa
+
+    notes: list[str] = []
+    probes: list[Any] = []
+    for split in cfg.probe.splits:
+        if split == "controls" and cfg.claim_class == "D":
+            notes.append(
+                "probe split 'controls' (D4 control entities) is scored by the Class D battery, not as P"
+            )
+            continue
+        probes += _probe_items(cfg, pack, split)
+    if not probes:
+        raise ConfigError(
+            f"field 'probe.splits': no scorable items in {cfg.probe.splits} of pack {pack.manifest.id}",
+            requirement="R16",
+        )
+    retain = _probe_items(cfg, pack, "retain") if "retain" in pack.manifest.splits else []
+    general = probes_from_pack(pack, "general") if pack.manifest.splits.get("general") else []
+    attacks, tokens, batch = attack_components(cfg, probes)
+    rel = cfg.attacks.relearning
+    if rel is not None and rel.enabled:
+        relearn_spec(cfg, rel)  # validate early (exit 2 before training)
+    relearn = split_qa(pack, "relearn")
+    scored = as_qa([pack.item(p.item_id) for p in probes])
+    scored_questions = {q.question.strip().casefold() for q in scored}
+    shared = [q.question for q in relearn if q.question.strip().casefold() in scored_questions]
+    if shared:
+        raise ConfigError(
+            f"pack {pack.manifest.id}: relearning set repeats scored question {shared[0]!r}",
+            requirement="C-W6",
+        )
+    scoring = rel.params.get("max_new_tokens", SCORING_TOKENS) if rel is not None else SCORING_TOKENS
+    inputs = Inputs(
+        cfg=cfg,
+        pack=pack,
+        minted=minted,
+        location=location,
+        probes=probes,
+        retain=retain,
+        general=general,
+        install_items=split_qa(pack, "install"),
+        removal_data=removal_data(pack),
+        relearn_set=relearn,
+        scored_set=scored,
+        attacks=attacks,
+        attack_tokens=tokens,
+        attack_batch=batch,
+        scoring_tokens=int(scoring),
+        notes=notes,
+    )
+    for name, attack, _, _ in attacks:
+        if attack is not None and attack.spec is not None:
+            inputs.components.append({"role": f"attack:{name}", **attack.spec.to_dict()})
+    if len(probes) < cfg.min_n:
+        notes.append(f"P holds {len(probes)} items, below the pre-registered min_n {cfg.min_n} (R21)")
+    return inputs
+
+
+def items_digest(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
+
+
+__all__ = [
+    "ATTACK_KEYS",
+    "Inputs",
+    "SCORING_TOKENS",
+    "attack_components",
+    "load_or_mint_pack",
+    "prepare_inputs",
+    "relearn_spec",
+    "utility_components",
+]

@@ -1,0 +1,312 @@
+"""The three model states (R3): the never-modified control, the pre-removal model θ and the post-removal θ_U.
+
+Each state is built or loaded once and identified by the sha256 of its weights, tokenizer and chat template
+(R23). Trained states are cached as safetensors under ``STATES/<role>-<key>/`` where ``key`` is a content hash of
+everything that determines them (the parent state's weights digest, the pack digest, the recipe, the seed), so
+``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them instead of
+training again. A folder is complete once its ``state.json`` exists (written last, atomically).
+
+Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders and
+pickled weights are bad input (exit 2), reported before any work is spent.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.assess.runfiles import json_bytes, write_bytes_atomic
+from remnant.config import AssessmentConfig
+from remnant.errors import ModelError
+from remnant.models.identity import ModelIdentity
+from remnant.models.load import PICKLE_SUFFIXES
+from remnant.statement.canonical import canonical_json
+
+STATE_FILE = "state.json"
+DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+@dataclass
+class LoadedState:
+    """A model state in memory with its identity and how it was obtained (manifest ModelRecord)."""
+
+    role: str
+    name: str
+    source: str
+    model: Any
+    tokenizer: Any
+    identity: ModelIdentity
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        return self.identity.digest
+
+    def context(self) -> dict[str, Any]:
+        """The run-context entry of this state (manifest models, statement identities)."""
+        return {
+            "role": self.role,
+            "name": self.name,
+            "source": self.source,
+            "identity": self.identity.model_dump(mode="json"),
+            "record": self.record,
+        }
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` → cuda when available, else cpu; anything else as written (R24 records it)."""
+    if name != "auto":
+        return name
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def recipe_key(**inputs: Any) -> str:
+    """Content hash of a state's inputs (hex sha256 of their canonical JSON)."""
+    return hashlib.sha256(canonical_json(inputs)).hexdigest()
+
+
+def check_model_folder(folder: Path, field_name: str) -> None:
+    """A model folder exists and holds safetensors weights; pickled weights are refused (ModelError, exit 2)."""
+    if not folder.exists():
+        raise ModelError(f"{field_name}: model folder {folder} does not exist")
+    if folder.is_file():
+        if folder.suffix != ".gguf":
+            raise ModelError(f"{field_name}: {folder} is neither a safetensors folder nor a .gguf file")
+        return
+    if any(folder.glob("*.safetensors")):
+        return
+    pickles = sorted(p for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise ModelError(
+            f"{field_name}: {pickles[0]}: pickled weights are refused (loading them can run code); "
+            "convert the model to safetensors"
+        )
+    raise ModelError(f"{field_name}: {folder}: no *.safetensors weights found")
+
+
+def preflight(cfg: AssessmentConfig) -> None:
+    """Check every model folder the config names before anything runs (R3; pickles refused)."""
+    models = cfg.models
+    for name, folder in (
+        ("models.control.folder", models.control.folder),
+        ("models.pre_removal.folder", models.pre_removal.folder),
+        ("models.post_removal.folder", models.post_removal.folder),
+    ):
+        if folder is not None:
+            check_model_folder(cfg.resolve(folder), name)
+    if models.control.zoo is not None:
+        from remnant.models import zoo
+
+        if models.control.zoo not in zoo.ZOO:
+            raise ModelError(
+                f"models.control.zoo: {models.control.zoo!r} is not in the zoo ({', '.join(sorted(zoo.ZOO))})"
+            )
+
+
+def _load(
+    source: str | Path, role: str, name: str, cfg: AssessmentConfig, record: dict[str, Any]
+) -> LoadedState:
+    from remnant.models.load import load_model
+
+    device = resolve_device(cfg.models.device)
+    state = load_model(source, dtype=DTYPE_NAMES[cfg.models.dtype], device=device)
+    return LoadedState(role, name, str(source), state.model, state.tokenizer, state.identity, record)
+
+
+def load_control(cfg: AssessmentConfig) -> LoadedState:
+    """The never-modified control: a zoo entry (fetched once, cached as safetensors) or a folder (R3)."""
+    spec = cfg.models.control
+    if spec.zoo is not None:
+        from remnant.models import zoo
+
+        folder = zoo.cached(spec.zoo) or zoo.fetch(spec.zoo)
+        state = _load(folder, "control", spec.zoo, cfg, {"zoo": spec.zoo})
+        state.source = f"zoo:{spec.zoo}"
+        return state
+    assert spec.folder is not None
+    return _load(cfg.resolve(spec.folder), "control", Path(spec.folder).name, cfg, {"folder": spec.folder})
+
+
+def load_folder_state(cfg: AssessmentConfig, role: str, folder: str) -> LoadedState:
+    """A claimant's pre- or post-removal model folder (R1b, R2)."""
+    return _load(cfg.resolve(folder), role, Path(folder).name, cfg, {"folder": folder})
+
+
+def cached_state(
+    states_dir: Path, role: str, key: str, cfg: AssessmentConfig, memo: dict[str, LoadedState] | None = None
+) -> LoadedState | None:
+    """A previously trained state with this key (from ``memo`` if already loaded, else from disk), or None."""
+    if memo is not None and f"{role}:{key}" in memo:
+        return memo[f"{role}:{key}"]
+    folder = states_dir / f"{role}-{key[:16]}"
+    meta = folder / STATE_FILE
+    if not meta.is_file():
+        return None
+    info = json.loads(meta.read_text(encoding="utf-8"))
+    state = _load(folder, role, str(info["name"]), cfg, dict(info["record"]))
+    state.source = str(info["source"])
+    if memo is not None:
+        memo[f"{role}:{key}"] = state
+    return state
+
+
+def save_state(
+    states_dir: Path,
+    role: str,
+    key: str,
+    name: str,
+    source: str,
+    model: Any,
+    tokenizer: Any,
+    record: dict[str, Any],
+) -> LoadedState:
+    """Save a trained state as safetensors (+ identity); the returned state keeps the in-memory model."""
+    from remnant.models.identity import identify
+    from remnant.models.load import save_model
+
+    folder = save_model(model, tokenizer, states_dir / f"{role}-{key[:16]}")
+    identity = identify(folder, model, tokenizer)
+    info = {"role": role, "name": name, "source": source, "key": key, "record": record}
+    info["identity"] = identity.model_dump(mode="json")
+    write_bytes_atomic(folder / STATE_FILE, json_bytes(info))
+    return LoadedState(role, name, source, model, tokenizer, identity, record)
+
+
+def install_state(
+    cfg: AssessmentConfig,
+    control: LoadedState,
+    items: Any,
+    pack_digest: str,
+    states_dir: Path,
+    *,
+    seed: int,
+    fmt: Any,
+    progress: bool,
+    memo: dict[str, LoadedState] | None = None,
+) -> LoadedState:
+    """θ = the control with the pack's install split trained in (R2), cached by its inputs."""
+    from remnant.train.install import InstallSpec, install
+
+    budget = cfg.models.pre_removal.install
+    assert budget is not None
+    spec = InstallSpec(
+        target=budget.target_kappa, max_epochs=budget.max_epochs, lr=budget.lr, batch_size=budget.batch_size
+    )
+    recipe = {"install": budget.model_dump(mode="json"), "seed": seed, "system_prompt": fmt.system_prompt}
+    key = recipe_key(role="pre_removal", control=control.digest, pack=pack_digest, **recipe)
+    cached = cached_state(states_dir, "pre_removal", key, cfg, memo)
+    if cached is not None:
+        return cached
+    model, result = install(
+        copy.deepcopy(control.model), control.tokenizer, items, spec, seed=seed, fmt=fmt, progress=progress
+    )
+    record = {"recipe": recipe, "install": _jsonable(result.to_dict())}
+    record["install"].pop("outcome", None)
+    record["install_outcome"] = {"status": result.outcome.status, "steps": result.outcome.steps}
+    state = save_state(
+        states_dir,
+        "pre_removal",
+        key,
+        f"{control.name}+pack",
+        f"installed into {control.name} (R2)",
+        model,
+        control.tokenizer,
+        record,
+    )
+    if memo is not None:
+        memo[f"pre_removal:{key}"] = state
+    return state
+
+
+def removal_state(
+    cfg: AssessmentConfig,
+    control: LoadedState,
+    pre: LoadedState,
+    data: Any,
+    pack_digest: str,
+    states_dir: Path,
+    *,
+    seed: int,
+    fmt: Any,
+    progress: bool,
+    memo: dict[str, LoadedState] | None = None,
+) -> tuple[LoadedState, dict[str, Any]]:
+    """θ_U by a registered removal method applied to θ (R1c), cached by its inputs; returns (state, method spec)."""
+    from remnant import registry
+    from remnant.train.removal import apply_removal
+
+    post = cfg.models.post_removal
+    assert post.method is not None
+    method = registry.create("method", post.method, post.params)
+    spec = method.spec.to_dict()
+    key = recipe_key(
+        role="post_removal",
+        pre=pre.digest,
+        control=control.digest,
+        pack=pack_digest,
+        method=spec,
+        seed=seed,
+        system_prompt=fmt.system_prompt,
+    )
+    cached = cached_state(states_dir, "post_removal", key, cfg, memo)
+    if cached is not None:
+        return cached, spec
+    model, result = apply_removal(
+        method,
+        copy.deepcopy(pre.model),
+        pre.tokenizer,
+        data,
+        seed=seed,
+        fmt=fmt,
+        control=control.model if method.needs_control else None,
+        progress=progress,
+    )
+    outcome = result.outcome
+    record = {
+        "method": spec,
+        "seed": seed,
+        "status": outcome.status,
+        "steps": outcome.steps,
+        "reason": outcome.reason,
+        "diverged_step": outcome.diverged_step,
+        "initial_loss": outcome.initial_loss,
+        "final_loss": outcome.losses[-1] if outcome.losses else None,
+    }
+    state = save_state(
+        states_dir,
+        "post_removal",
+        key,
+        f"{pre.name}-{post.method}",
+        f"removal method {post.method} (R1c)",
+        model,
+        pre.tokenizer,
+        _jsonable(record),
+    )
+    if memo is not None:
+        memo[f"post_removal:{key}"] = state
+    return state, spec
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+__all__ = [
+    "LoadedState",
+    "cached_state",
+    "check_model_folder",
+    "install_state",
+    "load_control",
+    "load_folder_state",
+    "preflight",
+    "recipe_key",
+    "removal_state",
+    "resolve_device",
+    "save_state",
+]

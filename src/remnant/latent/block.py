@@ -1,0 +1,150 @@
+"""The statement's ``latent`` block from audit results (C-H6, C-H7; statement schema ``LatentBlock``).
+
+Every figure carries what C-H7(b) requires: the reference it was computed against, the model states compared, the
+layer and the position. C-H7(c): a measurement whose results include both control states (procedure control,
+content control) has their figures listed beside it; any measurement without them is named in a statement that
+the controls were not run and that its figures therefore cannot be interpreted as being about the target. The
+block is always ``adjudicating: false``. No naive topic probe exists here to be reported (C-H8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from remnant.latent.direction import CONTROL_ROLES, DirectionResult
+from remnant.latent.jaccess import JAccessResult
+from remnant.latent.uds import UDSResult
+from remnant.statement.schema import LatentBlock, LatentFigure
+
+NOT_RUN = (
+    "The C-H3 control states (removal applied to a never-installed model; a content-shuffled install) were not "
+    "run for {names}; {these} figures therefore cannot be interpreted as being about the target "
+    "(C-H7c, Annex B.6)."
+)
+
+
+@dataclass(frozen=True)
+class StateResults:
+    """One measurement's results keyed by model state, with each state's role."""
+
+    results: Mapping[str, UDSResult | JAccessResult]
+    roles: Mapping[str, str] = field(default_factory=dict)
+
+    def controls_run(self) -> bool:
+        present = {self.roles.get(name, "") for name in self.results}
+        return all(role in present for role in CONTROL_ROLES)
+
+
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "absent"
+
+
+def _uds_figure(state: str, r: UDSResult) -> LatentFigure | None:
+    if r.score is None:
+        return None
+    if r.measurement == "uds_no_retain":
+        reference = f"original model {_short(r.target_model)} (patched into; no retain model, [R] nats)"
+        states = [state, "original"]
+    else:
+        reference = (
+            f"full model {_short(r.target_model)} (patched into); retain model {_short(r.retain_model)}"
+        )
+        states = [state, "full", "retain"]
+    return LatentFigure(
+        name=r.measurement,
+        value=r.score,
+        reference=reference,
+        states=states,
+        layer=f"blocks {r.layers[0]}-{r.layers[-1]}, KE layers at tau={r.tau}",
+        position=f"{r.position}; prompt format {r.prompt_format}; scored {r.n_scored}/{r.n_examples}",
+    )
+
+
+def _jaccess_figure(state: str, r: JAccessResult) -> LatentFigure | None:
+    if r.jocc is None:
+        return None
+    return LatentFigure(
+        name=r.measurement,
+        value=r.jocc,
+        reference=f"original {_short(r.original_model)} and retain-only {_short(r.retain_model)} anchors (eq. 6)",
+        states=[state, "original", "retain"],
+        layer=f"band {r.layers}",
+        position=f"{r.positions}; top-{r.k}; silent probes {r.n_silent}/{r.n_probes}; unclipped",
+    )
+
+
+def _direction_figures(d: DirectionResult) -> list[LatentFigure]:
+    return [
+        LatentFigure(
+            name="direction_survival",
+            value=f.survival,
+            reference=f"never-modified control {_short(d.reference)}",
+            states=[f.state, "installed", "never_modified"],
+            layer=f.layer,
+            position=f.position,
+        )
+        for f in d.figures
+        if f.role != "installed"
+    ]
+
+
+def _control_text(name: str, figures: list[LatentFigure]) -> str:
+    parts = [f"{f.states[0]} {f.layer}/{f.position}: {f.value:.3f}" for f in figures]
+    return f"{name} control figures: " + "; ".join(parts)
+
+
+def latent_block(
+    *,
+    uds: StateResults | None = None,
+    jaccess: StateResults | None = None,
+    direction: DirectionResult | None = None,
+) -> LatentBlock:
+    """Build the non-adjudicating latent block; C-H7(b) fields on every figure, C-H7(c) in the statement."""
+    figures: list[LatentFigure] = []
+    with_controls: list[str] = []
+    without: list[str] = []
+    texts: list[str] = []
+    for label, group in (("UDS", uds), ("J-Access", jaccess)):
+        if group is None:
+            continue
+        mine: list[LatentFigure] = []
+        controls: list[LatentFigure] = []
+        for state, r in group.results.items():
+            fig = _uds_figure(state, r) if isinstance(r, UDSResult) else _jaccess_figure(state, r)
+            if fig is None:
+                continue
+            mine.append(fig)
+            if group.roles.get(state) in CONTROL_ROLES:
+                controls.append(fig)
+        figures += mine
+        if mine:
+            (with_controls if group.controls_run() else without).append(label)
+            if group.controls_run():
+                texts.append(_control_text(label, controls))
+    if direction is not None:
+        figs = _direction_figures(direction)
+        figures += figs
+        if direction.controls_run:
+            with_controls.append("direction survival")
+            controls = [
+                f
+                for f, s in zip(figs, [x for x in direction.figures if x.role != "installed"], strict=True)
+                if s.role in CONTROL_ROLES
+            ]
+            texts.append(_control_text("direction survival", controls))
+        else:
+            without.append("direction survival")
+    if without:
+        these = "its" if len(without) == 1 else "their"
+        texts.append(NOT_RUN.format(names=", ".join(without), these=these))
+    if not figures:
+        texts.append("No latent figure was produced.")
+    return LatentBlock(
+        controls_run=bool(with_controls) and not without,
+        controls_statement=" ".join(texts) + " Latent figures are non-adjudicating (C-H6).",
+        figures=figures,
+    )
+
+
+__all__ = ["NOT_RUN", "StateResults", "latent_block"]

@@ -1,0 +1,85 @@
+"""Content-addressed cache for audit intermediates (UDS stage 1, fitted Jacobian lenses).
+
+The key is the sha256 of the canonical JSON of everything the cached value depends on (model weight digests,
+examples as ids, layers, τ, prompt format, …), so a stale entry can never be read back for changed inputs
+(algorithms.md §1.5: the reference keys its S1 cache on a config digest; we key on content, not on names).
+JSON values are written atomically; tensors go to safetensors (never pickle).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def digest_inputs(inputs: Any) -> str:
+    """sha256 of the canonical JSON of ``inputs`` (sorted keys, no whitespace)."""
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def model_digest(model: Any, given: str | None = None) -> str:
+    """The weights digest of ``model``: ``given`` (e.g. ``ModelIdentity.digest``) or the in-memory state dict's."""
+    if given:
+        return given
+    from remnant.models.identity import weights_digest_of
+
+    return weights_digest_of(model)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class DigestCache:
+    """A directory of ``KIND/KEY.json`` and ``KIND/KEY.safetensors`` entries."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def _path(self, kind: str, key: str, suffix: str) -> Path:
+        return self.root / kind / f"{key}{suffix}"
+
+    def get_json(self, kind: str, key: str) -> Any | None:
+        path = self._path(kind, key, ".json")
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def put_json(self, kind: str, key: str, value: Any) -> Path:
+        path = self._path(kind, key, ".json")
+        _atomic_write(path, json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
+        return path
+
+    def get_tensors(self, kind: str, key: str) -> dict[str, Any] | None:
+        path = self._path(kind, key, ".safetensors")
+        if not path.is_file():
+            return None
+        from safetensors.torch import load_file
+
+        return dict(load_file(str(path)))
+
+    def put_tensors(self, kind: str, key: str, tensors: dict[str, Any], meta: dict[str, str]) -> Path:
+        from safetensors.torch import save
+
+        path = self._path(kind, key, ".safetensors")
+        data = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+        _atomic_write(path, save(data, metadata=meta))
+        return path
+
+
+__all__ = ["DigestCache", "digest_inputs", "model_digest"]

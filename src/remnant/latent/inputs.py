@@ -1,0 +1,157 @@
+"""Entity-span examples for patching audits: prompt, reference and positions built as UDS builds them.
+
+algorithms.md §1.3 [V]: the prompt is ``"Question: {question}\\nAnswer: {prefix}"`` tokenised with special tokens
+(BOS where the tokenizer adds one); the reference is the answer with the prefix stripped, given a leading space
+when neither side has whitespace at the boundary, and tokenised *separately* without special tokens; the input is
+``prompt_ids + ref_ids`` (no re-tokenisation across the boundary). The entity span inside ``ref_ids`` comes from
+fast-tokenizer offsets (the entity, then its stripped form, then ``" " + entity``); it covers every token
+overlapping the entity's characters. With ``start = len(prompt_ids) - 1`` the scored and patched positions are
+``[start + span_start, start + span_end)``: the last token before the entity and every entity token but the last.
+
+The ``chat`` format (our addition, recorded in every result) renders the question through the model's chat
+template with the prefix as an assistant-turn prefill (``remnant.models.prompts``), for states installed in chat
+form; the ``raw`` format is the reference's and the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from remnant.models.prompts import PromptFormat, render_prompt_ids
+
+PromptStyle = Literal["raw", "chat"]
+
+
+@dataclass(frozen=True)
+class EntityExample:
+    """One question whose answer names an entity (UDS record fields idx/question/answer/prefix/entity)."""
+
+    idx: str
+    question: str
+    answer: str
+    prefix: str
+    entity: str
+
+
+@dataclass(frozen=True)
+class EncodedExample:
+    """An example as ids with its scored/patched window ``[eval_start, eval_end)``."""
+
+    idx: str
+    input_ids: tuple[int, ...]
+    prompt_len: int
+    span: tuple[int, int]
+
+    @property
+    def eval_start(self) -> int:
+        return self.prompt_len - 1 + self.span[0]
+
+    @property
+    def eval_end(self) -> int:
+        return self.prompt_len - 1 + self.span[1]
+
+    @property
+    def targets(self) -> tuple[int, ...]:
+        """Entity token ids, predicted by the logits at ``[eval_start, eval_end)`` (shift by one)."""
+        return self.input_ids[self.eval_start + 1 : self.eval_end + 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "idx": self.idx,
+            "input_ids": list(self.input_ids),
+            "prompt_len": self.prompt_len,
+            "span": list(self.span),
+        }
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Encoded examples plus the ids of those skipped because the entity span was not found (§1.3)."""
+
+    examples: tuple[EncodedExample, ...]
+    skipped: tuple[str, ...]
+    style: PromptStyle
+
+
+def _prompt(tokenizer: Any, ex: EntityExample, style: PromptStyle) -> tuple[list[int], str]:
+    if style == "raw":
+        text = f"Question: {ex.question}\nAnswer:" + (f" {ex.prefix}" if ex.prefix else "")
+        return list(tokenizer(text, add_special_tokens=True)["input_ids"]), text
+    ids = render_prompt_ids(tokenizer, ex.question, PromptFormat("chat"), prefill=ex.prefix or None)
+    return ids, tokenizer.decode(ids)
+
+
+def reference_text(ex: EntityExample, prompt_text: str) -> str:
+    """The answer with the prefix stripped, with a boundary space where neither side has one (§1.3)."""
+    ref = ex.answer[len(ex.prefix) :] if ex.prefix and ex.answer.startswith(ex.prefix) else ex.answer
+    if ref and not ref[0].isspace() and prompt_text and not prompt_text[-1].isspace():
+        ref = " " + ref
+    return ref
+
+
+def _span(tokenizer: Any, reference: str, entity: str) -> tuple[list[int], tuple[int, int] | None]:
+    enc = tokenizer(reference, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])
+    for candidate in (entity, entity.strip(), " " + entity):
+        at = reference.find(candidate) if candidate else -1
+        if at < 0:
+            continue
+        c0, c1 = at, at + len(candidate)
+        hit = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < c1 and b > c0]
+        if hit:
+            return ids, (min(hit), max(hit) + 1)
+    return ids, None
+
+
+def encode_example(tokenizer: Any, ex: EntityExample, style: PromptStyle = "raw") -> EncodedExample | None:
+    """Encode one example, or None when the entity span is not found (``entity_span_not_found``)."""
+    prompt_ids, prompt_text = _prompt(tokenizer, ex, style)
+    ref_ids, span = _span(tokenizer, reference_text(ex, prompt_text), ex.entity)
+    if span is None:
+        return None
+    return EncodedExample(ex.idx, tuple(prompt_ids + ref_ids), len(prompt_ids), span)
+
+
+def encode_examples(tokenizer: Any, examples: Iterable[EntityExample], style: PromptStyle = "raw") -> Encoded:
+    """Encode every example; the skipped ones are listed, not dropped silently (§1.3)."""
+    done: list[EncodedExample] = []
+    skipped: list[str] = []
+    for ex in examples:
+        enc = encode_example(tokenizer, ex, style)
+        if enc is None:
+            skipped.append(ex.idx)
+        else:
+            done.append(enc)
+    return Encoded(tuple(done), tuple(skipped), style)
+
+
+def examples_from_items(items: Sequence[Any]) -> list[EntityExample]:
+    """Entity examples from pack fact items: the entity is the first accepted answer, the prefix what precedes it.
+
+    Pack answers are templated (``"X works for Y."`` or the bare value), so the prefix is exact rather than the
+    LLM-proposed, hand-reviewed prefix of the reference (§1.2). Items whose answer does not contain an accepted
+    value are left out.
+    """
+    out: list[EntityExample] = []
+    for it in items:
+        values = [v for v in getattr(it, "accepted", []) if v and v in it.answer]
+        if not values:
+            continue
+        value = values[0]
+        prefix = it.answer[: it.answer.index(value)].rstrip()
+        out.append(EntityExample(it.id, it.question, it.answer, prefix, value))
+    return out
+
+
+__all__ = [
+    "Encoded",
+    "EncodedExample",
+    "EntityExample",
+    "PromptStyle",
+    "encode_example",
+    "encode_examples",
+    "examples_from_items",
+    "reference_text",
+]

@@ -1,0 +1,311 @@
+"""J-Access (Liu et al., arXiv 2608.11408; seeds/002 eqs. 3–6) and its logit-lens comparator. Non-adjudicating.
+
+Per probe ``x_i`` (a query that implicates a forget-set entity without containing the answer) with concept tokens
+``C_i``: the lens readout ``z_{l,p}`` at every layer of the workspace band ``B`` and readout position ``P``;
+access ``a_i = 1[∃ l∈B, p∈P, t∈C_i : rank_t(z_{l,p}) ≤ k]`` (eq. 3); the behaviourally silent probes
+``I(θ) = {i : θ emits no token of C_i}`` (eq. 4, greedy continuation); the raw access rate ``A_k(φ; I)`` (eq. 5);
+and ``JOcc(θ) = (A(θ; I(θ)) − A(θ_g; I(θ))) / (A(θ_0; I(θ)) − A(θ_g; I(θ)))`` with both anchors read on the
+*audited* model's silent subset, reported unclipped (eq. 6) and, beside it, clipped to [0, 1].
+
+Each model is read through its own fitted lens (algorithms.md §2.5); ``lens=None`` is the logit lens (J = I),
+the paper's comparator. Defaults where the paper defers to its appendix are ours [R]: k = 10, the band
+25–90 % of depth (restricted to the lens's source layers), the last 8 prompt positions, first token of the full
+name and of each name piece with leading-space variants, minus tokens that occur in the prompt, stop words
+and digit-only tokens.
+
+J-Access is a measurement only: everything here runs without gradients, and it is deliberately not offered as a
+loss (seeds/002 Test 3: minimising it teaches the model to hide knowledge from the audit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from remnant.latent.cache import model_digest
+from remnant.latent.jacobian_lens import JacobianLens, readout
+from remnant.models.arch import resolve_parts
+from remnant.models.hooks import capture_blocks
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "and",
+        "or",
+        "is",
+        "was",
+        "are",
+        "be",
+        "by",
+        "with",
+        "from",
+        "as",
+        "it",
+        "he",
+        "she",
+        "they",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One audit probe: prompt ids (no answer) and the concept token set C_i."""
+
+    idx: str
+    prompt_ids: tuple[int, ...]
+    concept_ids: frozenset[int]
+
+
+def concept_token_ids(
+    tokenizer: Any, names: Sequence[str], prompt_ids: Sequence[int], *, all_tokens: bool = False
+) -> frozenset[int]:
+    """Identity-level C_i: first token (or all tokens) of each name and name piece, with a leading-space variant."""
+    pieces: list[str] = []
+    for name in names:
+        pieces += [name, *name.split()]
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    in_prompt = set(prompt_ids)
+    out: set[int] = set()
+    for piece in dict.fromkeys(pieces):
+        for variant in (piece, " " + piece):
+            ids = list(tokenizer(variant, add_special_tokens=False)["input_ids"])
+            for tid in ids if all_tokens else ids[:1]:
+                text = tokenizer.decode([tid]).strip()
+                if tid in special or tid in in_prompt or not text or text.isdigit():
+                    continue
+                if text.lower() in STOP_WORDS:
+                    continue
+                out.add(int(tid))
+    return frozenset(out)
+
+
+def make_probe(tokenizer: Any, idx: str, prompt_ids: Sequence[int], names: Sequence[str]) -> Probe:
+    """A probe whose concept set is the names' tokens, minus any that the prompt itself contains."""
+    return Probe(idx, tuple(prompt_ids), concept_token_ids(tokenizer, names, prompt_ids))
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    """Readout settings [R defaults, seeds/002 Appendix A not available]."""
+
+    k: int = 10
+    band: tuple[float, float] = (0.25, 0.9)
+    layers: tuple[int, ...] | None = None
+    positions: int = 8
+    max_new_tokens: int = 32
+
+
+class ProbeReadout(BaseModel):
+    """One probe read through one model's lens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    idx: str = Field(description="Probe id.")
+    hit: bool = Field(
+        description="a_i^(k): some concept token in the top-k at some (layer, position) (eq. 3)."
+    )
+    best_rank: int = Field(description="Best (smallest) rank of any concept token over the band.")
+    occupancy: float = Field(description="Fraction of (layer, position) cells with a hit.")
+    emitted: bool = Field(description="The model's greedy continuation contains a concept token (eq. 4).")
+    n_concepts: int = Field(description="|C_i|.")
+
+
+class AccessReadout(BaseModel):
+    """All probes read through one model's own lens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Weights digest of the model read.")
+    lens: Literal["jacobian", "logit"] = Field(
+        description="Jacobian lens (own fitted J) or logit lens (J = I)."
+    )
+    target_layer: int | None = Field(
+        description="The Jacobian lens's target layer T (None for the logit lens)."
+    )
+    layers: list[int] = Field(description="Workspace band B (0-based block outputs).")
+    positions: str = Field(description="Readout positions P.")
+    k: int = Field(description="Top-k.")
+    probes: list[ProbeReadout] = Field(description="Per-probe readouts.")
+
+
+def band_layers(model: Any, cfg: AccessConfig, lens: JacobianLens | None) -> list[int]:
+    """Layers of the band (fractions of depth), limited to the lens's source layers when a lens is given."""
+    n = len(resolve_parts(model).blocks)
+    if cfg.layers is not None:
+        layers = list(cfg.layers)
+    else:
+        lo, hi = cfg.band
+        layers = [layer for layer in range(n) if lo * (n - 1) <= layer <= hi * (n - 1)]
+    if lens is not None:
+        layers = [layer for layer in layers if layer in lens.matrices]
+    if not layers:
+        raise ValueError("J-Access: the workspace band is empty for this model and lens")
+    return layers
+
+
+def _emitted(model: Any, tokenizer: Any, probe: Probe, max_new_tokens: int) -> bool:
+    from remnant.score.capability import generate_greedy_ids
+
+    gen = generate_greedy_ids(model, tokenizer, probe.prompt_ids, max_new_tokens=max_new_tokens)
+    return any(t in probe.concept_ids for t in gen)
+
+
+@torch.no_grad()
+def read_probe(
+    model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
+) -> tuple[bool, int, float]:
+    """(hit, best rank, occupancy) of one probe over the band and the last ``cfg.positions`` positions."""
+    ids = torch.tensor([list(probe.prompt_ids)], dtype=torch.long)
+    with capture_blocks(model, layers) as captured:
+        model(input_ids=ids)
+    n_pos = min(cfg.positions, ids.shape[1])
+    concepts = torch.tensor(sorted(probe.concept_ids), dtype=torch.long)
+    best = 1 << 30
+    cells = hits = 0
+    for layer in layers:
+        h = captured[layer][0, -n_pos:]
+        z = readout(model, h, lens.matrices[layer] if lens is not None else None)  # [P, V]
+        if concepts.numel() == 0:
+            cells += n_pos
+            continue
+        zc = z[:, concepts]  # [P, |C|]
+        ranks = 1 + (z[:, None, :] > zc[:, :, None]).sum(dim=-1)  # [P, |C|]
+        per_cell = ranks.min(dim=1).values
+        best = min(best, int(per_cell.min()))
+        hits += int((per_cell <= cfg.k).sum())
+        cells += n_pos
+    return best <= cfg.k, best, hits / cells if cells else 0.0
+
+
+def read_access(
+    model: Any,
+    tokenizer: Any,
+    probes: Sequence[Probe],
+    lens: JacobianLens | None,
+    cfg: AccessConfig | None = None,
+    *,
+    emitted: Sequence[bool] | None = None,
+    digest: str | None = None,
+) -> AccessReadout:
+    """Read every probe through ``model``'s lens (``None`` = logit lens); ``emitted`` may be given precomputed."""
+    cfg = cfg or AccessConfig()
+    layers = band_layers(model, cfg, lens)
+    rows = []
+    for i, probe in enumerate(probes):
+        hit, best, occ = read_probe(model, probe, layers, lens, cfg)
+        said = emitted[i] if emitted is not None else _emitted(model, tokenizer, probe, cfg.max_new_tokens)
+        rows.append(
+            ProbeReadout(
+                idx=probe.idx,
+                hit=hit,
+                best_rank=best,
+                occupancy=occ,
+                emitted=said,
+                n_concepts=len(probe.concept_ids),
+            )
+        )
+    return AccessReadout(
+        model=model_digest(model, digest),
+        lens="jacobian" if lens is not None else "logit",
+        target_layer=lens.target_layer if lens is not None else None,
+        layers=layers,
+        positions=f"last {cfg.positions} prompt positions",
+        k=cfg.k,
+        probes=rows,
+    )
+
+
+def silent_set(readout_: AccessReadout) -> set[str]:
+    """I(θ): probes on which the model emits no concept token (eq. 4); probes with empty C_i are left out."""
+    return {p.idx for p in readout_.probes if not p.emitted and p.n_concepts > 0}
+
+
+def raw_access(readout_: AccessReadout, subset: set[str]) -> float | None:
+    """A_k(φ; I): fraction of the subset with access (eq. 5); None for an empty subset."""
+    rows = [p for p in readout_.probes if p.idx in subset]
+    return sum(p.hit for p in rows) / len(rows) if rows else None
+
+
+class JAccessResult(BaseModel):
+    """JOcc of an audited model between the original and retain-only anchors (eq. 6)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    measurement: Literal["j_access", "logit_lens_access"] = Field(description="Jacobian lens or logit lens.")
+    jocc: float | None = Field(description="Normalised access, unclipped (eq. 6); None if the anchors tie.")
+    jocc_clipped: float | None = Field(description="The same clipped to [0, 1].")
+    access_audited: float | None = Field(description="A_k(θ; I(θ)).")
+    access_original: float | None = Field(description="A_k(θ_0; I(θ)).")
+    access_retain: float | None = Field(description="A_k(θ_g; I(θ)).")
+    n_probes: int = Field(description="Probes given.")
+    n_silent: int = Field(description="|I(θ)|: probes silent under the audited model.")
+    k: int = Field(description="Top-k.")
+    layers: list[int] = Field(description="Workspace band of the audited model's readout.")
+    positions: str = Field(description="Readout positions.")
+    audited_model: str = Field(description="Weights digest of θ.")
+    original_model: str = Field(description="Weights digest of θ_0.")
+    retain_model: str = Field(description="Weights digest of θ_g.")
+    provenance: str = Field(description="Provenance of the definition and defaults.")
+
+
+def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout) -> JAccessResult:
+    """Eq. 6 on the audited model's silent subset; both anchors evaluated on that same subset."""
+    if not audited.lens == original.lens == retain.lens:
+        raise ValueError("J-Access: all three readouts must use the same kind of lens")
+    subset = silent_set(audited)
+    a, o, r = (raw_access(x, subset) for x in (audited, original, retain))
+    jocc = None
+    if a is not None and o is not None and r is not None and o != r:
+        jocc = (a - r) / (o - r)
+    return JAccessResult(
+        measurement="j_access" if audited.lens == "jacobian" else "logit_lens_access",
+        jocc=jocc,
+        jocc_clipped=min(max(jocc, 0.0), 1.0) if jocc is not None else None,
+        access_audited=a,
+        access_original=o,
+        access_retain=r,
+        n_probes=len(audited.probes),
+        n_silent=len(subset),
+        k=audited.k,
+        layers=audited.layers,
+        positions=audited.positions,
+        audited_model=audited.model,
+        original_model=original.model,
+        retain_model=retain.model,
+        provenance="[N] eqs. 3-6 of seeds/002; [R] k, band, positions and concept filters (Appendix A unavailable)",
+    )
+
+
+__all__ = [
+    "AccessConfig",
+    "AccessReadout",
+    "JAccessResult",
+    "Probe",
+    "ProbeReadout",
+    "band_layers",
+    "concept_token_ids",
+    "j_occ",
+    "make_probe",
+    "raw_access",
+    "read_access",
+    "read_probe",
+    "silent_set",
+]

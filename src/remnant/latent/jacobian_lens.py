@@ -1,0 +1,318 @@
+"""The Jacobian lens (Gurnee et al., arXiv 2607.15495; seeds/002 eqs. 1–2; algorithms.md §2.1–§2.3).
+
+``J_l = E_{prompt, p, p' ≥ p}[∂h_T[p'] / ∂h_l[p]]``, one d×d matrix per source layer ``l < T``; readout
+``lens_l(h) = W_U · norm_final(J_l h)``. The exact estimator, per prompt: truncate to ``max_seq_len``; valid
+positions are ``[skip_first, len − 1)`` (attention sinks skipped; the last has no next token); hook the block
+outputs, making the lowest source layer's output a grad-requiring leaf so the graph starts there (parameters
+frozen); one forward on the prompt replicated ``dim_batch`` times; then ⌈d / dim_batch⌉ backward passes in which
+replica ``b`` carries a one-hot cotangent at output dimension ``i0 + b`` on every valid target position at once.
+Row ``i0 + b`` of ``J_l`` is that replica's gradient at layer ``l`` averaged over valid source positions — i.e.
+``Σ_{p' ≥ p} ∂h_T[p', i] / ∂h_l[p, :]`` averaged over ``p`` (causality removes ``p' < p``). Prompts are
+aggregated by a running mean with the convergence trace ``δ_n = mean_l ‖J̄(n) − J̄(n−1)‖_F / ‖J̄(n)‖_F``.
+
+Both the full estimator and the cheap concept-row variant are one routine, :func:`vjp_rows`: it returns
+``C · J_l`` for a matrix of cotangent rows ``C`` (identity → ``J_l``; rows ``g ⊙ W_U[t]`` → the J-lens vectors
+``v_t = J_l^T (g ⊙ W_U[t])``, |C| backward passes instead of d, enough for probe-form scores ``⟨v_t, h⟩``).
+
+The target layer defaults to the penultimate block (``L − 2``, the paper's recipe; the last block adds noisy
+artefacts) and is stored with the lens. Lenses are cached per model digest, prompt set and layer set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from remnant.errors import ConfigError
+from remnant.latent.cache import DigestCache, digest_inputs, model_digest
+from remnant.models.arch import resolve_parts
+
+LENS_KIND = "jacobian-lens"
+
+
+@dataclass(frozen=True)
+class LensConfig:
+    """Estimator settings (defaults: the reference's; ``dim_batch`` only trades memory for passes)."""
+
+    source_layers: tuple[int, ...] | None = None
+    target_layer: int | None = None
+    max_seq_len: int = 128
+    skip_first: int = 16
+    dim_batch: int = 8
+
+    def resolve(self, model: Any) -> tuple[list[int], int]:
+        n = len(resolve_parts(model).blocks)
+        target = self.target_layer if self.target_layer is not None else n - 2
+        if not 0 < target < n:
+            raise ConfigError(
+                f"jacobian lens: target_layer {target} must lie in [1, {n - 1}] (algorithms.md §2.2)"
+            )
+        sources = list(self.source_layers) if self.source_layers is not None else list(range(target))
+        if not sources or any(not 0 <= s < target for s in sources):
+            raise ConfigError(f"jacobian lens: source layers {sources} must lie below target layer {target}")
+        return sorted(set(sources)), target
+
+
+@dataclass(frozen=True)
+class JacobianLens:
+    """Fitted lens: one matrix per source layer, the target layer, and how it was fitted."""
+
+    matrices: dict[int, torch.Tensor]
+    target_layer: int
+    n_prompts: int
+    model: str
+    key: str
+    deltas: tuple[float, ...]
+
+    def transport(self, layer: int, h: torch.Tensor) -> torch.Tensor:
+        """``J_l h`` for rows ``h`` of shape [..., d]."""
+        return h.float() @ self.matrices[layer].T
+
+
+class _Stop(Exception):
+    """Raised by the target-layer hook: nothing after block T is needed."""
+
+
+def _hidden(out: Any) -> torch.Tensor:
+    hidden: torch.Tensor = out[0] if isinstance(out, tuple) else out
+    return hidden
+
+
+def _replace(out: Any, new: torch.Tensor) -> Any:
+    return (new, *out[1:]) if isinstance(out, tuple) else new
+
+
+@contextmanager
+def _frozen(model: Any) -> Iterator[None]:
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    for p, _ in flags:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
+def _forward_graph(
+    model: Any, ids: torch.Tensor, sources: Sequence[int], target: int
+) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+    """Block outputs of ``sources`` (graph from the lowest one) and of ``target``, for a [B, T] batch."""
+    blocks = resolve_parts(model).blocks
+    lowest = min(sources)
+    captured: dict[int, torch.Tensor] = {}
+    handles = []
+
+    def make(layer: int) -> Any:
+        def hook(_m: Any, _i: Any, out: Any) -> Any:
+            h = _hidden(out)
+            if layer == lowest:
+                h = h.detach().float().requires_grad_(True)
+                captured[layer] = h
+                return _replace(out, h.to(_hidden(out).dtype))
+            captured[layer] = h
+            if layer == target:
+                raise _Stop
+            return None
+
+        return hook
+
+    for layer in sorted({*sources, target}):
+        handles.append(blocks[layer].register_forward_hook(make(layer)))
+    try:
+        with torch.enable_grad():
+            model(input_ids=ids)
+    except _Stop:
+        pass
+    finally:
+        for h in handles:
+            h.remove()
+    return {s: captured[s] for s in sources}, captured[target]
+
+
+def vjp_rows(
+    model: Any,
+    ids: Sequence[int],
+    cotangents: torch.Tensor,
+    sources: Sequence[int],
+    target: int,
+    cfg: LensConfig,
+) -> dict[int, torch.Tensor] | None:
+    """``C · J_l`` on one prompt for each source layer (rows of ``C`` are cotangents over h_T's d dims).
+
+    None when the prompt has no valid position. One forward, ⌈n / dim_batch⌉ backward passes.
+    """
+    ids = list(ids)[: cfg.max_seq_len]
+    valid = list(range(cfg.skip_first, len(ids) - 1))
+    if not valid:
+        return None
+    b = cfg.dim_batch
+    batch = torch.tensor([ids], dtype=torch.long).expand(b, -1)
+    with _frozen(model):
+        states, h_t = _forward_graph(model, batch, sources, target)
+        n, d = cotangents.shape
+        out = {s: torch.zeros(n, states[s].shape[-1]) for s in sources}
+        inputs = [states[s] for s in sources]
+        for i0 in range(0, n, b):
+            rows = min(b, n - i0)
+            cot = torch.zeros(h_t.shape, dtype=h_t.dtype)
+            cot[:rows, valid, :] = cotangents[i0 : i0 + rows, None, :].to(h_t.dtype)
+            grads = torch.autograd.grad(h_t, inputs, cot, retain_graph=i0 + b < n, allow_unused=True)
+            for s, g in zip(sources, grads, strict=True):
+                if g is not None:
+                    out[s][i0 : i0 + rows] = g[:rows, valid].float().mean(dim=1)
+    return out
+
+
+def _running_mean(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    cotangents: torch.Tensor,
+    sources: list[int],
+    target: int,
+    cfg: LensConfig,
+) -> tuple[dict[int, torch.Tensor], int, list[float]]:
+    mean: dict[int, torch.Tensor] = {}
+    count = 0
+    deltas: list[float] = []
+    for ids in prompts:
+        rows = vjp_rows(model, ids, cotangents, sources, target, cfg)
+        if rows is None:
+            continue
+        count += 1
+        if not mean:
+            mean = {s: r.clone() for s, r in rows.items()}
+            continue
+        changes = []
+        for s in sources:
+            before = mean[s].clone()
+            mean[s] += (rows[s] - mean[s]) / count
+            changes.append(float(torch.linalg.norm(mean[s] - before) / (torch.linalg.norm(mean[s]) + 1e-30)))
+        deltas.append(sum(changes) / len(changes))
+    if count == 0:
+        raise ConfigError(
+            "jacobian lens: no prompt has a valid position (longer prompts or a smaller skip_first)"
+        )
+    return mean, count, deltas
+
+
+def _key(
+    digest: str, prompts: Sequence[Sequence[int]], sources: list[int], target: int, cfg: LensConfig
+) -> str:
+    return digest_inputs(
+        {
+            "kind": LENS_KIND,
+            "model": digest,
+            "prompts": [list(p)[: cfg.max_seq_len] for p in prompts],
+            "sources": sources,
+            "target": target,
+            "skip_first": cfg.skip_first,
+        }
+    )
+
+
+def fit_lens(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    cfg: LensConfig | None = None,
+    *,
+    cache_dir: Path | str | None = None,
+    digest: str | None = None,
+) -> JacobianLens:
+    """Fit (or read from the cache) the Jacobian lens of ``model`` on token-id ``prompts``."""
+    cfg = cfg or LensConfig()
+    sources, target = cfg.resolve(model)
+    mdigest = model_digest(model, digest)
+    key = _key(mdigest, prompts, sources, target, cfg)
+    cache = DigestCache(cache_dir) if cache_dir is not None else None
+    if cache is not None:
+        tensors = cache.get_tensors(LENS_KIND, key)
+        meta = cache.get_json(LENS_KIND, key)
+        if tensors is not None and meta is not None:
+            mats = {s: tensors[f"J.{s}"] for s in sources}
+            return JacobianLens(mats, target, int(meta["n_prompts"]), mdigest, key, tuple(meta["deltas"]))
+    d = _hidden_size(model, 0)
+    if d <= 0:
+        raise ConfigError("jacobian lens: cannot read the hidden size from the model config")
+    mats, count, deltas = _running_mean(model, prompts, torch.eye(d), sources, target, cfg)
+    lens = JacobianLens(mats, target, count, mdigest, key, tuple(deltas))
+    if cache is not None:
+        cache.put_tensors(LENS_KIND, key, {f"J.{s}": m for s, m in mats.items()}, {"target": str(target)})
+        cache.put_json(
+            LENS_KIND, key, {"n_prompts": count, "deltas": deltas, "target": target, "sources": sources}
+        )
+    return lens
+
+
+def _hidden_size(model: Any, fallback: int) -> int:
+    config = getattr(model, "config", None)
+    text = getattr(config, "text_config", None) or config
+    for name in ("hidden_size", "n_embd", "d_model"):
+        value = getattr(text, name, None)
+        if isinstance(value, int):
+            return value
+    return fallback
+
+
+def norm_gain(model: Any) -> torch.Tensor:
+    """The final norm's effective per-dimension gain g (RMSNorm: norm(1) = g, including Gemma's 1 + w)."""
+    norm = resolve_parts(model).final_norm
+    weight = getattr(norm, "weight", None)
+    if getattr(norm, "bias", None) is not None and weight is not None:
+        gain: torch.Tensor = weight.detach().float()  # LayerNorm: the gain is the weight
+        return gain
+    d = _hidden_size(model, int(weight.shape[0]) if weight is not None else 0)
+    with torch.no_grad():
+        gain = norm(torch.ones(1, d, dtype=next(model.parameters()).dtype))[0].float()
+    return gain
+
+
+def unembed_rows(model: Any, token_ids: Sequence[int]) -> torch.Tensor:
+    """Rows of the unembedding for ``token_ids``, shape [n, d]."""
+    weight: torch.Tensor = resolve_parts(model).unembed.weight  # type: ignore[assignment]
+    rows: torch.Tensor = weight[list(token_ids)].detach().float()
+    return rows
+
+
+def concept_rows(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    token_ids: Sequence[int],
+    cfg: LensConfig | None = None,
+) -> dict[int, torch.Tensor]:
+    """J-lens vectors ``v_t = J_l^T (g ⊙ W_U[t])`` for ``token_ids``, averaged over prompts: {layer: [n, d]}."""
+    cfg = cfg or LensConfig()
+    sources, target = cfg.resolve(model)
+    cot = unembed_rows(model, token_ids) * norm_gain(model)[None, :]
+    rows, _, _ = _running_mean(model, prompts, cot, sources, target, cfg)
+    return rows
+
+
+@torch.no_grad()
+def readout(model: Any, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
+    """Vocabulary logits ``W_U · norm_final(J h)`` for rows ``h`` [n, d]; ``matrix=None`` is the logit lens.
+
+    A final-logit softcap (Gemma) is monotonic, so it is not applied: ranks are unchanged.
+    """
+    parts = resolve_parts(model)
+    dtype = next(model.parameters()).dtype
+    x = h.float() @ matrix.float().T if matrix is not None else h.float()
+    logits: torch.Tensor = parts.unembed(parts.final_norm(x.to(dtype))).float()
+    return logits
+
+
+__all__ = [
+    "JacobianLens",
+    "LensConfig",
+    "concept_rows",
+    "fit_lens",
+    "norm_gain",
+    "readout",
+    "unembed_rows",
+    "vjp_rows",
+]

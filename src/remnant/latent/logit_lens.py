@@ -1,0 +1,95 @@
+"""Logit lens (J = I): the comparator of J-Access and the UDS paper's logit-lens baseline. Non-adjudicating.
+
+Readout ``lm_head(final_norm(h_l))`` with ``h_l`` a block output from hooks (for the last block the pre-norm
+state, so the norm is applied once; algorithms.md §2.6). The J-Access comparator is
+``remnant.latent.jaccess.read_access(..., lens=None)``.
+
+The UDS paper's baseline (algorithms.md §1.9 [V]): ``k_{m,l}`` is the mean entity log-prob obtained by decoding
+model m's layer-l states on the entity window through the **full** model's norm and unembedding;
+``d_ret = k_full − k_ret``, ``d_unl = k_full − k_unl``, aggregated exactly as UDS (τ filter on d_ret, clipped
+ratio, d_ret-weighted). It is observational: a rotated but intact representation reads as erased (seeds/000 §5.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from remnant.latent.cache import model_digest
+from remnant.latent.inputs import EncodedExample, EntityExample, encode_examples
+from remnant.latent.uds import POSITION, UDSConfig, UDSExampleResult, UDSResult, aggregate_example
+from remnant.models.arch import resolve_parts
+from remnant.models.hooks import capture_blocks
+
+
+@torch.no_grad()
+def layer_logprobs(decoder: Any, model: Any, ex: EncodedExample, layers: Sequence[int]) -> list[float]:
+    """Per layer: mean entity log-prob of ``model``'s block outputs decoded through ``decoder``'s norm and head."""
+    parts = resolve_parts(decoder)
+    ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
+    with capture_blocks(model, layers) as captured:
+        model(input_ids=ids)
+    target = torch.tensor(ex.targets, dtype=torch.long)
+    out = []
+    for layer in layers:
+        h = captured[layer][0, ex.eval_start : ex.eval_end]
+        logits = parts.unembed(parts.final_norm(h.to(next(decoder.parameters()).dtype))).float()
+        out.append(float(torch.log_softmax(logits, -1).gather(-1, target[:, None]).mean()))
+    return out
+
+
+def logit_lens_uds(
+    full: Any,
+    retain: Any,
+    unlearned: Any,
+    tokenizer: Any,
+    examples: Sequence[EntityExample],
+    cfg: UDSConfig | None = None,
+) -> UDSResult:
+    """The §1.9 logit-lens baseline on the UDS examples and aggregation (decoder: the full model's)."""
+    cfg = cfg or UDSConfig()
+    encoded = encode_examples(tokenizer, examples, cfg.prompt_format)
+    layers = cfg.resolve_layers(full)
+    rows: list[UDSExampleResult] = []
+    for ex in encoded.examples:
+        k_full, k_ret, k_unl = (layer_logprobs(full, m, ex, layers) for m in (full, retain, unlearned))
+        d_ret = [a - b for a, b in zip(k_full, k_ret, strict=True)]
+        d_unl = [a - b for a, b in zip(k_full, k_unl, strict=True)]
+        rows.append(
+            UDSExampleResult(
+                idx=ex.idx,
+                full_score=k_full[-1],
+                d1=d_ret,
+                d2=d_unl,
+                ke_layers=[layers[j] for j, v in enumerate(d_ret) if v > cfg.tau],
+                uds=aggregate_example(d_ret, d_unl, cfg.tau),
+            )
+        )
+    scored = [r.uds for r in rows if r.uds is not None]
+    n_total = len(rows) + len(encoded.skipped)
+    return UDSResult(
+        measurement="logit_lens_uds",
+        score=sum(scored) / len(scored) if scored else None,
+        n_examples=n_total,
+        n_scored=len(scored),
+        n_no_ke=len(rows) - len(scored),
+        n_span_not_found=len(encoded.skipped),
+        coverage=len(scored) / n_total if n_total else 0.0,
+        layers=layers,
+        tau=cfg.tau,
+        prompt_format=encoded.style,
+        uds_compat=False,
+        position=POSITION,
+        target_model=model_digest(full),
+        retain_model=model_digest(retain),
+        source_model=model_digest(unlearned),
+        stage1_key=None,
+        layer_mean_ler=[None] * len(layers),
+        examples=rows,
+        provenance="[V] logit-lens baseline of the UDS meta-evaluation (algorithms.md §1.9): full model's decoder",
+    )
+
+
+__all__ = ["layer_logprobs", "logit_lens_uds"]

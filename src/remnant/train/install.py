@@ -1,0 +1,146 @@
+"""Installation (R2): fine-tune the control on the install split until the target is present to a declared level.
+
+Capability on the installed items is the teacher-forced greedy match κ (``remnant.score.capability``), scored
+before training (the control's κ, which R5 wants near zero) and at the end of every epoch; training stops once
+κ reaches ``target`` or the epoch budget runs out. The result records the strength reached (κ, k/n, epochs,
+steps) so the target's presence and extent are known before removal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from remnant.models.prompts import PromptFormat, encode_pair
+from remnant.train.loop import (
+    CheckpointPoint,
+    LoraSpec,
+    TrainConfig,
+    TrainOutcome,
+    merge_lora,
+    prepare_model,
+    train,
+)
+from remnant.train.methods.base import QA
+from remnant.train.objectives import PairsObjective
+from remnant.train.removal import pad_id
+
+
+@dataclass(frozen=True)
+class InstallSpec:
+    """The declared installation recipe and stopping level (fixed before the run, R14)."""
+
+    target: float = 0.9
+    max_epochs: int = 20
+    lr: float = 1e-4
+    batch_size: int = 8
+    grad_accum: int = 1
+    weight_decay: float = 0.0
+    warmup_epochs: float = 0.0
+    schedule: str = "constant"
+    max_grad_norm: float | None = 1.0
+    bf16: bool = False
+    lora: LoraSpec | None = None
+    trainable: tuple[str, ...] | None = None
+
+    def train_config(self, seed: int, progress: bool) -> TrainConfig:
+        return TrainConfig(
+            lr=self.lr,
+            epochs=float(self.max_epochs),
+            batch_size=self.batch_size,
+            grad_accum=self.grad_accum,
+            weight_decay=self.weight_decay,
+            warmup_epochs=self.warmup_epochs,
+            schedule=self.schedule,
+            max_grad_norm=self.max_grad_norm,
+            bf16=self.bf16,
+            lora=self.lora,
+            trainable=self.trainable,
+            score_at_start=True,
+            seed=seed,
+            progress=progress,
+            desc="install",
+        )
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """Strength reached (R2): κ on the installed items, the control's κ before training, epochs and steps."""
+
+    reached: bool
+    target: float
+    kappa: float
+    k: int
+    n: int
+    control_kappa: float
+    epochs: float
+    steps: int
+    curve: tuple[tuple[float, float], ...]
+    outcome: TrainOutcome
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["outcome"] = self.outcome.to_dict()
+        return d
+
+
+def install(
+    model: Any,
+    tokenizer: Any,
+    items: Sequence[QA],
+    spec: InstallSpec,
+    *,
+    seed: int,
+    fmt: PromptFormat | None = None,
+    score_batch_size: int = 32,
+    progress: bool = False,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+) -> tuple[Any, InstallResult]:
+    """Install ``items`` into ``model`` (in place; LoRA merged) and return it with the strength reached."""
+    from remnant.score.capability import greedy_match
+
+    fmt = fmt or PromptFormat.for_tokenizer(tokenizer)
+    pairs = [encode_pair(tokenizer, q.question, q.answer, fmt) for q in items]
+
+    def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
+        hits = greedy_match(m, pairs, batch_size=score_batch_size)
+        kappa = sum(hits) / len(hits)
+        return {
+            "k": sum(hits),
+            "n": len(hits),
+            "kappa": kappa,
+            "stop": point.step > 0 and kappa >= spec.target,
+        }
+
+    wrapped = prepare_model(model, spec.train_config(seed, progress))
+    outcome = train(
+        wrapped,
+        PairsObjective(pairs, pad_id(tokenizer)),
+        spec.train_config(seed, progress),
+        on_checkpoint=on_checkpoint,
+        checkpoint_dir=checkpoint_dir,
+        resume=resume,
+    )
+    model = merge_lora(wrapped)
+    model.eval()
+    curve = tuple((c.epoch, float(c.scores["kappa"])) for c in outcome.checkpoints)
+    last = outcome.checkpoints[-1].scores if outcome.checkpoints else {"k": 0, "n": len(pairs), "kappa": 0.0}
+    result = InstallResult(
+        reached=float(last["kappa"]) >= spec.target and not outcome.diverged,
+        target=spec.target,
+        kappa=float(last["kappa"]),
+        k=int(last["k"]),
+        n=int(last["n"]),
+        control_kappa=curve[0][1] if curve else 0.0,
+        epochs=outcome.epochs_done,
+        steps=outcome.steps,
+        curve=curve,
+        outcome=outcome,
+    )
+    return model, result
+
+
+__all__ = ["InstallResult", "InstallSpec", "install"]

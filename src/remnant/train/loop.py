@@ -1,0 +1,434 @@
+"""The one training loop: install, removal, retraining and relearning all run through :func:`train`.
+
+* Answer-only loss: objectives see right-padded batches with labels masked on the prompt (``encode_pair``).
+* Full fine-tuning, a subset of parameters (``trainable`` regexes) or LoRA (peft; A matrices re-drawn from the
+  run's generator so adapters are reproducible).
+* AdamW; linear / cosine / constant schedule with warmup, computed from the step number (no scheduler object,
+  so resuming needs no scheduler state); gradient accumulation; optional bf16 autocast on CPU.
+* Deterministic for a seed without global seeding: the data order of epoch ``e`` is a permutation from a
+  generator seeded by ``derive_seed(seed, "order", e)``; anything else random (retain sampling, alternates)
+  draws from one sampling generator whose state is checkpointed. The model runs in eval mode while training
+  because dropout would draw from the global RNG (the models used here have dropout 0 anyway).
+* Checkpoints at declared positions (in epochs, e.g. 0.25 inside the first epoch: C-W3), at every epoch end and
+  at the end; ``on_checkpoint(model, point)`` receives the model at each so relearning can score it. A reply
+  mapping with ``"stop": True`` ends the run early (installation stops at its declared level, R2).
+* Resumable: with ``checkpoint_dir`` the trainable weights (safetensors), optimizer state and sampling-generator
+  state (``torch.save`` of tensors, loaded with ``weights_only=True``) and a JSON state are written at each
+  checkpoint; ``resume=True`` continues from the last one and reaches bitwise the same weights.
+* Divergence (Annex B.6): a non-finite loss or gradient, or a loss above ``divergence_factor × max(|initial|, 1)``,
+  stops the run and returns a *diverged* outcome with the step and reason (no exception unless asked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import torch
+
+from remnant.errors import ConfigError, DivergedError
+
+if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
+    from remnant.train.methods.base import LossTerms
+
+Status = Literal["completed", "stopped", "diverged"]
+
+
+def derive_seed(seed: int, *parts: object) -> int:
+    """A 63-bit seed for one purpose (stage, epoch, item) derived from the run seed (DESIGN §1)."""
+    text = ":".join([str(seed), *map(str, parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & (2**63 - 1)
+
+
+def make_generator(seed: int, *parts: object) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with :func:`derive_seed` (never the global RNG)."""
+    return torch.Generator().manual_seed(derive_seed(seed, *parts))
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    """LoRA adapters (peft). ``targets="all-linear"`` adapts every linear layer but the output head."""
+
+    rank: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.0
+    targets: str | tuple[str, ...] = "all-linear"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a run (with the data and the starting weights)."""
+
+    lr: float = 1e-5
+    epochs: float = 1.0
+    batch_size: int = 8
+    grad_accum: int = 1
+    weight_decay: float = 0.0
+    warmup_epochs: float = 0.0
+    schedule: str = "linear"
+    max_grad_norm: float | None = 1.0
+    bf16: bool = False
+    lora: LoraSpec | None = None
+    trainable: tuple[str, ...] | None = None
+    checkpoint_epochs: tuple[float, ...] = ()
+    score_at_start: bool = False
+    save_every: int | None = None
+    divergence_factor: float = 20.0
+    seed: int = 0
+    progress: bool = True
+    desc: str = "train"
+
+    def __post_init__(self) -> None:
+        if self.schedule not in ("linear", "cosine", "constant"):
+            raise ConfigError(f"train: schedule must be linear, cosine or constant, not {self.schedule!r}")
+        if self.batch_size < 1 or self.grad_accum < 1 or self.epochs <= 0:
+            raise ConfigError("train: batch_size and grad_accum must be >= 1 and epochs > 0")
+        if any(f <= 0 for f in self.checkpoint_epochs):
+            raise ConfigError("train: checkpoint positions are epochs > 0 (use score_at_start for step 0)")
+
+    def fingerprint(self) -> str:
+        """What must match for a resume: everything except display settings."""
+        d = asdict(self)
+        for k in ("progress", "desc", "save_every"):
+            d.pop(k)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Objective(Protocol):
+    """A training objective over ``n`` anchor examples (an epoch is one pass over them)."""
+
+    n: int
+
+    def __call__(self, model: Any, indices: Sequence[int], generator: torch.Generator) -> LossTerms: ...
+
+
+@dataclass(frozen=True)
+class CheckpointPoint:
+    """Where a checkpoint falls: optimizer step, position in epochs, and the loss of the last step."""
+
+    step: int
+    epoch: float
+    loss: float | None
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """A checkpoint and what the callback measured there (JSON-ready values)."""
+
+    step: int
+    epoch: float
+    loss: float | None
+    scores: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    """How a run ended. ``status`` is completed, stopped (a checkpoint reply asked to) or diverged."""
+
+    status: Status
+    steps: int
+    total_steps: int
+    steps_per_epoch: int
+    losses: tuple[float, ...]
+    initial_loss: float | None
+    checkpoints: tuple[CheckpointRecord, ...]
+    diverged_step: int | None = None
+    reason: str | None = None
+    resumed_from: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def diverged(self) -> bool:
+        return self.status == "diverged"
+
+    @property
+    def epochs_done(self) -> float:
+        return self.steps / self.steps_per_epoch if self.steps_per_epoch else 0.0
+
+    def raise_if_diverged(self) -> None:
+        if self.diverged:
+            raise DivergedError(
+                f"training diverged at step {self.diverged_step}: {self.reason}",
+                step=int(self.diverged_step or 0),
+                reason=str(self.reason),
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["epochs_done"] = self.epochs_done
+        return d
+
+
+CheckpointCallback = Callable[[Any, CheckpointPoint], Mapping[str, Any] | None]
+StepCallback = Callable[[int, float], None]
+
+
+def prepare_model(model: Any, config: TrainConfig) -> Any:
+    """Apply LoRA or the ``trainable`` selection; returns the model to train (peft-wrapped for LoRA)."""
+    if config.lora is not None:
+        from peft import LoraConfig, get_peft_model
+
+        targets = config.lora.targets if isinstance(config.lora.targets, str) else list(config.lora.targets)
+        peft_model = get_peft_model(
+            model,
+            LoraConfig(
+                r=config.lora.rank,
+                lora_alpha=config.lora.alpha,  # type: ignore[arg-type]  # peft annotates int, accepts float
+                lora_dropout=config.lora.dropout,
+                target_modules=targets,
+            ),
+        )
+        gen = make_generator(config.seed, "lora-init")
+        with torch.no_grad():
+            for name, p in sorted(peft_model.named_parameters()):
+                if "lora_A" in name:  # peft draws these from the global RNG; redraw them from ours
+                    torch.nn.init.kaiming_uniform_(p, a=math.sqrt(5), generator=gen)
+        return peft_model
+    if config.trainable is None:
+        for p in model.parameters():  # full fine-tuning: undo any earlier partial selection
+            p.requires_grad_(True)
+    else:
+        patterns = [re.compile(p) for p in config.trainable]
+        chosen = 0
+        for name, p in model.named_parameters():
+            p.requires_grad_(any(pt.search(name) for pt in patterns))
+            chosen += int(p.requires_grad)
+        if chosen == 0:
+            raise ConfigError(f"train: no parameter matches trainable={list(config.trainable)}")
+    return model
+
+
+def merge_lora(model: Any) -> Any:
+    """The plain model with LoRA adapters merged in (a no-op for models without adapters)."""
+    return model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
+
+
+def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
+    """Learning-rate multiplier at optimizer step ``step`` (0-based), HF-style warmup then decay."""
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup  # first step is not wasted at lr 0
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup) / max(1, total - warmup)
+    if schedule == "linear":
+        return max(0.0, 1.0 - progress)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def checkpoint_steps(config: TrainConfig, steps_per_epoch: int, total: int) -> list[int]:
+    """Declared positions (epochs → steps, at least 1), every epoch end, and the last step."""
+    steps = {min(total, max(1, round(f * steps_per_epoch))) for f in config.checkpoint_epochs}
+    steps |= {min(total, k * steps_per_epoch) for k in range(1, math.ceil(config.epochs) + 1)}
+    steps.add(total)
+    if config.score_at_start:
+        steps.add(0)
+    return sorted(steps)
+
+
+def _trainable(model: Any) -> list[tuple[str, torch.nn.Parameter]]:
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def _save_state(
+    folder: Path,
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    gen: torch.Generator,
+    meta: dict[str, Any],
+) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".last.", dir=folder))
+    try:
+        save_file(
+            {n: p.detach().contiguous().clone() for n, p in _trainable(model)}, tmp / "weights.safetensors"
+        )
+        torch.save({"optimizer": optimizer.state_dict(), "generator": gen.get_state()}, tmp / "optim.pt")
+        (tmp / "state.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
+        for f in tmp.iterdir():
+            with f.open("rb") as fh:
+                os.fsync(fh.fileno())
+        last = folder / "last"
+        old = folder / ".last.old"
+        if last.exists():
+            os.replace(last, old)
+        os.replace(tmp, last)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _load_state(
+    folder: Path, model: Any, optimizer: torch.optim.Optimizer, gen: torch.Generator
+) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    last = folder / "last"
+    weights = load_file(str(last / "weights.safetensors"))
+    with torch.no_grad():
+        for n, p in _trainable(model):
+            if n not in weights:
+                raise ConfigError(f"{last}: checkpoint lacks parameter {n!r}; it belongs to another run")
+            p.copy_(weights[n])
+    blob = torch.load(last / "optim.pt", weights_only=True)
+    optimizer.load_state_dict(blob["optimizer"])
+    gen.set_state(blob["generator"])
+    meta: dict[str, Any] = json.loads((last / "state.json").read_text(encoding="utf-8"))
+    return meta
+
+
+def train(
+    model: Any,
+    objective: Objective,
+    config: TrainConfig,
+    *,
+    on_checkpoint: CheckpointCallback | None = None,
+    on_step: StepCallback | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume: bool = False,
+) -> TrainOutcome:
+    """Train ``model`` in place (call :func:`prepare_model` first for LoRA / partial training).
+
+    ``on_step(step, loss)`` runs after each optimizer step (a test may raise from it to simulate a kill).
+    With ``resume=True`` and a saved state in ``checkpoint_dir``, training continues from it; the config
+    fingerprint must match.
+    """
+    started = time.perf_counter()
+    n = objective.n
+    if n < 1:
+        raise ConfigError("train: the objective has no examples")
+    per_step = config.batch_size * config.grad_accum
+    steps_per_epoch = math.ceil(n / per_step)
+    total = math.ceil(config.epochs * steps_per_epoch)
+    warmup = round(config.warmup_epochs * steps_per_epoch)
+    ckpts = checkpoint_steps(config, steps_per_epoch, total)
+    params = [p for _, p in _trainable(model)]
+    if not params:
+        raise ConfigError("train: the model has no trainable parameters")
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, foreach=False)
+    gen = make_generator(config.seed, "sample")
+    folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    step, losses, records = 0, [], []
+    initial: float | None = None
+    resumed_from: int | None = None
+    if resume and folder is not None and (folder / "last" / "state.json").exists():
+        meta = _load_state(folder, model, optimizer, gen)
+        if meta["fingerprint"] != config.fingerprint():
+            raise ConfigError(f"{folder}: saved run has a different training config; cannot resume it")
+        step, losses, initial = int(meta["step"]), list(meta["losses"]), meta["initial_loss"]
+        records = [CheckpointRecord(**r) for r in meta["records"]]
+        resumed_from = step
+    model.eval()
+
+    def save() -> None:
+        if folder is None:
+            return
+        meta = {
+            "fingerprint": config.fingerprint(),
+            "step": step,
+            "losses": losses,
+            "initial_loss": initial,
+            "records": [asdict(r) for r in records],
+        }
+        _save_state(folder, model, optimizer, gen, meta)
+
+    def checkpoint() -> bool:
+        point = CheckpointPoint(step=step, epoch=step / steps_per_epoch, loss=losses[-1] if losses else None)
+        reply = dict(on_checkpoint(model, point) or {}) if on_checkpoint is not None else {}
+        stop = bool(reply.pop("stop", False))
+        records.append(CheckpointRecord(point.step, point.epoch, point.loss, reply))
+        save()
+        return stop
+
+    def outcome(status: Status, div_step: int | None = None, reason: str | None = None) -> TrainOutcome:
+        return TrainOutcome(
+            status=status,
+            steps=step,
+            total_steps=total,
+            steps_per_epoch=steps_per_epoch,
+            losses=tuple(losses),
+            initial_loss=initial,
+            checkpoints=tuple(records),
+            diverged_step=div_step,
+            reason=reason,
+            resumed_from=resumed_from,
+            seconds=time.perf_counter() - started,
+        )
+
+    if step == 0 and config.score_at_start and checkpoint():
+        return outcome("stopped")
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+
+    bar = tqdm(total=total, initial=step, disable=not config.progress, desc=config.desc, leave=False)
+    try:
+        while step < total:
+            epoch, pos = divmod(step, steps_per_epoch)
+            order = torch.randperm(n, generator=make_generator(config.seed, "order", epoch)).tolist()
+            group = order[pos * per_step : (pos + 1) * per_step]
+            micro = [group[i : i + config.batch_size] for i in range(0, len(group), config.batch_size)]
+            lr = config.lr * lr_factor(step, total, warmup, config.schedule)
+            for g in optimizer.param_groups:
+                g["lr"] = lr
+            optimizer.zero_grad(set_to_none=True)
+            step_loss = 0.0
+            for idx in micro:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                    terms = objective(model, idx, gen)
+                value = float(terms.loss.detach())
+                if not math.isfinite(value):
+                    return outcome("diverged", step + 1, f"non-finite loss {value}")
+                (terms.loss / len(micro)).backward()  # type: ignore[no-untyped-call]
+                step_loss += value / len(micro)
+            if initial is None:
+                initial = step_loss
+            limit = config.divergence_factor * max(abs(initial), 1.0)
+            if step_loss > limit:
+                return outcome("diverged", step + 1, f"loss {step_loss:.4g} > {limit:.4g} (factor × initial)")
+            if config.max_grad_norm is not None:
+                norm = float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm))
+                if not math.isfinite(norm):
+                    return outcome("diverged", step + 1, f"non-finite gradient norm {norm}")
+            optimizer.step()
+            step += 1
+            losses.append(step_loss)
+            bar.update(1)
+            bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
+            if on_step is not None:
+                on_step(step, step_loss)
+            if step in ckpts:
+                if checkpoint():
+                    return outcome("stopped")
+            elif config.save_every and step % config.save_every == 0:
+                save()
+    finally:
+        bar.close()
+    return outcome("completed")
+
+
+__all__ = [
+    "CheckpointPoint",
+    "CheckpointRecord",
+    "LoraSpec",
+    "Objective",
+    "TrainConfig",
+    "TrainOutcome",
+    "checkpoint_steps",
+    "derive_seed",
+    "lr_factor",
+    "make_generator",
+    "merge_lora",
+    "prepare_model",
+    "train",
+]

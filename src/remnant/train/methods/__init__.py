@@ -1,0 +1,41 @@
+"""Removal methods, one module each, registered as kind ``method`` (openunlearning.md §2; base.py: the interface).
+
+Importing this package registers every built-in method. A new method is one module plus one import line here.
+"""
+
+from remnant.train.methods import (  # noqa: F401  (imported for registration)
+    altpo,
+    grad_ascent,
+    grad_diff,
+    idk_dpo,
+    idk_nll,
+    npo,
+    retrain,
+    rmu,
+    simnpo,
+    task_vector,
+    undial,
+)
+from remnant.train.methods.base import (
+    COMMON_DEFAULTS,
+    QA,
+    EncodedData,
+    LossTerms,
+    MethodBatch,
+    ProcedureContext,
+    RemovalData,
+    RemovalMethod,
+    StepContext,
+)
+
+__all__ = [
+    "COMMON_DEFAULTS",
+    "QA",
+    "EncodedData",
+    "LossTerms",
+    "MethodBatch",
+    "ProcedureContext",
+    "RemovalData",
+    "RemovalMethod",
+    "StepContext",
+]

@@ -1,0 +1,46 @@
+"""The DPO-family preference loss shared by IdkDPO and AltPO (openunlearning.md §2, ``compute_dpo_loss``).
+
+With ``r(y|x) = log pi(y|x) - log pi_ref(y|x)`` summed over answer tokens (:func:`remnant.train.losses.log_ratio`),
+the reference's forget loss is ``L = -(2/beta) * mean log sigmoid(beta * (r_win - r_lose))`` — the scaled form,
+not the textbook ``-log sigmoid(beta * delta)``: at initialisation (both ratios 0) it equals ``(2/beta) ln 2``,
+13.86 at beta = 0.1. The forget answer is the losing side; the winning side is a refusal (IdkDPO) or an
+alternate answer (AltPO).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from remnant.train.losses import log_ratio
+
+
+def preference_loss(win_ratio: torch.Tensor, lose_ratio: torch.Tensor, beta: float) -> torch.Tensor:
+    """``-(2/beta) * mean log sigmoid(beta * (r_win - r_lose))``; ``beta`` must be positive.
+
+    Minimising it raises the preferred answer's likelihood relative to the reference and lowers the forget
+    answer's.
+    """
+    if beta <= 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    return -(2.0 / beta) * F.logsigmoid(beta * (win_ratio - lose_ratio)).mean()
+
+
+def dpo_forget_loss(
+    model: Any,
+    reference: Any,
+    win: dict[str, torch.Tensor],
+    lose: dict[str, torch.Tensor],
+    beta: float,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The forget term of IdkDPO / AltPO on row-aligned ``win`` and ``lose`` batches, with logged parts."""
+    r_win = log_ratio(model, reference, win)
+    r_lose = log_ratio(model, reference, lose)
+    loss = preference_loss(r_win, r_lose, beta)
+    parts = {"log_ratio_win": float(r_win.mean().detach()), "log_ratio_lose": float(r_lose.mean().detach())}
+    return loss, parts
+
+
+__all__ = ["dpo_forget_loss", "preference_loss"]

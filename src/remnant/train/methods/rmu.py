@@ -1,0 +1,122 @@
+"""RMU: misdirect one block's representation of the forget answers (openunlearning.md §2 ``rmu.py``; Annex B.6).
+
+On forget answers the output ``h`` of decoder block ``layer`` is pulled toward a fixed random vector
+``c = steering_coeff * u / ||u||`` (``u ~ U[0, 1)^d``, drawn once in :meth:`RMU.setup` from the removal seed's
+generator, so a resumed run draws the same ``c``); on retain answers it is held to the frozen reference's
+output at the same block (``EMBED_DIFF``), or a plain NLL / KL retain term is used instead.
+``L = gamma * MSE_ans(h_f, c) + alpha * MSE_ans(h_r, h_r^ref)``; both MSEs are
+:func:`~remnant.train.methods.rmu_loss.masked_activation_mse`.
+
+Defaults are OpenUnlearning's shipped YAML: block 7, steering_coeff 2, gamma = alpha = 1, every parameter
+trainable (``trainable=None``; their code default trains only ``model.layers.(5|6|7).mlp.down_proj`` — pass
+those patterns as ``trainable`` to reproduce it; the original CAIS recipe used alpha ~1200 and steering 6.5).
+Annex B.6 saw RMU diverge numerically at pilot settings on two of three families: a non-finite or exploding
+loss is not an error here, the loop stops the run and records it as *diverged* with the step and reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from remnant.errors import ConfigError
+from remnant.models.arch import resolve_parts
+from remnant.models.hooks import patch_block
+from remnant.registry import register
+from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.rmu_loss import answer_mask, control_vector, masked_activation_mse
+
+_RETAIN_TYPES = ("EMBED_DIFF", "NLL", "KL")
+_CONTROL_KEY = "rmu_control_vector"
+
+
+def _unwrapped(model: Any) -> Any:
+    """The model whose blocks the hook attaches to (a peft LoRA wrapper forwards to its base model)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
+def block_output(model: Any, layer: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Output of block ``layer`` for ``batch`` (``[B, T, D]``), with gradient when grad mode is on."""
+    store: dict[str, torch.Tensor] = {}
+
+    def keep(hidden: torch.Tensor) -> torch.Tensor:
+        store["h"] = hidden
+        return hidden
+
+    with patch_block(_unwrapped(model), layer, keep):
+        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    return store["h"]
+
+
+@register("method", "rmu", "1")
+class RMU(RemovalMethod):
+    """Representation misdirection: forget activations to a scaled random vector, retain ones to the reference."""
+
+    kind = "loss"
+    formula = (
+        "L = gamma*mean_b[sum_{t in ans} mean_d (h_l - c)^2 / n_ans] + alpha*(same MSE of h_l vs h_l^ref on retain), "
+        "c = steering_coeff*u/|u|, u ~ U[0,1)^d"
+    )
+    source = "openunlearning.md §2 (rmu.py, configs/trainer/RMU.yaml)"
+    needs_reference = True
+
+    def __init__(
+        self,
+        *,
+        layer: int = 7,
+        steering_coeff: float = 2.0,
+        gamma: float = 1.0,
+        alpha: float = 1.0,
+        retain_loss_type: str = "EMBED_DIFF",
+        **common: Any,
+    ) -> None:
+        super().__init__(**common)
+        if layer < 0:
+            raise ConfigError(f"rmu: layer must be a block index >= 0, not {layer}")
+        if retain_loss_type not in _RETAIN_TYPES:
+            raise ConfigError(
+                f"rmu: retain_loss_type must be one of {_RETAIN_TYPES}, not {retain_loss_type!r}"
+            )
+        self.layer = layer
+        self.steering_coeff = steering_coeff
+        self.gamma = gamma
+        self.alpha = alpha
+        self.retain_loss_type = retain_loss_type
+
+    def setup(self, model: Any, ctx: StepContext) -> None:
+        blocks = resolve_parts(_unwrapped(model)).blocks
+        if self.layer >= len(blocks):
+            raise ConfigError(
+                f"rmu: layer={self.layer} but the model has {len(blocks)} blocks (0..{len(blocks) - 1})"
+            )
+        dim = int(model.get_input_embeddings().embedding_dim)
+        ctx.state[_CONTROL_KEY] = control_vector(dim, self.steering_coeff, ctx.generator)
+
+    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+        control = ctx.state.get(_CONTROL_KEY)
+        if control is None:
+            raise ValueError("rmu: setup() was not run, so there is no control vector")
+        h_forget = block_output(model, self.layer, batch.forget)
+        forget = masked_activation_mse(
+            h_forget, control.to(h_forget.device), answer_mask(batch.forget["labels"])
+        )
+        parts = {"forget": float(forget.detach())}
+        total = self.gamma * forget
+        if self.retain_loss_type == "EMBED_DIFF":
+            if batch.retain is not None and self.alpha:
+                h_retain = block_output(model, self.layer, batch.retain)
+                with torch.no_grad():
+                    h_ref = block_output(ctx.reference, self.layer, batch.retain)
+                retain = masked_activation_mse(h_retain, h_ref, answer_mask(batch.retain["labels"]))
+                parts["retain"] = float(retain.detach())
+                total = total + self.alpha * retain
+        else:
+            kind = check_retain_type("rmu", self.retain_loss_type)
+            total = add_retain(total, parts, model, batch, ctx, self.alpha, kind)
+        return LossTerms(loss=total, parts=parts)
+
+
+__all__ = ["RMU", "block_output"]

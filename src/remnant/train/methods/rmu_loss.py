@@ -1,0 +1,55 @@
+"""RMU's pieces as pure tensor functions: the control vector and the masked activation MSE.
+
+Representation Misdirection for Unlearning (openunlearning.md §2, ``rmu.py``): the output ``h`` of one decoder
+block is pushed, on forget answers, toward a fixed random direction ``c = s * u / ||u||`` with ``u ~ U[0, 1)^d``
+drawn once, while on retain answers it is held to the frozen reference's output at the same block.
+
+Both terms use :func:`masked_activation_mse`: for each sequence, the per-position mean over the hidden dimension
+of the squared difference, summed over answer positions (``labels != -100``, no causal shift: the positions
+*holding* answer tokens) and divided by their count, then averaged over the batch. The reference code divides a
+``[B]`` sum by a ``[B, 1]`` count, which broadcasts to ``[B, B]`` and averages every sequence's sum over every
+sequence's count; the two agree at batch size 1 (as in the WMDP recipe) and ours is the per-sequence mean the
+comments there describe.
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORE_INDEX = -100
+
+
+def control_vector(dim: int, steering_coeff: float, generator: torch.Generator) -> torch.Tensor:
+    """``c = steering_coeff * u / ||u||`` with ``u ~ U[0, 1)^dim`` drawn from ``generator``; shape ``[dim]``.
+
+    Every component is non-negative (the reference draws ``torch.rand``, not a Gaussian), and ``||c|| = s``.
+    """
+    if dim <= 0:
+        raise ValueError(f"dim must be positive, got {dim}")
+    u = torch.rand(dim, generator=generator, dtype=torch.float64)
+    c: torch.Tensor = (u / u.norm() * steering_coeff).to(torch.float32)
+    return c
+
+
+def answer_mask(labels: torch.Tensor) -> torch.Tensor:
+    """Positions that hold answer tokens (labels aligned with the inputs, no shift), as in the reference."""
+    return labels != IGNORE_INDEX
+
+
+def masked_activation_mse(
+    activations: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """``mean_b [ sum_{t in ans} mean_d (a - target)^2 / n_ans(b) ]``.
+
+    ``activations`` is ``[B, T, D]``; ``target`` broadcasts to it (a ``[D]`` control vector or a ``[B, T, D]``
+    reference activation); ``mask`` is ``[B, T]``. A sequence with no answer tokens contributes 0 rather than
+    a NaN (its count is clamped to 1), so an empty answer cannot masquerade as divergence.
+    """
+    diff = activations.float() - target.float()
+    per_position = diff.pow(2).mean(dim=-1)
+    m = mask.to(per_position.dtype)
+    per_sequence = (per_position * m).sum(dim=-1) / m.sum(dim=-1).clamp(min=1.0)
+    return per_sequence.mean()
+
+
+__all__ = ["answer_mask", "control_vector", "masked_activation_mse"]

@@ -1,0 +1,72 @@
+"""UNDIAL's self-distillation loss as a pure tensor function (openunlearning.md §2, ``compute_undial_loss``).
+
+The teacher is the frozen reference. At each position its logits are lowered by ``beta`` on the token that
+actually comes next, ``q = softmax(z_ref - beta * onehot(y_t))``, and the student is trained by cross-entropy
+toward ``q``: the forget token's probability falls while the rest of the teacher's distribution is kept.
+
+Positions. The reference averages over *all* ``B x (T-1)`` positions with no label mask; where a label is
+``-100`` it writes the one-hot at vocabulary index ``V - 100`` (PyTorch wraps negative indices), so prompt and
+padding positions become near-pure self-distillation with an arbitrary token penalised. openunlearning.md §8
+lists this as a defect to fix. ``positions="answer"`` (our default) averages over answer positions only;
+``positions="all"`` keeps every non-padding-label position in the average and applies the reduction only
+where a real next token exists — pure self-distillation elsewhere, which is what the reference intends there.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+IGNORE_INDEX = -100
+
+UndialPositions = Literal["answer", "all"]
+
+
+def undial_targets(ref_logits: torch.Tensor, next_labels: torch.Tensor, beta: float) -> torch.Tensor:
+    """``softmax(z_ref - beta * onehot(y))`` per position; positions whose label is ``-100`` get no reduction.
+
+    ``ref_logits`` is ``[B, T, V]`` and ``next_labels`` ``[B, T]`` (already shifted: the token each position
+    predicts).
+    """
+    z = ref_logits.float()
+    valid = next_labels != IGNORE_INDEX
+    index = next_labels.clamp(min=0).unsqueeze(-1)
+    penalty = torch.zeros_like(z).scatter_(-1, index, beta)
+    penalty = penalty * valid.unsqueeze(-1).to(z.dtype)
+    return F.softmax(z - penalty, dim=-1)
+
+
+def undial_loss(
+    logits: torch.Tensor,
+    ref_logits: torch.Tensor,
+    labels: torch.Tensor,
+    beta: float,
+    positions: UndialPositions = "answer",
+    attention_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Mean cross-entropy of the student's logits against the adjusted teacher distribution.
+
+    ``logits``/``ref_logits`` are ``[B, T, V]``, ``labels`` ``[B, T]`` aligned with the inputs (the shift is
+    applied here). With ``positions="answer"`` the mean runs over answer positions; with ``"all"`` over every
+    position whose next input token is real (``attention_mask``; all positions when no mask is given).
+    """
+    if positions not in ("answer", "all"):
+        raise ValueError(f"positions must be 'answer' or 'all', got {positions!r}")
+    student = logits[:, :-1, :].float()
+    teacher = ref_logits[:, :-1, :]
+    next_labels = labels[:, 1:]
+    q = undial_targets(teacher, next_labels, beta)
+    per_position = -(q * F.log_softmax(student, dim=-1)).sum(dim=-1)
+    if positions == "answer":
+        keep = next_labels != IGNORE_INDEX
+    elif attention_mask is not None:
+        keep = attention_mask[:, 1:].bool()
+    else:
+        keep = torch.ones_like(next_labels, dtype=torch.bool)
+    k = keep.to(per_position.dtype)
+    return (per_position * k).sum() / k.sum().clamp(min=1.0)
+
+
+__all__ = ["UndialPositions", "undial_loss", "undial_targets"]

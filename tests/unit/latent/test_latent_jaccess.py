@@ -1,0 +1,126 @@
+"""J-Access (seeds/002 eqs. 3–6) and the logit lens: ranks, silent subsets, unclipped JOcc, no gradients."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from _latent_tiny import EXAMPLES, mix
+
+from remnant.latent.inputs import encode_example
+from remnant.latent.jaccess import (
+    AccessConfig,
+    AccessReadout,
+    ProbeReadout,
+    concept_token_ids,
+    j_occ,
+    make_probe,
+    raw_access,
+    read_access,
+    read_probe,
+    silent_set,
+)
+from remnant.latent.jacobian_lens import LensConfig, fit_lens
+from remnant.latent.logit_lens import logit_lens_uds
+
+
+def _readout(hits: dict[str, tuple[bool, bool]], lens: str = "jacobian", model: str = "m") -> AccessReadout:
+    probes = [
+        ProbeReadout(
+            idx=i, hit=h, best_rank=1 if h else 99, occupancy=0.5 if h else 0.0, emitted=e, n_concepts=2
+        )
+        for i, (h, e) in hits.items()
+    ]
+    return AccessReadout(
+        model=model, lens=lens, target_layer=1, layers=[0], positions="last 8", k=10, probes=probes
+    )  # type: ignore[arg-type]
+
+
+def test_jocc_uses_the_audited_silent_subset_and_is_unclipped() -> None:
+    # probe: (hit, emitted). The audited model emits on p4, so p4 is out of I(θ) for all three readouts.
+    audited = _readout({"p1": (True, False), "p2": (True, False), "p3": (False, False), "p4": (True, True)})
+    original = _readout({"p1": (True, True), "p2": (True, True), "p3": (True, True), "p4": (False, True)})
+    retain = _readout({"p1": (False, False), "p2": (False, False), "p3": (True, False), "p4": (False, False)})
+    assert silent_set(audited) == {"p1", "p2", "p3"}
+    assert raw_access(audited, {"p1", "p2", "p3"}) == pytest.approx(2 / 3)
+    res = j_occ(audited, original, retain)
+    # (2/3 − 1/3) / (1 − 1/3) = 0.5; the original's own emissions do not shrink the subset (eq. 6)
+    assert res.jocc == pytest.approx(0.5) and res.n_silent == 3
+    over = j_occ(
+        _readout({"p1": (True, False), "p2": (True, False)}),
+        _readout({"p1": (True, False), "p2": (False, False)}),
+        _readout({"p1": (False, False), "p2": (False, False)}),
+    )
+    assert (
+        over.jocc == pytest.approx(2.0) and over.jocc_clipped == 1.0
+    )  # beyond the original anchor: unclipped
+    tie = j_occ(audited, retain, retain)
+    assert tie.jocc is None  # anchors tie: undefined, not 0
+
+
+def test_concept_tokens_exclude_prompt_tokens(tiny_llama: Any) -> None:
+    tok = tiny_llama.tokenizer
+    prompt = list(tok("Question: Where does Zorvak live?\nAnswer:")["input_ids"])
+    ids = concept_token_ids(tok, ["Zorvak Telumi"], prompt)
+    assert ids and not ids & set(prompt)
+    everything = concept_token_ids(tok, ["Zorvak Telumi"], [])
+    assert ids < everything  # the prompt's own name tokens were dropped (copying is no access)
+
+
+def test_logit_lens_rank_at_last_block_equals_model_rank(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    tok, full = s["tokenizer"], s["full"]
+    enc = encode_example(tok, EXAMPLES[0], "raw")
+    assert enc is not None
+    prompt = list(enc.input_ids[: enc.eval_start + 1])
+    probe = make_probe(tok, "town", prompt, ["Vessiburg"])
+    hit, best, occ = read_probe(full, probe, [1], None, AccessConfig(positions=1, k=1))
+    logits = full(input_ids=torch.tensor([prompt])).logits[0, -1]
+    ranks = [int(1 + (logits > logits[t]).sum()) for t in probe.concept_ids]
+    assert best == min(ranks) and hit == (min(ranks) <= 1) and occ == float(hit)
+    assert best == 1  # the taught model predicts the entity
+
+
+def test_j_access_end_to_end_tiny(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    tok = s["tokenizer"]
+    probes = []
+    for ex in EXAMPLES[:3]:
+        enc = encode_example(tok, ex, "raw")
+        assert enc is not None
+        probes.append(make_probe(tok, ex.idx, enc.input_ids[: enc.eval_start + 1], [ex.entity]))
+    lens_prompts = [list(e.input_ids) for e in (encode_example(tok, ex, "raw") for ex in EXAMPLES) if e]
+    cfg = LensConfig(target_layer=1, skip_first=2, dim_batch=16)
+    acfg = AccessConfig(layers=(0,), positions=2, k=5, max_new_tokens=8)
+    reads = {}
+    for name in ("full", "retain"):
+        lens = fit_lens(s[name], lens_prompts, cfg)
+        reads[name] = read_access(s[name], tok, probes, lens, acfg)
+        assert reads[name].lens == "jacobian" and reads[name].target_layer == 1
+    assert all(p.emitted for p in reads["full"].probes[:2])  # the taught model says the entity
+    assert not any(p.emitted for p in reads["retain"].probes)
+    res = j_occ(reads["retain"], reads["full"], reads["retain"])
+    assert not probes[2].concept_ids  # "1984" is digits only: no concept token, so never in I(θ)
+    assert res.n_silent == 2 and (res.jocc is None or res.jocc == pytest.approx(0.0))
+    ll = read_access(s["full"], tok, probes, None, acfg)
+    assert ll.lens == "logit"
+
+
+def test_readout_carries_no_gradient(latent_states: dict[str, Any]) -> None:
+    from remnant.latent.jacobian_lens import readout
+
+    model = s_model = latent_states["full"]
+    h = torch.randn(2, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    assert all(p.requires_grad for p in s_model.parameters())
+    assert not readout(model, h).requires_grad  # never a training signal (seeds/002 Test 3)
+
+
+def test_logit_lens_uds_sanity(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    zero = logit_lens_uds(s["full"], s["retain"], s["full"], s["tokenizer"], EXAMPLES)
+    one = logit_lens_uds(s["full"], s["retain"], s["retain"], s["tokenizer"], EXAMPLES)
+    mid = logit_lens_uds(s["full"], s["retain"], mix(s["full"], s["retain"], 0.5), s["tokenizer"], EXAMPLES)
+    assert zero.measurement == "logit_lens_uds" and zero.n_scored >= 1
+    assert zero.score == pytest.approx(0.0) and one.score == pytest.approx(1.0)
+    assert mid.score is not None and 0.0 <= mid.score <= 1.0

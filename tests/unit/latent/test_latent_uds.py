@@ -1,0 +1,163 @@
+"""UDS (seeds/000, algorithms.md §1): sanity checks, fast path = naive, stage-1 cache, compat, no-retain (C-H6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from _latent_tiny import EXAMPLES, MISSING, mix
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from remnant.latent.inputs import encode_example, encode_examples, examples_from_items, reference_text
+from remnant.latent.patching import fast_scores, naive_scores, source_states
+from remnant.latent.uds import UDSConfig, aggregate_example, score_source, stage1, uds, uds_no_retain
+
+
+def test_positions_follow_the_reference(tiny_llama: Any) -> None:
+    tok = tiny_llama.tokenizer
+    ex = EXAMPLES[0]
+    enc = encode_example(tok, ex, "raw")
+    assert enc is not None
+    prompt = list(tok(f"Question: {ex.question}\nAnswer: {ex.prefix}", add_special_tokens=True)["input_ids"])
+    ref = list(tok(" Vessiburg.", add_special_tokens=False)["input_ids"])
+    assert list(enc.input_ids) == prompt + ref  # separate tokenisation, joined as ids (§1.3)
+    assert enc.eval_start == len(prompt) - 1 + enc.span[0]
+    entity_ids = tok(" Vessiburg", add_special_tokens=False)["input_ids"]
+    assert list(enc.targets) == entity_ids  # the logits on the window predict exactly the entity tokens
+    assert reference_text(ex, "Answer: The x is") == " Vessiburg."
+    assert reference_text(EXAMPLES[3], "Answer:") == " Paris."
+
+
+def test_span_not_found_is_skipped_and_counted(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    enc = encode_examples(s["tokenizer"], [*EXAMPLES, MISSING])
+    assert enc.skipped == ("missing",)
+    res = uds(s["full"], s["retain"], s["retain"], s["tokenizer"], [*EXAMPLES, MISSING])
+    assert res.n_examples == 6 and res.n_span_not_found == 1
+    assert res.n_scored + res.n_no_ke == 5
+
+
+def test_examples_from_pack_items() -> None:
+    from remnant.packs import ClassDSpec, mint_class_d
+
+    pack = mint_class_d(ClassDSpec(entities=8, controls=2, general=False, seed=1))
+    exs = examples_from_items(pack.split("install"))
+    assert exs and all(e.entity in e.answer for e in exs)
+    long = [e for e in exs if e.prefix]
+    assert long and all(e.answer.startswith(e.prefix) and not e.prefix.endswith(" ") for e in long)
+
+
+@pytest.mark.parametrize("source", ["full", "retain", "mixed", "random"])
+def test_fast_path_equals_naive(latent_states: dict[str, Any], source: str) -> None:
+    s = latent_states
+    other = mix(s["full"], s["retain"], 0.5) if source == "mixed" else s.get(source)
+    if source == "random":
+        other = mix(s["full"], s["retain"], -0.7)
+    layers = [0, 1]
+    for ex in encode_examples(s["tokenizer"], EXAMPLES).examples:
+        states = [source_states(m, ex, layers) for m in (other, s["retain"])]
+        f_full, f_rows = fast_scores(s["full"], ex, states, layers)
+        n_full, n_rows = naive_scores(s["full"], ex, states, layers)
+        assert abs(f_full - n_full) < 1e-5
+        assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
+
+
+def test_fast_and_naive_uds_agree(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    half = mix(s["full"], s["retain"], 0.5)
+    fast = uds(s["full"], s["retain"], half, s["tokenizer"], EXAMPLES, UDSConfig(fast=True))
+    slow = uds(s["full"], s["retain"], half, s["tokenizer"], EXAMPLES, UDSConfig(fast=False))
+    assert fast.score is not None and slow.score is not None
+    assert abs(fast.score - slow.score) < 1e-5
+    for a, b in zip(fast.examples, slow.examples, strict=True):
+        assert max(abs(x - y) for x, y in zip(a.d2, b.d2, strict=True)) < 1e-5
+
+
+def test_sanity_full_zero_retain_one(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    s1 = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES)
+    assert any(max(r) > 0.05 for r in s1.d1)  # the taught model has KE layers
+    zero = score_source(s["full"], s["full"], s1)
+    one = score_source(s["full"], s["retain"], s1)
+    assert zero.n_scored >= 3 and one.n_scored == zero.n_scored
+    assert zero.score == pytest.approx(0.0, abs=1e-6)
+    assert all(abs(v) < 1e-5 for r in zero.examples for v in r.d2)  # hooks: no norm applied twice
+    assert one.score == pytest.approx(1.0, abs=1e-6)
+    half = score_source(s["full"], mix(s["full"], s["retain"], 0.5), s1)
+    assert half.score is not None and 0.0 < half.score < 1.0
+    for r in half.examples:
+        assert r.uds is None or 0.0 <= r.uds <= 1.0
+
+
+def test_uds_compat_reproduces_the_last_layer_bug(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    s1 = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES, UDSConfig(uds_compat=True))
+    res = score_source(s["full"], s["full"], s1, UDSConfig(uds_compat=True))
+    first = [abs(r.d2[0]) for r in res.examples]
+    last = [abs(r.d2[-1]) for r in res.examples]
+    assert max(first) < 1e-5  # earlier blocks: hidden_states[l+1] is the block output
+    assert max(last) > 1e-3  # last block: post-norm state patched into a pre-norm slot (§1.7)
+    assert res.uds_compat
+
+
+def test_stage1_cache_equals_fresh(latent_states: dict[str, Any], tmp_path: Path) -> None:
+    s = latent_states
+    fresh = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES, cache_dir=tmp_path)
+    files = list((tmp_path / "uds-stage1").glob("*.json"))
+    assert len(files) == 1 and files[0].stem == fresh.key
+    cached = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES, cache_dir=tmp_path)
+    assert cached.key == fresh.key and cached.d1 == fresh.d1 and cached.full_scores == fresh.full_scores
+    # a different retain model or layer set is a different key, never a stale hit
+    other = stage1(s["full"], s["full"], s["tokenizer"], EXAMPLES, cache_dir=tmp_path)
+    assert other.key != fresh.key
+    one_layer = stage1(
+        s["full"], s["retain"], s["tokenizer"], EXAMPLES, UDSConfig(layers=(1,)), cache_dir=tmp_path
+    )
+    assert one_layer.key != fresh.key and len(one_layer.d1[0]) == 1
+    # a poisoned cache entry is what gets read: proves stage 1 really comes from the cache
+    import json
+
+    data = json.loads(files[0].read_text())
+    data["d1"] = [[9.0, 9.0] for _ in data["d1"]]
+    files[0].write_text(json.dumps(data))
+    assert stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES, cache_dir=tmp_path).d1[0] == (9.0, 9.0)
+
+
+def test_no_retain_variant_is_labelled(latent_states: dict[str, Any]) -> None:
+    s = latent_states
+    same = uds_no_retain(s["full"], s["full"], s["tokenizer"], EXAMPLES)
+    gone = uds_no_retain(s["full"], s["retain"], s["tokenizer"], EXAMPLES)
+    assert same.measurement == "uds_no_retain" and same.retain_model is None and "[R]" in same.provenance
+    assert same.score == pytest.approx(0.0, abs=1e-5)
+    assert gone.score is not None and gone.score > 0.1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(-3, 3, allow_nan=False), st.floats(-3, 3, allow_nan=False)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_aggregate_is_clipped_weighted_ratio(pairs: list[tuple[float, float]]) -> None:
+    d1 = [a for a, _ in pairs]
+    d2 = [b for _, b in pairs]
+    got = aggregate_example(d1, d2, 0.05)
+    ke = [i for i, v in enumerate(d1) if v > 0.05]
+    if not ke:
+        assert got is None
+        return
+    expect = sum(min(max(d2[i], 0.0), d1[i]) for i in ke) / sum(d1[i] for i in ke)
+    assert got is not None and 0.0 <= got <= 1.0 + 1e-12
+    assert got == pytest.approx(expect, rel=1e-9, abs=1e-12)
+
+
+def test_aggregate_golden() -> None:
+    # KE = layers 0 and 2 (Δ1 0.5 and 1.0); LER 0.4/0.5 = 0.8 and clip(2.0) = 1 → (0.4 + 1.0) / 1.5
+    assert aggregate_example([0.5, 0.01, 1.0], [0.4, 5.0, 2.0]) == pytest.approx(1.4 / 1.5)
+    assert aggregate_example([0.5, 1.0], [-1.0, 0.25]) == pytest.approx(0.25 / 1.5)
+    assert aggregate_example([0.05, 0.0], [1.0, 1.0]) is None  # τ is strict
