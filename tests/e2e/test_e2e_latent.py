@@ -9,6 +9,7 @@ saw (0, ~0.5, 1), and the fast path must equal the naive algorithm on the real m
 from __future__ import annotations
 
 import copy
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,14 @@ from remnant.latent.inputs import encode_examples, examples_from_items
 from remnant.latent.patching import fast_scores, naive_scores, source_states
 from remnant.latent.uds import UDSConfig, score_source, stage1
 
-pytestmark = pytest.mark.slow
+#: Three SmolLM2 installs (~18 min on the loaded 2-core machine): opt-in until the installs are shared with the
+#: training fixtures, so `make test` stays inside CI's budget.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("REMNANT_E2E_LATENT") != "1", reason="three SmolLM2 installs; set REMNANT_E2E_LATENT=1"
+    ),
+]
 
 ATTRIBUTE = "employer"
 
