@@ -84,9 +84,9 @@ def pipeline(smollm2_dir: Path) -> dict[str, Any]:  # noqa: F811
         "method",
         "npo",
         {
-            "lr": 5e-5,
-            "epochs": 3,
-            "alpha": 2.0,
+            "lr": 1e-4,
+            "epochs": 2,
+            "alpha": 3.0,
             "batch_size": 8,
             "grad_accum": 1,
             "warmup_epochs": 0.0,
