@@ -47,8 +47,9 @@ class UDSAudit:
         prompt_format: str = "raw",
         uds_compat: bool = False,
         fast: bool = True,
+        system_prompt: str | None = None,
     ) -> None:
-        self.config = UDSConfig(tau, layers, prompt_format, uds_compat, fast)  # type: ignore[arg-type]
+        self.config = UDSConfig(tau, layers, prompt_format, uds_compat, fast, system_prompt)  # type: ignore[arg-type]
 
     def run(
         self,

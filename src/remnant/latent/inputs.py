@@ -75,11 +75,14 @@ class Encoded:
     style: PromptStyle
 
 
-def _prompt(tokenizer: Any, ex: EntityExample, style: PromptStyle) -> tuple[list[int], str]:
+def _prompt(
+    tokenizer: Any, ex: EntityExample, style: PromptStyle, system_prompt: str | None = None
+) -> tuple[list[int], str]:
     if style == "raw":
         text = f"Question: {ex.question}\nAnswer:" + (f" {ex.prefix}" if ex.prefix else "")
         return list(tokenizer(text, add_special_tokens=True)["input_ids"]), text
-    ids = render_prompt_ids(tokenizer, ex.question, PromptFormat("chat"), prefill=ex.prefix or None)
+    fmt = PromptFormat("chat", system_prompt=system_prompt)
+    ids = render_prompt_ids(tokenizer, ex.question, fmt, prefill=ex.prefix or None)
     return ids, tokenizer.decode(ids)
 
 
@@ -105,21 +108,31 @@ def _span(tokenizer: Any, reference: str, entity: str) -> tuple[list[int], tuple
     return ids, None
 
 
-def encode_example(tokenizer: Any, ex: EntityExample, style: PromptStyle = "raw") -> EncodedExample | None:
-    """Encode one example, or None when the entity span is not found (``entity_span_not_found``)."""
-    prompt_ids, prompt_text = _prompt(tokenizer, ex, style)
+def encode_example(
+    tokenizer: Any, ex: EntityExample, style: PromptStyle = "raw", system_prompt: str | None = None
+) -> EncodedExample | None:
+    """Encode one example, or None when the entity span is not found (``entity_span_not_found``).
+
+    ``system_prompt`` (chat only) is the system turn the states were trained with (None: the template's default).
+    """
+    prompt_ids, prompt_text = _prompt(tokenizer, ex, style, system_prompt)
     ref_ids, span = _span(tokenizer, reference_text(ex, prompt_text), ex.entity)
     if span is None:
         return None
     return EncodedExample(ex.idx, tuple(prompt_ids + ref_ids), len(prompt_ids), span)
 
 
-def encode_examples(tokenizer: Any, examples: Iterable[EntityExample], style: PromptStyle = "raw") -> Encoded:
+def encode_examples(
+    tokenizer: Any,
+    examples: Iterable[EntityExample],
+    style: PromptStyle = "raw",
+    system_prompt: str | None = None,
+) -> Encoded:
     """Encode every example; the skipped ones are listed, not dropped silently (§1.3)."""
     done: list[EncodedExample] = []
     skipped: list[str] = []
     for ex in examples:
-        enc = encode_example(tokenizer, ex, style)
+        enc = encode_example(tokenizer, ex, style, system_prompt)
         if enc is None:
             skipped.append(ex.idx)
         else:

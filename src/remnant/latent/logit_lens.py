@@ -50,7 +50,7 @@ def logit_lens_uds(
 ) -> UDSResult:
     """The §1.9 logit-lens baseline on the UDS examples and aggregation (decoder: the full model's)."""
     cfg = cfg or UDSConfig()
-    encoded = encode_examples(tokenizer, examples, cfg.prompt_format)
+    encoded = encode_examples(tokenizer, examples, cfg.prompt_format, cfg.system_prompt)
     layers = cfg.resolve_layers(full)
     rows: list[UDSExampleResult] = []
     for ex in encoded.examples:

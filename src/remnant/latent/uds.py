@@ -105,6 +105,8 @@ class UDSConfig:
     prompt_format: PromptStyle = "raw"
     uds_compat: bool = False
     fast: bool = True
+    #: chat format only: the system turn the states were trained with (None: the template's default turn)
+    system_prompt: str | None = None
 
     def resolve_layers(self, model: Any) -> list[int]:
         from remnant.models.arch import resolve_parts
@@ -176,7 +178,7 @@ def stage1(
 ) -> Stage1:
     """Stage 1, read from the digest cache when present (τ is applied later, so it is not in the key)."""
     cfg = cfg or UDSConfig()
-    encoded = encode_examples(tokenizer, examples, cfg.prompt_format)
+    encoded = encode_examples(tokenizer, examples, cfg.prompt_format, cfg.system_prompt)
     layers = cfg.resolve_layers(full)
     full_d, retain_d = model_digest(full, full_digest), model_digest(retain, retain_digest)
     key = _stage1_key(full_d, retain_d, encoded, layers, cfg)
@@ -282,7 +284,7 @@ def uds_no_retain(
 ) -> UDSResult:
     """[R] No-retain variant: patch ``unlearned`` into ``original``; score = mean over layers of max(Δ2, 0) (nats)."""
     cfg = cfg or UDSConfig()
-    encoded = encode_examples(tokenizer, examples, cfg.prompt_format)
+    encoded = encode_examples(tokenizer, examples, cfg.prompt_format, cfg.system_prompt)
     layers = cfg.resolve_layers(original)
     rows: list[UDSExampleResult] = []
     for ex in encoded.examples:

@@ -16,8 +16,8 @@ from typing import Any
 from remnant.models.prompts import PromptFormat, encode_pair
 from remnant.train.loop import (
     CheckpointPoint,
-    LoraSpec,
     TrainConfig,
+    TrainerSettings,
     TrainOutcome,
     merge_lora,
     prepare_model,
@@ -28,40 +28,22 @@ from remnant.train.objectives import PairsObjective
 from remnant.train.removal import pad_id
 
 
-@dataclass(frozen=True)
-class InstallSpec:
+@dataclass(frozen=True, kw_only=True)
+class InstallSpec(TrainerSettings):
     """The declared installation recipe and stopping level (fixed before the run, R14)."""
 
     target: float = 0.9
     max_epochs: int = 20
     lr: float = 1e-4
-    batch_size: int = 8
-    grad_accum: int = 1
-    weight_decay: float = 0.0
-    warmup_epochs: float = 0.0
-    schedule: str = "constant"
-    max_grad_norm: float | None = 1.0
-    bf16: bool = False
-    lora: LoraSpec | None = None
-    trainable: tuple[str, ...] | None = None
 
     def train_config(self, seed: int, progress: bool) -> TrainConfig:
-        return TrainConfig(
+        return self.trainer_config(
             lr=self.lr,
-            epochs=float(self.max_epochs),
-            batch_size=self.batch_size,
-            grad_accum=self.grad_accum,
-            weight_decay=self.weight_decay,
-            warmup_epochs=self.warmup_epochs,
-            schedule=self.schedule,
-            max_grad_norm=self.max_grad_norm,
-            bf16=self.bf16,
-            lora=self.lora,
-            trainable=self.trainable,
-            score_at_start=True,
+            epochs=self.max_epochs,
             seed=seed,
             progress=progress,
             desc="install",
+            score_at_start=True,
         )
 
 

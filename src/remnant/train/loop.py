@@ -112,6 +112,46 @@ class Objective(Protocol):
     def __call__(self, model: Any, indices: Sequence[int], generator: torch.Generator) -> LossTerms: ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainerSettings:
+    """Optimiser settings that installation and relearning both declare (R23, C-W1); each adds its own budget.
+
+    One definition, so a setting added for one stage cannot silently be missing from the other's record.
+    """
+
+    batch_size: int = 8
+    grad_accum: int = 1
+    weight_decay: float = 0.0
+    warmup_epochs: float = 0.0
+    schedule: str = "constant"
+    max_grad_norm: float | None = 1.0
+    bf16: bool = False
+    lora: LoraSpec | None = None
+    trainable: tuple[str, ...] | None = None
+
+    def trainer_config(
+        self, *, lr: float, epochs: float, seed: int, progress: bool, desc: str, **extra: Any
+    ) -> TrainConfig:
+        """The loop's TrainConfig for these settings, a budget (lr, epochs) and stage-specific ``extra``."""
+        return TrainConfig(
+            lr=lr,
+            epochs=float(epochs),
+            batch_size=self.batch_size,
+            grad_accum=self.grad_accum,
+            weight_decay=self.weight_decay,
+            warmup_epochs=self.warmup_epochs,
+            schedule=self.schedule,
+            max_grad_norm=self.max_grad_norm,
+            bf16=self.bf16,
+            lora=self.lora,
+            trainable=self.trainable,
+            seed=seed,
+            progress=progress,
+            desc=desc,
+            **extra,
+        )
+
+
 @dataclass(frozen=True)
 class CheckpointPoint:
     """Where a checkpoint falls: optimizer step, position in epochs, and the loss of the last step."""

@@ -26,7 +26,14 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat, encode_pair
-from remnant.train.loop import CheckpointPoint, LoraSpec, TrainConfig, make_generator, prepare_model, train
+from remnant.train.loop import (
+    CheckpointPoint,
+    TrainConfig,
+    TrainerSettings,
+    make_generator,
+    prepare_model,
+    train,
+)
 from remnant.train.methods.base import QA
 from remnant.train.objectives import PairsObjective
 from remnant.train.removal import pad_id
@@ -36,23 +43,14 @@ Utility = Callable[[Any], float]
 Arm = Literal["held_out", "scored_items"]
 
 
-@dataclass(frozen=True)
-class RelearnSpec:
+@dataclass(frozen=True, kw_only=True)
+class RelearnSpec(TrainerSettings):
     """The declared relearning procedure (C-W1, C-W3). Defaults: algorithms.md §6 harness defaults."""
 
     budgets: tuple[int, ...] = (8, 16, 32, 64)
     lr: float = 2e-5
     epochs: int = 1
     checkpoint_epochs: tuple[float, ...] = (0.25, 0.5, 0.75)
-    batch_size: int = 8
-    grad_accum: int = 1
-    weight_decay: float = 0.0
-    warmup_epochs: float = 0.0
-    schedule: str = "constant"
-    max_grad_norm: float | None = 1.0
-    bf16: bool = False
-    lora: LoraSpec | None = None
-    trainable: tuple[str, ...] | None = None
     tau: float = 0.5
     level: float = 0.95
     seed: int = 0
@@ -68,23 +66,14 @@ class RelearnSpec:
             raise ConfigError("relearn: checkpoints inside the first epoch are fractions in (0, 1) (C-W3)")
 
     def train_config(self, progress: bool, desc: str) -> TrainConfig:
-        return TrainConfig(
+        return self.trainer_config(
             lr=self.lr,
-            epochs=float(self.epochs),
-            batch_size=self.batch_size,
-            grad_accum=self.grad_accum,
-            weight_decay=self.weight_decay,
-            warmup_epochs=self.warmup_epochs,
-            schedule=self.schedule,
-            max_grad_norm=self.max_grad_norm,
-            bf16=self.bf16,
-            lora=self.lora,
-            trainable=self.trainable,
-            checkpoint_epochs=self.checkpoint_epochs,
-            score_at_start=True,
+            epochs=self.epochs,
             seed=self.seed,
             progress=progress,
             desc=desc,
+            checkpoint_epochs=self.checkpoint_epochs,
+            score_at_start=True,
         )
 
 

@@ -1,0 +1,394 @@
+"""``remnant study latent-probe``: the Standard's Annex B validation design at a scale this machine can run.
+
+For every model, removal method and seed (B.2 at small scale): mint a Class D pack, install it into the
+never-modified control (R2), install the content-shuffled twin under the identical recipe (content control,
+C-H3b), apply the removal to the installed model and to the never-installed control (procedure control, C-H3a),
+then read the frozen mean-difference direction over ≥ 3 layers × 2 positions (B.3, via
+:func:`remnant.latent.direction.direction_survival`) and relearn the removed model and the control on R, disjoint
+from the scored P (§4.2, C-W5, C-W6), for the survival-versus-recovery comparison (B.1 item 5).
+
+The analysis is B.3 step 4 and B.4 as this module declares them before the run (the config is the
+pre-registration): a cell is *evaluable* when its run cleared the removal gates (P suppressed to at most
+``suppression`` of the installed level, retained items kept to at least ``utility_floor`` of it, nothing
+diverged) and installation left a signature above its sign-flip permutation floor; a null *holds* in a cell when
+the control's bootstrap interval lies wholly inside ±``margin`` (equivalence, not "contains zero"); a null holds
+for a method when it holds in at least ``pass_fraction`` of that method's evaluable cells (B.6 used δ = 0.10 and
+80 %). The decision follows B.4 (promote / retain as admissible but non-predictive / demote). Whatever it says,
+the statistic stays non-adjudicating under v0.3: an assessor's own validation does not readmit it (C-H6, C-H9).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
+
+NullReading = Literal["held", "failed", "not evaluable"]
+Decision = Literal["promote", "retain (admissible, non-predictive)", "demote", "not evaluable"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PackSettings(_Model):
+    """The minted Class D pack (D1-D5)."""
+
+    entities: int = Field(default=12, description="Installed entities (half are forget entities).")
+    controls: int = Field(default=4, description="Never-installed control entities.")
+    seed: int = Field(default=7, description="Minting seed.")
+
+
+class InstallSettings(_Model):
+    """Installation recipe shared by the real install and the content-shuffled twin (C-H3b: identical)."""
+
+    target: float = Field(default=0.95, description="Stop once κ on the installed items reaches this.")
+    max_epochs: int = Field(default=8, description="Epoch ceiling.")
+    lr: float = Field(default=3e-4, description="Learning rate.")
+    batch_size: int = Field(default=8, description="Batch size.")
+
+
+class RelearnSettings(_Model):
+    """The relearning arm that supplies the recovery criterion (B.5, §4.2)."""
+
+    budgets: list[int] = Field(default=[8], description="Nested relearning budgets (examples of R).")
+    lr: float = Field(default=3e-4, description="Learning rate.")
+    epochs: int = Field(default=1, description="Epochs.")
+    checkpoint_epochs: list[float] = Field(default=[0.5], description="Checkpoints inside the first epoch.")
+
+
+DEFAULT_METHOD_PARAMS: dict[str, dict[str, Any]] = {
+    "npo": {"lr": 5e-5, "epochs": 2, "batch_size": 8, "warmup_epochs": 0.0},
+    # the fine-tuned vector moves a never-installed model too, so the procedure control is informative
+    "task_vector": {"vector_source": "finetune", "finetune_epochs": 2.0, "lr": 1e-4, "scale": 1.0},
+}
+
+
+class LatentProbeConfig(_Model):
+    """Everything declared before the run (the study's pre-registration, B.4)."""
+
+    models: list[str] = Field(description="Model folders or zoo names (B.2 asks for ≥ 2 families).")
+    methods: list[str] = Field(default=["npo", "task_vector"], description="Registered removal methods.")
+    method_params: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: copy.deepcopy(DEFAULT_METHOD_PARAMS), description="Parameters per method."
+    )
+    seeds: list[int] = Field(default=[0, 1], description="Installation and removal seeds (B.2: ≥ 2).")
+    pack: PackSettings = Field(default_factory=PackSettings, description="The target pack.")
+    attributes: list[str] = Field(default=["birth_year"], description="Installed attributes.")
+    system_prompt: str | None = Field(default="", description="Chat system turn (None: template default).")
+    trainable: list[str] | None = Field(default=None, description="Trainable parameter regexes (all: None).")
+    install: InstallSettings = Field(default_factory=InstallSettings, description="Install recipe.")
+    relearn: RelearnSettings = Field(default_factory=RelearnSettings, description="Relearning arm.")
+    layers: list[int] | None = Field(default=None, description="Layers (None: 25/50/75 % of depth).")
+    positions: list[str] = Field(default=["last", "mean"], description="Token positions (≥ 2).")
+    margin: float = Field(default=0.10, description="Equivalence margin δ for both nulls (B.6: 0.10).")
+    pass_fraction: float = Field(default=0.80, description="Share of evaluable cells a null must hold in.")
+    suppression: float = Field(default=0.5, description="Gate: κ_P(removed) ≤ this × κ_P(installed).")
+    utility_floor: float = Field(default=0.8, description="Gate: retain κ(removed) ≥ this × installed.")
+    rho_min: float = Field(default=0.5, description="Spearman ρ survival-vs-recovery needed to promote.")
+    n_resamples: int = Field(default=1000, description="Bootstrap resamples per interval.")
+    n_permutations: int = Field(default=500, description="Sign-flip permutations for the signature floor.")
+    dtype: str = Field(default="fp32", description="Model dtype.")
+
+
+#: Sizing presets: ``tiny`` runs on the test suite's tiny random model in seconds; ``cpu`` is SmolLM2-scale.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "seeds": [0],
+        "pack": {"entities": 8, "controls": 2, "seed": 0},
+        "install": {"target": 0.9, "max_epochs": 30, "lr": 3e-3, "batch_size": 8},
+        "relearn": {"budgets": [6], "lr": 3e-3, "epochs": 1, "checkpoint_epochs": [0.5]},
+        "method_params": {
+            "npo": {"lr": 1e-3, "epochs": 3, "alpha": 3.0, "batch_size": 4, "warmup_epochs": 0.0},
+            "task_vector": {"vector_source": "finetune", "finetune_epochs": 2.0, "lr": 2e-3, "scale": 0.8},
+        },
+        "utility_floor": 0.7,
+        "layers": [0, 1],
+        "n_resamples": 200,
+        "n_permutations": 100,
+    },
+    "cpu": {"trainable": [r"model\.layers\.(1[5-9]|2\d)\."]},
+}
+
+
+class NullCell(_Model):
+    """One control state's survival at one cell and the equivalence reading (B.3 step 4)."""
+
+    survival: float = Field(description="Projection on the frozen direction (installed = 1).")
+    ci95: tuple[float, float] = Field(description="Bootstrap interval over probe inputs.")
+    held: bool = Field(description="Interval wholly inside ±margin.")
+
+
+class CellReading(_Model):
+    """One (layer, position) cell of one run."""
+
+    layer: int = Field(description="Block index.")
+    position: str = Field(description="Token position.")
+    signature: float = Field(description="‖u‖ of the installed-minus-never-modified mean difference.")
+    floor: float = Field(description="Sign-flip permutation floor of ‖u‖.")
+    survival_removed: float = Field(description="Survival in the post-removal model.")
+    ci95_removed: tuple[float, float] = Field(description="Its bootstrap interval.")
+    procedure: NullCell = Field(description="Procedure control (removal on a never-installed model, C-H3a).")
+    content: NullCell = Field(description="Content control (content-shuffled twin installed, C-H3b).")
+    evaluable: bool = Field(description="Run passed its gates and the signature exceeds its floor.")
+
+
+class RunResult(_Model):
+    """One (model, method, seed) run: gates, recovery and every cell."""
+
+    model: str = Field(description="Model as given.")
+    model_digest: str = Field(description="Weights digest of the never-modified model.")
+    method: str = Field(description="Removal method.")
+    seed: int = Field(description="Installation and removal seed.")
+    kappa_p: dict[str, float] = Field(description="κ on P per state (control, installed, removed, controls).")
+    kappa_retain: dict[str, float] = Field(description="κ on retained installed items (installed, removed).")
+    removal_status: str = Field(description="Removal outcome status (completed / diverged).")
+    gates: dict[str, bool] = Field(description="suppressed, utility_kept, not_diverged.")
+    recovery: float | None = Field(description="Relearning recovery of the removed gap (None: no gap).")
+    control_relearned_p: float = Field(description="Best κ_P of the relearned never-modified control.")
+    primary_survival: float = Field(description="Survival in the removed model at the primary cell.")
+    cells: list[CellReading] = Field(description="Per cell.")
+    direction: DirectionResult = Field(description="The full direction-survival measurement.")
+
+
+class MethodRow(_Model):
+    """One row of the Annex-shaped table (B.6)."""
+
+    method: str = Field(description="Removal method.")
+    evaluable_cells: int = Field(description="Evaluable cells over models, seeds, layers and positions.")
+    content_held: int = Field(description="Evaluable cells where the content null held.")
+    procedure_held: int = Field(description="Evaluable cells where the procedure null held.")
+    content_null: NullReading = Field(description="held if in ≥ pass_fraction of evaluable cells.")
+    procedure_null: NullReading = Field(description="held if in ≥ pass_fraction of evaluable cells.")
+    design_stable: bool = Field(description="Each null's reading is the same in every evaluable cell (C-H4).")
+
+
+class StudyResult(_Model):
+    """The study's record and its Annex-shaped table. Never adjudicating (C-H6, C-H9)."""
+
+    study: Literal["latent-probe"] = Field(default="latent-probe", description="Study name.")
+    adjudicating: Literal[False] = Field(default=False, description="Always false (C-H6, C-H9).")
+    config: LatentProbeConfig = Field(description="The declared design.")
+    primary: tuple[int, str] = Field(description="Primary configuration (middle layer, first position).")
+    table: list[MethodRow] = Field(description="Per method: evaluable cells and null readings (B.6 shape).")
+    content_null: NullReading = Field(description="held only if it held for every method.")
+    procedure_null: NullReading = Field(description="held only if it held for every method.")
+    rho: float | None = Field(description="Spearman ρ of primary survival vs recovery over evaluable runs.")
+    n_rho: int = Field(description="Runs behind ρ.")
+    decision: Decision = Field(description="B.4 decision under this study's own rule.")
+    note: str = Field(description="What the decision does and does not license.")
+    runs: list[RunResult] = Field(description="Every run.")
+
+
+def resolve_config(
+    models: Sequence[str], *, preset: str | None = None, overrides: dict[str, Any] | None = None
+) -> LatentProbeConfig:
+    """Defaults, then a preset's values, then explicit overrides (e.g. from a TOML config)."""
+    from remnant.errors import ConfigError
+
+    data: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise ConfigError(f"study latent-probe: preset {preset!r} is not one of {sorted(PRESETS)}")
+        data.update(copy.deepcopy(PRESETS[preset]))
+    data.update(overrides or {})
+    if models:
+        data["models"] = list(models)
+    if not data.get("models"):
+        raise ConfigError("study latent-probe: no model given (--model DIR or models = [...] in the config)")
+    try:
+        return LatentProbeConfig(**data)
+    except ValueError as exc:
+        raise ConfigError(f"study latent-probe: bad config: {exc}") from exc
+
+
+def reading(held: int, evaluable: int, pass_fraction: float) -> NullReading:
+    if evaluable == 0:
+        return "not evaluable"
+    return "held" if held >= pass_fraction * evaluable else "failed"
+
+
+def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[MethodRow]:
+    """The B.6 table from the runs: counts over evaluable cells and the ≥ pass_fraction rule per null."""
+    rows = []
+    for method in cfg.methods:
+        cells = [c for r in runs if r.method == method for c in r.cells if c.evaluable]
+        content = sum(c.content.held for c in cells)
+        procedure = sum(c.procedure.held for c in cells)
+        stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in ("content", "procedure"))
+        rows.append(
+            MethodRow(
+                method=method,
+                evaluable_cells=len(cells),
+                content_held=content,
+                procedure_held=procedure,
+                content_null=reading(content, len(cells), cfg.pass_fraction),
+                procedure_null=reading(procedure, len(cells), cfg.pass_fraction),
+                design_stable=stable,
+            )
+        )
+    return rows
+
+
+def _overall(values: Sequence[NullReading]) -> NullReading:
+    if not values or all(v == "not evaluable" for v in values):
+        return "not evaluable"
+    return "held" if all(v == "held" for v in values) else "failed"
+
+
+def decide(table: Sequence[MethodRow], rho: float | None, cfg: LatentProbeConfig) -> Decision:
+    """B.4: demote if either null fails or the conclusion is design-sensitive; promote only if survival also
+    predicts recovery (ρ ≥ rho_min); otherwise retain as admissible but non-predictive."""
+    content = _overall([r.content_null for r in table])
+    procedure = _overall([r.procedure_null for r in table])
+    if content == "not evaluable" and procedure == "not evaluable":
+        return "not evaluable"
+    if "failed" in (content, procedure) or not all(r.design_stable for r in table if r.evaluable_cells):
+        return "demote"
+    if rho is not None and rho >= cfg.rho_min:
+        return "promote"
+    return "retain (admissible, non-predictive)"
+
+
+def cells_from(direction: DirectionResult, evaluable_run: bool, margin: float) -> list[CellReading]:
+    """Per-cell readings of one run's direction measurement (roles removed / procedure / content control)."""
+    by = {(f.role, f.layer, f.position): f for f in direction.figures}
+    out = []
+    for sig in direction.signatures:
+        cell = (sig.layer, sig.position)
+
+        def null(role: str, cell: tuple[int, str] = cell) -> NullCell:
+            f = by[(role, *cell)]
+            return NullCell(survival=f.survival, ci95=f.ci95, held=-margin < f.ci95[0] and f.ci95[1] < margin)
+
+        removed = by[("removed", *cell)]
+        out.append(
+            CellReading(
+                layer=sig.layer,
+                position=sig.position,
+                signature=sig.magnitude,
+                floor=sig.permutation_floor,
+                survival_removed=removed.survival,
+                ci95_removed=removed.ci95,
+                procedure=null("procedure_control"),
+                content=null("content_control"),
+                evaluable=evaluable_run and sig.magnitude > sig.permutation_floor,
+            )
+        )
+    return out
+
+
+def direction_config(cfg: LatentProbeConfig, seed: int) -> DirectionConfig:
+    layers = tuple(cfg.layers) if cfg.layers is not None else None
+    return DirectionConfig(
+        layers=layers,
+        positions=tuple(cfg.positions),
+        n_resamples=cfg.n_resamples,
+        n_permutations=cfg.n_permutations,
+        margin=cfg.margin,
+        seed=seed,
+    )
+
+
+def measure_run(states: Any, cfg: LatentProbeConfig) -> DirectionResult:
+    """Direction survival for one run's states (exactly what a direct call of the audit computes)."""
+    return direction_survival(
+        states.control,
+        states.installed,
+        {"removed": states.removed, "procedure": states.procedure, "content": states.content},
+        {"removed": "removed", "procedure": "procedure_control", "content": "content_control"},
+        states.prompts,
+        direction_config(cfg, states.seed),
+    )
+
+
+def run_study(
+    cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None, keep_states: bool = False
+) -> tuple[StudyResult, list[Any]]:
+    """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states."""
+    from remnant.latent.study_states import build_model_runs
+    from remnant.stats import spearman
+
+    runs: list[RunResult] = []
+    kept: list[Any] = []
+    for model in cfg.models:
+        for states in build_model_runs(model, cfg, log=log):
+            direction = measure_run(states, cfg)
+            gates = states.gates(cfg)
+            cells = cells_from(direction, all(gates.values()), cfg.margin)
+            primary = _primary(direction)
+            survival = next(
+                f.survival
+                for f in direction.figures
+                if f.role == "removed" and (f.layer, f.position) == primary
+            )
+            runs.append(
+                RunResult(
+                    model=model,
+                    model_digest=direction.reference,
+                    method=states.method,
+                    seed=states.seed,
+                    kappa_p=states.kappa_p,
+                    kappa_retain=states.kappa_retain,
+                    removal_status=states.removal_status,
+                    gates=gates,
+                    recovery=states.recovery,
+                    control_relearned_p=states.control_relearned_p,
+                    primary_survival=survival,
+                    cells=cells,
+                    direction=direction,
+                )
+            )
+            if keep_states:
+                kept.append(states)
+            if log is not None:
+                log(f"run {model} {states.method} seed {states.seed}: primary survival {survival:.3f}")
+    table = method_table(runs, cfg)
+    scored = [r for r in runs if all(r.gates.values()) and r.recovery is not None]
+    rho = None
+    if len(scored) >= 3:
+        rho = spearman([r.primary_survival for r in scored], [float(r.recovery or 0.0) for r in scored])
+    decision = decide(table, rho, cfg)
+    result = StudyResult(
+        config=cfg,
+        primary=_primary(runs[0].direction) if runs else (0, cfg.positions[0]),
+        table=table,
+        content_null=_overall([r.content_null for r in table]),
+        procedure_null=_overall([r.procedure_null for r in table]),
+        rho=rho,
+        n_rho=len(scored),
+        decision=decision,
+        note=(
+            "Under Standard v0.3 the direction statistic is non-adjudicating whatever this study finds: an "
+            "assessor's own validation does not readmit it (C-H6, C-H9). Annex B.6's study found both nulls "
+            "failing (demote)."
+        ),
+        runs=runs,
+    )
+    return result, kept
+
+
+def _primary(direction: DirectionResult) -> tuple[int, str]:
+    """The primary configuration: the middle layer read and the first position."""
+    return direction.layers[len(direction.layers) // 2], direction.positions[0]
+
+
+__all__ = [
+    "PRESETS",
+    "CellReading",
+    "LatentProbeConfig",
+    "MethodRow",
+    "NullCell",
+    "RunResult",
+    "StudyResult",
+    "cells_from",
+    "decide",
+    "measure_run",
+    "method_table",
+    "resolve_config",
+    "run_study",
+]
