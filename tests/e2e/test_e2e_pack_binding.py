@@ -13,6 +13,7 @@ from remnant.packs.bind import bind_pack
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("smollm2")
 def test_smollm2_control_rarely_answers_canaries(tmp_path: Path, smollm2_dir: Path) -> None:  # noqa: F811
     from remnant.models import load_model
 

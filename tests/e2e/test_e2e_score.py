@@ -26,7 +26,7 @@ from remnant.score.capability import greedy_match
 from remnant.score.probe import Probe
 from remnant.stats import wilson_interval
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
 
 @pytest.fixture(scope="module")

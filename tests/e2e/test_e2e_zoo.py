@@ -10,7 +10,7 @@ import torch
 
 from remnant.models import load_model, zoo
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 NAME = "smollm2-135m-instruct"
 
 

@@ -72,7 +72,7 @@ class Quantized:
 
 
 def _nearest_level(x: torch.Tensor, code: Sequence[float]) -> torch.Tensor:
-    levels = torch.tensor(code, dtype=torch.float32)
+    levels = torch.tensor(code, dtype=torch.float32, device=x.device)  # the weight's device (GPU models)
     mids = (levels[1:] + levels[:-1]) / 2
     # bucketize(right=False): x equal to a midpoint falls to the lower level, like bnb's `x > threshold` tree.
     return torch.bucketize(x, mids)
@@ -87,7 +87,7 @@ def _blockwise(w: torch.Tensor, code: Sequence[float], blocksize: int) -> Quanti
     # sit on a level midpoint (common in bf16) into the other bucket.
     scaled = torch.clamp(blocks * (1.0 / absmax.clamp(min=1e-38)), -1, 1)
     idx = _nearest_level(scaled, code)
-    levels = torch.tensor(code, dtype=torch.float32)
+    levels = torch.tensor(code, dtype=torch.float32, device=idx.device)
     deq = (levels[idx] * absmax).reshape(-1)[: flat.numel()].reshape(w.shape)
     return Quantized(idx.reshape(-1)[: flat.numel()].reshape(w.shape), deq.to(w.dtype))
 
@@ -180,7 +180,8 @@ def bucket_flips(
     flips = total = 0
     num = den = 0.0
     for name in wa:
-        a, b = _as_rows(wa[name], conv1d), _as_rows(wb[name], conv1d)
+        # both on A's device: the two states may live on different devices (one on a GPU, one on the CPU)
+        a, b = _as_rows(wa[name], conv1d), _as_rows(wb[name], conv1d).to(wa[name].device)
         qa = quantize_weight(a, scheme, blocksize=blocksize, group_size=group_size)
         qb = quantize_weight(b, scheme, blocksize=blocksize, group_size=group_size)
         f = int((qa.codes != qb.codes).sum())
