@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PURE_CORE := src/remnant/stats.py src/remnant/standard src/remnant/statement src/remnant/records.py src/remnant/packs \
              src/remnant/prereg.py src/remnant/config.py src/remnant/errors.py src/remnant/registry.py
 
-.PHONY: demo demo-quick test test-fast lint typecheck venv clean
+.PHONY: demo demo-quick test test-fast lint typecheck venv clean bench
 
 venv: $(STAMP)
 
@@ -21,6 +21,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/remnant demo --quick
 
+# Benchmarks (DESIGN §6): ratios of fast paths to their baselines, written to benchmarks/RESULTS.md.
+# `make bench BENCH_ARGS=--smollm2` adds SmolLM2-135M-Instruct.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks)
 	$(BIN)/ruff format --check src tests $(wildcard benchmarks)
@@ -29,10 +34,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy $(wildcard $(PURE_CORE))
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test: lint typecheck
-	$(BIN)/python -m pytest -q -n 2 --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,32 @@
+"""Run every benchmark in turn (``make bench``); arguments are passed to each (e.g. ``--smollm2``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = (
+    "bench_greedy_match.py",
+    "bench_sampling.py",
+    "bench_uds.py",
+    "bench_train.py",
+    "bench_throughput.py",
+    "bench_scaling.py",
+)
+
+
+def main() -> int:
+    failed = []
+    for script in SCRIPTS:
+        print(f"== {script}", flush=True)
+        if subprocess.call([sys.executable, str(HERE / script), *sys.argv[1:]]) != 0:
+            failed.append(script)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
