@@ -1,103 +1,195 @@
-"""Latent audits on the real SmolLM2-135M-Instruct (slow): the UDS paper's scale check (seeds/000 §3).
+"""Latent audits on the real SmolLM2-135M-Instruct (slow): the UDS paper's scale check (seeds/000 §3) and J-Access.
 
-Three states are installed from the same base with the same recipe and seed: every state learns the filler
-entities; ``full`` also learns all probe entities (100 %), ``half`` half of them (50 %), ``retain`` none (0 %).
-Patched into ``full``, UDS must order them full < half < retain, each near the fraction of the probe set it never
-saw (0, ~0.5, 1), and the fast path must equal the naive algorithm on the real model. Non-adjudicating (C-H6).
+The shared canary states (``canary_states``: control, the 100 % install, NPO) come from the session fixture. This
+module adds three states installed from the same control with the SAME install recipe and seed on subsets of the
+install split: every state learns the retained entities; ``90%`` also learns 7 of the 8 forget entities (the
+UDS probe set), ``50%`` 4 of them, ``0%`` none (the retain-only model, also the UDS retain model). Patched into
+the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fraction of the probe set it never saw
+(0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. J-Access (seeds/002
+eq. 6) of the NPO model, read through its own Jacobian lens with the installed model and the retain-only model as
+anchors, must be above the retain-only level (JOcc > 0). Non-adjudicating (C-H6). Numbers print with ``-s``.
+
+Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
+there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
+there), and the Jacobian lenses use three source layers near the penultimate target on one short prompt.
 """
 
 from __future__ import annotations
 
 import copy
-import os
+import json
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from canary_states import canary_states  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.inputs import encode_examples, examples_from_items
+from remnant.latent.jaccess import AccessConfig, Probe, j_occ, read_access
+from remnant.latent.jacobian_lens import LensConfig, fit_lens
 from remnant.latent.patching import fast_scores, naive_scores, source_states
 from remnant.latent.uds import UDSConfig, score_source, stage1
 
-#: Three SmolLM2 installs (~18 min on the loaded 2-core machine): opt-in until the installs are shared with the
-#: training fixtures, so `make test` stays inside CI's budget.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("REMNANT_E2E_LATENT") != "1", reason="three SmolLM2 installs; set REMNANT_E2E_LATENT=1"
-    ),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
-ATTRIBUTE = "employer"
+#: Share of the pack's forget entities each state installs; 0 % is the retain-only model.
+SHARES = {"100%": 1.0, "90%": 0.9, "50%": 0.5, "0%": 0.0}
+TRAINED_BLOCKS = tuple(range(15, 30))
+LENS = LensConfig(source_layers=(22, 24, 26), target_layer=28, max_seq_len=32, skip_first=8, dim_batch=64)
+ACCESS = AccessConfig(k=10, layers=(22, 24, 26), positions=1, max_new_tokens=16)
+
+
+def _epochs(record: dict[str, Any]) -> int:
+    """The epochs the 100 % install needed (≤ the recipe's ceiling): the same recipe, stopped where it stopped."""
+    ceiling = int(record["recipe"]["install"]["max_epochs"])
+    curve = record["install"].get("curve") or []
+    last = max((float(point[0]) for point in curve), default=float(ceiling))
+    return max(1, min(ceiling, math.ceil(last)))
 
 
 @pytest.fixture(scope="module")
-def scale_states(smollm2_dir: Path) -> dict[str, Any]:  # noqa: F811
+def scale(canary_states: Any) -> dict[str, Any]:  # noqa: F811
     from remnant.models import load_model
-    from remnant.packs import ClassDSpec, mint_class_d
     from remnant.train.data import as_qa
     from remnant.train.install import InstallSpec, install
 
-    state = load_model(smollm2_dir, dtype="fp32")
-    pack = mint_class_d(ClassDSpec(entities=8, controls=2, general=False, seed=11))
-    installed = [e.id for e in pack.manifest.entities if e.role != "control"][:8]
-    filler, probe = installed[:4], installed[4:]
-    # one prefixed phrasing per fact keeps the three installs to about a minute each on two CPU cores
-    items = [it for it in pack.split("install") if it.attribute == ATTRIBUTE and it.answer != it.accepted[0]]
-    items = list({it.entity_id: it for it in reversed(items)}.values())
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cs = canary_states
+        recipe = cs.record["recipe"]
+        pack, fmt, attrs = cs.pack(), cs.fmt(), cs.attributes
+        control = load_model(cs.control_dir, dtype="fp32")
+        tok = control.tokenizer
+        states: dict[str, Any] = {
+            "100%": load_model(cs.installed_dir, dtype="fp32").model,
+            "npo": load_model(cs.npo_dir, dtype="fp32").model,
+        }
+        forget = [e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")]
+        items = [it for it in pack.split("install") if it.attribute in attrs]
+        install_cfg = {**recipe["install"], "max_epochs": _epochs(cs.record)}
+        spec = InstallSpec(**install_cfg, trainable=cs.trainable)
+        installs: dict[str, Any] = {}
+        counts = {name: round(share * len(forget)) for name, share in SHARES.items()}
+        for name, n in counts.items():
+            if name == "100%":
+                continue
+            seen = set(forget[:n])
+            qa = as_qa([it for it in items if it.entity_id not in forget or it.entity_id in seen], attrs)
+            t0 = time.perf_counter()
+            model, result = install(copy.deepcopy(control.model), tok, qa, spec, seed=recipe["seed"], fmt=fmt)
+            states[name] = model
+            installs[name] = {
+                "items": len(qa),
+                "kappa": result.kappa,
+                "epochs": result.epochs,
+                "s": round(time.perf_counter() - t0, 1),
+            }
+        probe_items = [it for it in items if it.entity_id in forget]
+        return {
+            "tok": tok,
+            "fmt": fmt,
+            "states": states,
+            "installs": installs,
+            "examples": examples_from_items(probe_items),
+            "unseen": {
+                name: {it.id for it in probe_items if it.entity_id not in forget[:n]}
+                for name, n in counts.items()
+            },
+            "probe_items": probe_items,
+            "system_prompt": cs.system_prompt,
+            "cache": cs.root / "latent-cache",
+        }
+    finally:
+        torch.set_num_threads(before)
 
-    def facts(entities: list[str]) -> list[Any]:
-        return [it for it in items if it.entity_id in entities]
 
-    spec = InstallSpec(target=1.0, max_epochs=15, lr=3e-4, batch_size=8, max_grad_norm=1.0)
-    states: dict[str, Any] = {"tokenizer": state.tokenizer, "timings": {}}
-    for name, share in (("full", probe), ("half", probe[:2]), ("retain", [])):
-        t0 = time.perf_counter()
-        model, result = install(
-            copy.deepcopy(state.model), state.tokenizer, as_qa(facts(filler + share)), spec, seed=3
-        )
-        states[name] = model
-        states["timings"][name] = (time.perf_counter() - t0, result.kappa, result.epochs)
-    probe_items = facts(probe)
-    states["examples"] = examples_from_items(probe_items)
-    states["seen_by_half"] = {it.id for it in probe_items if it.entity_id in probe[:2]}
-    return states
+def _name_probes(tok: Any, items: list[Any], fmt: Any) -> list[Probe]:
+    """One probe per forget fact: the question as asked; C_i = the tokens that start the home town's name."""
+    from remnant.latent.jaccess import make_probe
+    from remnant.models.prompts import render_prompt_ids
+
+    return [
+        make_probe(tok, it.id, render_prompt_ids(tok, it.question, fmt), [it.accepted[0]]) for it in items
+    ]
 
 
-def test_uds_scale_check_orders_the_states(scale_states: dict[str, Any], tmp_path: Path) -> None:
-    s = scale_states
-    cfg = UDSConfig(prompt_format="chat")
-    s1 = stage1(s["full"], s["retain"], s["tokenizer"], s["examples"], cfg, cache_dir=tmp_path)
-    scores = {name: score_source(s["full"], s[name], s1, cfg) for name in ("full", "half", "retain")}
+def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) -> None:  # noqa: F811
+    s, st = scale, scale["states"]
+    torch.set_num_threads(1)
+    cfg = UDSConfig(prompt_format="chat", layers=TRAINED_BLOCKS, system_prompt=s["system_prompt"])
+    t0 = time.perf_counter()
+    s1 = stage1(st["100%"], st["0%"], s["tok"], s["examples"], cfg, cache_dir=s["cache"])
+    uds = {name: score_source(st["100%"], st[name], s1, cfg) for name in (*SHARES, "npo")}
+    t_uds = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    probes = _name_probes(s["tok"], s["probe_items"], s["fmt"])
+    lens_prompt = [list(probes[0].prompt_ids)]
+    readouts = {}
+    logit = {}
+    for name in ("npo", "100%", "0%"):
+        lens = fit_lens(st[name], lens_prompt, LENS, cache_dir=s["cache"])
+        readouts[name] = read_access(st[name], s["tok"], probes, lens, ACCESS)
+        logit[name] = read_access(st[name], s["tok"], probes, None, ACCESS)
+    jacc = j_occ(readouts["npo"], readouts["100%"], readouts["0%"])
+    lacc = j_occ(logit["npo"], logit["100%"], logit["0%"])
+    t_jacc = time.perf_counter() - t0
+
+    n = len(s1.encoded.examples)
+    rows = [
+        f"| {name} | {len(s['unseen'][name]) if name in SHARES else '—'}/{n} "
+        f"| {(len(s['unseen'][name]) / n) if name in SHARES else float('nan'):.3f} "
+        f"| {uds[name].score:.3f} | {uds[name].n_scored}/{uds[name].n_examples} |"
+        for name in (*SHARES, "npo")
+    ]
     print(
-        "\nUDS scale check (SmolLM2-135M, chat format):",
-        {k: (v.score, v.n_scored, v.n_examples) for k, v in scores.items()},
-        "installs (s, kappa, epochs):",
-        s["timings"],
+        "\nUDS scale check (SmolLM2-135M-Instruct, chat format, blocks 15-29, patched into the 100% state)\n"
+        "| state | probe facts never seen | fraction never seen | UDS | scored |\n|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\nJ-Access (k=1, layers {ACCESS.layers}, last position, home-town probes n={jacc.n_probes}): "
+        f"JOcc(NPO) = {jacc.jocc}, A(NPO)={jacc.access_audited}, A(100%)={jacc.access_original}, "
+        f"A(0%)={jacc.access_retain}, silent {jacc.n_silent}\n"
+        f"logit lens: JOcc(NPO) = {lacc.jocc}, A(NPO)={lacc.access_audited}, A(100%)={lacc.access_original}, "
+        f"A(0%)={lacc.access_retain}, silent {lacc.n_silent}\n"
+        f"installs {json.dumps(s['installs'])}; UDS {t_uds:.0f} s; J-Access {t_jacc:.0f} s"
     )
-    full, half, retain = (scores[k].score for k in ("full", "half", "retain"))
-    assert full is not None and half is not None and retain is not None
-    assert scores["full"].n_scored >= 3  # the probe facts are encoded somewhere (KE layers found)
-    assert full == pytest.approx(0.0, abs=1e-4) and retain == pytest.approx(1.0, abs=1e-4)
-    assert full < half < retain
-    seen = [r.uds for r in scores["half"].examples if r.idx in s["seen_by_half"] and r.uds is not None]
-    unseen = [r.uds for r in scores["half"].examples if r.idx not in s["seen_by_half"] and r.uds is not None]
-    assert seen and unseen and sum(seen) / len(seen) < sum(unseen) / len(unseen)
-    assert 0.2 < half < 0.8  # near the half of the probe set the state never saw
-    cached = stage1(s["full"], s["retain"], s["tokenizer"], s["examples"], cfg, cache_dir=tmp_path)
-    assert cached.d1 == s1.d1  # the cached stage 1 equals the fresh one
+    score = {name: uds[name].score for name in (*SHARES, "npo")}
+    assert all(v is not None for v in score.values())
+    assert uds["100%"].n_scored >= n // 2  # most probe facts have KE layers
+    assert score["100%"] == pytest.approx(0.0, abs=1e-4) and score["0%"] == pytest.approx(1.0, abs=1e-4)
+    assert score["100%"] < score["90%"] < score["50%"] < score["0%"]  # type: ignore[operator]
+    for name in ("90%", "50%"):
+        assert score[name] == pytest.approx(len(s["unseen"][name]) / n, abs=0.2)
+    assert 0.02 < score["npo"] < 0.98  # type: ignore[operator]
+    # J-Access: the NPO model's silent probes are still accessible above the retain-only level (eq. 6)
+    assert jacc.n_silent > 0 and jacc.jocc is not None and jacc.jocc > 0.0
+    assert jacc.access_audited is not None and jacc.access_retain is not None
+    assert jacc.access_audited > jacc.access_retain
 
 
-def test_fast_path_equals_naive_on_smollm2(scale_states: dict[str, Any]) -> None:
-    s = scale_states
-    ex = encode_examples(s["tokenizer"], s["examples"][:1], "chat").examples[0]
-    layers = list(range(0, 30, 6))
-    states = [source_states(s["half"], ex, layers)]
+def test_fast_path_equals_naive_on_smollm2(scale: dict[str, Any]) -> None:
+    s = scale
+    ex = encode_examples(s["tok"], s["examples"][:1], "chat", s["system_prompt"]).examples[0]
+    layers = [15, 20, 25, 29]
+    states = [source_states(s["states"]["50%"], ex, layers)]
     with torch.no_grad():
-        f_full, f_rows = fast_scores(s["full"], ex, states, layers)
-        n_full, n_rows = naive_scores(s["full"], ex, states, layers)
+        f_full, f_rows = fast_scores(s["states"]["100%"], ex, states, layers)
+        n_full, n_rows = naive_scores(s["states"]["100%"], ex, states, layers)
     assert abs(f_full - n_full) < 1e-5
     assert max(abs(a - b) for a, b in zip(f_rows[0], n_rows[0], strict=True)) < 1e-5
+
+
+def test_cached_stage1_equals_fresh(scale: dict[str, Any]) -> None:
+    s, st = scale, scale["states"]
+    cfg = UDSConfig(prompt_format="chat", layers=(20, 25), system_prompt=s["system_prompt"])
+    examples = s["examples"][:2]
+    fresh = stage1(st["100%"], st["0%"], s["tok"], examples, cfg)
+    cached_dir: Path = s["cache"] / "stage1-check"
+    stage1(st["100%"], st["0%"], s["tok"], examples, cfg, cache_dir=cached_dir)
+    cached = stage1(st["100%"], st["0%"], s["tok"], examples, cfg, cache_dir=cached_dir)
+    assert cached.d1 == fresh.d1 and cached.full_scores == fresh.full_scores

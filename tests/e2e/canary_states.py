@@ -1,0 +1,208 @@
+"""The SmolLM2 canary states every slow test shares: control, installed (pre-removal) and NPO-removed (issue 4).
+
+Installing a pack and removing it are the expensive parts of every end-to-end check (issues 4, 5, 7, 8), so they
+are built once per test session and saved as safetensors folders: the control is SmolLM2-135M-Instruct itself,
+the pre-removal model is the control with the pack's install split of ``ATTRIBUTES`` installed (R2), and the
+post-removal model is NPO applied to the pre-removal model (Annex B.6's suppressing method). Every slow test that
+needs them asks for the ``canary_states`` fixture; all slow SmolLM2 tests run on one xdist worker
+(``xdist_group("smollm2")`` with ``--dist loadgroup``), and a file lock makes a second worker wait instead of
+building the same states twice.
+
+``REMNANT_TEST_STATES=<dir>`` keeps the states between sessions (for iterating on one test); the folder name
+carries a digest of the recipe, so changing the recipe rebuilds rather than reusing stale states.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures_models import smollm2_dir  # noqa: F401
+
+#: The installed attributes, the pack and every training setting; its digest names the cached folder.
+RECIPE: dict[str, Any] = {
+    "pack": {"entities": 16, "controls": 8, "general": True, "seed": 7},
+    "attributes": ["home_town"],
+    "system_prompt": "",  # an empty system turn keeps sequences ~40 tokens
+    # Only decoder layers 15-29 train (install, removal and relearning alike): about half the cost of a full step.
+    "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
+    "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},
+    # Calibrated on this pack (P 12 items, trained retain 24, held-out retain 8): birth years share their tokens,
+    # so NPO on some bled into all (α=3, lr 5e-5: P 3/12, trained retain 21/24); home towns are distinct names.
+    # home_town, α=3: lr 5e-5 → P 7/12; lr 1e-4 → P 2/12; lr 2e-4 → P 0/12, trained retain 22/24, held-out 6/8.
+    "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
+    "seed": 0,
+}
+
+
+@dataclass(frozen=True)
+class CanaryStates:
+    """Folders of the three states and the pack, with what building them measured."""
+
+    root: Path
+    pack_dir: Path
+    control_dir: Path
+    installed_dir: Path
+    npo_dir: Path
+    attributes: tuple[str, ...]
+    trainable: tuple[str, ...]
+    system_prompt: str
+    record: dict[str, Any]
+
+    def pack(self) -> Any:
+        from remnant.packs import load_pack
+
+        return load_pack(self.pack_dir)
+
+    def fmt(self) -> Any:
+        from remnant.models.prompts import PromptFormat
+
+        return PromptFormat("chat", system_prompt=self.system_prompt)
+
+    def sets(self) -> dict[str, Any]:
+        """The scored and training sets as QA tuples (R16, C-W6): P is the install phrasings of the probe entities."""
+        return scored_sets(self.pack(), self.attributes)
+
+
+def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
+    from remnant.train.data import as_qa, removal_data, retain_training_qa, split_qa
+
+    probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
+    return {
+        "installed": split_qa(pack, "install", attributes),
+        "P": as_qa([it for it in pack.split("install") if it.entity_id in probe_entities], attributes),
+        "P_heldout_phrasing": split_qa(pack, "probe", attributes),
+        "retain": retain_training_qa(pack, attributes),
+        "retain_heldout_phrasing": split_qa(pack, "retain", attributes),
+        "controls": split_qa(pack, "controls", attributes),
+        "R": split_qa(pack, "relearn", attributes),
+        "removal": removal_data(pack, attributes),
+    }
+
+
+def recipe_digest(recipe: dict[str, Any] = RECIPE) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build_canary_states(control_dir: Path, base: Path, recipe: dict[str, Any] = RECIPE) -> CanaryStates:
+    """Build (or reuse) the states under ``base/canary-<digest>``; safe to call from several processes."""
+    root = base / f"canary-{recipe_digest(recipe)}"
+    with _locked(base / f".canary-{recipe_digest(recipe)}.lock"):
+        if not (root / "record.json").exists():
+            _build(control_dir, root, recipe)
+    record = json.loads((root / "record.json").read_text())
+    return CanaryStates(
+        root=root,
+        pack_dir=root / "pack",
+        control_dir=control_dir,
+        installed_dir=root / "installed",
+        npo_dir=root / "npo",
+        attributes=tuple(recipe["attributes"]),
+        trainable=tuple(recipe["trainable"]),
+        system_prompt=recipe["system_prompt"],
+        record=record,
+    )
+
+
+def score_sets(model: Any, tokenizer: Any, sets: dict[str, Any], fmt: Any) -> dict[str, tuple[int, int]]:
+    """κ (teacher-forced greedy match) on every QA set in ``sets``."""
+    from remnant.train.relearn import greedy_scorer
+
+    return {
+        name: greedy_scorer(tokenizer, items, fmt)(model)
+        for name, items in sets.items()
+        if isinstance(items, tuple) and items
+    }
+
+
+def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
+    from remnant import registry
+    from remnant.models import load_model, save_model
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs import ClassDSpec, mint_class_d
+    from remnant.packs.schema import write_pack
+    from remnant.train.install import InstallSpec, install
+    from remnant.train.removal import apply_removal
+
+    attributes = tuple(recipe["attributes"])
+    trainable = tuple(recipe["trainable"])
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    state = load_model(control_dir, dtype="fp32")
+    tok, control = state.tokenizer, state.model
+    fmt = PromptFormat("chat", system_prompt=recipe["system_prompt"])
+    pack = mint_class_d(ClassDSpec(**recipe["pack"]))
+    sets = scored_sets(pack, attributes)
+    record: dict[str, Any] = {
+        "recipe": recipe,
+        "sizes": {k: len(v) for k, v in sets.items() if k != "removal"},
+    }
+    record["control"] = score_sets(control, tok, sets, fmt)
+
+    t = time.perf_counter()
+    spec = InstallSpec(**recipe["install"], trainable=trainable)
+    pre, inst = install(copy.deepcopy(control), tok, sets["installed"], spec, seed=recipe["seed"], fmt=fmt)
+    timings["install"] = time.perf_counter() - t
+    record["install"] = {
+        "kappa": inst.kappa,
+        "reached": inst.reached,
+        "curve": inst.curve,
+        "steps": inst.steps,
+    }
+    record["installed"] = score_sets(pre, tok, sets, fmt)
+
+    t = time.perf_counter()
+    npo = registry.create("method", "npo", {**recipe["npo"], "trainable": trainable})
+    post, removal = apply_removal(npo, copy.deepcopy(pre), tok, sets["removal"], seed=recipe["seed"], fmt=fmt)
+    timings["npo"] = time.perf_counter() - t
+    record["npo"] = {
+        "status": removal.status,
+        "steps": removal.outcome.steps,
+        "method": removal.to_dict()["method"],
+    }
+    record["npo_scores"] = score_sets(post, tok, sets, fmt)
+    record["timings"] = timings
+
+    tmp = root.with_name(root.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    write_pack(pack, tmp / "pack")
+    save_model(pre, tok, tmp / "installed")
+    save_model(post, tok, tmp / "npo")
+    (tmp / "record.json").write_text(json.dumps(record, indent=1, default=str))
+    os.replace(
+        tmp, root
+    )  # a crash mid-build leaves only the .partial folder, which the next build overwrites
+
+
+@pytest.fixture(scope="session")
+def canary_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
+    """The shared control / installed / NPO states (built once per session, or kept in $REMNANT_TEST_STATES)."""
+    keep = os.environ.get("REMNANT_TEST_STATES")
+    # getbasetemp().parent is shared by all xdist workers of one session
+    base = Path(keep) if keep else tmp_path_factory.getbasetemp().parent / "remnant-states"
+    states = build_canary_states(smollm2_dir, base)
+    print("\nCANARY-STATES " + json.dumps(states.record, default=str))
+    return states
