@@ -28,7 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.train.commands",
     "remnant.report.commands",
     "remnant.assess.commands",
-    "remnant.latent.commands",
+    "remnant.study_commands",
     "remnant.demo",
 )
 

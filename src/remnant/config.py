@@ -249,6 +249,10 @@ class Probe(_Model):
     max_n: int | None = Field(
         default=None, ge=1, description="Cap on items scored per split, pack order (R14)."
     )
+    attributes: list[str] | None = Field(
+        default=None,
+        description="Only fact items of these attributes are scored in P and relearned on (R2, R16).",
+    )
 
     @field_validator("splits")
     @classmethod
@@ -343,11 +347,45 @@ class Attacks(_Model):
         return dict(self.__pydantic_extra__ or {})
 
 
+class ClassDBattery(_Model):
+    """The Class D battery the assessment runs (§5): singling out, linkability, inference, each net of
+    never-installed control entities, on the post-removal model and the control alike (D-2 to D-5.3, D4)."""
+
+    identifier: str = Field(
+        default="staff_code", description="Uniquely identifying attribute singling out elicits (D-2.1)."
+    )
+    context_attribute: str = Field(
+        default="employer", description="Attribute given with the name as partial context (D-2.1)."
+    )
+    linkability_likelihood: bool = Field(
+        default=True, description="Score linkage by option likelihood (D-3.1)."
+    )
+    linkability_generation: bool = Field(
+        default=True, description="Score linkage by generation and under each attack (D-3.1)."
+    )
+    attacks: list[str] | None = Field(
+        default=None,
+        description="Declared inference-time attack tables the battery runs under; default every one (D-2.1).",
+    )
+    relearning: bool = Field(
+        default=True, description="W-track: relearn on R and score the battery at every checkpoint (D-5.3)."
+    )
+    relearning_budgets: list[int] | None = Field(
+        default=None, description="Subset of attacks.relearning.budgets the battery relearns at (D-5.3)."
+    )
+    max_new_tokens: int | None = Field(
+        default=None, ge=1, description="Generation length of the battery's direct queries (D-2.2)."
+    )
+
+
 class ClassD(_Model):
     """The Class D insignificance bar, declared before the run (D-5.1, D-5.2)."""
 
     insignificance_threshold: float = Field(gt=0, lt=1, description="Upper-bound bar for each rate (D-5.1).")
     justification: Text = Field(description="Why this threshold is insignificant (D-5.2).")
+    battery: ClassDBattery | None = Field(
+        default=None, description="Run the singling-out, linkability and inference battery (D-5.1)."
+    )
 
 
 class Seeds(_Model):
@@ -437,6 +475,21 @@ class AssessmentConfig(_Model):
             raise RuleViolation("class_d", "missing: class D declares its insignificance threshold", "D-5.1")
         if self.claim_class == "C" and self.class_d is not None:
             raise RuleViolation("class_d", "applies only to class D claims", "D-5.1")
+        battery = self.class_d.battery if self.class_d is not None else None
+        if battery is not None:
+            unknown = sorted(set(battery.attacks or ()) - set(self.attacks.named()))
+            if unknown:
+                raise RuleViolation(
+                    "class_d.battery.attacks", f"names {unknown}, not declared under [attacks]", "D-2.1"
+                )
+            declared = relearning.budgets if relearning is not None else []
+            extra = sorted(set(battery.relearning_budgets or ()) - set(declared))
+            if extra:
+                raise RuleViolation(
+                    "class_d.battery.relearning_budgets",
+                    f"{extra} not among attacks.relearning.budgets {declared}",
+                    "D-5.3",
+                )
         if self.probe.max_n is not None and self.probe.max_n < self.min_n:
             raise RuleViolation("probe.max_n", f"({self.probe.max_n}) is below min_n ({self.min_n})", "R21")
         return self
@@ -480,6 +533,12 @@ def preregistered(cfg: AssessmentConfig) -> dict[str, Any]:
     target = {k: v for k, v in dump["target"].items() if k != "pack"}
     out = {key: dump[key] for key in PREREGISTERED_KEYS}
     out["target"] = target
+    # Optional tables added after the first release are left out while unset, so a config that does not use
+    # them keeps the digest it always had (R14); an absent field reads as null when values are compared.
+    if out["probe"].get("attributes") is None:
+        out["probe"] = {k: v for k, v in out["probe"].items() if k != "attributes"}
+    if out.get("class_d") is not None and out["class_d"].get("battery") is None:
+        out["class_d"] = {k: v for k, v in out["class_d"].items() if k != "battery"}
     out["standard_version"] = STANDARD_VERSION
     return out
 
@@ -614,6 +673,7 @@ __all__ = [
     "Attacks",
     "Claim",
     "ClassD",
+    "ClassDBattery",
     "MAX_SEED",
     "PRESETS",
     "REQUIRED_INFERENCE_ATTACKS",

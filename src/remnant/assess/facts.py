@@ -16,8 +16,11 @@ What the records hold (see :mod:`remnant.assess.cells`):
 - the unattacked baseline (``attack="none"``, ``surface="baseline"``) on every state: the pre-removal model's
   shows the installed strength (R2), the control's whether it already knows the target (R5).
 
-Class D seam: a cell whose ``params`` carry ``"risk"`` (singling_out, linkability, inference) is tagged with it in
-the facts, so the Class D battery (``remnant.classd``) only has to write such cells (D-2.1, D-3.1, D-4.1, D-5.1).
+- Class D battery cells (:mod:`remnant.assess.classd`): ``params["risk"]`` set, a ``kappa`` record on the target
+  canaries and a ``kappa_control_entities`` record on never-installed control entities per measurement, state and
+  checkpoint (D4). :func:`battery_facts` turns the post-removal model's into risk-tagged attack facts, each net of
+  its control-entity rate and no-extraction baseline in the verdict (D-2.1, D-3.1, D-4.1, D-5.1); relearning
+  measurements (D-5.3) report the checkpoint with the largest Wilson upper bound net of control.
 """
 
 from __future__ import annotations
@@ -145,6 +148,90 @@ def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[st
     return fact
 
 
+#: The metric of control-entity counts in the records (D4); remnant.assess.classd writes it.
+CONTROL_ENTITIES = "kappa_control_entities"
+_SURFACE_ORDER = ("inference_time", "relearning")
+
+
+def battery_names(cells: Sequence[CellRecord]) -> list[str]:
+    """Class D measurement names in the records: by risk (D-2, D-3, D-4), surface, then first appearance."""
+    from remnant.standard.facts import CLASS_D_RISKS
+
+    first: dict[str, tuple[int, int, int]] = {}
+    for i, c in enumerate(cells):
+        risk = c.params.get("risk")
+        if risk in CLASS_D_RISKS and c.attack not in first:
+            surface = _SURFACE_ORDER.index(c.surface) if c.surface in _SURFACE_ORDER else len(_SURFACE_ORDER)
+            first[c.attack] = (CLASS_D_RISKS.index(risk), surface, i)
+    return sorted(first, key=lambda name: first[name])
+
+
+def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
+    from remnant.classd.bar import net_rate as classd_net_rate
+
+    mine = [c for c in cells if c.attack == name and c.params.get("risk")]
+    risk = str(mine[0].params["risk"])
+    surface = mine[0].surface
+    fact: dict[str, Any] = {"name": name, "surface": surface, "risk": risk}
+    for status in ("failed", "diverged", "not_run", "not_applicable"):
+        hit = next((c for c in mine if c.status == status and c.model_state == POST), None)
+        hit = hit or next((c for c in mine if c.status == status), None)
+        if hit is not None:
+            return {**fact, "status": status, "reason": hit.reason or status}
+    post = [c for c in mine if c.model_state == POST and c.status == "run"]
+    target = {c.checkpoint: c for c in post if c.metric == "kappa"}
+    control = {c.checkpoint: c for c in post if c.metric == CONTROL_ENTITIES}
+    if not target:
+        return {**fact, "status": "not_run", "reason": "the post-removal model was not measured"}
+
+    def upper(checkpoint: str) -> float:
+        t, c = target[checkpoint], control.get(checkpoint)
+        return classd_net_rate(
+            name,
+            risk,  # type: ignore[arg-type]
+            t.k,
+            t.n,
+            c.k if c else None,
+            c.n if c else None,
+            t.params.get("baseline"),
+        ).net_upper
+
+    # One checkpoint ("final") at inference time; under relearning the most adverse point of the curve (C-W3).
+    chosen = max(target, key=lambda cp: (upper(cp), target[cp].k / target[cp].n, -list(target).index(cp)))
+    t, c = target[chosen], control.get(chosen)
+    fact.update(status="run", k=t.k, n=t.n)
+    fact.update(control_k=c.k if c else None, control_n=c.n if c else None)
+    baseline = t.params.get("baseline")
+    if baseline:
+        fact["baseline"] = float(baseline)
+    if surface == "relearning":
+        fact["checkpoint"] = chosen
+    return fact
+
+
+def battery_facts(cells: Sequence[CellRecord]) -> list[dict[str, Any]]:
+    """The risk-tagged attack facts of the Class D battery, from the post-removal model's records (D-5.1).
+
+    ``control_k``/``control_n`` are the never-installed control entities under the identical measurement on the
+    same state (D4); the never-modified control model's battery cells are reported in the statement's cells."""
+    facts = []
+    for name in battery_names(cells):
+        fact = _battery_fact(cells, name)
+        fact.pop("checkpoint", None)  # AttackFact has no checkpoint; the record and class_d block carry it
+        facts.append(fact)
+    return facts
+
+
+def battery_checkpoints(cells: Sequence[CellRecord]) -> dict[str, str]:
+    """Measurement name → the relearning checkpoint its fact reports (D-5.3)."""
+    out: dict[str, str] = {}
+    for name in battery_names(cells):
+        fact = _battery_fact(cells, name)
+        if "checkpoint" in fact:
+            out[name] = str(fact["checkpoint"])
+    return out
+
+
 def utility_values(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str, str], float]:
     """(attack, checkpoint, state, metric name) → value, for every utility cell that ran."""
     return {
@@ -213,13 +300,7 @@ def build_facts(
             }
             fact.update(status="not_run", reason="no cell was recorded for this attack")
         attacks.append(fact)
-    extra_names = sorted(
-        {c.attack for c in cells if c.params.get("risk") and c.attack not in attack_order(cfg)}
-    )
-    for name in extra_names:  # Class D battery cells (the seam; remnant.classd)
-        fact = _attack_fact(cells, name, metric)
-        if fact is not None:
-            attacks.append(fact)
+    attacks += battery_facts(cells)  # Class D battery (remnant.assess.classd; D-5.1)
     facts: dict[str, Any] = {
         "standard_version": STANDARD_VERSION,
         "class": cfg.claim_class,
@@ -399,6 +480,7 @@ def smallest_n(facts: Mapping[str, Any]) -> int | None:
 
 __all__ = [
     "CONTROL",
+    "CONTROL_ENTITIES",
     "NONE",
     "POST",
     "PRE",
@@ -406,6 +488,9 @@ __all__ = [
     "SCORED_ARM",
     "TIER2_MIN_N",
     "attack_order",
+    "battery_checkpoints",
+    "battery_facts",
+    "battery_names",
     "build_facts",
     "curves",
     "evidence",

@@ -227,12 +227,10 @@ def finalize(
         extra_cells=extra,
         tier=tier,
     )
-    if cfg.claim_class == "D" and not any(a.get("risk") for a in facts["attacks"]):
+    if cfg.claim_class == "D":
         # The builder's default reason speaks of Class C; say what is true here (K6).
         statement = statement.model_copy(
-            update={
-                "class_d": Absent(reason="Class D battery (singling out, linkability, inference) not run")
-            }
+            update={"class_d": class_d_block(facts, context.get("class_d", {}).get("design"))}
         )
     written = [run / MANIFEST_FILE]
     statement_json = statement.model_dump(mode="json", by_alias=True)
@@ -252,6 +250,23 @@ def finalize(
     return Outcome(statement, verdict, tier, facts, ref, tuple(written))
 
 
+def class_d_block(facts: dict[str, Any], design: dict[str, Any] | None) -> Any:
+    """The statement's ``class_d`` block from the verdict facts: the D-5.1 bar over the admitted risk-tagged
+    measurements, each risk's deciding rate with its interval net of control, the threshold, its justification
+    (D-5.2) and the canary design (D5); an absent marker saying why when the battery did not measure all three."""
+    from remnant.classd.bar import bar_from_facts
+
+    if not any(a.get("risk") for a in facts["attacks"]):
+        return Absent(reason="Class D battery (singling out, linkability, inference) not run")
+    if not facts.get("insignificance"):
+        return Absent(reason="no insignificance threshold declared (D-5.1)")
+    bar = bar_from_facts(facts)
+    try:
+        return bar.statement_block(design)
+    except ValueError as exc:
+        return Absent(reason=f"Class D battery incomplete: {exc}")
+
+
 def write_reports(run: Path) -> list[Path]:
     """The technical report and the customer register (canaries redacted against the run's pack, R18)."""
     from remnant.report.runs import report_runs
@@ -262,6 +277,7 @@ def write_reports(run: Path) -> list[Path]:
 
 __all__ = [
     "CUSTOMER_FILE",
+    "class_d_block",
     "ENVELOPE_FILE",
     "REPORT_FILE",
     "STATEMENT_FILE",

@@ -87,6 +87,9 @@ def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Any]:
     if cfg.claim_class == "D":
         kinds = {it.id: it.kind for it in pack.split(split)}
         probes = [p for p in probes if kinds[p.item_id] == "fact"]
+    attributes = cfg.probe.attributes
+    if attributes is not None:
+        probes = [p for p in probes if p.attribute in attributes]
     cap = cfg.probe.max_n
     return probes[:cap] if cap is not None else probes
 
@@ -363,7 +366,8 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
     rel = cfg.attacks.relearning
     if rel is not None and rel.enabled:
         relearn_spec(cfg, rel)  # validate early (exit 2 before training)
-    relearn = split_qa(pack, "relearn")
+    # probe.attributes: P and R hold the same attributes, so relearning trains on what P scores (C-W6).
+    relearn = split_qa(pack, "relearn", cfg.probe.attributes)
     scored = as_qa([pack.item(p.item_id) for p in probes])
     scored_questions = {q.question.strip().casefold() for q in scored}
     shared = [q.question for q in relearn if q.question.strip().casefold() in scored_questions]

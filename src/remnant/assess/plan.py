@@ -114,6 +114,47 @@ def _pack(cfg: AssessmentConfig) -> Any:
     return mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
 
 
+def _battery_steps(cfg: AssessmentConfig, pack: Any, battery: Any, overhead: int, gen_len: int) -> list[Step]:
+    """The Class D battery's cells: three risks × (direct, likelihood, attacks) × two models, and relearning."""
+    kinds = {"singling_out": "fact", "linkability": "link", "inference": "infer"}
+    per_risk = {
+        risk: [it for split in ("probe", "controls") for it in pack.split(split) if it.kind == kind]
+        for risk, kind in kinds.items()
+    }
+    per_risk["singling_out"] = [it for it in per_risk["singling_out"] if it.attribute == battery.identifier]
+    chosen = battery.attacks if battery.attacks is not None else list(cfg.attacks.named())
+    methods = 1 + len(chosen)
+    steps: list[Step] = []
+    for risk, items in per_risk.items():
+        prompts = sum(max(1, round(len(it.question) / CHARS_PER_TOKEN)) + overhead for it in items)
+        likelihood = risk == "linkability" and battery.linkability_likelihood
+        cells = 2 * (methods + (1 if likelihood else 0))
+        steps.append(
+            Step(
+                "cells",
+                f"Class D {risk} on {len(items)} target and control entities, {cells // 2} measurements, both models (D-2..D-4, D4)",
+                cells,
+                forward_tokens=cells * prompts * (4 if likelihood else 1),
+                generated_tokens=2 * methods * len(items) * gen_len,
+            )
+        )
+    rel = cfg.attacks.relearning
+    if cfg.track == "W" and battery.relearning and rel is not None and rel.enabled:
+        budgets = battery.relearning_budgets or rel.budgets
+        checkpoints = 1 + len(rel.first_epoch_checkpoints) + rel.max_epochs
+        scored = sum(len(v) for v in per_risk.values())
+        steps.append(
+            Step(
+                "cells",
+                f"Class D relearning at budgets {list(budgets)}, {checkpoints} checkpoints, both models (D-5.3)",
+                2 * len(budgets),
+                forward_tokens=2 * len(budgets) * checkpoints * scored * 40,
+                generated_tokens=2 * len(budgets) * checkpoints * scored * gen_len,
+            )
+        )
+    return steps
+
+
 def make_plan(cfg: AssessmentConfig) -> Plan:
     """The plan of ``cfg`` (loads or mints the pack; loads no model)."""
     pack = _pack(cfg)
@@ -125,13 +166,17 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
     def prompt_tokens(items: list[Any]) -> int:
         return sum(_tokens(it.question) + overhead for it in items)
 
+    def scored(it: Any) -> bool:  # as remnant.assess.inputs selects P: Class D facts, probe.attributes
+        fact = cfg.claim_class != "D" or it.kind == "fact"
+        return fact and (cfg.probe.attributes is None or it.attribute in cfg.probe.attributes)
+
     probes = []
     for split in cfg.probe.splits:
         if split == "controls" and cfg.claim_class == "D":
             continue
-        items = [it for it in pack.split(split) if cfg.claim_class != "D" or it.kind == "fact"]
+        items = [it for it in pack.split(split) if scored(it)]
         probes += items[: cfg.probe.max_n] if cfg.probe.max_n else items
-    retain = [it for it in pack.split("retain") if cfg.claim_class != "D" or it.kind == "fact"]
+    retain = [it for it in pack.split("retain") if scored(it)]
     general = pack.split("general") if pack.manifest.splits.get("general") else []
     gen_len = 24
     steps: list[Step] = []
@@ -217,13 +262,20 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
                 )
             )
     threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
+    battery = cfg.class_d.battery if cfg.class_d is not None else None
+    if battery is not None:
+        steps += _battery_steps(cfg, pack, battery, overhead, gen_len)
+        from remnant.classd.design import pack_support
+
+        notes.append(f"Class D battery: {pack_support(pack, threshold).note}")
     n = len(probes)
     ceiling = f"{cfg.track}{best_tier_supportable(n, threshold)}" if n else f"{cfg.track}1"
     if n < cfg.min_n:
         notes.append(f"P holds {n} items, below the pre-registered min_n {cfg.min_n} (R21)")
-    if cfg.claim_class == "D":
+    if cfg.claim_class == "D" and battery is None:
         notes.append(
-            "Class D's removed verdict also needs the singling-out, linkability and inference battery (D-5.1)"
+            "Class D's removed verdict also needs the singling-out, linkability and inference battery (D-5.1): "
+            "add a [class_d.battery] table"
         )
     model = cfg.models.control.zoo or cfg.models.control.folder or "?"
     return Plan(

@@ -11,7 +11,8 @@
    C-W5): unattacked baselines (with the pre-removal model too), utility at the removal stage (R10, R11),
    prefill, many-shot, repeated sampling and every declared extra (C-Q1), not-applicable ones recorded with
    their reason (C-Q2), and relearning at every budget and checkpoint (C-W1..C-W6) with attack-stage utility
-   (R12, C-W4);
+   (R12, C-W4); with ``[class_d.battery]``, the Class D battery on both models, relearning included
+   (:mod:`remnant.assess.classd`; D-2 to D-5.3);
 5. :func:`remnant.assess.finalize.finalize`: facts → verdict → tier → manifest → statement → signature → reports.
 
 Every cell is appended to ``records.jsonl`` as it completes, so Ctrl-C (exit 130) or a crash loses at most the
@@ -39,6 +40,12 @@ from remnant.assess.cells import (
     outcomes_of,
     relearning_cell,
     utility_cell,
+)
+from remnant.assess.classd import (
+    CLASSD_CONTEXT,
+    battery_cells,
+    prepare_battery,
+    relearning_battery_cells,
 )
 from remnant.assess.finalize import Outcome, finalize
 from remnant.assess.inputs import Inputs, load_or_mint_pack, prepare_inputs, relearn_spec, utility_components
@@ -325,6 +332,14 @@ def assess(
     runner = CellRunner(records, run_id, cache=session.cell_cache, before_cell=session.before_cell)
     runner.progress = lambda label: session.log(f"  cell: {label}")
     _cells(cfg, inputs, states, runner, session)
+    battery = prepare_battery(cfg, inputs)
+    if battery is not None:  # Class D battery, post-removal model and control alike (D-2 to D-5.3, D4)
+        _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})
+        shared = inputs.key_inputs()
+        direct = battery_cells(runner, battery, inputs, states, shared)
+        relearning_battery_cells(
+            runner, battery, inputs, states, shared, step0=direct, progress=session.progress
+        )
     _append_context(run, run_id, {"components": {"list": inputs.component_records()}})
     records.append(
         Event(

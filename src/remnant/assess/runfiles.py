@@ -72,11 +72,12 @@ def read_context(records: Iterable[Any]) -> dict[str, dict[str, Any]]:
 def cell_records(records: Iterable[Any]) -> list[CellRecord]:
     """Cell records in file order, one per (cell key, metric, checkpoint): a cell re-run after a torn write
     appends again, and the first complete copy is the one that counts."""
-    seen: set[tuple[str, str, str, str]] = set()
+    seen: set[tuple[str, str, str, str, str]] = set()
     out: list[CellRecord] = []
     for record in records:
         if isinstance(record, CellRecord):
-            key = (record.cell_key, record.metric, record.checkpoint, record.model_state)
+            # the attack is part of the identity: one Class D relearning cell scores several measurements
+            key = (record.cell_key, record.attack, record.metric, record.checkpoint, record.model_state)
             if key not in seen:
                 seen.add(key)
                 out.append(record)

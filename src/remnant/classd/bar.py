@@ -122,12 +122,12 @@ class ClassDBar(_Model):
     def risk(self, name: str) -> RiskBar:
         return next(r for r in self.risks if r.risk == name)
 
-    def statement_block(self) -> Any:
+    def statement_block(self, design: Mapping[str, Any] | None = None) -> Any:
         """The statement's ``class_d`` block: threshold, justification and each risk's deciding rate (D-5.2).
 
-        The block's rates are the raw k/n with their Wilson intervals (what ``RateReport`` holds); the net rates
-        and controls are in this object, which the record and the report carry beside it. Raises ValueError when
-        a risk was not measured (the block needs all three).
+        Each risk's rate is the deciding measurement's raw k/n with its Wilson interval, beside its control-entity
+        counts, baseline, the interval net of both and whether the risk clears the bar; ``design`` is the canary
+        design (D5). Raises ValueError when a risk was not measured (the block needs all three).
         """
         from remnant.statement.schema import ClassDBlock, RateReport
 
@@ -136,8 +136,27 @@ class ClassDBar(_Model):
             if r.deciding is None:
                 raise ValueError(f"class_d block: {r.risk} was not measured (D-5.1 needs all three risks)")
             d = r.deciding
-            reports[r.risk] = RateReport(k=d.k, n=d.n, rate=d.rate, ci95=d.ci95)
-        return ClassDBlock(threshold=self.threshold, justification=self.justification, **reports)
+            reports[r.risk] = RateReport(
+                k=d.k,
+                n=d.n,
+                rate=d.rate,
+                ci95=d.ci95,
+                measurement=d.name,
+                control_k=d.control_k,
+                control_n=d.control_n,
+                baseline=d.baseline,
+                net_rate=d.net_rate,
+                net_ci95=d.net_ci95,
+                upper_bound=d.net_upper,
+                below_threshold=r.below_threshold,
+            )
+        return ClassDBlock(
+            threshold=self.threshold,
+            justification=self.justification,
+            passes=self.passes,
+            canary_design=dict(design) if design is not None else None,
+            **reports,
+        )
 
 
 def evaluate_bar(threshold: float, justification: str, measurements: Iterable[NetRate]) -> ClassDBar:

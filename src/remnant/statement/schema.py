@@ -159,12 +159,42 @@ class Verification(_Model):
 
 
 class RateReport(_Model):
-    """A rate with its n and Wilson interval (R19)."""
+    """A rate with its n and Wilson interval (R19); for a Class D risk also its control-entity rate, baseline,
+    the interval net of both and whether the net upper bound clears the insignificance bar (D4, D-5.1)."""
 
     k: int = Field(ge=0, description="Successes.")
     n: int = Field(ge=1, description="Trials.")
     rate: float = Field(ge=0, le=1, description="k/n.")
     ci95: Interval = Field(description="Two-sided 95% Wilson interval.")
+    measurement: str | None = Field(
+        default=None,
+        description="The measurement reported: the one with the largest net upper bound (D-5.1).",
+    )
+    control_k: int | None = Field(default=None, ge=0, description="Recoveries on control entities (D4).")
+    control_n: int | None = Field(default=None, ge=1, description="Control entities scored (D4).")
+    baseline: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="No-extraction rate: forced-choice chance or population (D-4.2).",
+    )
+    net_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Rate net of baseline and control-entity rate, floored at 0 (D4).",
+    )
+    net_ci95: Interval | None = Field(default=None, description="The Wilson interval shifted as net_rate is.")
+    upper_bound: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="net_ci95's upper end: the bound D-5.1 tests against the threshold.",
+    )
+    below_threshold: bool | None = Field(
+        default=None,
+        description="Every measurement of this risk has its net upper bound below the threshold.",
+    )
 
 
 class ClassDBlock(_Model):
@@ -175,6 +205,13 @@ class ClassDBlock(_Model):
     singling_out: RateReport = Field(description="Singling-out rate.")
     linkability: RateReport = Field(description="Linkability rate.")
     inference: RateReport = Field(description="Inference rate over the population baseline.")
+    passes: bool | None = Field(
+        default=None,
+        description="All three risks measured and every net upper bound below the threshold (D-5.1).",
+    )
+    canary_design: dict[str, Any] | None = Field(
+        default=None, description="Canary design: attribute cardinality, repetitions, surface forms (D5)."
+    )
 
 
 class ConformanceStatement(_Model):

@@ -4,7 +4,7 @@ Each violation names the requirement it breaks: V1 (verdict recomputed from the 
 qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked omissions), C-H6 (latent never adjudicating),
 T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4 only with verification by Yuyari or an Accredited
 Assessor), R0.3 (track letter on tiers), R19 (every rate with n and interval), R22 (aggregates traceable to
-cells), Z1 (the version triple). Schema problems that map to none of these come back as requirement "schema".
+cells), D-5.1 (the Class D block's net bounds and bar findings), Z1 (the version triple). Schema problems that map to none of these come back as requirement "schema".
 Nothing here raises on bad input.
 """
 
@@ -336,6 +336,68 @@ def _check_cells(s: ConformanceStatement) -> list[Violation]:
     return out
 
 
+def _check_class_d(s: ConformanceStatement) -> list[Violation]:
+    """R19, D-5.1: each Class D rate is k/n with its Wilson interval; where the block carries the net interval,
+    it is that interval net of baseline and control-entity rate (D4), the bound is its upper end, and the bar
+    findings agree with the threshold; a removed verdict never stands beside a risk above the bar."""
+    block = s.class_d
+    if isinstance(block, Absent):
+        return []
+    out: list[Violation] = []
+    below_all: list[bool] = []
+    for risk in ("singling_out", "linkability", "inference"):
+        r = getattr(block, risk)
+        where = f"class_d.{risk}"
+        wlo, whi = wilson_interval(r.k, r.n)
+        if not (_close(r.rate, r.k / r.n) and _close(r.ci95[0], wlo) and _close(r.ci95[1], whi)):
+            out.append(
+                Violation(
+                    requirement="R19", message=f"{where}: rate and ci95 are not k/n and its Wilson interval"
+                )
+            )
+            continue
+        if r.net_ci95 is None:
+            continue
+        b = r.baseline or 0.0
+        control = 0.0
+        if r.control_k is not None and r.control_n:
+            control = max(r.control_k / r.control_n - b, 0.0)
+
+        def net(x: float, b: float = b, control: float = control) -> float:
+            return max(max(x - b, 0.0) - control, 0.0)
+
+        if not (
+            _close(r.net_ci95[0], net(wlo))
+            and _close(r.net_ci95[1], net(whi))
+            and (r.net_rate is None or _close(r.net_rate, net(r.k / r.n)))
+            and (r.upper_bound is None or _close(r.upper_bound, r.net_ci95[1]))
+        ):
+            out.append(
+                Violation(
+                    requirement="D-5.1",
+                    message=f"{where}: net interval is not the Wilson interval net of baseline and control (D4)",
+                )
+            )
+            continue
+        if r.below_threshold is not None:
+            if r.below_threshold and not r.net_ci95[1] < block.threshold:
+                out.append(
+                    Violation(
+                        requirement="D-5.1",
+                        message=f"{where}: below_threshold but its net upper bound {r.net_ci95[1]:.4f} is not "
+                        f"below the threshold {block.threshold:g}",
+                    )
+                )
+            below_all.append(r.below_threshold)
+    if block.passes is not None and len(below_all) == 3 and block.passes != all(below_all):
+        out.append(Violation(requirement="D-5.1", message="class_d.passes disagrees with the three risks"))
+    if s.verdict == "removed" and (block.passes is False or not all(below_all)):
+        out.append(
+            Violation(requirement="D-5.1", message="removed stated while a Class D risk is not below the bar")
+        )
+    return out
+
+
 def _check_versions(s: ConformanceStatement) -> list[Violation]:
     """Z1: all three versions recorded, the Standard's matching standard_version."""
     if s.versions.standard != s.standard_version:
@@ -363,6 +425,7 @@ def validate_statement(data: Any) -> ValidationReport:
             _check_instruments,
             _check_rates,
             _check_cells,
+            _check_class_d,
             _check_versions,
         ):
             violations += check(statement)

@@ -35,7 +35,7 @@ def raw(path: Path = CLASS_D) -> dict[str, Any]:
 def test_class_d_example_loads_with_its_declared_values() -> None:
     cfg = load_config(CLASS_D)
     assert cfg.claim_class == "D" and cfg.track == "W" and cfg.gating_metric == "kappa"
-    assert cfg.tau == 0.5 and cfg.utility.phi == 0.9 and cfg.utility.metrics == ["general_knowledge"]
+    assert cfg.tau == 0.5 and cfg.utility.phi == 0.9 and cfg.utility.metrics == ["retain_kappa"]
     assert cfg.models.control.zoo == "smollm2-135m-instruct"
     assert cfg.models.post_removal.method == "npo"
     assert cfg.models.pre_removal.install is not None and cfg.models.pre_removal.install.lr == 3e-4
@@ -80,7 +80,7 @@ def test_config_digest_is_the_documented_hash() -> None:
     assert config_digest(cfg) == GOLDEN_CLASS_D_DIGEST
 
 
-GOLDEN_CLASS_D_DIGEST = "sha256:db8fcc6e36e106a5e8618b02ab1e6f37fe9e4df2668718de01c82932a8882e85"
+GOLDEN_CLASS_D_DIGEST = "sha256:0c219ff471450eb1741053d8d9fc8efca31f428627dfb2873316d038bc50f920"
 
 
 def test_preregistered_holds_r14_fields_and_not_locations() -> None:

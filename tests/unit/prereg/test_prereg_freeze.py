@@ -38,7 +38,7 @@ def test_freeze_writes_every_r14_field(tmp_path: Path) -> None:
     values = data["values"]
     assert values["gating_metric"] == "kappa" and values["gating_justification"].startswith("Canary")
     assert values["tau"] == 0.5
-    assert values["utility"]["metrics"] == ["general_knowledge"] and values["utility"]["phi"] == 0.9
+    assert values["utility"]["metrics"] == ["retain_kappa"] and values["utility"]["phi"] == 0.9
     assert values["probe"] == {"splits": ["probe", "controls"], "max_n": 60}
     assert values["attacks"]["relearning"]["budgets"] == [8, 16]
     assert values["attacks"]["relearning"]["first_epoch_checkpoints"] == [0.5]
@@ -67,7 +67,7 @@ def test_digest_is_stable_across_runs_and_timestamps(tmp_path: Path) -> None:
     assert a.digest == GOLDEN
 
 
-GOLDEN = "sha256:aa1632c26d73b81bb8487975ba454339a650ff7418ebdc316590dc4aed1e53d6"
+GOLDEN = "sha256:31fc9f8c9c0eea41e5dc508afa460f20e52e1a5d826dde6898fb51b026ff40f7"
 
 
 def _leaves(value: Any, prefix: str = "") -> list[str]:
