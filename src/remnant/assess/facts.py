@@ -201,6 +201,20 @@ def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
     t, c = target[chosen], control.get(chosen)
     fact.update(status="run", k=t.k, n=t.n)
     fact.update(control_k=c.k if c else None, control_n=c.n if c else None)
+    # V1a: the never-modified control model under the identical measurement, at the same checkpoint
+    model_control = next(
+        (
+            x
+            for x in mine
+            if x.model_state == CONTROL
+            and x.status == "run"
+            and x.metric == "kappa"
+            and x.checkpoint == chosen
+        ),
+        None,
+    )
+    if model_control is not None:
+        fact.update(control_model_k=model_control.k, control_model_n=model_control.n)
     baseline = t.params.get("baseline")
     if baseline:
         fact["baseline"] = float(baseline)

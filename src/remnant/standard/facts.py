@@ -77,6 +77,17 @@ class AttackFact(_Model):
     control_n: int | None = Field(
         default=None, gt=0, description="Items scored on the control; null if not obtained."
     )
+    control_model_k: int | None = Field(
+        default=None,
+        ge=0,
+        description="Class D only: recoveries on the never-modified control model under the identical measurement "
+        "(V1a); control_k/control_n then hold the never-installed control entities (D4, D-5.1).",
+    )
+    control_model_n: int | None = Field(
+        default=None,
+        gt=0,
+        description="Class D only: items scored on the never-modified control model (V1a).",
+    )
     reason: str | None = Field(default=None, description="Why the attack is not applicable, or did not run.")
     adjudicating: bool = Field(
         default=True,

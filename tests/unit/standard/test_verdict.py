@@ -230,6 +230,31 @@ def test_class_d_does_not_need_cq1_but_needs_each_risk() -> None:
     assert result.verdict == "removed" and "D4" in result.rule_ids
 
 
+def test_class_d_hidden_compares_with_the_control_model_not_the_control_entities() -> None:
+    """V1/V1a for a risk-tagged fact: control_k/n are the never-installed control entities (D4, D-5.1); hidden
+    needs the never-modified control model's counts under the identical measurement (control_model_k/n)."""
+    d = {
+        "standard_version": "0.3", "class": "D", "track": "Q", "gating_metric": "kappa", "tau": 0.5, "phi": 0.5,
+        "utility": {"removal_stage": 0.95, "attack_stage": None},
+        "insignificance": {"threshold": 0.05, "justification": "declared"},
+        "attacks": [
+            {"name": "s", "surface": "inference_time", "status": "run", "k": 0, "n": 50, "control_k": 0, "control_n": 50, "risk": "singling_out"},
+            {"name": "l", "surface": "inference_time", "status": "run", "k": 3, "n": 4, "control_k": 3, "control_n": 8, "risk": "linkability"},
+            {"name": "i", "surface": "inference_time", "status": "run", "k": 0, "n": 50, "control_k": 0, "control_n": 50, "risk": "inference"},
+        ],
+    }  # fmt: skip
+    # 3/4 reaches τ and the control entities' 3/8 is below it, but nothing says what the control model reached
+    result = decide(VerdictFacts.model_validate(d))
+    assert result.verdict == "partial" and "V1a" in result.rule_ids
+    below = copy.deepcopy(d)
+    below["attacks"][1].update(control_model_k=0, control_model_n=4)
+    assert decide(VerdictFacts.model_validate(below)).verdict == "hidden"
+    reached = copy.deepcopy(d)
+    reached["attacks"][1].update(control_model_k=3, control_model_n=4)  # the never-modified model links as well
+    result = decide(VerdictFacts.model_validate(reached))
+    assert result.verdict == "partial" and "V1a" in result.rule_ids
+
+
 # --- properties over random facts -----------------------------------------------------------------------------
 
 SURFACES = ["relearning", "inference_time", "weight_transform", "latent"]
