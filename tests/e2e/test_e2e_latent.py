@@ -7,7 +7,8 @@ UDS probe set), ``50%`` 4 of them, ``0%`` none (the retain-only model, also the 
 the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fraction of the probe set it never saw
 (0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. J-Access (seeds/002
 eq. 6) of the NPO model, read through its own Jacobian lens with the installed model and the retain-only model as
-anchors, is measured and printed; its criterion (JOcc > 0) does not hold yet (see the test). Non-adjudicating (C-H6). Numbers print with ``-s``.
+anchors, is measured and printed; its criterion (JOcc > 0) does not hold yet (see the test).
+Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
 there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
