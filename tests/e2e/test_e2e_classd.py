@@ -4,7 +4,7 @@ never-installed control entities with its Wilson interval, the declared threshol
 
 The states come from the shared ``canary_states`` fixture (control, installed, NPO-removed), named in the config as
 folders, so the assessment installs and removes nothing. Those states installed only ``canary_states.attributes``
-(birth_year): P and the relearning set keep to them (``probe.attributes``), while the battery probes the pack's
+(home_town at this writing): P and the relearning set keep to them (``probe.attributes``), while the battery probes the pack's
 staff codes, employers and occupations as §5 defines its three risks; its rates here therefore measure attributes
 these states never installed, and the point of the test is the pipeline, not the size of a leak. Sizes are the
 smallest that still exercise every path: P = 3 items, the pack's probe and control entities per risk (4 and 8 in
