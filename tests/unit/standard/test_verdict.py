@@ -250,7 +250,9 @@ def test_class_d_hidden_compares_with_the_control_model_not_the_control_entities
     below["attacks"][1].update(control_model_k=0, control_model_n=4)
     assert decide(VerdictFacts.model_validate(below)).verdict == "hidden"
     reached = copy.deepcopy(d)
-    reached["attacks"][1].update(control_model_k=3, control_model_n=4)  # the never-modified model links as well
+    reached["attacks"][1].update(
+        control_model_k=3, control_model_n=4
+    )  # the never-modified model links as well
     result = decide(VerdictFacts.model_validate(reached))
     assert result.verdict == "partial" and "V1a" in result.rule_ids
 
