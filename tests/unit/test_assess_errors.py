@@ -163,11 +163,6 @@ def test_hand_edited_prereg_is_refused(
     assert "prereg.json" in err and "edited after freezing" in err and "R14" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="assess creates utility metrics only after the states are built (remnant.assess.run._cells calls "
-    "utility_components); a misspelt metric costs the install and removal and leaves records.jsonl and states/",
-)
 def test_unknown_utility_metric_is_refused_before_any_state(
     tmp_path: Path, pack: Path, tiny_llama_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -285,6 +285,20 @@ def attack_components(
     return out, tokens, batch
 
 
+def check_utility_metrics(cfg: AssessmentConfig) -> None:
+    """Create each declared utility metric once with its declared parameters, before any model work (R9).
+
+    The components the run uses are made later by :func:`utility_components`, which adds data-dependent
+    parameters; a name or parameter the registry refuses is refused here, naming the field."""
+    from remnant import registry
+
+    for name in cfg.utility.metrics:
+        try:
+            registry.create("utility", name, dict(cfg.utility.params.get(name, {})))
+        except ConfigError as exc:
+            raise ConfigError(f"field 'utility.metrics': {exc}", requirement="R9") from None
+
+
 def utility_components(cfg: AssessmentConfig, inputs: Inputs) -> list[tuple[str, Any, list[Any]]]:
     """Each declared utility metric with the data it measures (R9, R10)."""
     from remnant import registry

@@ -48,7 +48,14 @@ from remnant.assess.classd import (
     relearning_battery_cells,
 )
 from remnant.assess.finalize import Outcome, finalize
-from remnant.assess.inputs import Inputs, load_or_mint_pack, prepare_inputs, relearn_spec, utility_components
+from remnant.assess.inputs import (
+    Inputs,
+    check_utility_metrics,
+    load_or_mint_pack,
+    prepare_inputs,
+    relearn_spec,
+    utility_components,
+)
 from remnant.assess.runfiles import (
     CONFIG_COPY,
     STATES_DIR,
@@ -288,6 +295,7 @@ def assess(
         cfg, run, pack_digest=pack.digest if cfg.target.pack is not None else None
     )
     preflight(cfg)
+    check_utility_metrics(cfg)  # R9: a misspelt metric must not cost the install and removal first
     if (run / RECORDS_FILE).exists() and not resume:
         raise ConfigError(
             f"{run}: already holds records.jsonl; pass --resume to continue it, or use a new run folder"
