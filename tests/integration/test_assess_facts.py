@@ -171,7 +171,7 @@ def test_tier_evidence_and_general_requirements(cfg: Any) -> None:
 def test_plan_counts_cells_and_says_the_r21_ceiling(cfg: Any, capsys: pytest.CaptureFixture[str]) -> None:
     plan = make_plan(cfg)
     assert plan.probe_n == 6 and plan.tier_ceiling == "W1"  # n = 6 cannot bound 0.05 (needs 73) nor reach 30
-    assert plan.cells == 3 + 3 + 2 * 3 + 2 * 2 and plan.r21_bound_n == 73
+    assert plan.cells == 3 + 3 + 3 * 3 + 2 * 2 and plan.r21_bound_n == 73  # attacks on 3 states (C-Q3)
     source = cfg.source
     assert main(["plan", str(source), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -188,3 +188,27 @@ def test_a_deviation_is_recorded_and_carried_into_the_statement(
     statement = json.loads((run / "statement.json").read_text())
     assert statement["deviations"][0]["field"] == "utility.phi"
     assert statement["facts"]["phi"] == 0.4
+
+
+def test_format_checks_follow_the_pre_removal_cells(reference: Path) -> None:
+    """C-Q3: every attack is also run on the pre-removal model, and the statement's explanation for each attack is
+    the one its post- and pre-removal deltas (recomputed here from the cell records) call for."""
+    statement = json.loads((reference / "statement.json").read_text())
+    cells = [r for r in _records(reference) if isinstance(r, CellRecord) and r.checkpoint == "final"]
+
+    def rate(attack: str, state: str) -> float:
+        (cell,) = [c for c in cells if c.attack == attack and c.model_state == state and c.metric == "kappa"]
+        return cell.k / cell.n
+
+    attacked = {c.attack for c in cells if c.surface == "inference_time" and c.status == "run"}
+    checks = {c["attack"]: c for c in statement["format_checks"]}
+    assert attacked and set(checks) == attacked
+    for name, check in checks.items():
+        post = rate(name, "post_removal") - rate("none", "post_removal")
+        pre = rate(name, "pre_removal") - rate("none", "pre_removal")
+        assert check["post_delta"] == pytest.approx(post, abs=1e-6)
+        assert check["pre_delta"] == pytest.approx(pre, abs=1e-6)
+        expected = (
+            "not_reduced" if post >= 0 else "format_disruption" if pre < 0 else "specific_to_post_removal"
+        )
+        assert check["explanation"] == expected and check["reason"]

@@ -54,6 +54,7 @@ from remnant.statement.schema import (
     Assessor,
     ConformanceStatement,
     Deviation,
+    FormatCheck,
     ModelIdentity,
     PackRef,
     PreRegistration,
@@ -226,6 +227,9 @@ def finalize(
         deviations=statement_deviations,
         extra_cells=extra,
         tier=tier,
+    )
+    statement = statement.model_copy(
+        update={"format_checks": [FormatCheck.model_validate(c) for c in F.format_checks(cfg, cells)]}
     )
     if cfg.claim_class == "D":
         # The builder's default reason speaks of Class C; say what is true here (K6).

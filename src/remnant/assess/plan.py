@@ -236,10 +236,10 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
         steps.append(
             Step(
                 "cells",
-                f"{name} on P, post-removal and control (C-Q1, C-Q4)",
-                2,
-                forward_tokens=2 * scoring * factor,
-                generated_tokens=generated,
+                f"{name} on P, post-removal, control and pre-removal (C-Q1, C-Q3, C-Q4)",
+                3,
+                forward_tokens=3 * scoring * factor,
+                generated_tokens=generated * 3 // 2,
             )
         )
     rel = cfg.attacks.relearning

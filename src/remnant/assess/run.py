@@ -203,7 +203,8 @@ def _cells(
                 data=data,
                 key_inputs=shared,
             )
-    # Inference-time and other declared attacks, post-removal and control alike (C-Q1, C-Q2, C-Q4).
+    # Inference-time and other declared attacks, post-removal and control alike (C-Q1, C-Q2, C-Q4), and on the
+    # pre-removal model, whose score under the attack tells format disruption from robustness (C-Q3).
     for name, attack, reason, surface in inputs.attacks:
         if attack is None:
             not_applicable_cell(
@@ -216,7 +217,7 @@ def _cells(
             max_new_tokens=inputs.attack_tokens.get(name, inputs.scoring_tokens),
             batch_size=inputs.attack_batch.get(name, 16),
         )
-        for role in (F.POST, F.CONTROL):
+        for role in (F.POST, F.CONTROL, F.PRE):
             attack_cell(
                 runner,
                 state=states[role],

@@ -62,6 +62,23 @@ class Deviation(_Model):
     stage: str = Field(description="The assessment stage at which it changed.")
 
 
+class FormatCheck(_Model):
+    """C-Q3 for one attack: the explanation adopted for how it moved the post-removal score, and why."""
+
+    attack: str = Field(description="The attack checked.")
+    explanation: Literal["not_reduced", "format_disruption", "specific_to_post_removal", "undetermined"] = (
+        Field(
+            description="not_reduced; format_disruption (it also lowers the pre-removal score); "
+            "specific_to_post_removal (the pre-removal score holds); undetermined (no pre-removal run)."
+        )
+    )
+    reason: str = Field(description="Why this explanation was adopted (C-Q3).")
+    post_delta: float | None = Field(
+        default=None, description="Attacked minus unattacked rate, post-removal."
+    )
+    pre_delta: float | None = Field(default=None, description="Attacked minus unattacked rate, pre-removal.")
+
+
 class Cell(_Model):
     """One per-cell result: a rate with its n and two-sided 95% Wilson interval (R19, R22)."""
 
@@ -248,6 +265,11 @@ class ConformanceStatement(_Model):
     )
     verification: Verification | Absent = Field(description="Verification record (K7).")
     class_d: ClassDBlock | Absent = Field(description="Class D threshold and rates, or absent for Class C.")
+    format_checks: list[FormatCheck] = Field(
+        default_factory=list,
+        description="C-Q3: for each inference-time or weight-transform attack, whether it lowered the "
+        "post-removal score and which explanation was adopted (format disruption or not), and why.",
+    )
     assessment_date: dt.date = Field(description="Date of the assessment (K4).")
     validity_until: dt.date = Field(description="End of the validity period, at most 12 months on (V5).")
     manifest_ref: str | Absent = Field(description="Run manifest reference: hash or URI (R23).")
