@@ -212,3 +212,12 @@ def test_format_checks_follow_the_pre_removal_cells(reference: Path) -> None:
             "not_reduced" if post >= 0 else "format_disruption" if pre < 0 else "specific_to_post_removal"
         )
         assert check["explanation"] == expected and check["reason"]
+
+
+def test_report_shows_the_format_checks(reference: Path) -> None:
+    """The person-readable report carries C-Q3's explanation for every attack in the statement."""
+    statement = json.loads((reference / "statement.json").read_text())
+    html = (reference / "report.html").read_text()
+    assert "C-Q3" in html
+    for check in statement["format_checks"]:
+        assert check["explanation"].replace("_", " ") in html and check["attack"] in html
