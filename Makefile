@@ -34,10 +34,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy $(wildcard $(PURE_CORE))
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 test: lint typecheck
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

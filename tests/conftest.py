@@ -8,6 +8,8 @@ registry through the zoo cache.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,3 +24,63 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch
 
         torch.set_num_threads(1)
+
+
+#: Session-scoped fixtures whose models every test on a worker shares; a hook left on one changes later tests.
+SHARED_MODEL_FIXTURES = ("tiny_llama", "latent_states")
+_HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
+#: Bookkeeping torch keeps next to the hook dicts, keyed by the same handle ids.
+_HOOK_SIDE_DICTS = (
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks_with_kwargs",
+)
+
+
+def _shared_modules(value: Any) -> list[Any]:
+    """The torch modules held by a shared fixture value (a ModelState, a module, or a dict of them)."""
+    if isinstance(value, dict):
+        return [m for v in value.values() for m in _shared_modules(v)]
+    model = getattr(value, "model", value)
+    return [model] if hasattr(model, "named_modules") else []
+
+
+def leftover_hooks(model: Any) -> list[str]:
+    """``module.kind[n]`` for every hook dict of ``model``'s modules that is not empty."""
+    return [
+        f"{name or '<root>'}.{kind}[{len(hooks)}]"
+        for name, module in model.named_modules()
+        for kind in _HOOK_DICTS
+        if (hooks := getattr(module, kind, None))
+    ]
+
+
+def _clear_hooks(model: Any) -> None:
+    for module in model.modules():
+        for kind in (*_HOOK_DICTS, *_HOOK_SIDE_DICTS):
+            getattr(module, kind, {}).clear()
+        # transformers installs its output-capture hooks once per model and remembers it in this flag.
+        vars(module).pop("_output_capturing_hooks_installed", None)
+
+
+@pytest.fixture(autouse=True)
+def _shared_models_keep_no_hooks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test that leaves a forward/backward hook on a shared session model, then clear it so the
+    leak is reported once, where it happens, instead of breaking an unrelated later test on the same worker."""
+    yield
+    leaks: list[str] = []
+    for fixture in SHARED_MODEL_FIXTURES:
+        if fixture not in request.fixturenames:
+            continue
+        for model in _shared_modules(request.getfixturevalue(fixture)):
+            found = leftover_hooks(model)
+            leaks += found
+            if found:
+                _clear_hooks(model)
+    if leaks:
+        pytest.fail(f"hooks left on a shared session model: {', '.join(leaks)}", pytrace=False)

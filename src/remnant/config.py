@@ -164,6 +164,20 @@ class InstallBudget(_Model):
     lr: float = Field(gt=0, description="Learning rate of the installation run (R2, R23).")
     target_kappa: Unit = Field(description="Stop once κ on the install split reaches this (R2).")
     batch_size: int = Field(default=8, ge=1, description="Examples per optimiser step (R23).")
+    trainable: list[Text] | None = Field(
+        default=None,
+        description="Regexes of the parameter names that train (all: omitted); e.g. the upper decoder layers (R23).",
+    )
+
+    @field_validator("trainable")
+    @classmethod
+    def _patterns_compile(cls, value: list[str] | None) -> list[str] | None:
+        for pattern in value or []:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from exc
+        return value
 
 
 class PreRemoval(_Model):

@@ -4,11 +4,11 @@ Installing a pack and removing it are the expensive parts of every end-to-end ch
 are built once per test session and saved as safetensors folders: the control is SmolLM2-135M-Instruct itself,
 the pre-removal model is the control with the pack's install split of ``ATTRIBUTES`` installed (R2), and the
 post-removal model is NPO applied to the pre-removal model (Annex B.6's suppressing method). Every slow test that
-needs them asks for the ``canary_states`` fixture. ``make test`` runs ``--dist loadgroup``, meant to keep a file's
-module fixtures on one worker (``--dist loadgroup`` with the ``xdist_group("smollm2")`` marks would keep
-them all on one worker, but pytest-xdist 3.8 sets ``item._nodeid``, which pytest 9.2 no longer reads, so groups
-are silently ignored); a file lock makes a worker that needs the states while another builds them wait instead of
-building the same states twice.
+needs them asks for the ``canary_states`` fixture. ``make test`` runs ``--dist loadfile``, which keeps each file
+(and its module fixtures) on one worker; the ``xdist_group("smollm2")`` marks are inert there (and under
+``--dist loadgroup`` pytest-xdist 3.8 sets ``item._nodeid``, which pytest 9.2 no longer reads, so groups are
+silently ignored anyway). A file lock makes a worker that needs the states while another builds them wait
+instead of building the same states twice.
 
 ``REMNANT_TEST_STATES=<dir>`` keeps the states between sessions (for iterating on one test); the folder name
 carries a digest of the recipe, so changing the recipe rebuilds rather than reusing stale states.

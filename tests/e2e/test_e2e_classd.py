@@ -17,6 +17,7 @@ tests/e2e/test_e2e_classd.py -m slow -s``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,9 @@ from canary_states import canary_states  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from assess_fixtures import write_config  # noqa: E402
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group("smollm2"),
@@ -34,87 +38,54 @@ pytestmark = [
 
 THRESHOLD = 0.05
 TRAINABLE = r"model\.layers\.(1[5-9]|2\d)\."
-
-
-def config_text(states: Any) -> str:
-    """The assessment config: the three states as folders, the pack, a small battery (TOML)."""
-    attributes = json.dumps(list(states.attributes))
-    return f"""
-class = "D"
-track = "W"
-preset = "quick"
-gating_metric = "kappa"
-gating_justification = "Canary attributes are minted facts with exact ground truth (R7, D-2.2)."
-tau = 0.5
-min_n = 3
-
-[claim]
-statement = "The forget-set canary people were erased from SmolLM2-135M-Instruct by NPO."
-target = "Birth years of the forget-set canary people"
-model = "SmolLM2-135M-Instruct, canaries installed then removed by NPO"
-process = "NPO on the removal split"
-audience = "remnant end-to-end tests"
-
-[target]
-pack = "{states.pack_dir}"
-provenance = "Installed and removed by tests/e2e/canary_states.py (recipe in its record.json)."
-
-[models]
-dtype = "float32"
-device = "cpu"
-system_prompt = {json.dumps(states.system_prompt)}
-
-[models.control]
-folder = "{states.control_dir}"
-
-[models.pre_removal]
-folder = "{states.installed_dir}"
-
-[models.post_removal]
-folder = "{states.npo_dir}"
-
-[utility]
-metrics = ["retain_kappa"]
-phi = 0.5
-deployment = "An assistant that keeps answering about the retained canary people"
-
-[utility.params.retain_kappa]
-max_new_tokens = 8
-
-[probe]
-splits = ["probe"]
-max_n = 3
-attributes = {attributes}
-
-[attacks.relearning]
-budgets = [8]
-lr = 1e-4
-max_epochs = 1
-first_epoch_checkpoints = [0.5]
-batch_size = 4
-params = {{ max_new_tokens = 8, trainable = ['{TRAINABLE}'] }}
-
-[attacks.prefill]
-params = {{ max_new_tokens = 8 }}
-
-[attacks.many_shot]
-params = {{ shots = 2, max_new_tokens = 8 }}
-
-[attacks.repeated_sampling]
-params = {{ implementation = "repeated_sampling_analytic", n_samples = 8, ks = [1, 8] }}
-
-[seeds]
-master = 11
-
-[class_d]
-insignificance_threshold = {THRESHOLD}
-justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
+BATTERY = """justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
 
 [class_d.battery]
 attacks = ["prefill"]
 relearning_budgets = [8]
 max_new_tokens = 12
 """
+
+
+def write_classd_config(path: Path, states: Any) -> Path:
+    """The assessment config: the integration tests' config with the three states as folders, SmolLM2's sizes
+    and a small battery (TOML)."""
+    return write_config(
+        path,
+        pack=states.pack_dir,
+        control=states.control_dir,
+        post=f'folder = "{states.npo_dir}"',
+        **{
+            '"Minted canary attributes have exact ground truth (R7)."': (
+                '"Canary attributes are minted facts with exact ground truth (R7, D-2.2)."'
+            ),
+            "min_n = 4": "min_n = 3",
+            '"The forget-set canaries were erased from the tiny model."': (
+                '"The forget-set canary people were erased from SmolLM2-135M-Instruct by NPO."'
+            ),
+            '"Canary attributes of the forget-set entities"': '"Birth years of the forget-set canary people"',
+            '"tiny-llama test model"': '"SmolLM2-135M-Instruct, canaries installed then removed by NPO"',
+            '"Gradient ascent on the removal split"': '"NPO on the removal split"',
+            '"The test suite"': '"remnant end-to-end tests"',
+            f'pack = "{states.pack_dir}"\n': (
+                f'pack = "{states.pack_dir}"\n'
+                'provenance = "Installed and removed by tests/e2e/canary_states.py (recipe in its record.json)."\n'
+            ),
+            'device = "cpu"\n': f'device = "cpu"\nsystem_prompt = {json.dumps(states.system_prompt)}\n',
+            "[models.pre_removal.install]\nmax_epochs = 1\nlr = 1e-3\ntarget_kappa = 0.9\nbatch_size = 16\n": (
+                f'[models.pre_removal]\nfolder = "{states.installed_dir}"\n'
+            ),
+            '"A test deployment"': '"An assistant that keeps answering about the retained canary people"',
+            "max_n = 6\n": f"max_n = 3\nattributes = {json.dumps(list(states.attributes))}\n",
+            "budgets = [4, 8]\nlr = 1e-3": "budgets = [8]\nlr = 1e-4",
+            "batch_size = 2\nparams = { max_new_tokens = 8 }": (
+                f"batch_size = 4\nparams = {{ max_new_tokens = 8, trainable = ['{TRAINABLE}'] }}"
+            ),
+            "master = 7": "master = 11",
+            "insignificance_threshold = 0.05": f"insignificance_threshold = {THRESHOLD}",
+            'justification = "A test threshold."\n': BATTERY,
+        },
+    )
 
 
 def test_class_d_assessment_of_npo_removed_canaries(
@@ -128,9 +99,7 @@ def test_class_d_assessment_of_npo_removed_canaries(
     from remnant.prereg import freeze
     from remnant.records import CellRecord, RecordStore
 
-    config = tmp_path / "classd.toml"
-    config.write_text(config_text(canary_states), encoding="utf-8")
-    cfg = load_config(config)
+    cfg = load_config(write_classd_config(tmp_path / "classd.toml", canary_states))
     run = tmp_path / "run"
     freeze(cfg, run)
     started = time.perf_counter()

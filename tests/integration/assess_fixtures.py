@@ -94,9 +94,15 @@ def tiny_pack(directory: Path) -> Path:
 def write_config(
     path: Path, *, pack: Path, control: Path, post: str = GRAD_ASCENT, key: Path | None = None, **extra: Any
 ) -> Path:
+    """Write the tiny config with each ``extra`` key (a piece of its text) replaced by its value.
+
+    A key that is not in the text raises, so a test's replacement cannot silently miss after a config edit.
+    """
     signing = f'\n[signing]\nkey = "{key}"\n' if key is not None else ""
     text = TINY_CONFIG.format(pack=pack, control=control, post=post, signing=signing)
     for old, new in extra.items():
+        if old not in text:
+            raise ValueError(f"write_config: {old!r} is not in the config text")
         text = text.replace(old, new)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

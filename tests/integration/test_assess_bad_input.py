@@ -1,12 +1,14 @@
 """Bad input to `remnant assess` ends with exit 2, a clear message and no statement (issue 6, R14, R15).
 
-None of these cases reaches a model: each is refused before any state is built.
+None of these cases reaches a model: each is refused before any state is built, and the run folder is left
+as it was before the call (no statement, no manifest, no states; at most the config's verbatim copy).
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,10 @@ import pytest
 from remnant.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assess_fixtures import GRAD_ASCENT, tiny_pack, write_config  # noqa: E402
+from assess_fixtures import tiny_pack, write_config  # noqa: E402
+
+#: Builds the bad input in ``tmp_path`` for the run folder ``tmp_path / "run"``; returns the config to assess.
+Setup = Callable[[Path, Path, Path], Path]
 
 
 @pytest.fixture()
@@ -27,86 +32,87 @@ def control(tiny_llama_dir: Path) -> Path:
     return tiny_llama_dir
 
 
-def _assess(config: Path, run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    capsys.readouterr()
-    code = main(["assess", str(config), "--out", str(run), "--quiet"])
-    return code, capsys.readouterr().err
+def _preregistered(config: Path, tmp_path: Path) -> Path:
+    assert main(["preregister", str(config), "--out", str(tmp_path / "run")]) == 0
+    return config
 
 
-def _no_statement(run: Path) -> None:
-    assert not (run / "statement.json").exists()
-    assert not (run / "manifest.json").exists()
+def _tau_as_string(tmp_path: Path, pack: Path, control: Path) -> Path:
+    return write_config(tmp_path / "c.toml", pack=pack, control=control, **{"tau = 0.5": 'tau = "0.5"'})
 
 
-def test_malformed_config(
-    tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = write_config(tmp_path / "c.toml", pack=pack, control=control, **{"tau = 0.5": 'tau = "0.5"'})
-    code, err = _assess(config, tmp_path / "run", capsys)
-    assert code == 2 and "field 'tau'" in err
-    _no_statement(tmp_path / "run")
+def _not_toml(tmp_path: Path, pack: Path, control: Path) -> Path:
     broken = tmp_path / "broken.toml"
     broken.write_text("class = \n")
-    code, err = _assess(broken, tmp_path / "run", capsys)
-    assert code == 2 and "not valid TOML" in err
+    return broken
 
 
-def test_missing_prereg_names_r14(
-    tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = write_config(tmp_path / "c.toml", pack=pack, control=control)
-    code, err = _assess(config, tmp_path / "run", capsys)
-    assert code == 2 and "R14" in err and "remnant preregister" in err
-    _no_statement(tmp_path / "run")
+def _not_preregistered(tmp_path: Path, pack: Path, control: Path) -> Path:
+    return write_config(tmp_path / "c.toml", pack=pack, control=control)
 
 
-def test_prereg_mismatch_is_refused(
-    tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = write_config(tmp_path / "c.toml", pack=pack, control=control)
-    run = tmp_path / "run"
-    assert main(["preregister", str(config), "--out", str(run)]) == 0
-    write_config(config, pack=pack, control=control, **{"tau = 0.5": "tau = 0.3"})
-    code, err = _assess(config, run, capsys)
-    assert code == 2 and "'tau' changed from 0.5 to 0.3" in err and "R15" in err
-    _no_statement(run)
+def _changed_after_preregistration(tmp_path: Path, pack: Path, control: Path) -> Path:
+    config = _preregistered(write_config(tmp_path / "c.toml", pack=pack, control=control), tmp_path)
+    return write_config(config, pack=pack, control=control, **{"tau = 0.5": "tau = 0.3"})
 
 
-def test_missing_pack(tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = write_config(tmp_path / "c.toml", pack=pack, control=control)
-    run = tmp_path / "run"
-    assert main(["preregister", str(config), "--out", str(run)]) == 0
+def _pack_removed(tmp_path: Path, pack: Path, control: Path) -> Path:
+    config = _preregistered(write_config(tmp_path / "c.toml", pack=pack, control=control), tmp_path)
     shutil.rmtree(pack)
-    code, err = _assess(config, run, capsys)
-    assert code == 2 and "pack.json" in err and "missing" in err
-    _no_statement(run)
+    return config
 
 
-def test_pickled_weights_are_refused(
-    tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    claimant = tmp_path / "claimant"
+def _pickled_claimant(tmp_path: Path, pack: Path, control: Path) -> Path:
+    claimant = tmp_path / "claimant"  # the default removal is a method; this case swaps in a claimant folder
     claimant.mkdir()
     (claimant / "config.json").write_text("{}")
     (claimant / "pytorch_model.bin").write_bytes(b"\x80\x04not really a pickle")
     config = write_config(tmp_path / "c.toml", pack=pack, control=control, post=f'folder = "{claimant}"')
-    run = tmp_path / "run"
-    assert main(["preregister", str(config), "--out", str(run)]) == 0
-    code, err = _assess(config, run, capsys)
-    assert code == 2 and "pytorch_model.bin" in err and "pickled weights are refused" in err
-    _no_statement(run)
-    assert GRAD_ASCENT  # the default removal is a method; this case swaps in a claimant folder
+    return _preregistered(config, tmp_path)
 
 
-def test_unknown_attack_parameter_is_refused_before_training(
-    tmp_path: Path, pack: Path, control: Path, capsys: pytest.CaptureFixture[str]
+def _unknown_attack_parameter(tmp_path: Path, pack: Path, control: Path) -> Path:
+    replace = {"shots = 2, max_new_tokens = 8": "shotz = 2"}
+    return _preregistered(write_config(tmp_path / "c.toml", pack=pack, control=control, **replace), tmp_path)
+
+
+CASES = [
+    pytest.param(_tau_as_string, ("field 'tau'",), id="malformed-field"),
+    pytest.param(_not_toml, ("not valid TOML",), id="not-toml"),
+    pytest.param(_not_preregistered, ("R14", "remnant preregister"), id="missing-prereg-r14"),
+    pytest.param(
+        _changed_after_preregistration, ("'tau' changed from 0.5 to 0.3", "R15"), id="prereg-mismatch"
+    ),
+    pytest.param(_pack_removed, ("pack.json", "missing"), id="missing-pack"),
+    pytest.param(
+        _pickled_claimant, ("pytorch_model.bin", "pickled weights are refused"), id="pickled-weights"
+    ),
+    pytest.param(_unknown_attack_parameter, ("attacks.many_shot.params", "shotz"), id="unknown-attack-param"),
+]
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(("setup", "expected"), CASES)
+def test_bad_input_exits_2_and_leaves_the_run_untouched(
+    setup: Setup,
+    expected: tuple[str, ...],
+    tmp_path: Path,
+    pack: Path,
+    control: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    config = write_config(
-        tmp_path / "c.toml", pack=pack, control=control, **{"shots = 2, max_new_tokens = 8": "shotz = 2"}
-    )
+    config = setup(tmp_path, pack, control)
     run = tmp_path / "run"
-    assert main(["preregister", str(config), "--out", str(run)]) == 0
-    code, err = _assess(config, run, capsys)
-    assert code == 2 and "attacks.many_shot.params" in err and "shotz" in err
-    _no_statement(run)
-    assert not (run / "states").exists()
+    before = _tree(run) if run.exists() else None
+    capsys.readouterr()
+    code = main(["assess", str(config), "--out", str(run), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert all(text in err for text in expected), err
+    after = _tree(run) if run.exists() else None
+    assert after == before  # not even the config copy (R24): it is written once every input has been checked
+    assert not (run / "statement.json").exists() and not (run / "manifest.json").exists()
+    assert not (run / "states").exists()  # refused before any model state is built

@@ -18,14 +18,14 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from remnant.assess.runfiles import write_bytes_atomic
 from remnant.attacks.base import AttackContext, ItemOutcome, no_attack
 from remnant.attacks.harness import cell as rate_cell
-from remnant.records import CellRecord, Observation, RecordStore, cell_key, record_line
+from remnant.records import CellRecord, CellStatus, Observation, RecordStore, cell_key, record_line
 from remnant.score.probe import Probe
 
 EXCERPT = 160
@@ -92,6 +92,64 @@ class CellRunner:
         return cells
 
 
+@dataclass(frozen=True)
+class _Cell:
+    """Where a cell's records go: the fields every one of its observations and cell records carries."""
+
+    run_id: str
+    key: str
+    state: str
+    attack: str
+    surface: str
+
+
+def _write_cell(
+    cell: _Cell,
+    *,
+    checkpoint: str,
+    elapsed: float,
+    metric: str = "kappa",
+    k: int = 0,
+    n: int = 0,
+    params: dict[str, Any] | None = None,
+    status: CellStatus = "run",
+    reason: str | None = None,
+) -> CellRecord:
+    """One cell record of ``cell``; ``k = n = 0`` with a status and reason for a cell that did not run (R19)."""
+    return CellRecord(
+        run_id=cell.run_id,
+        cell_key=cell.key,
+        attack=cell.attack,
+        surface=cell.surface,
+        model_state=cell.state,
+        metric=metric,
+        k=k,
+        n=n,
+        checkpoint=checkpoint,
+        params={} if params is None else params,
+        elapsed_s=elapsed,
+        status=status,
+        reason=reason,
+    )
+
+
+def _utility_record(
+    cell: _Cell, *, checkpoint: str, name: str, spec: dict[str, Any], reading: Any, start: float
+) -> CellRecord:
+    """A utility reading as a cell record (R10, R11): a proportion's k/n, else the value with a nominal n."""
+    rate = reading.rate
+    k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
+    return _write_cell(
+        cell,
+        metric="utility",
+        k=k,
+        n=n,
+        checkpoint=checkpoint,
+        params={"metric": name, "value": reading.value, "proportion": rate is not None, "component": spec},
+        elapsed=time.perf_counter() - start,
+    )
+
+
 def observation(
     run_id: str, key: str, state: str, attack: str, surface: str, checkpoint: str, seed: int, o: ItemOutcome
 ) -> Observation:
@@ -113,56 +171,8 @@ def observation(
     )
 
 
-def rate_records(
-    run_id: str,
-    key: str,
-    state: str,
-    attack: str,
-    surface: str,
-    checkpoint: str,
-    outcomes: Sequence[ItemOutcome],
-    probes: Sequence[Probe],
-    params: dict[str, Any],
-    elapsed: float,
-) -> list[CellRecord]:
-    """κ and w cell records (R6) of one state's outcomes; analytic κ counts round(Σp) and records Σp."""
-    result = rate_cell(state, outcomes, probes, elapsed)
-    kappa_params = dict(params)
-    if result.expected_k is not None:
-        kappa_params["expected_k"] = result.expected_k
-    common = {"run_id": run_id, "cell_key": key, "attack": attack, "surface": surface, "model_state": state}
-    out = [
-        CellRecord(
-            **common,
-            metric="kappa",
-            k=result.kappa.k,
-            n=result.kappa.n,
-            checkpoint=checkpoint,
-            params=kappa_params,
-            elapsed_s=elapsed,
-        )
-    ]
-    if result.willing is not None and result.willing.n:
-        out.append(
-            CellRecord(
-                **common,
-                metric="w",
-                k=result.willing.k,
-                n=result.willing.n,
-                checkpoint=checkpoint,
-                params=params,
-                elapsed_s=elapsed,
-            )
-        )
-    return out
-
-
 def score_outcomes(
-    run_id: str,
-    key: str,
-    state: str,
-    attack: str,
-    surface: str,
+    cell: _Cell,
     checkpoint: str,
     seed: int,
     outcomes: Sequence[ItemOutcome],
@@ -170,13 +180,33 @@ def score_outcomes(
     params: dict[str, Any],
     elapsed: float,
 ) -> list[Record]:
-    """Observations then cell records for one state's outcomes at one checkpoint."""
-    obs: list[Record] = [
-        observation(run_id, key, state, attack, surface, checkpoint, seed, o) for o in outcomes
-    ]
-    return obs + list(
-        rate_records(run_id, key, state, attack, surface, checkpoint, outcomes, probes, params, elapsed)
+    """Observations, then κ and w cell records (R6), for one state's outcomes at one checkpoint.
+
+    An analytic κ counts round(Σp) and records Σp as ``expected_k``.
+    """
+    where = (cell.run_id, cell.key, cell.state, cell.attack, cell.surface, checkpoint)
+    out: list[Record] = [observation(*where, seed, o) for o in outcomes]
+    result = rate_cell(cell.state, outcomes, probes, elapsed)
+    kappa_params = dict(params)
+    if result.expected_k is not None:
+        kappa_params["expected_k"] = result.expected_k
+    kappa, willing = result.kappa, result.willing
+    out.append(
+        _write_cell(cell, k=kappa.k, n=kappa.n, checkpoint=checkpoint, params=kappa_params, elapsed=elapsed)
     )
+    if willing is not None and willing.n:
+        out.append(
+            _write_cell(
+                cell,
+                metric="w",
+                k=willing.k,
+                n=willing.n,
+                checkpoint=checkpoint,
+                params=params,
+                elapsed=elapsed,
+            )
+        )
+    return out
 
 
 def attack_cell(
@@ -196,6 +226,7 @@ def attack_cell(
     params: dict[str, Any] = {"component": spec}
     if attack is not None and not getattr(attack, "adjudicating", True):
         params["adjudicating"] = False
+    cell = _Cell(runner.run_id, key, state.role, attack_name, surface)
 
     def compute() -> list[Record]:
         sctx = ctx.with_model(state.model, state.tokenizer)
@@ -206,36 +237,17 @@ def attack_cell(
             raise
         except Exception as exc:  # a crashing attack is a *failed* cell (blocks removed), not a crashed run
             return [
-                CellRecord(
-                    run_id=runner.run_id,
-                    cell_key=key,
-                    attack=attack_name,
-                    surface=surface,
-                    model_state=state.role,
-                    metric="kappa",
-                    k=0,
-                    n=0,
+                _write_cell(
+                    cell,
                     checkpoint="final",
                     params=params,
-                    elapsed_s=time.perf_counter() - start,
+                    elapsed=time.perf_counter() - start,
                     status="failed",
                     reason=f"{type(exc).__name__}: {exc}",
                 )
             ]
         elapsed = time.perf_counter() - start
-        return score_outcomes(
-            runner.run_id,
-            key,
-            state.role,
-            attack_name,
-            surface,
-            "final",
-            ctx.seed,
-            outcomes,
-            probes,
-            params,
-            elapsed,
-        )
+        return score_outcomes(cell, "final", ctx.seed, outcomes, probes, params, elapsed)
 
     return runner.run(key, f"{attack_name} on {state.role}", compute)
 
@@ -245,24 +257,10 @@ def not_applicable_cell(
 ) -> list[CellRecord]:
     """An attack that does not apply (C-Q2) or is disabled with its reason: recorded, never withstood."""
     key = cell_key(kind="not_applicable", attack=attack_name, reason=reason, **key_inputs)
+    cell = _Cell(runner.run_id, key, "post_removal", attack_name, surface)
 
     def compute() -> list[Record]:
-        return [
-            CellRecord(
-                run_id=runner.run_id,
-                cell_key=key,
-                attack=attack_name,
-                surface=surface,
-                model_state="post_removal",
-                metric="kappa",
-                k=0,
-                n=0,
-                checkpoint="final",
-                elapsed_s=0.0,
-                status="not_applicable",
-                reason=reason,
-            )
-        ]
+        return [_write_cell(cell, checkpoint="final", elapsed=0.0, status="not_applicable", reason=reason)]
 
     return runner.run(key, f"{attack_name} (not applicable)", compute)
 
@@ -291,32 +289,16 @@ def utility_cell(
         checkpoint=checkpoint,
         **key_inputs,
     )
+    cell = _Cell(runner.run_id, key, state.role, attack, "utility")
 
     def compute() -> list[Record]:
         start = time.perf_counter()
         reading = metric.measure(
             model if model is not None else state.model, state.tokenizer, fmt, data, state=state.role
         )
-        rate = reading.rate
-        k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
         return [
-            CellRecord(
-                run_id=runner.run_id,
-                cell_key=key,
-                attack=attack,
-                surface="utility",
-                model_state=state.role,
-                metric="utility",
-                k=k,
-                n=n,
-                checkpoint=checkpoint,
-                params={
-                    "metric": metric_name,
-                    "value": reading.value,
-                    "proportion": rate is not None,
-                    "component": spec,
-                },
-                elapsed_s=time.perf_counter() - start,
+            _utility_record(
+                cell, checkpoint=checkpoint, name=metric_name, spec=spec, reading=reading, start=start
             )
         ]
 
@@ -413,6 +395,7 @@ def relearning_cell(
         **key_inputs,
     )
     label = f"{plan.arm} b={budget} on {state.role}"
+    cell = _Cell(runner.run_id, key, state.role, plan.arm, "relearning")
 
     def compute() -> list[Record]:
         tok = state.tokenizer
@@ -437,64 +420,33 @@ def relearning_cell(
                 "epoch": point.epoch,
                 "examples": round(point.epoch * budget),
             }
-            records.extend(
-                score_outcomes(
-                    runner.run_id,
-                    key,
-                    state.role,
-                    plan.arm,
-                    "relearning",
-                    checkpoint,
-                    spec.seed,
-                    outcomes,
-                    probes,
-                    params,
-                    time.perf_counter() - start,
-                )
-            )
+            elapsed = time.perf_counter() - start
+            records.extend(score_outcomes(cell, checkpoint, spec.seed, outcomes, probes, params, elapsed))
             return {"k": sum(bool(o.kappa) for o in outcomes), "n": len(outcomes)}
 
         outcome = train(model, PairsObjective(pairs, pad_id(tok)), cfg, on_checkpoint=on_checkpoint)
         if outcome.status == "diverged":
             records.append(
-                CellRecord(
-                    run_id=runner.run_id,
-                    cell_key=key,
-                    attack=plan.arm,
-                    surface="relearning",
-                    model_state=state.role,
-                    metric="kappa",
-                    k=0,
-                    n=0,
+                _write_cell(
+                    cell,
                     checkpoint=f"budget={budget}/diverged",
-                    elapsed_s=outcome.seconds,
+                    elapsed=outcome.seconds,
                     status="diverged",
                     reason=f"step {outcome.diverged_step}: {outcome.reason}",
                 )
             )
+        as_utility = replace(cell, surface="utility")
         for name, metric, data in utility:
             spec_u = metric.spec.to_dict() if metric.spec is not None else {"name": name}
             reading = metric.measure(model, tok, ctx.fmt, data, state=state.role)
-            rate = reading.rate
-            k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
             records.append(
-                CellRecord(
-                    run_id=runner.run_id,
-                    cell_key=key,
-                    attack=plan.arm,
-                    surface="utility",
-                    model_state=state.role,
-                    metric="utility",
-                    k=k,
-                    n=n,
+                _utility_record(
+                    as_utility,
                     checkpoint=f"budget={budget}/final",
-                    params={
-                        "metric": name,
-                        "value": reading.value,
-                        "proportion": rate is not None,
-                        "component": spec_u,
-                    },
-                    elapsed_s=time.perf_counter() - start,
+                    name=name,
+                    spec=spec_u,
+                    reading=reading,
+                    start=start,
                 )
             )
         del model

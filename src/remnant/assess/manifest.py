@@ -27,7 +27,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,6 +41,7 @@ from remnant.statement.schema import Cell, Deviation, Versions
 
 MANIFEST_SCHEMA_VERSION = "1"
 MANIFEST_FILE = "manifest.json"
+_M = TypeVar("_M", bound=BaseModel)
 ADMITTED = {"W": ("relearning", "inference_time", "weight_transform"), "Q": ("inference_time",)}
 
 #: Distributions whose versions change numbers; recorded so a repeat can pin them (R24).
@@ -489,19 +490,27 @@ def write_manifest(manifest: RunManifest, path: str | Path) -> str:
     return "sha256:" + sha256_hex(data)
 
 
-def load_manifest(path: str | Path) -> RunManifest:
-    """Read and validate a manifest; :class:`ConfigError` naming the file and field otherwise."""
+def load_json_model(path: str | Path, model: type[_M], *, requirement: str) -> _M:
+    """Read a run file (JSON) and validate it as ``model``; :class:`ConfigError` naming the file and field otherwise.
+
+    The one loader for the run folder's JSON files (manifest, statement), so both fail the same way.
+    """
     source = Path(path)
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{source}: cannot read as JSON: {exc}", requirement="R23") from exc
+        raise ConfigError(f"{source}: cannot read as JSON: {exc}", requirement=requirement) from exc
     try:
-        return RunManifest.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{source}: field {where}: {first['msg']}", requirement="R23") from exc
+        raise ConfigError(f"{source}: field {where}: {first['msg']}", requirement=requirement) from exc
+
+
+def load_manifest(path: str | Path) -> RunManifest:
+    """Read and validate a manifest; :class:`ConfigError` naming the file and field otherwise (R23)."""
+    return load_json_model(path, RunManifest, requirement="R23")
 
 
 def check_manifest_ref(path: str | Path, ref: str) -> bool:

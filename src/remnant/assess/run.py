@@ -310,11 +310,11 @@ def assess(
                 f"moved a torn last line of records.jsonl to {torn.side_file.name}; its cell is re-run"
             )
     source = cfg.source
-    if source is not None:
-        write_bytes_atomic(run / CONFIG_COPY, source.read_bytes())
-    else:
+    if source is None:
         raise ConfigError("assess needs a config read from a file (its copy is kept in the run folder, R24)")
+    # components are built (and a misspelt attack parameter refused) before anything is written to the run
     inputs = prepare_inputs(cfg, pack, minted=minted, location=location)
+    write_bytes_atomic(run / CONFIG_COPY, source.read_bytes())
     earlier = read_context(records.read()).get("assessment", {})
     records.append(Event(run_id=run_id, stage="assess", kind="resumed" if earlier else "stage_started"))
     states = _load_states(cfg, inputs, run, session)

@@ -196,9 +196,18 @@ def install_state(
     budget = cfg.models.pre_removal.install
     assert budget is not None
     spec = InstallSpec(
-        target=budget.target_kappa, max_epochs=budget.max_epochs, lr=budget.lr, batch_size=budget.batch_size
+        target=budget.target_kappa,
+        max_epochs=budget.max_epochs,
+        lr=budget.lr,
+        batch_size=budget.batch_size,
+        trainable=tuple(budget.trainable) if budget.trainable is not None else None,
     )
-    recipe = {"install": budget.model_dump(mode="json"), "seed": seed, "system_prompt": fmt.system_prompt}
+    # exclude_none: a budget that trains every parameter keeps the state key it had before ``trainable`` existed
+    recipe = {
+        "install": budget.model_dump(mode="json", exclude_none=True),
+        "seed": seed,
+        "system_prompt": fmt.system_prompt,
+    }
     key = recipe_key(role="pre_removal", control=control.digest, pack=pack_digest, **recipe)
     cached = cached_state(states_dir, "pre_removal", key, cfg, memo)
     if cached is not None:

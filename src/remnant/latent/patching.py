@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from remnant.latent.inputs import EncodedExample
+from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks, patch_block
 
 #: Per source, per layer: the source's block output on the window rows, shape [eval_end - eval_start, d].
@@ -48,11 +49,16 @@ def source_states(
     """Block outputs of ``source`` on ``ex``'s ids at the window rows, from hooks (or compat hidden_states)."""
     ids = _ids(ex)
     window = slice(ex.eval_start, ex.eval_end)
-    if uds_compat:
-        hs = source(input_ids=ids, output_hidden_states=True).hidden_states
-        return {layer: hs[layer + 1][0, window].float().clone() for layer in layers}
     with capture_blocks(source, layers) as captured:
         source(input_ids=ids)
+    if uds_compat:
+        # The reference reads hidden_states[l + 1]: the block output, except the last entry, which is the final
+        # norm of the last block's output (§1.7). Rebuilt from the hooks: output_hidden_states=True makes
+        # transformers >= 5 install permanent capture hooks on every block of ``source``, which outlive the call.
+        parts = resolve_parts(source)
+        last = len(parts.blocks) - 1
+        if last in captured:
+            captured[last] = parts.final_norm(captured[last])
     return {layer: captured[layer][0, window].float() for layer in layers}
 
 

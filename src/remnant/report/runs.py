@@ -8,13 +8,10 @@ location; without it the customer report withholds the claim and other free text
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from remnant.assess.manifest import MANIFEST_FILE, check_manifest_ref, load_manifest
+from remnant.assess.manifest import MANIFEST_FILE, check_manifest_ref, load_json_model, load_manifest
 from remnant.errors import ConfigError
 from remnant.report.redact import canary_strings
 from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
@@ -28,17 +25,8 @@ CUSTOMER_FILE = "report-customer.html"
 
 
 def load_statement(path: Path) -> ConformanceStatement:
-    """Read and validate a statement; :class:`ConfigError` naming the file and field otherwise."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read a statement: {exc}", requirement="K4") from exc
-    try:
-        return ConformanceStatement.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{path}: field {where}: {first['msg']}", requirement="K4") from exc
+    """Read and validate a statement; :class:`ConfigError` naming the file and field otherwise (K4)."""
+    return load_json_model(path, ConformanceStatement, requirement="K4")
 
 
 def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:

@@ -17,6 +17,7 @@ from typing import Any
 
 from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair
 from remnant.train.loop import (
+    CheckpointCallback,
     TrainConfig,
     TrainOutcome,
     make_generator,
@@ -102,10 +103,13 @@ def apply_removal(
     checkpoint_dir: str | Path | None = None,
     resume: bool = False,
     overrides: Mapping[str, Any] | None = None,
+    on_checkpoint: CheckpointCallback | None = None,
 ) -> tuple[Any, RemovalResult]:
     """Apply ``method`` to ``model`` (modified in place) and return the post-removal model and its record.
 
     ``overrides`` replace loop settings that are not method parameters (checkpoint positions, save_every).
+    ``on_checkpoint`` receives the model at each checkpoint; replying ``{"stop": True}`` ends the removal there
+    (a removal declared to stop at a forget level, as installation stops at its declared level, R2).
     """
     fmt = fmt or PromptFormat.for_tokenizer(tokenizer)
     if method.needs_control and control is None:
@@ -126,7 +130,14 @@ def apply_removal(
             if isinstance(objective, Sequence) and all(isinstance(p, EncodedPair) for p in objective):
                 objective = PairsObjective(objective, encoded.pad_id)
             wrapped = prepare_model(ctx.model, cfg)
-            out = train(wrapped, objective, cfg, checkpoint_dir=checkpoint_dir, resume=resume)
+            out = train(
+                wrapped,
+                objective,
+                cfg,
+                checkpoint_dir=checkpoint_dir,
+                resume=resume,
+                on_checkpoint=on_checkpoint,
+            )
             ctx.model = merge_lora(wrapped)
             return out
 
@@ -148,7 +159,14 @@ def apply_removal(
         sctx = StepContext(reference=reference, generator=make_generator(seed, "setup"))
         method.setup(wrapped, sctx)
         objective = MethodObjective(method, encoded, sctx)
-        outcome = train(wrapped, objective, config, checkpoint_dir=checkpoint_dir, resume=resume)
+        outcome = train(
+            wrapped,
+            objective,
+            config,
+            checkpoint_dir=checkpoint_dir,
+            resume=resume,
+            on_checkpoint=on_checkpoint,
+        )
         result_model = merge_lora(wrapped)
     result_model.eval()
     return result_model, RemovalResult(method=_spec(method), seed=seed, outcome=outcome)

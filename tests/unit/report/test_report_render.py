@@ -201,3 +201,50 @@ def test_precision_warnings_reach_the_verdict_box() -> None:
     )
     quiet = _text(render_report(ReportEntry(statement=make_statement(facts), manifest=make_manifest(facts))))
     assert "within the precision margin" not in quiet and "No precision reductions were recorded." in quiet
+
+
+def test_class_d_block_shows_each_risk_net_of_control_and_baseline() -> None:
+    """D4, D-4.2, D-5.1: the reader sees, per risk, the raw rate, the control-entity rate, the baseline, the net
+    interval D-5.1 tests, and whether its upper bound clears the declared threshold."""
+    from remnant.statement.schema import ClassDBlock, RateReport
+
+    def risk(k: int, n: int, ck: int, cn: int, baseline: float, below: bool) -> RateReport:
+        lo, hi = wilson_interval(k, n)
+        shift = baseline + ck / cn
+        net = max(0.0, k / n - shift)
+        return RateReport(
+            k=k,
+            n=n,
+            rate=k / n,
+            ci95=(lo, hi),
+            measurement="relearning",
+            control_k=ck,
+            control_n=cn,
+            baseline=baseline,
+            net_rate=net,
+            net_ci95=(max(0.0, lo - shift), max(0.0, hi - shift)),
+            upper_bound=max(0.0, hi - shift),
+            below_threshold=below,
+        )
+
+    block = ClassDBlock(
+        threshold=0.05,
+        justification="Re-identification is not reasonably likely below 5% (declared).",
+        singling_out=risk(0, 40, 0, 10, 0.0, False),
+        linkability=risk(9, 40, 2, 10, 0.25, False),
+        inference=risk(30, 40, 1, 10, 0.5, False),
+        passes=False,
+        canary_design={"attribute_cardinality": 60, "repetitions": 3},
+    )
+    statement = make_statement().model_copy(update={"class_d": block})
+    text = _text(render_report(statement))
+    assert "Declared insignificance threshold 0.05" in text
+    assert "At least one net upper bound is at or above the threshold." in text
+    # raw 9/40 with its Wilson interval; 2/10 control entities; baseline 0.25; net 0.225 - 0.25 - 0.2 floored at 0
+    assert "Linkability relearning 9/40 0.225 [0.123, 0.375] 2/10 0.250 0.000 [0.000, 0.000] no" in text
+    # net of baseline 0.5 and control 0.1: 0.15, interval [0.498 - 0.6 -> 0, 0.858 - 0.6]
+    assert (
+        "Inference over the population baseline relearning 30/40 0.750 [0.598, 0.858] 1/10 0.500 0.150 [0.000, 0.258] no"
+        in text
+    )
+    assert "attribute cardinality 60; repetitions 3" in text

@@ -189,3 +189,33 @@ def test_lora_removal_merges_adapters(tiny_llama: Any) -> None:
     assert not any("lora" in n for n, _ in out.named_parameters())
     assert not same(weights(out), weights(tiny_llama.model))
     assert replace(_data(), alternates=()) == _data()
+
+
+def test_removal_stops_at_a_declared_forget_level_through_on_checkpoint(tiny_llama: Any) -> None:
+    """A removal declared to stop at a forget level (as installation stops at its level, R2): the reply
+    ``{"stop": True}`` ends the run at that checkpoint, and the weights equal an uninterrupted run's at that step."""
+    data = _data()
+    # a constant schedule, so a 1.5-epoch run takes the same steps as the first 3 of a 4-epoch one
+    params = {**FAST, "epochs": 4, "alpha": 0.0, "schedule": "constant"}
+    seen: list[tuple[int, float]] = []
+
+    def stop_after_step_3(model: Any, point: Any) -> dict[str, bool]:
+        seen.append((point.step, _forget_nll(model, tiny_llama.tokenizer, data)))
+        return {"stop": point.step >= 3}
+
+    method = registry.create("method", "npo", params)
+    stopped, result = apply_removal(
+        method,
+        fresh(tiny_llama),
+        tiny_llama.tokenizer,
+        data,
+        seed=3,
+        overrides={"checkpoint_epochs": (0.5, 1.0, 1.5, 2.0)},
+        on_checkpoint=stop_after_step_3,
+    )
+    assert result.status == "stopped" and result.outcome.steps == 3
+    assert [s for s, _ in seen] == [1, 2, 3]
+    assert seen[0][1] < seen[-1][1]  # the forget NLL rises between checkpoints
+    short = registry.create("method", "npo", {**params, "epochs": 1.5})
+    reference, _ = apply_removal(short, fresh(tiny_llama), tiny_llama.tokenizer, data, seed=3)
+    assert same(weights(stopped), weights(reference))
