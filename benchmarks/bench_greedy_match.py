@@ -4,8 +4,10 @@
 teacher-forced forward pass per batch; the baseline generates the greedy continuation (``generate_greedy``, the
 harness's generation path, batched and left-padded) and compares it with the answer. Half of the items carry
 the model's own greedy continuation as the answer (a match) and half the same with its last token changed (no
-match), so both decisions occur; the two paths must agree on every item. A third row times the teacher-forced
-path one item at a time, the figure for batching.
+match), so both decisions occur; the two paths must agree on every item. A second row times the teacher-forced
+path one item at a time, the figure for batching; a third the same path with logits at every position
+(``full_logits=True``, the output head on the whole prompt), the figure for computing the head on the
+answer-predicting rows only (``logits_to_keep``).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ LENGTH, BATCH = 8, 16
 
 
 def measure(label: str, model: Any, tok: Any, repeats: int) -> list[list[str]]:
-    """The two rows of one model: against generation, and against batch 1."""
+    """The three rows of one model: against generation, against batch 1, and against all-position logits."""
     from remnant.score.capability import generate_greedy, greedy_match
 
     length, batch = LENGTH, BATCH
@@ -83,10 +85,16 @@ def measure(label: str, model: Any, tok: Any, repeats: int) -> list[list[str]]:
             partial(greedy_match, model, pairs, batch_size=1),
             repeats=repeats,
         )
+        vs_full = compare(
+            partial(greedy_match, model, pairs, batch_size=batch),
+            partial(greedy_match, model, pairs, batch_size=batch, full_logits=True),
+            repeats=repeats,
+        )
         texts = vs_gen.base_result
         out = {
             "tf": vs_gen.fast_result,
             "one": vs_one.base_result,
+            "full": vs_full.base_result,
             "gen": [
                 t == tok.decode(p.answer_ids, skip_special_tokens=True)
                 for t, p in zip(texts, pairs, strict=True)
@@ -97,6 +105,7 @@ def measure(label: str, model: Any, tok: Any, repeats: int) -> list[list[str]]:
     agree = sum(a == b for a, b in zip(out["tf"], out["gen"], strict=True))
     matches = sum(out["tf"])
     assert out["one"] == out["tf"], "batching changed a teacher-forced decision"
+    assert out["full"] == out["tf"], "logits on the answer rows only changed a teacher-forced decision"
     n = len(pairs)
     rows.append(
         [
@@ -117,6 +126,17 @@ def measure(label: str, model: Any, tok: Any, repeats: int) -> list[list[str]]:
             f"{vs_one.base:.2f} s",
             f"{vs_one.fast:.3f} s",
             f"**{vs_one.speedup:.1f}×**",
+            f"{n}/{n}",
+        ]
+    )
+    rows.append(
+        [
+            label,
+            f"{n}",
+            "teacher-forced, logits at every position",
+            f"{vs_full.base:.2f} s",
+            f"{vs_full.fast:.3f} s",
+            f"**{vs_full.speedup:.1f}×**",
             f"{n}/{n}",
         ]
     )
@@ -146,10 +166,11 @@ def main() -> None:
         f"compared); batches of {batch}; median of {args.repeats} alternated runs. Generation compares decoded "
         "text, as scoring does; an item where it disagrees with the teacher-forced decision would show in the "
         "last column (left-padding may, rarely, change a near-tie argmax). With a chat template the prompt "
-        "(~40 tokens here) dominates the cost and both paths pay for it once; but `greedy_match` also applies "
-        "SmolLM2's 49,152-word output head at every prompt position (about a quarter of a block stack's work per "
-        "position), which generation does only for the last one, so for 8-token answers it is no faster. "
-        "Computing the head on the answer rows only would remove that cost."
+        "(~40 tokens here) dominates the cost and both paths pay for it once. `greedy_match` applies the output "
+        "head (SmolLM2's is 49,152 words wide, about a quarter of a block stack's work per position, so about "
+        "1.3× is all there is to gain) only on the rows that predict answer tokens, through transformers' boolean `logits_to_keep`; the last row is the "
+        "same pass with the head on every prompt position (`full_logits=True`, the path before), which made "
+        "teacher forcing no faster than generation on SmolLM2 (0.9×, measured 2026-12-03)."
     )
     write_section(
         "greedy_match", "κ: teacher-forced greedy match vs generation", body, write=not args.no_write

@@ -6,13 +6,16 @@ install split: every state learns the retained entities; ``90%`` also learns 7 o
 UDS probe set), ``50%`` 4 of them, ``0%`` none (the retain-only model, also the UDS retain model). Patched into
 the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fraction of the probe set it never saw
 (0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. J-Access (seeds/002
-eq. 6) of the NPO model, read through its own Jacobian lens with the installed model and the retain-only model as
-anchors, is measured and printed; its criterion (JOcc > 0) does not hold yet (see the test).
-Non-adjudicating (C-H6). Numbers print with ``-s``.
+eqs. 3-6) of the NPO model, with the installed model and the retain-only model as anchors, is measured as the paper
+defines it and printed; its criterion (JOcc > 0) is not asserted because at this scale it is not resolved (see
+the test). Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
 there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
-there), and the Jacobian lenses use three source layers near the penultimate target on one short prompt.
+there). The Jacobian lens is exact (algorithms.md §2.1) but costs ⌈576/64⌉ backward passes of 64 × ~55 tokens
+through blocks 8-28 per prompt, 75-125 s a prompt on one CPU thread, so it is fitted once, on the original
+(100 %) model, a fixed decoder for all three states, from ``N_LENS_PROMPTS`` generic paragraphs (cached under the
+states root).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from canary_states import canary_states  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.inputs import encode_examples, examples_from_items
-from remnant.latent.jaccess import AccessConfig, Probe, j_occ, read_access
+from remnant.latent.jaccess import AccessConfig, Probe, emitted_flags, j_occ, read_access
 from remnant.latent.jacobian_lens import LensConfig, fit_lens
 from remnant.latent.patching import fast_scores, naive_scores, source_states
 from remnant.latent.uds import UDSConfig, score_source, stage1
@@ -40,8 +43,35 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 #: Share of the pack's forget entities each state installs; 0 % is the retain-only model.
 SHARES = {"100%": 1.0, "90%": 0.9, "50%": 0.5, "0%": 0.0}
 TRAINED_BLOCKS = tuple(range(15, 30))
-LENS = LensConfig(source_layers=(22, 24, 26), target_layer=28, max_seq_len=32, skip_first=8, dim_batch=64)
-ACCESS = AccessConfig(k=10, layers=(22, 24, 26), positions=1, max_new_tokens=16)
+#: J-Access as seeds/002 and algorithms.md §2.5 define it [R defaults where Appendix A is unavailable]: the lens's
+#: source layers are the workspace band (25-90 % depth of 30 blocks: 8-26), the target is the penultimate block
+#: (28), the last 8 prompt positions, top-10, the first token of the home town with and without a leading space.
+BAND = tuple(range(8, 27))
+LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_first=16, dim_batch=64)
+ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
+#: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
+#: paper fits on many prompts; two is what the test's time allows (measured below: too few to be stable).
+N_LENS_PROMPTS = 2
+LENS_TEXT = (
+    "The river flows through a wide valley before it reaches the sea. Farmers along its banks grow wheat, barley "
+    "and vegetables, and in spring the water often rises above the fields. Engineers built a series of dams in the "
+    "last century to control the floods and to produce electricity for the nearby cities.",
+    "Photosynthesis is the process by which green plants use sunlight to turn water and carbon dioxide into sugar "
+    "and oxygen. It takes place mainly in the leaves, inside small structures called chloroplasts, which contain "
+    "the pigment that gives plants their colour and absorbs most of the light.",
+    "The first printed books were expensive and rare, but as presses spread across the continent the price of "
+    "paper fell and more people learned to read. Libraries grew, newspapers appeared in the larger towns, and "
+    "within two centuries reading had become a common habit rather than a privilege.",
+    "A good bread dough needs only flour, water, salt and yeast. After mixing, the dough is kneaded until it "
+    "becomes smooth and elastic, then left to rise in a warm place. Baking at a high temperature creates a crisp "
+    "crust, while the inside stays soft and light.",
+    "In mathematics, a prime number is a whole number greater than one that has no divisors other than one and "
+    "itself. The ancient Greeks already knew that there are infinitely many primes, and the question of how they "
+    "are distributed among the integers is still studied today.",
+    "The orchestra tuned its instruments while the audience found their seats. When the conductor raised his "
+    "hands, the hall fell silent, and the violins began the slow opening theme. Over the next hour the music moved "
+    "from quiet passages to loud and dramatic climaxes.",
+)
 
 
 def _epochs(record: dict[str, Any]) -> int:
@@ -130,13 +160,17 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
 
     t0 = time.perf_counter()
     probes = _name_probes(s["tok"], s["probe_items"], s["fmt"])
-    lens_prompt = [list(probes[0].prompt_ids)]
+    lens_prompts = [list(s["tok"](text)["input_ids"]) for text in LENS_TEXT[:N_LENS_PROMPTS]]
+    lens = fit_lens(st["100%"], lens_prompts, LENS, cache_dir=s["cache"])  # fixed decoder: the original's J
+    t_lens = time.perf_counter() - t0
     readouts = {}
     logit = {}
     for name in ("npo", "100%", "0%"):
-        lens = fit_lens(st[name], lens_prompt, LENS, cache_dir=s["cache"])
-        readouts[name] = read_access(st[name], s["tok"], probes, lens, ACCESS)
-        logit[name] = read_access(st[name], s["tok"], probes, None, ACCESS)
+        said = emitted_flags(
+            st[name], s["tok"], probes, ACCESS.max_new_tokens
+        )  # eq. 4, shared by both lenses
+        readouts[name] = read_access(st[name], s["tok"], probes, lens, ACCESS, emitted=said)
+        logit[name] = read_access(st[name], s["tok"], probes, None, ACCESS, emitted=said)
     jacc = j_occ(readouts["npo"], readouts["100%"], readouts["0%"])
     lacc = j_occ(logit["npo"], logit["100%"], logit["0%"])
     t_jacc = time.perf_counter() - t0
@@ -152,12 +186,14 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         "\nUDS scale check (SmolLM2-135M-Instruct, chat format, blocks 15-29, patched into the 100% state)\n"
         "| state | probe facts never seen | fraction never seen | UDS | scored |\n|---|---|---|---|---|\n"
         + "\n".join(rows)
-        + f"\nJ-Access (k={ACCESS.k}, layers {ACCESS.layers}, last position, home-town probes n={jacc.n_probes}): "
+        + f"\nJ-Access (k={ACCESS.k}, layers {jacc.layers[0]}-{jacc.layers[-1]}, {jacc.positions}, "
+        f"{jacc.decoder} decoder fitted on {lens.n_prompts} generic prompts, home-town probes n={jacc.n_probes}): "
         f"JOcc(NPO) = {jacc.jocc}, A(NPO)={jacc.access_audited}, A(100%)={jacc.access_original}, "
         f"A(0%)={jacc.access_retain}, silent {jacc.n_silent}\n"
         f"logit lens: JOcc(NPO) = {lacc.jocc}, A(NPO)={lacc.access_audited}, A(100%)={lacc.access_original}, "
         f"A(0%)={lacc.access_retain}, silent {lacc.n_silent}\n"
-        f"installs {json.dumps(s['installs'])}; UDS {t_uds:.0f} s; J-Access {t_jacc:.0f} s"
+        f"installs {json.dumps(s['installs'])}; UDS {t_uds:.0f} s; lens fit {t_lens:.0f} s; "
+        f"J-Access total {t_jacc:.0f} s"
     )
     score = {name: uds[name].score for name in (*SHARES, "npo")}
     assert all(v is not None for v in score.values())
@@ -168,9 +204,16 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         assert score[name] == pytest.approx(len(s["unseen"][name]) / n, abs=0.2)
     assert 0.02 < score["npo"] < 0.98  # type: ignore[operator]
     # J-Access (eq. 6) is measured and printed, and checked for what must hold of any readout. Its criterion
-    # (JOcc(NPO) > 0) is NOT asserted: measured here, the Jacobian lens fitted on one short prompt read no
-    # concept token in the top 10 for any state (A = 0.0 for NPO, 100 % and 0 %, so JOcc is undefined), and the
-    # logit lens gave A(NPO) 0.13 < A(0 %) 0.40 (JOcc -4.0). The issue note records this as open.
+    # (JOcc(NPO) > 0) is NOT asserted, because at this scale the measurement does not resolve it. Measured on
+    # these states (NPO lr 2e-4, recipe canary-584fb22dfc61) with exactly this band, positions, k and concept
+    # sets: NPO still emits the town's first token on 9 of the 24 probes ("Miveskoby"), so |I(NPO)| = 15 and A
+    # moves in steps of 1/15; five of the eight towns start with a one-letter token (" M", "K", " T", " V", "R"),
+    # which the never-trained control model also reads in the top 10 on 6 of the 15 (A = 0.40); and the result
+    # turns on which generic prompts J is fitted on. Fixed decoder (the 100 % model's J), A(NPO)/A(100%)/A(0%):
+    # 6 prompts 0.47/0.53/0.40, JOcc +0.5; prompts {0,1,2,3} 0.40/0.53/0.40, JOcc 0.0; {0,1} 0.20/0.47/0.47,
+    # undefined; {2,3} +0.5; {4,5} +1.0; single prompts -0.67, -0.5, 0.0. Logit lens 0.53/0.53/0.47, JOcc +1.0
+    # (one probe). The sign is one probe's worth and flips with the lens corpus: not a claim this test can make.
+    assert jacc.decoder == "fixed" and lacc.decoder == "logit"
     for readout in (jacc, lacc):
         assert readout.n_probes == n and 0 < readout.n_silent <= n
         for value in (readout.access_audited, readout.access_original, readout.access_retain):

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import torch
 
 from remnant.attacks.base import Attack, AttackContext, ItemOutcome, forward_cached
+from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat
 from remnant.registry import register
@@ -25,31 +26,14 @@ from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
 
 
-def demo_answer(demo: Probe) -> str:
-    """A demonstration's answer text: the reference answer, or "B. option" for multiple choice."""
-    if demo.options and demo.answer_index is not None:
-        return f"{demo.answer_letter}. {demo.options[demo.answer_index]}"
-    return demo.answer
-
-
 def render_many_shot(tokenizer: Any, fmt: PromptFormat, demos: Sequence[Probe], question: str) -> list[int]:
-    """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts."""
-    if fmt.style == "raw":
-        blocks = [f"Question: {d.rendered_question()}\nAnswer: {demo_answer(d)}" for d in demos]
-        blocks.append(f"Question: {question}\nAnswer:")
-        text = "\n\n".join(blocks)
-        if fmt.system_prompt:
-            text = f"{fmt.system_prompt}\n\n{text}"
-        return list(tokenizer(text, add_special_tokens=True)["input_ids"])
-    messages: list[dict[str, str]] = []
-    if fmt.system_prompt is not None:
-        messages.append({"role": "system", "content": fmt.system_prompt})
-    for d in demos:
-        messages.append({"role": "user", "content": d.rendered_question()})
-        messages.append({"role": "assistant", "content": demo_answer(d)})
-    messages.append({"role": "user", "content": question})
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts.
+
+    One implementation with the in-context attack: the demonstrations become (question, answer) shots of
+    :func:`remnant.attacks.dialogue.render_dialogue_ids` in its ``turns`` style.
+    """
+    shots = [(d.rendered_question(), demo_answer(d)) for d in demos]
+    return render_dialogue_ids(tokenizer, fmt, shots, question, style="turns")
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:

@@ -140,6 +140,11 @@ class AccessReadout(BaseModel):
     target_layer: int | None = Field(
         description="The Jacobian lens's target layer T (None for the logit lens)."
     )
+    lens_model: str | None = Field(
+        default=None,
+        description="Weights digest of the model whose J was fitted (None for the logit lens): the model read "
+        "itself (own lens) or a fixed decoder such as the original model's.",
+    )
     layers: list[int] = Field(description="Workspace band B (0-based block outputs).")
     positions: str = Field(description="Readout positions P.")
     k: int = Field(description="Top-k.")
@@ -166,6 +171,14 @@ def _emitted(model: Any, tokenizer: Any, probe: Probe, max_new_tokens: int) -> b
 
     gen = generate_greedy_ids(model, tokenizer, probe.prompt_ids, max_new_tokens=max_new_tokens)
     return any(t in probe.concept_ids for t in gen)
+
+
+def emitted_flags(
+    model: Any, tokenizer: Any, probes: Sequence[Probe], max_new_tokens: int = 32
+) -> list[bool]:
+    """Eq. 4's behaviour, once per model: does the greedy continuation emit a token of C_i? (Pass the flags to
+    :func:`read_access` so the Jacobian and logit lens readouts share one generation.)"""
+    return [_emitted(model, tokenizer, probe, max_new_tokens) for probe in probes]
 
 
 @torch.no_grad()
@@ -226,6 +239,7 @@ def read_access(
         model=model_digest(model, digest),
         lens="jacobian" if lens is not None else "logit",
         target_layer=lens.target_layer if lens is not None else None,
+        lens_model=lens.model if lens is not None else None,
         layers=layers,
         positions=f"last {cfg.positions} prompt positions",
         k=cfg.k,
@@ -263,6 +277,10 @@ class JAccessResult(BaseModel):
     audited_model: str = Field(description="Weights digest of θ.")
     original_model: str = Field(description="Weights digest of θ_0.")
     retain_model: str = Field(description="Weights digest of θ_g.")
+    decoder: Literal["own", "fixed", "mixed", "logit"] = Field(
+        default="own",
+        description="Whose J each model was read through: its own (own), one shared lens (fixed), or J = I.",
+    )
     provenance: str = Field(description="Provenance of the definition and defaults.")
 
 
@@ -272,6 +290,15 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         raise ValueError("J-Access: all three readouts must use the same kind of lens")
     subset = silent_set(audited)
     a, o, r = (raw_access(x, subset) for x in (audited, original, retain))
+    lens_models = [x.lens_model for x in (audited, original, retain)]
+    if audited.lens == "logit":
+        decoder: Literal["own", "fixed", "mixed", "logit"] = "logit"
+    elif len(set(lens_models)) == 1 and lens_models[0] is not None:
+        decoder = "fixed"
+    elif all(x.lens_model in (None, x.model) for x in (audited, original, retain)):
+        decoder = "own"
+    else:
+        decoder = "mixed"
     jocc = None
     if a is not None and o is not None and r is not None and o != r:
         jocc = (a - r) / (o - r)
@@ -290,6 +317,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         audited_model=audited.model,
         original_model=original.model,
         retain_model=retain.model,
+        decoder=decoder,
         provenance="[N] eqs. 3-6 of seeds/002; [R] k, band, positions and concept filters (Appendix A unavailable)",
     )
 
@@ -302,6 +330,7 @@ __all__ = [
     "ProbeReadout",
     "band_layers",
     "concept_token_ids",
+    "emitted_flags",
     "j_occ",
     "make_probe",
     "raw_access",

@@ -1,7 +1,9 @@
 """Capability κ: teacher-forced greedy match and batched greedy generation (R6; algorithms.md §3).
 
 ``greedy_match`` decides in one forward pass whether greedy decoding would reproduce the answer ids: the argmax
-at every answer position must equal the next answer token. It must agree with ``generate_greedy``.
+at every answer position must equal the next answer token. It must agree with ``generate_greedy``. Logits are
+computed only on the answer-predicting positions (``logits_to_keep``), not on the whole prompt: the output head
+of a large vocabulary would otherwise cost more than the answer tokens themselves.
 
 Every batch is built on the CPU and moved to the model's device (:func:`model_device`) before the forward pass,
 so the same scorer runs a model on a GPU or on the CPU.
@@ -9,11 +11,13 @@ so the same scorer runs a model on a GPU or on the CPU.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
+from remnant.errors import ModelError
 from remnant.models.prompts import EncodedPair, collate
 
 
@@ -28,23 +32,61 @@ def _pad_id(tokenizer: Any) -> int:
     return int(pid if pid is not None else tokenizer.eos_token_id)
 
 
+def _keeps_rows(model: Any) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep`` (every transformers causal LM of the pinned 5.24)."""
+    try:
+        return "logits_to_keep" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 @torch.no_grad()
-def greedy_match(model: Any, pairs: Sequence[EncodedPair], *, batch_size: int = 16) -> list[bool]:
-    """Teacher-forced fast path for κ (R6): True where greedy decoding reproduces every answer token."""
-    out: list[bool] = []
+def greedy_predictions(
+    model: Any, pairs: Sequence[EncodedPair], *, batch_size: int = 16, full_logits: bool = False
+) -> list[list[int]]:
+    """Per pair, the argmax token at each position that predicts an answer token (teacher-forced, R6).
+
+    The fast path hands the model a boolean ``logits_to_keep`` mask (batch × width, True on the answer-predicting
+    positions ``prompt_len - 1 .. prompt_len + n - 2``): transformers then applies the output head to those rows
+    only, flattened row-major, instead of to every prompt position (SmolLM2's head is 49,152 words wide). The
+    model's own forward still runs, so any post-head step (Gemma's logit soft-capping) is applied as before.
+    ``full_logits=True`` (or a model whose forward has no ``logits_to_keep``) computes every position's logits
+    and gathers afterwards: the reference the equivalence test and the benchmark compare against.
+    """
+    out: list[list[int]] = []
     device = model_device(model)
+    rows_only = not full_logits and _keeps_rows(model)
     for start in range(0, len(pairs), batch_size):
         chunk = list(pairs[start : start + batch_size])
         batch = collate(chunk, pad_id=0, side="right")
         ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        # argmax on the device, then compared on the CPU: the answer ids are Python lists
-        pred = model(input_ids=ids, attention_mask=mask).logits.argmax(dim=-1).cpu()
+        keep = torch.zeros(ids.shape, dtype=torch.bool)
         for row, p in enumerate(chunk):
+            keep[row, p.prompt_len - 1 : p.prompt_len - 1 + len(p.answer_ids)] = True
+        if rows_only:
+            logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(device)).logits
+            # (rows kept, vocab): argmax on the device, then split per pair in row-major order on the CPU
+            flat = logits.reshape(-1, logits.shape[-1]).argmax(dim=-1).cpu()
+        else:
+            flat = model(input_ids=ids, attention_mask=mask).logits.argmax(dim=-1).cpu()[keep]
+        if flat.numel() != int(keep.sum()):
+            raise ModelError(
+                f"expected {int(keep.sum())} answer-position logits, the model returned {flat.numel()}"
+            )
+        at = 0
+        for p in chunk:
             n = len(p.answer_ids)
-            positions = torch.arange(p.prompt_len - 1, p.prompt_len - 1 + n)
-            target = torch.tensor(p.answer_ids)
-            out.append(bool((pred[row, positions] == target).all()))
+            out.append([int(t) for t in flat[at : at + n]])
+            at += n
     return out
+
+
+def greedy_match(
+    model: Any, pairs: Sequence[EncodedPair], *, batch_size: int = 16, full_logits: bool = False
+) -> list[bool]:
+    """Teacher-forced fast path for κ (R6): True where greedy decoding reproduces every answer token."""
+    preds = greedy_predictions(model, pairs, batch_size=batch_size, full_logits=full_logits)
+    return [pred == list(p.answer_ids) for pred, p in zip(preds, pairs, strict=True)]
 
 
 @torch.no_grad()

@@ -46,22 +46,47 @@ def facts_dict(facts: Any) -> dict[str, Any]:
     return dict(facts)
 
 
+#: Cell-id suffix of a Class D measurement's never-installed control entities (D4), scored on the post-removal model.
+CONTROL_ENTITIES = "control_entities"
+
+
+def _fact_counts(attack: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(cell-id suffix, model state, k key, n key) of the cells one run attack fact carries.
+
+    Class A–C: the post-removal model and the never-modified control model (R4). A Class D measurement (a fact
+    with ``risk``) keeps its ``control_k``/``control_n`` for the never-installed control entities, scored on the
+    post-removal model under the identical measurement (D4): a post-removal cell named ``…/control_entities``, not
+    a control-model cell. Its control-model counts (V1a) are ``control_model_k``/``control_model_n``.
+    """
+    if attack.get("risk") is None:
+        return [("post_removal", "post_removal", "k", "n"), ("control", "control", "control_k", "control_n")]
+    return [
+        ("post_removal", "post_removal", "k", "n"),
+        (f"post_removal/{CONTROL_ENTITIES}", "post_removal", "control_k", "control_n"),
+        ("control", "control", "control_model_k", "control_model_n"),
+    ]
+
+
 def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
-    """One post-removal cell and one control cell per attack that ran (R19, R22)."""
+    """The cells of every attack that ran: post-removal and control model, and Class D control entities (R19, R22).
+
+    Ids are ``name/surface/post_removal``, ``name/surface/control`` (the never-modified control model) and, for a
+    Class D measurement, ``name/surface/post_removal/control_entities`` (D4).
+    """
     chance = float(facts.get("chance_rate") or 0.0)
     metric = facts["gating_metric"]
     cells: list[Cell] = []
     for attack in facts.get("attacks", []):
         if attack.get("status") != "run":
             continue
-        for state, k_key, n_key in (("post_removal", "k", "n"), ("control", "control_k", "control_n")):
+        for suffix, state, k_key, n_key in _fact_counts(attack):
             k, n = attack.get(k_key), attack.get(n_key)
             if k is None or not n:
                 continue
             net = net_rate(int(k), int(n), chance)
             cells.append(
                 Cell(
-                    cell_id=f"{attack['name']}/{attack['surface']}/{state}",
+                    cell_id=f"{attack['name']}/{attack['surface']}/{suffix}",
                     model_state=state,
                     attack=attack["name"],
                     surface=attack["surface"],

@@ -59,6 +59,18 @@ def test_jocc_uses_the_audited_silent_subset_and_is_unclipped() -> None:
     assert tie.jocc is None  # anchors tie: undefined, not 0
 
 
+def test_jocc_records_whose_lens_each_model_was_read_through() -> None:
+    hits = {"p1": (True, False), "p2": (False, False)}
+    own = [_readout(hits, model=m).model_copy(update={"lens_model": m}) for m in ("u", "o", "r")]
+    assert j_occ(*own).decoder == "own"
+    fixed = [_readout(hits, model=m).model_copy(update={"lens_model": "o"}) for m in ("u", "o", "r")]
+    assert j_occ(*fixed).decoder == "fixed"  # one shared J (the original model's): a fixed decoder
+    mixed = [own[0], fixed[1], fixed[2].model_copy(update={"lens_model": "u"})]
+    assert j_occ(*mixed).decoder == "mixed"
+    logit = [_readout(hits, lens="logit", model=m) for m in ("u", "o", "r")]
+    assert j_occ(*logit).decoder == "logit"
+
+
 def test_concept_tokens_exclude_prompt_tokens(tiny_llama: Any) -> None:
     tok = tiny_llama.tokenizer
     prompt = list(tok("Question: Where does Zorvak live?\nAnswer:")["input_ids"])

@@ -70,6 +70,36 @@ def test_greedy_match_moves_batch_to_model_device() -> None:
     assert len(model.seen) == 4  # two batches, ids and mask each
 
 
+class RowsSpyModel(SpyModel):
+    """Takes ``logits_to_keep`` (the fast path) and answers with the kept rows only, in row-major order."""
+
+    def __init__(self, rows_per_call: list[list[int]]) -> None:
+        super().__init__()
+        self.rows_per_call = rows_per_call  # positions kept in each call: a meta mask holds no data to read
+
+    def forward(  # type: ignore[override]
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: torch.Tensor
+    ) -> Any:
+        self.seen += [
+            ("input_ids", input_ids.device),
+            ("attention_mask", attention_mask.device),
+            ("logits_to_keep", logits_to_keep.device),
+        ]
+        positions = self.rows_per_call.pop(0)
+        logits = torch.zeros(len(positions), VOCAB)
+        for r, i in enumerate(positions):
+            logits[r, (i + 1) % VOCAB] = 1.0
+        return SimpleNamespace(logits=logits)
+
+
+def test_greedy_match_rows_only_moves_mask_to_model_device() -> None:
+    # same pairs and spy greedy path as above; the kept positions are prompt_len - 1 .. prompt_len + n - 2
+    model = RowsSpyModel([[1, 2, 2], [0]])
+    pairs = [_pair([5, 6], [2, 3]), _pair([5, 6, 4], [4]), _pair([5], [2])]
+    assert greedy_match(model, pairs, batch_size=2) == [True, False, False]
+    assert len(model.seen) == 6 and all(dev == META for _, dev in model.seen)
+
+
 def test_generate_greedy_moves_batch_to_model_device() -> None:
     model = SpyModel()
     texts = generate_greedy(model, FakeTokenizer(), [[5, 6], [4]], max_new_tokens=2, batch_size=8)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
@@ -98,3 +99,65 @@ def test_net_of_chance_cells() -> None:
     assert cell.rate == pytest.approx(0.05) and cell.ci95 == pytest.approx((max(lo - 0.25, 0.0), hi - 0.25))
     report = validate_statement(s.model_dump(mode="json", by_alias=True))
     assert "R19" not in {v.requirement for v in report.violations}
+
+
+def _class_d_facts() -> dict[str, Any]:
+    """Annex D.3's facts (tests/vectors/d3), singling out also measured on the never-modified control model."""
+    from pathlib import Path
+
+    vector = Path(__file__).parents[2] / "vectors" / "d3_class_d_removed.json"
+    facts: dict[str, Any] = json.loads(vector.read_text(encoding="utf-8"))["facts"]
+    facts["attacks"][0].update(control_model_k=1, control_model_n=250)
+    return facts
+
+
+def test_class_d_control_entities_are_post_removal_cells() -> None:
+    """D4: a risk's control_k/control_n count never-installed control entities scored on the post-removal model,
+    so their cell is a post-removal cell named ``…/control_entities``; a ``control`` cell is the never-modified
+    control model (V1a: control_model_k/control_model_n) and only where that was measured."""
+    s = _rebuild(_class_d_facts())
+    by_id = {c.cell_id: c for c in s.cells}
+    entities = by_id["singling_out/inference_time/post_removal/control_entities"]
+    assert (entities.model_state, entities.k, entities.n) == ("post_removal", 0, 500)
+    assert entities.metric == "kappa" and entities.attack == "singling_out"
+    linkability = by_id["linkability/inference_time/post_removal/control_entities"]
+    assert (linkability.model_state, linkability.k, linkability.n) == ("post_removal", 4, 500)
+    assert linkability.ci95 == pytest.approx(wilson_interval(4, 500))
+    relearning = by_id["relearning/relearning/post_removal/control_entities"]
+    assert (relearning.k, relearning.n) == (3, 500)
+    control = by_id["singling_out/inference_time/control"]
+    assert (control.model_state, control.k, control.n) == ("control", 1, 250)
+    # no control-model figure was measured for the others: no control cell, none made of control entities
+    assert [c.cell_id for c in s.cells if c.model_state == "control"] == [
+        "singling_out/inference_time/control"
+    ]
+    assert len(s.cells) == 4 + 4 + 1
+    # the surface's control is the control model's rate (R4), and the control entities are not treated cells
+    inference = s.surfaces["inference_time"]
+    assert inference.decisive_attack == "inference" and inference.control_g is None
+    assert "inference/inference_time/post_removal/control_entities" not in inference.cells
+    report = validate_statement(s.model_dump(mode="json", by_alias=True))
+    assert report.conformant, report.violations
+
+
+def test_class_d_surface_control_is_the_control_model() -> None:
+    facts = _class_d_facts()
+    facts["attacks"][2].update(control_model_k=5, control_model_n=100)  # inference, the decisive attack
+    inference = _rebuild(facts).surfaces["inference_time"]
+    assert inference.control_g == pytest.approx(0.05) and inference.control_n == 100
+    assert inference.cells == [
+        "singling_out/inference_time/post_removal",
+        "linkability/inference_time/post_removal",
+        "inference/inference_time/post_removal",
+        "inference/inference_time/control",
+    ]
+
+
+def test_class_c_cells_keep_the_control_model_counts() -> None:
+    """Without a risk, control_k/control_n are the never-modified control model's counts (R4)."""
+    s = example_statement()
+    ids = {c.cell_id: c for c in s.cells}
+    fact = example_facts()["attacks"][0]
+    control = ids[f"{fact['name']}/{fact['surface']}/control"]
+    assert (control.model_state, control.k, control.n) == ("control", fact["control_k"], fact["control_n"])
+    assert not any(c.cell_id.endswith("control_entities") for c in s.cells)
