@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 BIN := $(VENV)/bin
 PURE_CORE := src/remnant/stats.py src/remnant/standard src/remnant/statement src/remnant/records.py src/remnant/packs \
-             src/remnant/prereg.py src/remnant/config.py src/remnant/errors.py src/remnant/registry.py
+             src/remnant/prereg.py src/remnant/config src/remnant/errors.py src/remnant/registry.py
 
 .PHONY: demo demo-quick test test-fast lint typecheck venv clean bench
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -126,7 +126,7 @@ def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
     )
 
 
-def _observations(
+def _measurement_records(
     runner: CellRunner,
     key: str,
     state: str,
@@ -134,8 +134,12 @@ def _observations(
     surface: str,
     checkpoint: str,
     seed: int,
+    counts: Any,
     outcomes: Mapping[str, tuple[bool | float, str | None, bool | None]],
+    params: Mapping[str, Any],
+    elapsed: float,
 ) -> list[Record]:
+    """A measurement's per-item observations, then its target and control-entity count records (R6, D4)."""
     out: list[Record] = []
     for item_id, (value, text, willing) in outcomes.items():
         analytic = not isinstance(value, bool)
@@ -155,6 +159,9 @@ def _observations(
                 seed=seed,
             )
         )
+    out.extend(
+        count_records(runner, key, state, counts, checkpoint=checkpoint, params=params, elapsed=elapsed)
+    )
     return out
 
 
@@ -218,6 +225,33 @@ def _status_record(
         status=status,
         reason=reason,
     )
+
+
+def _status_records(
+    runner: CellRunner,
+    key: str,
+    state: str,
+    names: Sequence[str],
+    surface: str,
+    status: CellStatus,
+    reason: str,
+    checkpoint: str = "final",
+) -> list[Record]:
+    """One status record per measurement name (``risk/…``), e.g. every relearning measurement not run."""
+    return [
+        _status_record(runner, key, state, n, n.split("/")[0], surface, status, reason, checkpoint=checkpoint)
+        for n in names
+    ]
+
+
+def _per_state(
+    states: Mapping[str, Any], key_inputs: Mapping[str, Any], **inputs: Any
+) -> Iterator[tuple[str, Any, str]]:
+    """(role, state, cell key) on the post-removal model, then the control: the same inputs but the state and its
+    weights, so both run identically (R3, C-Q4, C-W5)."""
+    for role in (F.POST, F.CONTROL):
+        state = states[role]
+        yield role, state, cell_key(state=role, weights=state.digest, **inputs, **key_inputs)
 
 
 def _measure(ctx: Any, canary: Any, method: str, attack: Any, surface: str) -> tuple[Any, dict[str, Any]]:
@@ -306,23 +340,20 @@ def battery_cells(
             )
             batch = inputs.attack_batch.get(slot, 16) if slot else 16
             spec = attack.spec.to_dict() if attack is not None and attack.spec is not None else None
-            for role in (F.POST, F.CONTROL):
-                state = states[role]
-                key = cell_key(
-                    kind="classd",
-                    state=role,
-                    weights=state.digest,
-                    risk=risk,
-                    method=method,
-                    attack=spec,
-                    component=described[risk],
-                    probes=probe_ids,
-                    demonstrations=[d.item_id for d in demos] if slot else [],
-                    seed=seed,
-                    max_new_tokens=tokens,
-                    batch_size=batch,
-                    **key_inputs,
-                )
+            for role, state, key in _per_state(
+                states,
+                key_inputs,
+                kind="classd",
+                risk=risk,
+                method=method,
+                attack=spec,
+                component=described[risk],
+                probes=probe_ids,
+                demonstrations=[d.item_id for d in demos] if slot else [],
+                seed=seed,
+                max_new_tokens=tokens,
+                batch_size=batch,
+            ):
 
                 def compute(
                     key: str = key,
@@ -365,17 +396,18 @@ def battery_cells(
                     params: dict[str, Any] = {"component": described[risk]}
                     if spec is not None:
                         params["attack"] = spec
-                    obs = _observations(runner, key, state.role, name, "inference_time", "final", seed, items)
-                    return obs + list(
-                        count_records(
-                            runner,
-                            key,
-                            state.role,
-                            counts,
-                            checkpoint="final",
-                            params=params,
-                            elapsed=elapsed,
-                        )
+                    return _measurement_records(
+                        runner,
+                        key,
+                        state.role,
+                        name,
+                        "inference_time",
+                        "final",
+                        seed,
+                        counts,
+                        items,
+                        params,
+                        elapsed,
                     )
 
                 records = runner.run(key, f"{name} on {role}", compute)
@@ -437,28 +469,22 @@ def relearning_battery_cells(
     if not budgets:
         key = cell_key(kind="classd_relearning_not_run", budgets=list(battery.budgets), **key_inputs)
         reason = f"the relearning set holds {len(relearn_set)} examples, fewer than every budget"
-        not_run: list[Record] = [
-            _status_record(runner, key, F.POST, n, n.split("/")[0], "relearning", "not_run", reason)
-            for n in names
-        ]
+        not_run = _status_records(runner, key, F.POST, names, "relearning", "not_run", reason)
         runner.run(key, "class D relearning (not run)", partial(list, not_run))
         return
     for budget in budgets:
         chosen = order[:budget]
-        for role in (F.POST, F.CONTROL):
-            state = states[role]
-            key = cell_key(
-                kind="classd_relearning",
-                state=role,
-                weights=state.digest,
-                budget=budget,
-                spec={k: v for k, v in asdict(spec).items() if k != "budgets"},
-                examples=[(relearn_set[i].question, relearn_set[i].answer) for i in chosen],
-                components=battery.spec.describe(),
-                probes={r: [p.item_id for p in c.probes] for r, c in battery.canaries.items()},
-                max_new_tokens=battery.max_new_tokens,
-                **key_inputs,
-            )
+        for role, state, key in _per_state(
+            states,
+            key_inputs,
+            kind="classd_relearning",
+            budget=budget,
+            spec={k: v for k, v in asdict(spec).items() if k != "budgets"},
+            examples=[(relearn_set[i].question, relearn_set[i].answer) for i in chosen],
+            components=battery.spec.describe(),
+            probes={r: [p.item_id for p in c.probes] for r, c in battery.canaries.items()},
+            max_new_tokens=battery.max_new_tokens,
+        ):
             label = f"class D relearning b={budget} on {role}"
             compute = partial(
                 _relearn_compute,
@@ -528,37 +554,28 @@ def _relearn_compute(
                     counts, items = _measure(ctx.with_model(m, tok), canary, method, None, "relearning")
                 found[name] = counts
                 records.extend(
-                    _observations(runner, key, state.role, name, "relearning", checkpoint, spec.seed, items)
-                )
-                records.extend(
-                    count_records(
+                    _measurement_records(
                         runner,
                         key,
                         state.role,
+                        name,
+                        "relearning",
+                        checkpoint,
+                        spec.seed,
                         counts,
-                        checkpoint=checkpoint,
-                        params={**params, "reused_step0": reused is not None},
-                        elapsed=time.perf_counter() - start,
+                        items,
+                        {**params, "reused_step0": reused is not None},
+                        time.perf_counter() - start,
                     )
                 )
         return {"k": sum(c.k for c in found.values()), "n": sum(c.n for c in found.values())}
 
     outcome = train(model, PairsObjective(pairs, pad_id(tok)), train_cfg, on_checkpoint=on_checkpoint)
     if outcome.status == "diverged":
-        records += [
-            _status_record(
-                runner,
-                key,
-                state.role,
-                n,
-                n.split("/")[0],
-                "relearning",
-                "diverged",
-                f"step {outcome.diverged_step}: {outcome.reason}",
-                checkpoint=f"budget={budget}/diverged",
-            )
-            for n in names
-        ]
+        reason = f"step {outcome.diverged_step}: {outcome.reason}"
+        records += _status_records(
+            runner, key, state.role, names, "relearning", "diverged", reason, f"budget={budget}/diverged"
+        )
     del model
     return records
 

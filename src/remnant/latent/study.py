@@ -30,6 +30,9 @@ from remnant.latent.direction import DirectionConfig, DirectionResult, direction
 NullReading = Literal["held", "failed", "not evaluable"]
 Decision = Literal["promote", "retain (admissible, non-predictive)", "demote", "not evaluable"]
 
+#: The two nulls every cell reads (B.3 step 4): the content control (C-H3b) and the procedure control (C-H3a).
+_NULLS: tuple[str, str] = ("content", "procedure")
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -217,9 +220,8 @@ def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[Meth
     rows = []
     for method in cfg.methods:
         cells = [c for r in runs if r.method == method for c in r.cells if c.evaluable]
-        content = sum(c.content.held for c in cells)
-        procedure = sum(c.procedure.held for c in cells)
-        stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in ("content", "procedure"))
+        content, procedure = (sum(getattr(c, k).held for c in cells) for k in _NULLS)
+        stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in _NULLS)
         rows.append(
             MethodRow(
                 method=method,
@@ -240,11 +242,15 @@ def _overall(values: Sequence[NullReading]) -> NullReading:
     return "held" if all(v == "held" for v in values) else "failed"
 
 
+def _overall_nulls(table: Sequence[MethodRow]) -> tuple[NullReading, NullReading]:
+    """(content, procedure) over every method of the table: each held only if it held for every method."""
+    return _overall([r.content_null for r in table]), _overall([r.procedure_null for r in table])
+
+
 def decide(table: Sequence[MethodRow], rho: float | None, cfg: LatentProbeConfig) -> Decision:
     """B.4: demote if either null fails or the conclusion is design-sensitive; promote only if survival also
     predicts recovery (ρ ≥ rho_min); otherwise retain as admissible but non-predictive."""
-    content = _overall([r.content_null for r in table])
-    procedure = _overall([r.procedure_null for r in table])
+    content, procedure = _overall_nulls(table)
     if content == "not evaluable" and procedure == "not evaluable":
         return "not evaluable"
     if "failed" in (content, procedure) or not all(r.design_stable for r in table if r.evaluable_cells):
@@ -353,12 +359,13 @@ def run_study(
     if len(scored) >= 3:
         rho = spearman([r.primary_survival for r in scored], [float(r.recovery or 0.0) for r in scored])
     decision = decide(table, rho, cfg)
+    content, procedure = _overall_nulls(table)
     result = StudyResult(
         config=cfg,
         primary=_primary(runs[0].direction) if runs else (0, cfg.positions[0]),
         table=table,
-        content_null=_overall([r.content_null for r in table]),
-        procedure_null=_overall([r.procedure_null for r in table]),
+        content_null=content,
+        procedure_null=procedure,
         rho=rho,
         n_rho=len(scored),
         decision=decision,

@@ -1,0 +1,90 @@
+"""The three model states every cell is measured on: control, pre-removal θ and post-removal θ_U (R1-R3)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from remnant.config.fields import ConfigModel, Name, Params, RuleViolation, Text, Unit, require_one_of
+
+
+class ControlModel(ConfigModel):
+    """The never-modified control (R3): a zoo name or a local folder."""
+
+    zoo: str | None = Field(default=None, description="Name in remnant's model zoo (R3).")
+    folder: str | None = Field(default=None, description="Local folder of a safetensors model (R3).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ControlModel:
+        require_one_of(self, "models.control", "zoo", "folder", "R3")
+        return self
+
+
+class InstallBudget(ConfigModel):
+    """Training budget that installs the target into the control to make θ (R2: installation)."""
+
+    max_epochs: int = Field(ge=1, description="Epoch ceiling of the installation run (R2, R23).")
+    lr: float = Field(gt=0, description="Learning rate of the installation run (R2, R23).")
+    target_kappa: Unit = Field(description="Stop once κ on the install split reaches this (R2).")
+    batch_size: int = Field(default=8, ge=1, description="Examples per optimiser step (R23).")
+    trainable: list[Text] | None = Field(
+        default=None,
+        description="Regexes of the parameter names that train (all: omitted); e.g. the upper decoder layers (R23).",
+    )
+
+    @field_validator("trainable")
+    @classmethod
+    def _patterns_compile(cls, value: list[str] | None) -> list[str] | None:
+        for pattern in value or []:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from exc
+        return value
+
+
+class PreRemoval(ConfigModel):
+    """The pre-removal model θ: installed here, or the claimant's folder (R2)."""
+
+    install: InstallBudget | None = Field(default=None, description="Install the pack into the control (R2).")
+    folder: str | None = Field(default=None, description="Claimant's pre-removal model folder (R2).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PreRemoval:
+        require_one_of(self, "models.pre_removal", "install", "folder", "R2")
+        return self
+
+
+class PostRemoval(ConfigModel):
+    """The post-removal model θ_U: a registered removal method run here, or the claimant's folder (R1c)."""
+
+    method: Name | None = Field(default=None, description="Registered removal method name (R1c, R23).")
+    params: Params = Field(default_factory=dict, description="Exact method parameters (R23, R24).")
+    folder: str | None = Field(default=None, description="Claimant's post-removal model folder (R1b).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PostRemoval:
+        require_one_of(self, "models.post_removal", "method", "folder", "R1c")
+        if self.folder is not None and self.params:
+            raise RuleViolation("models.post_removal.params", "only applies with 'method'", "R23")
+        return self
+
+
+class Models(ConfigModel):
+    """The three model states every cell is measured on (R3)."""
+
+    control: ControlModel = Field(description="Never-modified control (R3).")
+    pre_removal: PreRemoval = Field(description="Pre-removal model θ (R2).")
+    post_removal: PostRemoval = Field(description="Post-removal model θ_U (R1).")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="Evaluation precision; reductions are recorded (R25)."
+    )
+    device: Annotated[str, StringConstraints(pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")] = Field(
+        default="auto", description="Device to run on: auto, cpu, mps, cuda or cuda:N (R24)."
+    )
+    system_prompt: str | None = Field(
+        default=None,
+        description="System prompt of the chat format, identical on every state; None keeps the template's (R3).",
+    )
