@@ -44,6 +44,9 @@ RECIPE: dict[str, Any] = {
     # Calibrated on this pack (P 12 items, trained retain 24, held-out retain 8): birth years share their tokens,
     # so NPO on some bled into all (α=3, lr 5e-5: P 3/12, trained retain 21/24); home towns are distinct names.
     # home_town, α=3: lr 5e-5 → P 7/12; lr 1e-4 → P 2/12; lr 2e-4 → P 0/12, trained retain 22/24, held-out 6/8.
+    # Re-measure with tests/e2e/calibrate_canary_npo.py (4 epochs = 12 steps). Stopping at κ_F ≤ 0.1 (lr 2e-4)
+    # ends after 3 epochs with P 0/12 and trained retain 20/24; LoRA r8 at lr 3e-3 stops after 2 epochs with P
+    # 2/12 but trained retain 9/24. Neither relearns past 3-4/12 of P (control 0/12).
     "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
 }

@@ -207,12 +207,14 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     # (JOcc(NPO) > 0) is NOT asserted, because at this scale the measurement does not resolve it. Measured on
     # these states (NPO lr 2e-4, recipe canary-584fb22dfc61) with exactly this band, positions, k and concept
     # sets: NPO still emits the town's first token on 9 of the 24 probes ("Miveskoby"), so |I(NPO)| = 15 and A
-    # moves in steps of 1/15; five of the eight towns start with a one-letter token (" M", "K", " T", " V", "R"),
-    # which the never-trained control model also reads in the top 10 on 6 of the 15 (A = 0.40); and the result
+    # moves in steps of 1/15; six of the eight concept sets hold a one-letter token (M, K, B, T, V, R), and the
+    # never-trained control model reads a concept token in the top 10 on 6 of the 15 (A = 0.40); and the result
     # turns on which generic prompts J is fitted on. Fixed decoder (the 100 % model's J), A(NPO)/A(100%)/A(0%):
     # 6 prompts 0.47/0.53/0.40, JOcc +0.5; prompts {0,1,2,3} 0.40/0.53/0.40, JOcc 0.0; {0,1} 0.20/0.47/0.47,
-    # undefined; {2,3} +0.5; {4,5} +1.0; single prompts -0.67, -0.5, 0.0. Logit lens 0.53/0.53/0.47, JOcc +1.0
-    # (one probe). The sign is one probe's worth and flips with the lens corpus: not a claim this test can make.
+    # undefined; {2,3} +0.5; {4,5} +1.0; single prompts -0.67, -0.5, 0.0. Each model through its own J (the
+    # paper's "refit after unlearning" check): prompts {0,1} 0.27/0.47/0.40, JOcc -2.0; {0,1,2,3} 0.47/0.53/0.40,
+    # +0.5. Logit lens 0.53/0.53/0.47, JOcc +1.0 (one probe). The sign is one probe's worth and flips with the
+    # lens corpus and decoder: not a claim this test can make.
     assert jacc.decoder == "fixed" and lacc.decoder == "logit"
     for readout in (jacc, lacc):
         assert readout.n_probes == n and 0 < readout.n_silent <= n

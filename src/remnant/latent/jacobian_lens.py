@@ -15,12 +15,13 @@ Both the full estimator and the cheap concept-row variant are one routine, :func
 ``v_t = J_l^T (g ⊙ W_U[t])``, |C| backward passes instead of d, enough for probe-form scores ``⟨v_t, h⟩``).
 
 The target layer defaults to the penultimate block (``L − 2``, the paper's recipe; the last block adds noisy
-artefacts) and is stored with the lens. Lenses are cached per model digest, prompt set and layer set.
+artefacts) and is stored with the lens. Lenses are cached per model digest, prompt set and layer set, and each
+prompt's J on its own (the prompt mean is exact over shards), so fitting on more prompts costs only the new ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.models.arch import resolve_parts
 
 LENS_KIND = "jacobian-lens"
+SHARD_KIND = "jacobian-lens-prompt"
 
 
 @dataclass(frozen=True)
@@ -176,12 +178,13 @@ def _running_mean(
     sources: list[int],
     target: int,
     cfg: LensConfig,
+    shard: Callable[[Sequence[int]], dict[int, torch.Tensor] | None] | None = None,
 ) -> tuple[dict[int, torch.Tensor], int, list[float]]:
     mean: dict[int, torch.Tensor] = {}
     count = 0
     deltas: list[float] = []
     for ids in prompts:
-        rows = vjp_rows(model, ids, cotangents, sources, target, cfg)
+        rows = shard(ids) if shard is not None else vjp_rows(model, ids, cotangents, sources, target, cfg)
         if rows is None:
             continue
         count += 1
@@ -239,7 +242,26 @@ def fit_lens(
     d = _hidden_size(model, 0)
     if d <= 0:
         raise ConfigError("jacobian lens: cannot read the hidden size from the model config")
-    mats, count, deltas = _running_mean(model, prompts, torch.eye(d), sources, target, cfg)
+    eye = torch.eye(d)
+    shard_fn = None
+    if cache is not None:
+        store = cache
+
+        def shard(ids: Sequence[int]) -> dict[int, torch.Tensor] | None:
+            """One prompt's J, cached on its own: a lens on more prompts reuses every prompt already fitted."""
+            skey = _key(mdigest, [ids], sources, target, cfg)
+            got = store.get_tensors(SHARD_KIND, skey)
+            if got is not None:
+                return {s: got[f"J.{s}"] for s in sources}
+            rows = vjp_rows(model, ids, eye, sources, target, cfg)
+            if rows is not None:
+                store.put_tensors(
+                    SHARD_KIND, skey, {f"J.{s}": m for s, m in rows.items()}, {"target": str(target)}
+                )
+            return rows
+
+        shard_fn = shard
+    mats, count, deltas = _running_mean(model, prompts, eye, sources, target, cfg, shard_fn)
     lens = JacobianLens(mats, target, count, mdigest, key, tuple(deltas))
     if cache is not None:
         cache.put_tensors(LENS_KIND, key, {f"J.{s}": m for s, m in mats.items()}, {"target": str(target)})

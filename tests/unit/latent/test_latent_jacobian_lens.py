@@ -141,6 +141,24 @@ def test_default_target_is_penultimate_and_cache(toy: Any, tmp_path: Path) -> No
     assert len(list((tmp_path / "jacobian-lens").glob("*.safetensors"))) == 2
 
 
+def test_prompt_shards_are_reused_and_the_mean_is_exact(
+    toy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import remnant.latent.jacobian_lens as jl
+
+    fresh = fit_lens(toy, PROMPTS, CFG)  # no cache: the plain running mean
+    fit_lens(toy, PROMPTS[:1], CFG, cache_dir=tmp_path)
+    calls: list[int] = []
+    real = jl.vjp_rows
+    monkeypatch.setattr(jl, "vjp_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    grown = fit_lens(toy, PROMPTS, CFG, cache_dir=tmp_path)
+    assert len(calls) == 2  # prompt 0 came from its shard; prompts 1 and 2 (no valid position) were run
+    assert grown.n_prompts == fresh.n_prompts == 2 and grown.deltas == pytest.approx(fresh.deltas)
+    for layer in fresh.matrices:
+        assert torch.allclose(grown.matrices[layer], fresh.matrices[layer], atol=1e-7)
+    assert len(list((tmp_path / "jacobian-lens-prompt").glob("*.safetensors"))) == 2
+
+
 def test_bad_layers_are_refused(toy: Any) -> None:
     with pytest.raises(ConfigError, match="below target"):
         fit_lens(toy, PROMPTS, LensConfig(target_layer=1, source_layers=(1,), skip_first=2))

@@ -1,0 +1,116 @@
+"""Calibrate the canary states' NPO recipe on SmolLM2 and relearn from the result (issue 4's figures).
+
+Not a test: the script that produced the NPO and relearning figures quoted in ``canary_states.RECIPE`` and in the
+issue notes, so each can be re-measured. It loads (or builds) the shared canary states, runs NPO from the
+installed model with the recipe's settings and the overrides given here, scores the forget set F, P and the
+trained retain set at every checkpoint (teacher-forced greedy match, as the fixture scores), optionally stops at
+a declared forget level (``apply_removal(on_checkpoint=...)``, as installation stops at its level, R2), then
+relearns the result and the never-modified control on R under the identical procedure (C-W5) and prints both
+curves at every checkpoint (C-W3).
+
+    OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
+        .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 2e-4 --epochs 4 --stop-at 0.1 --every 0.3334
+    # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
+
+One torch thread: on these 2-core machines two threads beside another process ran 10-35x slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lr", type=float, default=2e-4, help="NPO learning rate")
+    parser.add_argument("--epochs", type=float, default=4.0, help="NPO epoch ceiling")
+    parser.add_argument("--every", type=float, default=1 / 3, help="checkpoint spacing in epochs")
+    parser.add_argument("--stop-at", type=float, default=None, help="stop once κ on F is at or below this")
+    parser.add_argument("--extra", default="{}", help="further NPO parameters as JSON (e.g. LoRA)")
+    parser.add_argument("--relearn-lr", type=float, default=3e-4)
+    parser.add_argument("--save", type=Path, default=None, help="save the NPO model here (safetensors)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    from canary_states import build_canary_states
+
+    from remnant import registry
+    from remnant.models import load_model, save_model, zoo
+    from remnant.train.relearn import RelearnSpec, greedy_scorer, relearn_attack
+    from remnant.train.removal import apply_removal
+
+    base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
+    states = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base)
+    fmt, sets = states.fmt(), states.sets()
+    pre = load_model(states.installed_dir, dtype="fp32")
+    tok = pre.tokenizer
+    scorers = {
+        name: greedy_scorer(tok, items, fmt)
+        for name, items in (("F", sets["removal"].forget), ("P", sets["P"]), ("retain", sets["retain"]))
+    }
+    trajectory: list[dict[str, Any]] = []
+
+    def on_checkpoint(model: Any, point: Any) -> dict[str, bool]:
+        row = {"epoch": round(point.epoch, 3), **{k: s(model) for k, s in scorers.items()}}
+        trajectory.append(row)
+        print("checkpoint", json.dumps(row), flush=True)
+        f_k, f_n = row["F"]
+        return {"stop": args.stop_at is not None and f_k / f_n <= args.stop_at}
+
+    extra = json.loads(args.extra)
+    params = {**states.record["recipe"]["npo"], "lr": args.lr, "epochs": args.epochs}
+    if "lora_rank" not in extra:
+        params["trainable"] = list(states.trainable)
+    method = registry.create("method", "npo", {**params, **extra})
+    marks = tuple(round(args.every * i, 4) for i in range(1, int(args.epochs / args.every + 1e-9) + 1))
+    t = time.perf_counter()
+    post, removal = apply_removal(
+        method,
+        copy.deepcopy(pre.model),
+        tok,
+        sets["removal"],
+        seed=states.record["recipe"]["seed"],
+        fmt=fmt,
+        overrides={"checkpoint_epochs": marks},
+        on_checkpoint=on_checkpoint,
+    )
+    print(f"npo {removal.status} after {removal.outcome.steps} steps in {time.perf_counter() - t:.0f} s")
+    if args.save is not None:
+        save_model(post, tok, args.save)
+    control = load_model(states.control_dir, dtype="fp32").model
+    spec = RelearnSpec(
+        budgets=(4, 12),
+        lr=args.relearn_lr,
+        epochs=3,
+        checkpoint_epochs=(0.25, 0.5),
+        batch_size=2,
+        trainable=states.trainable,
+        tau=0.5,
+    )
+    t = time.perf_counter()
+    result = relearn_attack(post, control, tok, sets["R"], sets["P"], spec, fmt=fmt)
+    print(
+        f"relearn {time.perf_counter() - t:.0f} s; headline budget {result.headline_budget} "
+        f"(Newcombe {result.headline_budget_newcombe})"
+    )
+    for b in result.budgets:
+        post_curve = [(round(p.epoch, 2), f"{p.k}/{p.n}") for p in b.post_removal.points]
+        control_curve = [f"{p.k}/{p.n}" for p in b.control.points]
+        print(f"budget {b.budget}: post-removal {post_curve}; control {control_curve}; newcombe {b.newcombe}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
