@@ -83,13 +83,15 @@ QUICK = Sizing(
     attributes=("home_town", "employer"),
     install_epochs=4,
     install_lr=3e-4,
-    # measured on SmolLM2 (upper layers): κ on the 192 installed items 0, .17, .54, .94, .89 after epochs 0-4,
-    # so the declared level 0.9 stops installation after epoch 3
-    install_target=0.9,
-    # one epoch (18 steps) at lr 4e-5: the update budget (lr × steps) of the two epochs at 2e-5 measured to
-    # suppress without collapsing utility (P 26/32 → 20/32, retained people 14/16 → 12/16); NPO at 1e-4 took P to
-    # 2/32 but the retained people to 2/16 too, because minted attribute values repeat across people (D5)
-    npo={"lr": 4e-5, "epochs": 1, "beta": 0.1, "alpha": 1.0},
+    # measured on SmolLM2 (upper layers): κ on the 192 installed items 0, .17, .54, .94, .89 after epochs 0-4;
+    # stopping at 0.9 after epoch 3 left the retained people's held-out phrasings at 11/16 (14/16 after epoch 4),
+    # too little headroom for the utility floor, so installation runs its 4 epochs
+    install_target=0.95,
+    # NPO measured on this pack: lr 2e-5 for 2 epochs took P 26/32 → 20/32 with the retained people 14/16 → 12/16
+    # (u 0.86); one epoch at 4e-5 (after a 3-epoch install) took P 25 → 14 but them 11 → 7 (u 0.64), and α = 3
+    # did no better (11 → 8 and 7): minted attribute values repeat across people (D5), so suppressing a forget
+    # person's town suppresses it for the retained people who share it
+    npo={"lr": 2e-5, "epochs": 2, "beta": 0.1, "alpha": 1.0},
     damage={"lr": 3e-4, "epochs": 1},
     retrain_epochs=4,
     relearn_budgets=(8, 16),
