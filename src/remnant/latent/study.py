@@ -114,7 +114,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_resamples": 200,
         "n_permutations": 100,
     },
-    "cpu": {"trainable": [r"model\.layers\.(1[5-9]|2\d)\."]},
+    # SmolLM2-135M: only blocks 15-29 train, so the direction is read inside them (blocks 7 and 14, the default
+    # 25/50 % depths, are identical in every state: ‖u‖ = 0, never evaluable). NPO as the shared canary states
+    # (tests/e2e/canary_states.py): at the default lr 5e-5 for 2 epochs P stayed at 0.89 of installed, failing the
+    # suppression gate, so no cell was evaluable (measured 2026-12-03, seed 0).
+    "cpu": {
+        "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
+        "layers": [18, 22, 26],
+        # birth years share their tokens, so NPO on some bled into all (retained κ 0.67 of installed, failing the
+        # utility gate); home towns, as in the canary states
+        "attributes": ["home_town"],
+        "method_params": {
+            "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "warmup_epochs": 0.0},
+            "task_vector": dict(DEFAULT_METHOD_PARAMS["task_vector"]),
+        },
+    },
 }
 
 
