@@ -88,9 +88,9 @@ QUICK = Sizing(
     # too little headroom for the utility floor, so installation runs its 4 epochs
     install_target=0.95,
     # NPO measured on this pack: lr 2e-5 for 2 epochs took P 26/32 → 20/32 with the retained people 14/16 → 12/16
-    # (u 0.86); one epoch at 4e-5 (after a 3-epoch install) took P 25 → 14 but them 11 → 7 (u 0.64), and α = 3
-    # did no better (11 → 8 and 7): minted attribute values repeat across people (D5), so suppressing a forget
-    # person's town suppresses it for the retained people who share it
+    # (u 0.86); one epoch at 4e-5 (after a 3-epoch install: install_target=0.9, npo lr 4e-5 / 1 epoch here) took
+    # P 25 → 14 but them 11 → 7 (u 0.64, utility-collapsed): minted attribute values repeat across people (D5), so
+    # suppressing a forget person's town suppresses it for the retained people who share it
     npo={"lr": 2e-5, "epochs": 2, "beta": 0.1, "alpha": 1.0},
     damage={"lr": 3e-4, "epochs": 1},
     retrain_epochs=4,

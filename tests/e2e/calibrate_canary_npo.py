@@ -44,11 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import build_canary_states
+    from canary_states import build_canary_states, relearn_spec
 
     from remnant import registry
     from remnant.models import load_model, save_model, zoo
-    from remnant.train.relearn import RelearnSpec, greedy_scorer, relearn_attack
+    from remnant.train.relearn import greedy_scorer, relearn_attack
     from remnant.train.removal import apply_removal
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
@@ -90,15 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save is not None:
         save_model(post, tok, args.save)
     control = load_model(states.control_dir, dtype="fp32").model
-    spec = RelearnSpec(
-        budgets=(4, 12),
-        lr=args.relearn_lr,
-        epochs=3,
-        checkpoint_epochs=(0.25, 0.5),
-        batch_size=2,
-        trainable=states.trainable,
-        tau=0.5,
-    )
+    spec = relearn_spec(states, lr=args.relearn_lr)  # the procedure issue 4's test runs
     t = time.perf_counter()
     result = relearn_attack(post, control, tok, sets["R"], sets["P"], spec, fmt=fmt)
     print(

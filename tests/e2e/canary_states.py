@@ -97,6 +97,21 @@ def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
+def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
+    """The relearning procedure issue 4's test and the calibration script run on these states (C-W1, C-W3)."""
+    from remnant.train.relearn import RelearnSpec
+
+    return RelearnSpec(
+        budgets=(4, 12),
+        lr=lr,
+        epochs=3,
+        checkpoint_epochs=(0.25, 0.5),
+        batch_size=2,
+        trainable=states.trainable,
+        tau=0.5,
+    )
+
+
 def recipe_digest(recipe: dict[str, Any] = RECIPE) -> str:
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
 

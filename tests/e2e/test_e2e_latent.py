@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,8 @@ LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_firs
 ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
 #: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
 #: paper fits on many prompts; two is what the test's time allows (measured below: too few to be stable).
-N_LENS_PROMPTS = 2
+#: REMNANT_LENS_PROMPTS=k (1-6) fits on the first k paragraphs instead: the 1-, 2-, 4- and 6-prompt rows below.
+N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "2"))
 LENS_TEXT = (
     "The river flows through a wide valley before it reaches the sea. Farmers along its banks grow wheat, barley "
     "and vegetables, and in spring the water often rises above the fields. Engineers built a series of dams in the "
@@ -211,7 +213,8 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     # never-trained control model reads a concept token in the top 10 on 6 of the 15 (A = 0.40); and the result
     # turns on which generic prompts J is fitted on. Fixed decoder (the 100 % model's J), A(NPO)/A(100%)/A(0%):
     # 6 prompts 0.47/0.53/0.40, JOcc +0.5; prompts {0,1,2,3} 0.40/0.53/0.40, JOcc 0.0; {0,1} 0.20/0.47/0.47,
-    # undefined; {2,3} +0.5; {4,5} +1.0; single prompts -0.67, -0.5, 0.0. Each model through its own J (the
+    # undefined ({2,3} +0.5; {4,5} +1.0; single prompts -0.67, -0.5, 0.0 and the own-J rows come from one-off
+    # scripts, not this test). Each model through its own J (the
     # paper's "refit after unlearning" check): prompts {0,1} 0.27/0.47/0.40, JOcc -2.0; {0,1,2,3} 0.47/0.53/0.40,
     # +0.5. Logit lens 0.53/0.53/0.47, JOcc +1.0 (one probe). The sign is one probe's worth and flips with the
     # lens corpus and decoder: not a claim this test can make.

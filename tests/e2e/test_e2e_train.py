@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from canary_states import CanaryStates, canary_states  # noqa: F401
+from canary_states import CanaryStates, canary_states, relearn_spec  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 
@@ -31,21 +31,13 @@ def _rate(kn: Any) -> float:
 @pytest.fixture(scope="module")
 def relearned(canary_states: CanaryStates) -> Any:  # noqa: F811
     from remnant.models import load_model
-    from remnant.train.relearn import RelearnSpec, relearn_attack
+    from remnant.train.relearn import relearn_attack
 
     states = canary_states
     sets = states.sets()
     post = load_model(states.npo_dir, dtype="fp32")
     control = load_model(states.control_dir, dtype="fp32").model
-    spec = RelearnSpec(
-        budgets=(4, 12),
-        lr=3e-4,
-        epochs=3,
-        checkpoint_epochs=(0.25, 0.5),
-        batch_size=2,
-        trainable=states.trainable,
-        tau=0.5,
-    )
+    spec = relearn_spec(states)
     t = time.perf_counter()
     result = relearn_attack(post.model, control, post.tokenizer, sets["R"], sets["P"], spec, fmt=states.fmt())
     summary = {
