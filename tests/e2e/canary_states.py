@@ -46,7 +46,12 @@ RECIPE: dict[str, Any] = {
     # home_town, α=3: lr 5e-5 → P 7/12; lr 1e-4 → P 2/12; lr 2e-4 → P 0/12, trained retain 22/24, held-out 6/8.
     # Re-measure with tests/e2e/calibrate_canary_npo.py (4 epochs = 12 steps). Stopping at κ_F ≤ 0.1 (lr 2e-4)
     # ends after 3 epochs with P 0/12 and trained retain 20/24; LoRA r8 at lr 3e-3 stops after 2 epochs with P
-    # 2/12 but trained retain 9/24. Neither relearns past 3-4/12 of P (control 0/12).
+    # 2/12 but trained retain 9/24. Neither relearns past 3-4/12 of P (control 0/12). Also measured (stop at
+    # κ_F ≤ 0.1, relearn as relearn_spec): α=10, lr 1.5e-4 stops after 16 steps with P 0/12, trained retain
+    # 23/24, and relearns to 4/12 (Newcombe lower bound 0.02 at budget 4); NPO on blocks 26-29 only holds retain
+    # at 24/24 (α=10) but stalls at P 2/12 and relearns to 4/12; at α=3 it collapses retain (2/24) on reaching
+    # P 0/12. Installing employer as well and relearning on the forget people's employers (item-level R, C-W6)
+    # revives 6/24 home towns against 0/24, with retain at 31/48.
     "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
 }

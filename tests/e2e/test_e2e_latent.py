@@ -7,8 +7,8 @@ UDS probe set), ``50%`` 4 of them, ``0%`` none (the retain-only model, also the 
 the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fraction of the probe set it never saw
 (0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. J-Access (seeds/002
 eqs. 3-6) of the NPO model, with the installed model and the retain-only model as anchors, is measured as the paper
-defines it and printed; its criterion (JOcc > 0) is not asserted because at this scale it is not resolved (see
-the test). Non-adjudicating (C-H6). Numbers print with ``-s``.
+defines it and printed, and again with generic concept tokens dropped (algorithms.md §2.5's per-token baseline on
+decoy questions); its criterion (JOcc > 0) is not asserted because at this scale it is not resolved (see the test). Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
 there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
@@ -34,10 +34,19 @@ from canary_states import canary_states  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.inputs import encode_examples, examples_from_items
-from remnant.latent.jaccess import AccessConfig, Probe, emitted_flags, j_occ, read_access
+from remnant.latent.jaccess import (
+    AccessConfig,
+    Probe,
+    drop_generic,
+    emitted_flags,
+    j_occ,
+    read_access,
+    token_hit_rates,
+)
 from remnant.latent.jacobian_lens import LensConfig, fit_lens
 from remnant.latent.patching import fast_scores, naive_scores, source_states
 from remnant.latent.uds import UDSConfig, score_source, stage1
+from remnant.models.prompts import render_prompt_ids
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
@@ -50,6 +59,9 @@ TRAINED_BLOCKS = tuple(range(15, 30))
 BAND = tuple(range(8, 27))
 LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_first=16, dim_batch=64)
 ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
+#: A concept token that enters the original model's top-k on more than this share of decoy questions (the same
+#: questions about retained and never-installed people) is generic and dropped (algorithms.md §2.5 pitfall).
+GENERIC_MAX = 0.5
 #: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
 #: paper fits on many prompts; two is what the test's time allows (measured below: too few to be stable).
 #: REMNANT_LENS_PROMPTS=k (1-6) fits on the first k paragraphs instead: the 1-, 2-, 4- and 6-prompt rows below.
@@ -123,6 +135,9 @@ def scale(canary_states: Any) -> dict[str, Any]:  # noqa: F811
                 "s": round(time.perf_counter() - t0, 1),
             }
         probe_items = [it for it in items if it.entity_id in forget]
+        # decoys for the per-token baseline: the same questions about people the forget set does not hold
+        decoy_items = [it for it in items if it.entity_id not in forget]
+        decoy_items += [it for it in pack.split("controls") if it.attribute in attrs]
         return {
             "tok": tok,
             "fmt": fmt,
@@ -134,6 +149,7 @@ def scale(canary_states: Any) -> dict[str, Any]:  # noqa: F811
                 for name, n in counts.items()
             },
             "probe_items": probe_items,
+            "decoy_items": decoy_items,
             "system_prompt": cs.system_prompt,
             "cache": cs.root / "latent-cache",
         }
@@ -175,6 +191,21 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         logit[name] = read_access(st[name], s["tok"], probes, None, ACCESS, emitted=said)
     jacc = j_occ(readouts["npo"], readouts["100%"], readouts["0%"])
     lacc = j_occ(logit["npo"], logit["100%"], logit["0%"])
+    # The same audit with generic concept tokens dropped (algorithms.md §2.5's per-token baseline): a token that
+    # enters the original model's top-k on more than GENERIC_MAX of the decoy questions is not about the target.
+    decoys = [render_prompt_ids(s["tok"], it.question, s["fmt"]) for it in s["decoy_items"]]
+    rates = token_hit_rates(
+        st["100%"], decoys, sorted(set().union(*(p.concept_ids for p in probes))), lens, ACCESS
+    )
+    specific = drop_generic(probes, rates, GENERIC_MAX)
+    spec_reads = {
+        name: read_access(
+            st[name], s["tok"], specific, lens, ACCESS, emitted=emitted_flags(st[name], s["tok"], specific)
+        )
+        for name in ("npo", "100%", "0%")
+    }
+    sacc = j_occ(spec_reads["npo"], spec_reads["100%"], spec_reads["0%"])
+    generic = sorted((s["tok"].decode([t]), round(r, 2)) for t, r in rates.items() if r > GENERIC_MAX)
     t_jacc = time.perf_counter() - t0
 
     n = len(s1.encoded.examples)
@@ -194,6 +225,9 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         f"A(0%)={jacc.access_retain}, silent {jacc.n_silent}\n"
         f"logit lens: JOcc(NPO) = {lacc.jocc}, A(NPO)={lacc.access_audited}, A(100%)={lacc.access_original}, "
         f"A(0%)={lacc.access_retain}, silent {lacc.n_silent}\n"
+        f"generic concept tokens (decoy rate > {GENERIC_MAX} on {len(decoys)} decoy questions): {generic}; "
+        f"without them: JOcc(NPO) = {sacc.jocc}, A(NPO)={sacc.access_audited}, A(100%)={sacc.access_original}, "
+        f"A(0%)={sacc.access_retain}, silent {sacc.n_silent}\n"
         f"installs {json.dumps(s['installs'])}; UDS {t_uds:.0f} s; lens fit {t_lens:.0f} s; "
         f"J-Access total {t_jacc:.0f} s"
     )
@@ -218,8 +252,18 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     # paper's "refit after unlearning" check): prompts {0,1} 0.27/0.47/0.40, JOcc -2.0; {0,1,2,3} 0.47/0.53/0.40,
     # +0.5. Logit lens 0.53/0.53/0.47, JOcc +1.0 (one probe). The sign is one probe's worth and flips with the
     # lens corpus and decoder: not a claim this test can make.
+    # Without the generic tokens the access that remains is not about the target either. Measured on these states
+    # (recipe canary-584fb22dfc61), A(NPO) / A(100%) / A(0%) on the 15 silent probes: with this test's 2-prompt
+    # lens the generic tokens are " M", " T", " V" and what remains reads 0.0 / 0.13 / 0.20 (JOcc +3.0, the
+    # anchors in the wrong order); with the 6-prompt lens they are " M", " K", " T", " V", "am", and no model, the
+    # installed one included, puts a remaining concept token in the top 10 on any silent probe (0 / 0 / 0, also at
+    # a 0.25 cut; one-off script). The raw access above is the generic tokens'.
+    assert generic and all(r > GENERIC_MAX for _, r in generic)
+    for name in ("npo", "100%", "0%"):  # fewer concept tokens can only lose hits, probe by probe
+        pairs = zip(readouts[name].probes, spec_reads[name].probes, strict=True)
+        assert all(a.idx == b.idx and (a.hit or not b.hit) for a, b in pairs)
     assert jacc.decoder == "fixed" and lacc.decoder == "logit"
-    for readout in (jacc, lacc):
+    for readout in (jacc, lacc, sacc):
         assert readout.n_probes == n and 0 < readout.n_silent <= n
         for value in (readout.access_audited, readout.access_original, readout.access_retain):
             assert value is None or 0.0 <= value <= 1.0

@@ -26,7 +26,15 @@ from typing import Any
 
 from remnant.latent.direction import DirectionConfig, DirectionResult, Role, direction_survival
 from remnant.latent.inputs import EntityExample
-from remnant.latent.jaccess import AccessConfig, JAccessResult, Probe, j_occ, read_access
+from remnant.latent.jaccess import (
+    AccessConfig,
+    JAccessResult,
+    Probe,
+    drop_generic,
+    j_occ,
+    read_access,
+    token_hit_rates,
+)
 from remnant.latent.jacobian_lens import LensConfig, fit_lens
 from remnant.latent.logit_lens import logit_lens_uds
 from remnant.latent.uds import UDSConfig, UDSResult, score_source, stage1, uds_no_retain
@@ -85,9 +93,17 @@ class LogitLensUDSAudit(UDSAudit):
         return logit_lens_uds(full, retain, source, tokenizer, examples, self.config)
 
 
-@register("audit", "j_access", "1.0")
+@register("audit", "j_access", "1.1")
 class JAccessAudit:
-    """JOcc through each model's own fitted Jacobian lens (``jacobian=False``: the logit-lens comparator)."""
+    """JOcc between the original and retain-only anchors (seeds/002 eq. 6); ``jacobian=False`` subclasses are the
+    logit-lens comparator.
+
+    ``decoder="own"`` reads each model through its own fitted J (algorithms.md §2.5); ``"fixed"`` reads all three
+    through the original model's J (the paper's main audit, which does not refit after unlearning). With
+    ``generic_max`` set, a concept token that enters the original model's top-k on more than that share of the
+    ``decoys`` (the same questions about people outside the forget set) is dropped from every C_i before reading:
+    the per-token baseline of algorithms.md §2.5, without which a one-letter name start reads as access.
+    """
 
     surface = "latent"
     adjudicating = False
@@ -103,11 +119,21 @@ class JAccessAudit:
         max_seq_len: int = 128,
         skip_first: int = 16,
         dim_batch: int = 8,
+        decoder: str = "own",
+        generic_max: float | None = None,
     ) -> None:
+        if decoder not in ("own", "fixed"):
+            raise ValueError(f"j_access: decoder must be 'own' or 'fixed', not {decoder!r}")
+        if generic_max is not None and not 0.0 <= generic_max <= 1.0:
+            raise ValueError(
+                f"j_access: generic_max is a share of decoy prompts in [0, 1], not {generic_max}"
+            )
         self.access = AccessConfig(k=k, band=band, positions=positions, max_new_tokens=max_new_tokens)
         self.lens = LensConfig(
             target_layer=target_layer, max_seq_len=max_seq_len, skip_first=skip_first, dim_batch=dim_batch
         )
+        self.decoder = decoder
+        self.generic_max = generic_max
 
     def run(
         self,
@@ -118,11 +144,24 @@ class JAccessAudit:
         probes: Sequence[Probe],
         lens_prompts: Sequence[Sequence[int]] = (),
         *,
+        decoys: Sequence[Sequence[int]] = (),
         cache_dir: Path | str | None = None,
     ) -> JAccessResult:
+        def lens_of(model: Any) -> Any:
+            return fit_lens(model, lens_prompts, self.lens, cache_dir=cache_dir) if self.jacobian else None
+
+        original_lens = lens_of(original)
+        if self.generic_max is not None:
+            if not decoys:
+                raise ValueError(
+                    "j_access: generic_max needs decoy prompts (questions outside the forget set)"
+                )
+            concepts = sorted(set().union(*(p.concept_ids for p in probes)))
+            rates = token_hit_rates(original, decoys, concepts, original_lens, self.access)
+            probes = drop_generic(probes, rates, self.generic_max)
         readouts = []
         for model in (audited, original, retain):
-            lens = fit_lens(model, lens_prompts, self.lens, cache_dir=cache_dir) if self.jacobian else None
+            lens = original_lens if model is original or self.decoder == "fixed" else lens_of(model)
             readouts.append(read_access(model, tokenizer, probes, lens, self.access))
         return j_occ(*readouts)
 

@@ -208,6 +208,48 @@ def read_probe(
     return best <= cfg.k, best, hits / cells if cells else 0.0
 
 
+@torch.no_grad()
+def token_hit_rates(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    tokens: Sequence[int],
+    lens: JacobianLens | None,
+    cfg: AccessConfig | None = None,
+) -> dict[int, float]:
+    """Per token: the share of ``prompts`` on which it enters the top-k at some band cell (eq. 3's test, token by
+    token). Read on unrelated (decoy) prompts this is the per-token baseline of algorithms.md §2.5: a token that
+    surfaces for questions about people who have no link to it (a one-letter name start, " the") is generic, and
+    a hit on it says nothing about the target."""
+    cfg = cfg or AccessConfig()
+    layers = band_layers(model, cfg, lens)
+    ids = torch.tensor(sorted(set(int(t) for t in tokens)), dtype=torch.long)
+    counts = torch.zeros(ids.numel(), dtype=torch.long)
+    for prompt in prompts:
+        x = torch.tensor([list(prompt)], dtype=torch.long)
+        with capture_blocks(model, layers) as captured:
+            model(input_ids=x)
+        n_pos = min(cfg.positions, x.shape[1])
+        seen = torch.zeros(ids.numel(), dtype=torch.bool)
+        for layer in layers:
+            z = readout(
+                model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None
+            )
+            kth = z.topk(cfg.k, dim=-1).values[:, -1:]  # [P, 1]: the k-th largest logit per cell
+            seen |= (z[:, ids] >= kth).any(dim=0)
+        counts += seen.long()
+    n = max(1, len(prompts))
+    return {int(t): float(c) / n for t, c in zip(ids.tolist(), counts.tolist(), strict=True)}
+
+
+def drop_generic(probes: Sequence[Probe], rates: dict[int, float], max_rate: float) -> list[Probe]:
+    """The probes with every concept token whose decoy hit rate exceeds ``max_rate`` removed from C_i; a probe
+    left with an empty C_i stays (it is counted, and :func:`silent_set` leaves it out)."""
+    return [
+        Probe(p.idx, p.prompt_ids, frozenset(t for t in p.concept_ids if rates.get(t, 0.0) <= max_rate))
+        for p in probes
+    ]
+
+
 def read_access(
     model: Any,
     tokenizer: Any,
@@ -330,6 +372,7 @@ __all__ = [
     "ProbeReadout",
     "band_layers",
     "concept_token_ids",
+    "drop_generic",
     "emitted_flags",
     "j_occ",
     "make_probe",
@@ -337,4 +380,5 @@ __all__ = [
     "read_access",
     "read_probe",
     "silent_set",
+    "token_hit_rates",
 ]

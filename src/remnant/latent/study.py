@@ -115,9 +115,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_permutations": 100,
     },
     # SmolLM2-135M: only blocks 15-29 train, so the direction is read inside them (blocks 7 and 14, the default
-    # 25/50 % depths, are identical in every state: ‖u‖ = 0, never evaluable). NPO as the shared canary states
-    # (tests/e2e/canary_states.py): at the default lr 5e-5 for 2 epochs P stayed at 0.89 of installed, failing the
-    # suppression gate, so no cell was evaluable (measured 2026-12-03, seed 0).
+    # 25/50 % depths, are identical in every state: ‖u‖ = 0, never evaluable). Both methods are sized to clear
+    # B.6's gates (measured 2026-12-03, seed 0, this pack): NPO at the default lr 5e-5 for 2 epochs left P at 0.89
+    # of installed (suppression gate failed); at lr 2e-4 with α = 3 retained κ fell to 0.39 (utility gate failed),
+    # as did task-vector negation at scale 1.0; NPO at lr 1.5e-4 with α = 10 (P 0, retained κ 1.0) and the
+    # negation at scale 0.5 (P 0.22, retained κ 0.83) pass both, so every cell is evaluable.
     "cpu": {
         "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
         "layers": [18, 22, 26],
@@ -125,8 +127,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # utility gate); home towns, as in the canary states
         "attributes": ["home_town"],
         "method_params": {
-            "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "warmup_epochs": 0.0},
-            "task_vector": dict(DEFAULT_METHOD_PARAMS["task_vector"]),
+            "npo": {"lr": 1.5e-4, "epochs": 4, "alpha": 10.0, "batch_size": 8, "warmup_epochs": 0.0},
+            "task_vector": {**DEFAULT_METHOD_PARAMS["task_vector"], "scale": 0.5},
         },
     },
 }

@@ -12,14 +12,17 @@ from remnant.latent.inputs import encode_example
 from remnant.latent.jaccess import (
     AccessConfig,
     AccessReadout,
+    Probe,
     ProbeReadout,
     concept_token_ids,
+    drop_generic,
     j_occ,
     make_probe,
     raw_access,
     read_access,
     read_probe,
     silent_set,
+    token_hit_rates,
 )
 from remnant.latent.jacobian_lens import LensConfig, fit_lens
 from remnant.latent.logit_lens import logit_lens_uds
@@ -136,3 +139,77 @@ def test_logit_lens_uds_sanity(latent_states: dict[str, Any]) -> None:
     assert zero.measurement == "logit_lens_uds" and zero.n_scored >= 1
     assert zero.score == pytest.approx(0.0) and one.score == pytest.approx(1.0)
     assert mid.score is not None and 0.0 <= mid.score <= 1.0
+
+
+def test_token_hit_rates_equal_per_token_probe_hits(latent_states: dict[str, Any]) -> None:
+    """The decoy baseline (algorithms.md §2.5) equals eq. 3 read token by token and prompt by prompt."""
+    s = latent_states
+    tok, model = s["tokenizer"], s["full"]
+    prompts = []
+    for ex in EXAMPLES[:4]:
+        enc = encode_example(tok, ex, "raw")
+        assert enc is not None
+        prompts.append(tuple(enc.input_ids[: enc.eval_start + 1]))
+    lens = fit_lens(model, [list(p) for p in prompts], LensConfig(target_layer=1, skip_first=2, dim_batch=16))
+    tokens = sorted({t for p in prompts for t in p} | set(range(5, 25)))
+    for lens_ in (lens, None):
+        for k in (1, 5):
+            acfg = AccessConfig(layers=(0, 1) if lens_ is None else (0,), positions=3, k=k)
+            rates = token_hit_rates(model, prompts, tokens, lens_, acfg)
+            layers = [0, 1] if lens_ is None else [0]
+            for t in tokens:
+                naive = [
+                    read_probe(model, Probe("d", p, frozenset([t])), layers, lens_, acfg)[0] for p in prompts
+                ]
+                assert rates[t] == pytest.approx(sum(naive) / len(prompts))
+            assert any(r > 0 for r in rates.values()) and any(r < 1 for r in rates.values())
+
+
+def test_drop_generic_keeps_probes_and_only_specific_tokens() -> None:
+    probes = [Probe("a", (1, 2), frozenset({10, 11})), Probe("b", (1, 3), frozenset({12}))]
+    kept = drop_generic(probes, {10: 0.9, 11: 0.1, 12: 0.6}, 0.5)
+    assert [p.idx for p in kept] == ["a", "b"]
+    assert kept[0].concept_ids == frozenset({11}) and kept[1].concept_ids == frozenset()
+
+
+def test_j_access_audit_decoders_and_generic_filter(latent_states: dict[str, Any]) -> None:
+    from remnant import registry
+
+    s = latent_states
+    tok = s["tokenizer"]
+    encs = [encode_example(tok, ex, "raw") for ex in EXAMPLES]
+    prompts = [tuple(e.input_ids[: e.eval_start + 1]) for e in encs if e is not None]
+    probes = [make_probe(tok, ex.idx, p, [ex.entity]) for ex, p in zip(EXAMPLES[:3], prompts, strict=False)]
+    lens_prompts = [list(e.input_ids) for e in encs if e is not None]
+    params = {
+        "target_layer": 1,
+        "skip_first": 2,
+        "dim_batch": 16,
+        "positions": 2,
+        "k": 5,
+        "max_new_tokens": 8,
+        "band": (0.0, 0.9),  # block 0 of the 2-block model
+    }
+    mid = mix(s["full"], s["retain"], 0.5)
+    fixed = registry.create("audit", "j_access", {**params, "decoder": "fixed"})
+    own = registry.create("audit", "j_access", {**params, "decoder": "own"})
+    assert fixed.spec.params["decoder"] == "fixed" and fixed.adjudicating is False
+    r_fixed = fixed.run(mid, s["full"], s["retain"], tok, probes, lens_prompts)
+    r_own = own.run(mid, s["full"], s["retain"], tok, probes, lens_prompts)
+    assert r_fixed.decoder == "fixed" and r_own.decoder == "own"
+    with pytest.raises(ValueError, match="decoy prompts"):
+        registry.create("audit", "j_access", {**params, "generic_max": 0.5}).run(
+            mid, s["full"], s["retain"], tok, probes, lens_prompts
+        )
+    # the filter equals dropping, by hand, the tokens the original model's lens surfaces on the decoys
+    decoys = prompts[3:]
+    filt = registry.create("audit", "j_access", {**params, "decoder": "fixed", "generic_max": 0.0})
+    got = filt.run(mid, s["full"], s["retain"], tok, probes, lens_prompts, decoys=decoys)
+    lens = fit_lens(s["full"], lens_prompts, filt.lens)
+    concepts = sorted(set().union(*(p.concept_ids for p in probes)))
+    kept = drop_generic(probes, token_hit_rates(s["full"], decoys, concepts, lens, filt.access), 0.0)
+    want = j_occ(*(read_access(m, tok, kept, lens, filt.access) for m in (mid, s["full"], s["retain"])))
+    assert got.model_dump() == want.model_dump()
+    assert any(a.concept_ids != b.concept_ids for a, b in zip(probes, kept, strict=True))  # it dropped some
+    with pytest.raises(ValueError, match="decoder"):
+        registry.create("audit", "j_access", {"decoder": "mine"})
