@@ -11,6 +11,7 @@ curves at every checkpoint (C-W3).
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
         .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 2e-4 --epochs 4 --stop-at 0.1 --every 0.3334
     # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
+    # issue 4's relearning states: --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
 
 One torch thread: on these 2-core machines two threads beside another process ran 10-35x slower.
 """
@@ -39,12 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", default="{}", help="further NPO parameters as JSON (e.g. LoRA)")
     parser.add_argument("--relearn-lr", type=float, default=3e-4)
     parser.add_argument("--save", type=Path, default=None, help="save the NPO model here (safetensors)")
+    parser.add_argument(
+        "--recipe", choices=("canary", "relearn"), default="canary", help="RECIPE or RELEARN_RECIPE's states"
+    )
     args = parser.parse_args(argv)
 
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import build_canary_states, relearn_spec
+    from canary_states import RECIPE, RELEARN_RECIPE, build_canary_states, relearn_spec
 
     from remnant import registry
     from remnant.models import load_model, save_model, zoo
@@ -52,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     from remnant.train.removal import apply_removal
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
-    states = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base)
+    recipe = RELEARN_RECIPE if args.recipe == "relearn" else RECIPE
+    states = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base, recipe)
     fmt, sets = states.fmt(), states.sets()
     pre = load_model(states.installed_dir, dtype="fp32")
     tok = pre.tokenizer

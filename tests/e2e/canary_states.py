@@ -10,6 +10,10 @@ needs them asks for the ``canary_states`` fixture. ``make test`` runs ``--dist l
 silently ignored anyway). A file lock makes a worker that needs the states while another builds them wait
 instead of building the same states twice.
 
+Issue 4's relearning test has its own states (``relearn_states``, ``RELEARN_RECIPE``): the same install recipe
+on a larger pack whose relearning split holds 12 people, and an NPO that stops at a declared forget level; the
+other slow tests keep ``RECIPE``'s states, so their measured figures stand.
+
 ``REMNANT_TEST_STATES=<dir>`` keeps the states between sessions (for iterating on one test); the folder name
 carries a digest of the recipe, so changing the recipe rebuilds rather than reusing stale states.
 """
@@ -54,6 +58,18 @@ RECIPE: dict[str, Any] = {
     # revives 6/24 home towns against 0/24, with retain at 31/48.
     "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
+}
+
+
+#: Issue 4's relearning states: the same install, a larger pack whose relearning split R holds 12 of the 16 forget
+#: people (P the other 4), and NPO with a heavier retain term that stops once κ on the forget set is ≤ 0.1. With
+#: the 4 relearning people of ``RECIPE`` no NPO that took P below 0.1 relearned past 4/12 (the comment above);
+#: here R is three times larger, as Annex B.6's relearning sets were large next to the scored items.
+RELEARN_RECIPE: dict[str, Any] = {
+    **RECIPE,
+    "pack": {**RECIPE["pack"], "entities": 24, "forget_fraction": 2 / 3, "relearn_fraction": 0.75},
+    "npo": {**RECIPE["npo"], "lr": 1.5e-4, "epochs": 8, "alpha": 30.0},
+    "npo_stop": {"forget_at_most": 0.1, "every": 1 / 3},
 }
 
 
@@ -103,11 +119,13 @@ def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
 
 
 def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
-    """The relearning procedure issue 4's test and the calibration script run on these states (C-W1, C-W3)."""
+    """The relearning procedure issue 4's test and the calibration script run on these states (C-W1, C-W3):
+    budgets of 4 and 12 examples and, where R holds more, all of R."""
     from remnant.train.relearn import RelearnSpec
 
+    n_r = states.record["sizes"]["R"]
     return RelearnSpec(
-        budgets=(4, 12),
+        budgets=tuple(b for b in (4, 12) if b < n_r) + (n_r,),
         lr=lr,
         epochs=3,
         checkpoint_epochs=(0.25, 0.5),
@@ -170,6 +188,7 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
     from remnant.packs import ClassDSpec, mint_class_d
     from remnant.packs.schema import write_pack
     from remnant.train.install import InstallSpec, install
+    from remnant.train.relearn import greedy_scorer
     from remnant.train.removal import apply_removal
 
     attributes = tuple(recipe["attributes"])
@@ -201,7 +220,21 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
 
     t = time.perf_counter()
     npo = registry.create("method", "npo", {**recipe["npo"], "trainable": trainable})
-    post, removal = apply_removal(npo, copy.deepcopy(pre), tok, sets["removal"], seed=recipe["seed"], fmt=fmt)
+    stop = recipe.get("npo_stop")  # {"forget_at_most": κ, "every": epochs}: stop at a declared forget level
+    kwargs: dict[str, Any] = {}
+    if stop:
+        forget_score = greedy_scorer(tok, sets["removal"].forget, fmt)
+        every, epochs = float(stop["every"]), float(recipe["npo"]["epochs"])
+        marks = tuple(round(every * i, 4) for i in range(1, int(epochs / every + 1e-9) + 1))
+
+        def on_checkpoint(model: Any, point: Any) -> dict[str, bool]:
+            k, n = forget_score(model)
+            return {"stop": k / n <= float(stop["forget_at_most"])}
+
+        kwargs = {"overrides": {"checkpoint_epochs": marks}, "on_checkpoint": on_checkpoint}
+    post, removal = apply_removal(
+        npo, copy.deepcopy(pre), tok, sets["removal"], seed=recipe["seed"], fmt=fmt, **kwargs
+    )
     timings["npo"] = time.perf_counter() - t
     record["npo"] = {
         "status": removal.status,
@@ -222,12 +255,23 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
     )  # a crash mid-build leaves only the .partial folder, which the next build overwrites
 
 
+def _states_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    keep = os.environ.get("REMNANT_TEST_STATES")
+    # getbasetemp().parent is shared by all xdist workers of one session
+    return Path(keep) if keep else tmp_path_factory.getbasetemp().parent / "remnant-states"
+
+
+@pytest.fixture(scope="session")
+def relearn_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
+    """Issue 4's states (``RELEARN_RECIPE``): control / installed / NPO stopped at κ_F ≤ 0.1, R of 12 people."""
+    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), RELEARN_RECIPE)
+    print("\nRELEARN-STATES " + json.dumps(states.record, default=str))
+    return states
+
+
 @pytest.fixture(scope="session")
 def canary_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
     """The shared control / installed / NPO states (built once per session, or kept in $REMNANT_TEST_STATES)."""
-    keep = os.environ.get("REMNANT_TEST_STATES")
-    # getbasetemp().parent is shared by all xdist workers of one session
-    base = Path(keep) if keep else tmp_path_factory.getbasetemp().parent / "remnant-states"
-    states = build_canary_states(smollm2_dir, base)
+    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory))
     print("\nCANARY-STATES " + json.dumps(states.record, default=str))
     return states
