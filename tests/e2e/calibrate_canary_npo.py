@@ -11,6 +11,7 @@ curves at every checkpoint (C-W3).
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
         .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 2e-4 --epochs 4 --stop-at 0.1 --every 0.3334
     # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
+    # relearning through LoRA instead: --relearn-lora 8 --relearn-lr 1e-3
     # issue 4's relearning states: --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
 
 One torch thread: on these 2-core machines two threads beside another process ran 10-35x slower.
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-at", type=float, default=None, help="stop once κ on F is at or below this")
     parser.add_argument("--extra", default="{}", help="further NPO parameters as JSON (e.g. LoRA)")
     parser.add_argument("--relearn-lr", type=float, default=3e-4)
+    parser.add_argument("--relearn-lora", type=int, default=None, help="relearn through LoRA of this rank")
     parser.add_argument("--save", type=Path, default=None, help="save the NPO model here (safetensors)")
     parser.add_argument(
         "--recipe", choices=("canary", "relearn"), default="canary", help="RECIPE or RELEARN_RECIPE's states"
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import RECIPE, RELEARN_RECIPE, build_canary_states, relearn_spec
+    from canary_states import RECIPE, RELEARN_RECIPE, build_canary_states, checkpoint_marks, relearn_spec
 
     from remnant import registry
     from remnant.models import load_model, save_model, zoo
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if "lora_rank" not in extra:
         params["trainable"] = list(states.trainable)
     method = registry.create("method", "npo", {**params, **extra})
-    marks = tuple(round(args.every * i, 4) for i in range(1, int(args.epochs / args.every + 1e-9) + 1))
+    marks = checkpoint_marks(args.every, args.epochs)
     t = time.perf_counter()
     post, removal = apply_removal(
         method,
@@ -96,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         save_model(post, tok, args.save)
     control = load_model(states.control_dir, dtype="fp32").model
     spec = relearn_spec(states, lr=args.relearn_lr)  # the procedure issue 4's test runs
+    if args.relearn_lora is not None:
+        from dataclasses import replace
+
+        from remnant.train.loop import LoraSpec
+
+        spec = replace(spec, lora=LoraSpec(rank=args.relearn_lora), trainable=None)
     t = time.perf_counter()
     result = relearn_attack(post, control, tok, sets["R"], sets["P"], spec, fmt=fmt)
     print(

@@ -54,8 +54,7 @@ RECIPE: dict[str, Any] = {
     # κ_F ≤ 0.1, relearn as relearn_spec): α=10, lr 1.5e-4 stops after 16 steps with P 0/12, trained retain
     # 23/24, and relearns to 4/12 (Newcombe lower bound 0.02 at budget 4); NPO on blocks 26-29 only holds retain
     # at 24/24 (α=10) but stalls at P 2/12 and relearns to 4/12; at α=3 it collapses retain (2/24) on reaching
-    # P 0/12. Installing employer as well and relearning on the forget people's employers (item-level R, C-W6)
-    # revives 6/24 home towns against 0/24, with retain at 31/48.
+    # P 0/12.
     "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
 }
@@ -133,6 +132,11 @@ def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
         trainable=states.trainable,
         tau=0.5,
     )
+
+
+def checkpoint_marks(every: float, epochs: float) -> tuple[float, ...]:
+    """Checkpoints every ``every`` epochs up to ``epochs``: where a removal that stops at a forget level is scored."""
+    return tuple(round(every * i, 4) for i in range(1, int(epochs / every + 1e-9) + 1))
 
 
 def recipe_digest(recipe: dict[str, Any] = RECIPE) -> str:
@@ -224,8 +228,7 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
     kwargs: dict[str, Any] = {}
     if stop:
         forget_score = greedy_scorer(tok, sets["removal"].forget, fmt)
-        every, epochs = float(stop["every"]), float(recipe["npo"]["epochs"])
-        marks = tuple(round(every * i, 4) for i in range(1, int(epochs / every + 1e-9) + 1))
+        marks = checkpoint_marks(float(stop["every"]), float(recipe["npo"]["epochs"]))
 
         def on_checkpoint(model: Any, point: Any) -> dict[str, bool]:
             k, n = forget_score(model)

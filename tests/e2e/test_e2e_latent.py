@@ -8,7 +8,8 @@ the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fractio
 (0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. J-Access (seeds/002
 eqs. 3-6) of the NPO model, with the installed model and the retain-only model as anchors, is measured as the paper
 defines it and printed, and again with generic concept tokens dropped (algorithms.md §2.5's per-token baseline on
-decoy questions); its criterion (JOcc > 0) is not asserted because at this scale it is not resolved (see the test). Non-adjudicating (C-H6). Numbers print with ``-s``.
+decoy questions); its criterion (JOcc > 0) is not asserted because at this scale it is not resolved (see the
+test). Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
 there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
@@ -39,6 +40,7 @@ from remnant.latent.jaccess import (
     Probe,
     drop_generic,
     emitted_flags,
+    greedy_continuations,
     j_occ,
     read_access,
     token_hit_rates,
@@ -61,7 +63,8 @@ LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_firs
 ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
 #: A concept token that enters the original model's top-k on more than this share of decoy questions (the same
 #: questions about retained and never-installed people) is generic and dropped (algorithms.md §2.5 pitfall).
-GENERIC_MAX = 0.5
+#: REMNANT_GENERIC_MAX=x re-measures the rows below at another cut (0.25 among them).
+GENERIC_MAX = float(os.environ.get("REMNANT_GENERIC_MAX", "0.5"))
 #: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
 #: paper fits on many prompts; two is what the test's time allows (measured below: too few to be stable).
 #: REMNANT_LENS_PROMPTS=k (1-6) fits on the first k paragraphs instead: the 1-, 2-, 4- and 6-prompt rows below.
@@ -183,10 +186,15 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     t_lens = time.perf_counter() - t0
     readouts = {}
     logit = {}
+    # eq. 4 looks at each model's greedy continuation, which does not depend on C_i: generate once per model
+    continuations = {
+        name: greedy_continuations(st[name], s["tok"], probes, ACCESS.max_new_tokens)
+        for name in ("npo", "100%", "0%")
+    }
     for name in ("npo", "100%", "0%"):
         said = emitted_flags(
-            st[name], s["tok"], probes, ACCESS.max_new_tokens
-        )  # eq. 4, shared by both lenses
+            st[name], s["tok"], probes, continuations=continuations[name]
+        )  # shared by both lenses
         readouts[name] = read_access(st[name], s["tok"], probes, lens, ACCESS, emitted=said)
         logit[name] = read_access(st[name], s["tok"], probes, None, ACCESS, emitted=said)
     jacc = j_occ(readouts["npo"], readouts["100%"], readouts["0%"])
@@ -200,7 +208,12 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     specific = drop_generic(probes, rates, GENERIC_MAX)
     spec_reads = {
         name: read_access(
-            st[name], s["tok"], specific, lens, ACCESS, emitted=emitted_flags(st[name], s["tok"], specific)
+            st[name],
+            s["tok"],
+            specific,
+            lens,
+            ACCESS,
+            emitted=emitted_flags(st[name], s["tok"], specific, continuations=continuations[name]),
         )
         for name in ("npo", "100%", "0%")
     }
@@ -257,8 +270,8 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     # lens the generic tokens are " M", " T", " V" and what remains reads 0.0 / 0.13 / 0.20 (JOcc +3.0, the
     # anchors in the wrong order); with the 6-prompt lens they are " M", " K", " T", " V", "am", and no model, the
     # installed one included, puts a remaining concept token in the top 10 on any silent probe (0 / 0 / 0, also at
-    # a 0.25 cut; one-off script). The raw access above is the generic tokens'.
-    assert generic and all(r > GENERIC_MAX for _, r in generic)
+    # a 0.25 cut: REMNANT_GENERIC_MAX=0.25). The raw access above is the generic tokens'.
+    assert generic  # the one-letter name starts are generic on these states
     for name in ("npo", "100%", "0%"):  # fewer concept tokens can only lose hits, probe by probe
         pairs = zip(readouts[name].probes, spec_reads[name].probes, strict=True)
         assert all(a.idx == b.idx and (a.hit or not b.hit) for a, b in pairs)

@@ -19,7 +19,7 @@ loss (seeds/002 Test 3: minimising it teaches the model to hide knowledge from t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -166,19 +166,45 @@ def band_layers(model: Any, cfg: AccessConfig, lens: JacobianLens | None) -> lis
     return layers
 
 
-def _emitted(model: Any, tokenizer: Any, probe: Probe, max_new_tokens: int) -> bool:
+def greedy_continuations(
+    model: Any, tokenizer: Any, probes: Sequence[Probe], max_new_tokens: int = 32
+) -> list[tuple[int, ...]]:
+    """Each probe's greedy continuation: what eq. 4 checks. It does not depend on C_i, so one generation serves
+    every concept-set variant of the same prompts."""
     from remnant.score.capability import generate_greedy_ids
 
-    gen = generate_greedy_ids(model, tokenizer, probe.prompt_ids, max_new_tokens=max_new_tokens)
-    return any(t in probe.concept_ids for t in gen)
+    return [
+        tuple(generate_greedy_ids(model, tokenizer, p.prompt_ids, max_new_tokens=max_new_tokens))
+        for p in probes
+    ]
 
 
 def emitted_flags(
-    model: Any, tokenizer: Any, probes: Sequence[Probe], max_new_tokens: int = 32
+    model: Any,
+    tokenizer: Any,
+    probes: Sequence[Probe],
+    max_new_tokens: int = 32,
+    *,
+    continuations: Sequence[Sequence[int]] | None = None,
 ) -> list[bool]:
     """Eq. 4's behaviour, once per model: does the greedy continuation emit a token of C_i? (Pass the flags to
-    :func:`read_access` so the Jacobian and logit lens readouts share one generation.)"""
-    return [_emitted(model, tokenizer, probe, max_new_tokens) for probe in probes]
+    :func:`read_access` so the Jacobian and logit lens readouts share one generation; pass ``continuations``
+    from :func:`greedy_continuations` to reuse it across concept sets.)"""
+    if continuations is None:
+        continuations = greedy_continuations(model, tokenizer, probes, max_new_tokens)
+    return [any(t in p.concept_ids for t in gen) for p, gen in zip(probes, continuations, strict=True)]
+
+
+def _band_logits(
+    model: Any, prompt_ids: Sequence[int], layers: Sequence[int], lens: JacobianLens | None, positions: int
+) -> Iterator[torch.Tensor]:
+    """One forward pass; per band layer, the lens readout ``z`` [P, V] of the last ``positions`` positions."""
+    ids = torch.tensor([list(prompt_ids)], dtype=torch.long)
+    with capture_blocks(model, layers) as captured:
+        model(input_ids=ids)
+    n_pos = min(positions, ids.shape[1])
+    for layer in layers:
+        yield readout(model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None)
 
 
 @torch.no_grad()
@@ -186,25 +212,18 @@ def read_probe(
     model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
 ) -> tuple[bool, int, float]:
     """(hit, best rank, occupancy) of one probe over the band and the last ``cfg.positions`` positions."""
-    ids = torch.tensor([list(probe.prompt_ids)], dtype=torch.long)
-    with capture_blocks(model, layers) as captured:
-        model(input_ids=ids)
-    n_pos = min(cfg.positions, ids.shape[1])
     concepts = torch.tensor(sorted(probe.concept_ids), dtype=torch.long)
     best = 1 << 30
     cells = hits = 0
-    for layer in layers:
-        h = captured[layer][0, -n_pos:]
-        z = readout(model, h, lens.matrices[layer] if lens is not None else None)  # [P, V]
+    for z in _band_logits(model, probe.prompt_ids, layers, lens, cfg.positions):
+        cells += z.shape[0]
         if concepts.numel() == 0:
-            cells += n_pos
             continue
         zc = z[:, concepts]  # [P, |C|]
         ranks = 1 + (z[:, None, :] > zc[:, :, None]).sum(dim=-1)  # [P, |C|]
         per_cell = ranks.min(dim=1).values
         best = min(best, int(per_cell.min()))
         hits += int((per_cell <= cfg.k).sum())
-        cells += n_pos
     return best <= cfg.k, best, hits / cells if cells else 0.0
 
 
@@ -225,15 +244,8 @@ def token_hit_rates(
     ids = torch.tensor(sorted(set(int(t) for t in tokens)), dtype=torch.long)
     counts = torch.zeros(ids.numel(), dtype=torch.long)
     for prompt in prompts:
-        x = torch.tensor([list(prompt)], dtype=torch.long)
-        with capture_blocks(model, layers) as captured:
-            model(input_ids=x)
-        n_pos = min(cfg.positions, x.shape[1])
         seen = torch.zeros(ids.numel(), dtype=torch.bool)
-        for layer in layers:
-            z = readout(
-                model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None
-            )
+        for z in _band_logits(model, prompt, layers, lens, cfg.positions):
             kth = z.topk(cfg.k, dim=-1).values[:, -1:]  # [P, 1]: the k-th largest logit per cell
             seen |= (z[:, ids] >= kth).any(dim=0)
         counts += seen.long()
@@ -263,17 +275,19 @@ def read_access(
     """Read every probe through ``model``'s lens (``None`` = logit lens); ``emitted`` may be given precomputed."""
     cfg = cfg or AccessConfig()
     layers = band_layers(model, cfg, lens)
+    said = (
+        list(emitted) if emitted is not None else emitted_flags(model, tokenizer, probes, cfg.max_new_tokens)
+    )
     rows = []
     for i, probe in enumerate(probes):
         hit, best, occ = read_probe(model, probe, layers, lens, cfg)
-        said = emitted[i] if emitted is not None else _emitted(model, tokenizer, probe, cfg.max_new_tokens)
         rows.append(
             ProbeReadout(
                 idx=probe.idx,
                 hit=hit,
                 best_rank=best,
                 occupancy=occ,
-                emitted=said,
+                emitted=said[i],
                 n_concepts=len(probe.concept_ids),
             )
         )
@@ -374,6 +388,7 @@ __all__ = [
     "concept_token_ids",
     "drop_generic",
     "emitted_flags",
+    "greedy_continuations",
     "j_occ",
     "make_probe",
     "raw_access",

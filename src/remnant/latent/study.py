@@ -119,7 +119,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # B.6's gates (measured 2026-12-03, seed 0, this pack): NPO at the default lr 5e-5 for 2 epochs left P at 0.89
     # of installed (suppression gate failed); at lr 2e-4 with α = 3 retained κ fell to 0.39 (utility gate failed),
     # as did task-vector negation at scale 1.0; NPO at lr 1.5e-4 with α = 10 (P 0, retained κ 1.0) and the
-    # negation at scale 0.5 (P 0.22, retained κ 0.83) pass both, so every cell is evaluable.
+    # negation at scale 0.5 (P 0.22, retained κ 0.83) pass both. With seed 1 both fail the suppression gate
+    # (NPO P 0.56, negation P 0.78), so `--seeds 0 1` has 12 evaluable cells of 24 (docs/latent.md).
     "cpu": {
         "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
         "layers": [18, 22, 26],
