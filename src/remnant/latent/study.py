@@ -23,7 +23,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
 
@@ -71,6 +71,20 @@ DEFAULT_METHOD_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
+class ModelSettings(_Model):
+    """Settings that differ between model families (B.2 asks for ≥ 2): block indices, and a recipe sized to the
+    model. Each field left ``None`` keeps the study-wide value; ``method_params`` merge over the study's, per
+    method and per parameter."""
+
+    trainable: list[str] | None = Field(default=None, description="Trainable parameter regexes.")
+    layers: list[int] | None = Field(default=None, description="Layers the direction is read in.")
+    install: InstallSettings | None = Field(default=None, description="Install recipe.")
+    relearn: RelearnSettings | None = Field(default=None, description="Relearning arm.")
+    method_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per-method parameters merged over the study's."
+    )
+
+
 class LatentProbeConfig(_Model):
     """Everything declared before the run (the study's pre-registration, B.4)."""
 
@@ -96,6 +110,33 @@ class LatentProbeConfig(_Model):
     n_resamples: int = Field(default=1000, description="Bootstrap resamples per interval.")
     n_permutations: int = Field(default=500, description="Sign-flip permutations for the signature floor.")
     dtype: str = Field(default="fp32", description="Model dtype.")
+    per_model: dict[str, ModelSettings] = Field(
+        default_factory=dict,
+        description="Overrides for one model, keyed by the model exactly as ``models`` names it.",
+    )
+
+    @model_validator(mode="after")
+    def _per_model_names_a_model(self) -> LatentProbeConfig:
+        unknown = sorted(set(self.per_model) - set(self.models))
+        if unknown:
+            raise ValueError(f"per_model names {unknown}, which are not among models {self.models}")
+        return self
+
+    def for_model(self, model: str) -> LatentProbeConfig:
+        """This config as it applies to ``model``: its ``per_model`` entry laid over the study-wide values."""
+        settings = self.per_model.get(model)
+        if settings is None:
+            return self
+        update: dict[str, Any] = {
+            k: getattr(settings, k)
+            for k in ("trainable", "layers", "install", "relearn")
+            if getattr(settings, k) is not None
+        }
+        params = copy.deepcopy(self.method_params)
+        for method, extra in settings.method_params.items():
+            params[method] = {**params.get(method, {}), **extra}
+        update["method_params"] = params
+        return self.model_copy(update=update)
 
 
 #: Sizing presets: ``tiny`` runs on the test suite's tiny random model in seconds; ``cpu`` is SmolLM2-scale.
@@ -130,6 +171,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "method_params": {
             "npo": {"lr": 1.5e-4, "epochs": 4, "alpha": 10.0, "batch_size": 8, "warmup_epochs": 0.0},
             "task_vector": {**DEFAULT_METHOD_PARAMS["task_vector"], "scale": 0.5},
+        },
+        # a second family (B.2): Gemma-3-270M has 18 blocks, so the upper half (9-17) trains and the direction is
+        # read inside it; the recipe is SmolLM2's, not re-calibrated (the gates say whether it suppressed)
+        "per_model": {
+            "gemma3-270m": {"trainable": [r"model\.layers\.(9|1[0-7])\."], "layers": [11, 13, 15]},
         },
     },
 }
@@ -215,9 +261,14 @@ def resolve_config(
         if preset not in PRESETS:
             raise ConfigError(f"study latent-probe: preset {preset!r} is not one of {sorted(PRESETS)}")
         data.update(copy.deepcopy(PRESETS[preset]))
+    preset_models = data.pop("per_model", {})
     data.update(overrides or {})
     if models:
         data["models"] = list(models)
+    # a preset sizes the families it knows; only the ones this study runs are kept (a config's own per_model
+    # entries must each name a model it runs)
+    kept = {name: v for name, v in preset_models.items() if name in (data.get("models") or [])}
+    data["per_model"] = {**kept, **data.get("per_model", {})}
     if not data.get("models"):
         raise ConfigError("study latent-probe: no model given (--model DIR or models = [...] in the config)")
     try:
@@ -339,9 +390,10 @@ def run_study(
     runs: list[RunResult] = []
     kept: list[Any] = []
     for model in cfg.models:
-        for states in build_model_runs(model, cfg, log=log):
-            direction = measure_run(states, cfg)
-            gates = states.gates(cfg)
+        mcfg = cfg.for_model(model)
+        for states in build_model_runs(model, mcfg, log=log):
+            direction = measure_run(states, mcfg)
+            gates = states.gates(mcfg)
             cells = cells_from(direction, all(gates.values()), cfg.margin)
             primary = _primary(direction)
             survival = next(
@@ -406,6 +458,7 @@ __all__ = [
     "CellReading",
     "LatentProbeConfig",
     "MethodRow",
+    "ModelSettings",
     "NullCell",
     "RunResult",
     "StudyResult",

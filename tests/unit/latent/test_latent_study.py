@@ -152,3 +152,25 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "c.toml"
     bad.write_text("models = ['m']\nmargn = 0.1\n")
     assert main(["study", "latent-probe", str(bad), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_per_model_settings_apply_to_their_model_only(tmp_path: Path) -> None:
+    """B.2 asks for ≥ 2 families, whose block indices differ: a per_model entry overrides the study-wide
+    trainable blocks, layers and method parameters (merged per parameter) for its model alone."""
+    cfg = resolve_config(["smollm2-135m-instruct", "gemma3-270m"], preset="cpu")
+    smol, gemma = cfg.for_model("smollm2-135m-instruct"), cfg.for_model("gemma3-270m")
+    assert smol == cfg and smol.layers == [18, 22, 26]
+    assert gemma.layers == [11, 13, 15] and gemma.trainable == [r"model\.layers\.(9|1[0-7])\."]
+    assert gemma.method_params == cfg.method_params  # the preset leaves the recipe as it is
+    merged = resolve_config(
+        ["a", "b"], overrides={"per_model": {"b": {"method_params": {"npo": {"lr": 1e-3}}, "layers": [1]}}}
+    ).for_model("b")
+    assert merged.method_params["npo"] == {**study.DEFAULT_METHOD_PARAMS["npo"], "lr": 1e-3}
+    assert merged.layers == [1] and merged.trainable is None
+    # a preset's entry for a family this study does not run is dropped; a config's own must name a model it runs
+    assert resolve_config(["smollm2-135m-instruct"], preset="cpu").per_model == {}
+    with pytest.raises(ConfigError, match="per_model names"):
+        resolve_config(["a"], overrides={"per_model": {"typo": {"layers": [1]}}})
+    bad = tmp_path / "c.toml"
+    bad.write_text("models = ['a']\n[per_model.a]\nlayer = [1]\n")
+    assert main(["study", "latent-probe", str(bad), "--out", str(tmp_path / "o")]) == 2
