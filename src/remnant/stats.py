@@ -7,6 +7,8 @@
   95% interval's ends equal the one-sided bounds at level 0.975.
 - :func:`newcombe_difference`: the difference of two independent proportions with Newcombe's hybrid score
   interval (1998, method 10) — the rule on the interval of the difference that Annex F.9 names as V1's successor.
+- :func:`newcombe_paired_difference`: the same for two proportions read on the same units (Newcombe's paired
+  score interval, 1998b method 10), e.g. two models' hit rates on one probe set.
 - :func:`holm`: Holm's step-down adjusted p-values (family-wise error over many cells, R22).
 - :func:`percentile_bootstrap`: a percentile bootstrap interval driven by a caller's ``numpy.random.Generator``
   (no global seeding).
@@ -27,6 +29,7 @@ __all__ = [
     "holm",
     "kendall",
     "newcombe_difference",
+    "newcombe_paired_difference",
     "percentile_bootstrap",
     "spearman",
     "wilson_interval",
@@ -112,6 +115,38 @@ def newcombe_difference(
     lower = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
     upper = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
     return d, max(lower, -1.0), min(upper, 1.0)
+
+
+def newcombe_paired_difference(
+    both: int, first_only: int, second_only: int, neither: int, level: float = 0.95
+) -> tuple[float, float, float]:
+    """p1 − p2 for two binary readings of the same n units, with Newcombe's paired score interval (Newcombe
+    1998b, "Improved confidence intervals for the difference between binomial proportions based on paired
+    data", method 10).
+
+    ``both`` units are positive under both readings, ``first_only`` / ``second_only`` under one, ``neither`` under
+    none; p1 = (both + first_only)/n, p2 = (both + second_only)/n. Each proportion gets its Wilson interval; the
+    distances combine as in :func:`newcombe_difference` but with the cross term of the readings' correlation φ
+    (the phi coefficient of the 2×2 table, 0 when a margin is empty):
+    lower = d − √((p1 − l1)² − 2φ(p1 − l1)(u2 − p2) + (u2 − p2)²),
+    upper = d + √((u1 − p1)² − 2φ(u1 − p1)(p2 − l2) + (p2 − l2)²).
+    With φ = 0 it is the independent interval on equal n. Returns ``(difference, lower, upper)``.
+    """
+    counts = (both, first_only, second_only, neither)
+    if any(c < 0 for c in counts):
+        raise ValueError(f"paired counts must be non-negative, got {counts}")
+    n = sum(counts)
+    _check_counts(both + first_only, n)
+    k1, k2 = both + first_only, both + second_only
+    l1, u1 = wilson_interval(k1, n, level)
+    l2, u2 = wilson_interval(k2, n, level)
+    p1, p2 = k1 / n, k2 / n
+    margins = (both + first_only) * (second_only + neither) * (both + second_only) * (first_only + neither)
+    phi = (both * neither - first_only * second_only) / math.sqrt(margins) if margins else 0.0
+    d = p1 - p2
+    below = (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
+    above = (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
+    return d, max(d - math.sqrt(max(below, 0.0)), -1.0), min(d + math.sqrt(max(above, 0.0)), 1.0)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

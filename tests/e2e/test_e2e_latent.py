@@ -67,7 +67,7 @@ ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
 GENERIC_MAX = float(os.environ.get("REMNANT_GENERIC_MAX", "0.5"))
 #: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
 #: paper fits on many prompts; two is what the test's time allows (measured below: too few to be stable).
-#: REMNANT_LENS_PROMPTS=k (1-6) fits on the first k paragraphs instead: the 1-, 2-, 4- and 6-prompt rows below.
+#: REMNANT_LENS_PROMPTS=k (1-12) fits on the first k paragraphs instead: the 1-, 2-, 4- and 6-prompt rows below.
 N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "2"))
 LENS_TEXT = (
     "The river flows through a wide valley before it reaches the sea. Farmers along its banks grow wheat, barley "
@@ -88,6 +88,20 @@ LENS_TEXT = (
     "The orchestra tuned its instruments while the audience found their seats. When the conductor raised his "
     "hands, the hall fell silent, and the violins began the slow opening theme. Over the next hour the music moved "
     "from quiet passages to loud and dramatic climaxes.",
+    "Glaciers form where more snow falls in winter than melts in summer. Over many years the snow is pressed into "
+    "ice, which slowly flows downhill under its own weight, carving deep valleys and carrying rocks far from the "
+    "mountains where they broke away.",
+    "The market opens early in the morning, when traders arrive with fresh fish, fruit and cheese. By noon the "
+    "square is crowded with shoppers, and the smell of roasted coffee drifts from the small cafes along the edge "
+    "of the street.",
+    "Bees collect nectar from flowers and carry it back to the hive, where it is stored in wax cells and slowly "
+    "turned into honey. A single colony can hold tens of thousands of workers, all descended from one queen.",
+    "Before the railway arrived, a journey between the two cities took several days by coach. The new line cut "
+    "the trip to a few hours, and within a decade goods, letters and travellers moved faster than ever before.",
+    "A healthy diet includes plenty of vegetables, whole grains and water. Regular exercise strengthens the heart "
+    "and muscles, and a good night of sleep helps the body recover and the mind stay alert during the day.",
+    "Volcanoes release molten rock, ash and gas from deep below the surface. Some erupt violently after long "
+    "quiet periods, while others let lava flow gently down their slopes for months at a time.",
 )
 
 
@@ -170,6 +184,14 @@ def _name_probes(tok: Any, items: list[Any], fmt: Any) -> list[Probe]:
     ]
 
 
+def _gap(result: Any) -> str:
+    """The criterion's quantity, A(NPO) − A(0%) on NPO's silent probes, with its paired 95 % interval."""
+    if result.retain_gap is None or result.retain_gap_ci95 is None:
+        return "—"
+    lo, hi = result.retain_gap_ci95
+    return f"{result.retain_gap:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
 def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) -> None:  # noqa: F811
     s, st = scale, scale["states"]
     torch.set_num_threads(1)
@@ -235,12 +257,12 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         + f"\nJ-Access (k={ACCESS.k}, layers {jacc.layers[0]}-{jacc.layers[-1]}, {jacc.positions}, "
         f"{jacc.decoder} decoder fitted on {lens.n_prompts} generic prompts, home-town probes n={jacc.n_probes}): "
         f"JOcc(NPO) = {jacc.jocc}, A(NPO)={jacc.access_audited}, A(100%)={jacc.access_original}, "
-        f"A(0%)={jacc.access_retain}, silent {jacc.n_silent}\n"
+        f"A(0%)={jacc.access_retain}, silent {jacc.n_silent}, A(NPO)−A(0%) = {_gap(jacc)}\n"
         f"logit lens: JOcc(NPO) = {lacc.jocc}, A(NPO)={lacc.access_audited}, A(100%)={lacc.access_original}, "
-        f"A(0%)={lacc.access_retain}, silent {lacc.n_silent}\n"
+        f"A(0%)={lacc.access_retain}, silent {lacc.n_silent}, A(NPO)−A(0%) = {_gap(lacc)}\n"
         f"generic concept tokens (decoy rate > {GENERIC_MAX} on {len(decoys)} decoy questions): {generic}; "
         f"without them: JOcc(NPO) = {sacc.jocc}, A(NPO)={sacc.access_audited}, A(100%)={sacc.access_original}, "
-        f"A(0%)={sacc.access_retain}, silent {sacc.n_silent}\n"
+        f"A(0%)={sacc.access_retain}, silent {sacc.n_silent}, A(NPO)−A(0%) = {_gap(sacc)}\n"
         f"installs {json.dumps(s['installs'])}; UDS {t_uds:.0f} s; lens fit {t_lens:.0f} s; "
         f"J-Access total {t_jacc:.0f} s"
     )
@@ -280,6 +302,9 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
         assert readout.n_probes == n and 0 < readout.n_silent <= n
         for value in (readout.access_audited, readout.access_original, readout.access_retain):
             assert value is None or 0.0 <= value <= 1.0
+        gap, ci = readout.retain_gap, readout.retain_gap_ci95
+        assert gap is not None and ci is not None and ci[0] <= gap <= ci[1]
+        assert gap == pytest.approx(readout.access_audited - readout.access_retain)  # type: ignore[operator]
 
 
 def test_fast_path_equals_naive_on_smollm2(scale: dict[str, Any]) -> None:

@@ -70,8 +70,17 @@ def _jaccess_figure(state: str, r: JAccessResult) -> LatentFigure | None:
         reference=f"original {_short(r.original_model)} and retain-only {_short(r.retain_model)} anchors (eq. 6)",
         states=[state, "original", "retain"],
         layer=f"band {r.layers}",
-        position=f"{r.positions}; top-{r.k}; silent probes {r.n_silent}/{r.n_probes}; unclipped",
+        position=f"{r.positions}; top-{r.k}; silent probes {r.n_silent}/{r.n_probes}; unclipped{_gap_text(r)}",
     )
+
+
+def _gap_text(r: JAccessResult) -> str:
+    """The raw access above the retain-only anchor with its paired interval: JOcc alone hides how few probes
+    the normalisation rests on."""
+    if r.retain_gap is None or r.retain_gap_ci95 is None:
+        return ""
+    lo, hi = r.retain_gap_ci95
+    return f"; A − A(retain) {r.retain_gap:+.3f} [{lo:+.3f}, {hi:+.3f}] (Newcombe paired 95 %)"
 
 
 def _direction_figures(d: DirectionResult) -> list[LatentFigure]:

@@ -325,6 +325,15 @@ class JAccessResult(BaseModel):
     access_audited: float | None = Field(description="A_k(θ; I(θ)).")
     access_original: float | None = Field(description="A_k(θ_0; I(θ)).")
     access_retain: float | None = Field(description="A_k(θ_g; I(θ)).")
+    retain_gap: float | None = Field(
+        default=None,
+        description="A(θ; I(θ)) − A(θ_g; I(θ)): the audited model's access above the retain-only level.",
+    )
+    retain_gap_ci95: tuple[float, float] | None = Field(
+        default=None,
+        description="Newcombe's paired 95 % interval of retain_gap: both models read on the same silent probes "
+        "(stats.newcombe_paired_difference); a gap whose interval holds 0 is not resolved at this probe count.",
+    )
     n_probes: int = Field(description="Probes given.")
     n_silent: int = Field(description="|I(θ)|: probes silent under the audited model.")
     k: int = Field(description="Top-k.")
@@ -338,6 +347,22 @@ class JAccessResult(BaseModel):
         description="Whose J each model was read through: its own (own), one shared lens (fixed), or J = I.",
     )
     provenance: str = Field(description="Provenance of the definition and defaults.")
+
+
+def _retain_gap(
+    audited: AccessReadout, retain: AccessReadout, subset: set[str]
+) -> tuple[float | None, tuple[float, float] | None]:
+    """A(θ) − A(θ_g) on the silent subset with its paired interval: probe by probe, hit under both, one, none."""
+    from remnant.stats import newcombe_paired_difference
+
+    hits_a = {p.idx: p.hit for p in audited.probes if p.idx in subset}
+    hits_r = {p.idx: p.hit for p in retain.probes if p.idx in subset}
+    pairs = [(hits_a[i], hits_r[i]) for i in sorted(hits_a) if i in hits_r]
+    if not pairs:
+        return None, None
+    cells = [sum(1 for x, y in pairs if (x, y) == want) for want in ((1, 1), (1, 0), (0, 1), (0, 0))]
+    d, lo, hi = newcombe_paired_difference(*cells)
+    return d, (lo, hi)
 
 
 def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout) -> JAccessResult:
@@ -358,6 +383,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
     jocc = None
     if a is not None and o is not None and r is not None and o != r:
         jocc = (a - r) / (o - r)
+    gap, gap_ci = _retain_gap(audited, retain, subset)
     return JAccessResult(
         measurement="j_access" if audited.lens == "jacobian" else "logit_lens_access",
         jocc=jocc,
@@ -365,6 +391,8 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         access_audited=a,
         access_original=o,
         access_retain=r,
+        retain_gap=gap,
+        retain_gap_ci95=gap_ci,
         n_probes=len(audited.probes),
         n_silent=len(subset),
         k=audited.k,

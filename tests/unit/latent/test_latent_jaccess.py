@@ -62,6 +62,22 @@ def test_jocc_uses_the_audited_silent_subset_and_is_unclipped() -> None:
     assert tie.jocc is None  # anchors tie: undefined, not 0
 
 
+def test_retain_gap_is_the_paired_difference_on_the_silent_probes() -> None:
+    """retain_gap = A(θ) − A(θ_g) on I(θ), with Newcombe's paired interval over the same probes: the table is
+    counted probe by probe (p1 hit by both, p2 by θ only, p3 by θ_g only; p4 is not silent and not counted)."""
+    from remnant.stats import newcombe_paired_difference
+
+    audited = _readout({"p1": (True, False), "p2": (True, False), "p3": (False, False), "p4": (True, True)})
+    original = _readout({p: (True, True) for p in ("p1", "p2", "p3", "p4")})
+    retain = _readout({"p1": (True, False), "p2": (False, False), "p3": (True, False), "p4": (False, False)})
+    res = j_occ(audited, original, retain)
+    d, lo, hi = newcombe_paired_difference(1, 1, 1, 0)
+    assert res.retain_gap == pytest.approx(0.0) == d
+    assert res.retain_gap_ci95 == pytest.approx((lo, hi)) and lo < 0 < hi
+    empty = j_occ(_readout({"p1": (True, True)}), original, retain)  # nothing silent: no gap, no interval
+    assert empty.retain_gap is None and empty.retain_gap_ci95 is None
+
+
 def test_jocc_records_whose_lens_each_model_was_read_through() -> None:
     hits = {"p1": (True, False), "p2": (False, False)}
     own = [_readout(hits, model=m).model_copy(update={"lens_model": m}) for m in ("u", "o", "r")]

@@ -50,6 +50,8 @@ def _jacc(jocc: float) -> JAccessResult:
         access_audited=0.5,
         access_original=0.9,
         access_retain=0.1,
+        retain_gap=0.4,
+        retain_gap_ci95=(0.1, 0.6),
         n_probes=18,
         n_silent=12,
         k=1,
@@ -87,6 +89,7 @@ def test_latent_block_with_controls_renders_labelled_with_every_c_h7_field() -> 
     )
     assert "blocks 15-29, KE layers at tau=0.05" in text and "prompt format chat; scored 16/18" in text
     assert "j_access 0.500 original ffffffffffff and retain-only rrrrrrrrrrrr anchors (eq. 6)" in text
+    assert "A − A(retain) +0.400 [+0.100, +0.600] (Newcombe paired 95 %)" in text  # the gap JOcc rests on
     # C-H7c: UDS has both controls (their figures listed); J-Access does not (the not-run statement names it)
     assert "UDS control figures: procedure_control" in text and "content_control" in text
     assert "were not run for J-Access" in text and "cannot be interpreted as being about the target" in text

@@ -19,6 +19,7 @@ from remnant.stats import (
     holm,
     kendall,
     newcombe_difference,
+    newcombe_paired_difference,
     percentile_bootstrap,
     spearman,
     wilson_interval,
@@ -179,6 +180,52 @@ def test_newcombe_antisymmetric() -> None:
     d, lo, hi = newcombe_difference(56, 70, 48, 80)
     d2, lo2, hi2 = newcombe_difference(48, 80, 56, 70)
     assert d2 == pytest.approx(-d) and lo2 == pytest.approx(-hi) and hi2 == pytest.approx(-lo)
+
+
+@st.composite
+def paired(draw: st.DrawFn) -> tuple[int, int, int, int]:
+    cells = draw(st.tuples(*[st.integers(min_value=0, max_value=60)] * 4))
+    return cells if sum(cells) else (0, 0, 0, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(paired(), LEVELS)
+def test_newcombe_paired_bounds_contain_the_difference_and_are_antisymmetric(
+    cells: tuple[int, int, int, int], level: float
+) -> None:
+    a, b, c, d = cells
+    diff, lo, hi = newcombe_paired_difference(a, b, c, d, level)
+    n = a + b + c + d
+    assert diff == pytest.approx((b - c) / n, abs=1e-12)
+    assert -1.0 <= lo <= diff + 1e-12 and diff - 1e-12 <= hi <= 1.0
+    diff2, lo2, hi2 = newcombe_paired_difference(a, c, b, d, level)  # the readings swapped
+    assert diff2 == pytest.approx(-diff) and lo2 == pytest.approx(-hi) and hi2 == pytest.approx(-lo)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=1, max_value=40), st.integers(min_value=1, max_value=40), LEVELS)
+def test_newcombe_paired_without_correlation_is_the_independent_interval(
+    x: int, y: int, level: float
+) -> None:
+    """φ = 0 when ad = bc: a table whose rows are proportional (x, y | 2x, 2y) has both readings uncorrelated,
+    and the interval is then the independent one on the same n."""
+    a, b, c, d = x, y, 2 * x, 2 * y  # ad − bc = 2xy − 2xy = 0
+    n = a + b + c + d
+    paired_ = newcombe_paired_difference(a, b, c, d, level)
+    independent = newcombe_difference(a + b, n, a + c, n, level)
+    assert paired_ == pytest.approx(independent, abs=1e-12)
+
+
+def test_newcombe_paired_correlation_narrows_the_interval() -> None:
+    """Positively correlated readings (most units agree) give a narrower interval than independent samples
+    with the same margins; that is why a paired comparison of two models on one probe set uses it."""
+    d, lo, hi = newcombe_paired_difference(10, 3, 1, 16)
+    d_i, lo_i, hi_i = newcombe_difference(13, 30, 11, 30)
+    assert d == pytest.approx(d_i) and hi - lo < hi_i - lo_i
+    with pytest.raises(ValueError, match="non-negative"):
+        newcombe_paired_difference(1, -1, 0, 0)
+    with pytest.raises(ValueError, match="positive number"):
+        newcombe_paired_difference(0, 0, 0, 0)
 
 
 # --- Holm -----------------------------------------------------------------------------------------------------
