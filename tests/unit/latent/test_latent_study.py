@@ -161,7 +161,8 @@ def test_per_model_settings_apply_to_their_model_only(tmp_path: Path) -> None:
     smol, gemma = cfg.for_model("smollm2-135m-instruct"), cfg.for_model("gemma3-270m")
     assert smol == cfg and smol.layers == [18, 22, 26]
     assert gemma.layers == [11, 13, 15] and gemma.trainable == [r"model\.layers\.(9|1[0-7])\."]
-    assert gemma.method_params == cfg.method_params  # the preset leaves the recipe as it is
+    assert gemma.method_params["npo"] == {**cfg.method_params["npo"], "lr": 4e-4}  # merged, per parameter
+    assert gemma.method_params["task_vector"] == cfg.method_params["task_vector"]
     merged = resolve_config(
         ["a", "b"], overrides={"per_model": {"b": {"method_params": {"npo": {"lr": 1e-3}}, "layers": [1]}}}
     ).for_model("b")
