@@ -293,6 +293,9 @@ def test_uds_scale_check_and_jaccess(scale: dict[str, Any], canary_states: Any) 
     # anchors in the wrong order); with the 6-prompt lens they are " M", " K", " T", " V", "am", and no model, the
     # installed one included, puts a remaining concept token in the top 10 on any silent probe (0 / 0 / 0, also at
     # a 0.25 cut: REMNANT_GENERIC_MAX=0.25). The raw access above is the generic tokens'.
+    # The criterion's own quantity, A(NPO) − A(0%) with its paired interval (printed), by lens prompts
+    # (REMNANT_LENS_PROMPTS, 2026-12-03): 2 → −0.27 [−0.46, −0.04]; 6 → +0.07 [−0.05, +0.18]; 12 → 0.00
+    # [−0.17, +0.17]. As the lens converges the NPO model reads at the retain-only level (docs/latent.md).
     assert generic  # the one-letter name starts are generic on these states
     for name in ("npo", "100%", "0%"):  # fewer concept tokens can only lose hits, probe by probe
         pairs = zip(readouts[name].probes, spec_reads[name].probes, strict=True)
