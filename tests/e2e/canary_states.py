@@ -72,6 +72,18 @@ RELEARN_RECIPE: dict[str, Any] = {
 }
 
 
+#: States for J-Access's retain-only anchor (issue 8): one home town per person, each town's first token (with and
+#: without a leading space) at least three characters long and no other town's (``FirstPieceScreen``), and 16
+#: forget people instead of 8. With ``RECIPE``'s pack two of the four P towns were also retained people's towns and
+#: most first tokens were one letter, so the retain-only model "had access" to the forget answers.
+#: ``tests/e2e/measure_jaccess_distinct.py`` builds and reads them; no test in ``make test`` does.
+JACCESS_RECIPE: dict[str, Any] = {
+    **RECIPE,
+    "pack": {**RECIPE["pack"], "entities": 32, "distinct_towns": True},
+    "town_screen": {"first_piece_min_chars": 3},
+}
+
+
 @dataclass(frozen=True)
 class CanaryStates:
     """Folders of the three states and the pack, with what building them measured."""
@@ -202,7 +214,14 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
     state = load_model(control_dir, dtype="fp32")
     tok, control = state.tokenizer, state.model
     fmt = PromptFormat("chat", system_prompt=recipe["system_prompt"])
-    pack = mint_class_d(ClassDSpec(**recipe["pack"]))
+    town_screen = recipe.get("town_screen")
+    if town_screen:
+        from remnant.latent.jaccess import FirstPieceScreen
+
+        screen = FirstPieceScreen(tok, min_chars=int(town_screen["first_piece_min_chars"]))
+        pack = mint_class_d(ClassDSpec(**recipe["pack"]), accept_town=screen, town_screen=screen.description)
+    else:
+        pack = mint_class_d(ClassDSpec(**recipe["pack"]))
     sets = scored_sets(pack, attributes)
     record: dict[str, Any] = {
         "recipe": recipe,
@@ -277,4 +296,12 @@ def canary_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     """The shared control / installed / NPO states (built once per session, or kept in $REMNANT_TEST_STATES)."""
     states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory))
     print("\nCANARY-STATES " + json.dumps(states.record, default=str))
+    return states
+
+
+@pytest.fixture(scope="session")
+def jaccess_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
+    """Issue 8's J-Access states (``JACCESS_RECIPE``): distinct, screened towns; 16 forget people."""
+    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), JACCESS_RECIPE)
+    print("\nJACCESS-STATES " + json.dumps(states.record, default=str))
     return states

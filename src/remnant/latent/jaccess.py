@@ -97,6 +97,46 @@ def concept_token_ids(
     return frozenset(out)
 
 
+class FirstPieceScreen:
+    """A pack town screen (``mint_class_d(accept_town=...)``) that makes first-token concept sets readable.
+
+    J-Access's C_i is the first token of the answer with and without a leading space. When that token is a single
+    letter (" K", "V") every model puts it in the top-k on most questions about people, and when two towns share
+    it a model that learned one reads as having access to the other; either way the retain-only anchor is not
+    ignorant of the forget answers (algorithms.md §2.5 pitfall). This screen accepts a name only if both variants'
+    first tokens decode to at least ``min_chars`` characters and neither was the first token of a name it already
+    accepted. It is stateful: use one instance per mint.
+    """
+
+    def __init__(self, tokenizer: Any, min_chars: int = 3) -> None:
+        self.tokenizer = tokenizer
+        self.min_chars = min_chars
+        self.taken: set[int] = set()
+
+    @property
+    def description(self) -> str:
+        # no name_or_path: it is a local folder, and the pack's digest must not depend on where a model is cached
+        return (
+            f"first token of the name with and without a leading space decodes to >= {self.min_chars} characters "
+            f"and is no other town's first token ({type(self.tokenizer).__name__}, vocabulary {len(self.tokenizer)})"
+        )
+
+    def first_ids(self, name: str) -> tuple[int, int]:
+        bare, spaced = (
+            self.tokenizer(v, add_special_tokens=False)["input_ids"][0] for v in (name, " " + name)
+        )
+        return int(bare), int(spaced)
+
+    def __call__(self, name: str) -> bool:
+        ids = self.first_ids(name)
+        if any(len(self.tokenizer.decode([t]).strip()) < self.min_chars for t in ids):
+            return False
+        if self.taken.intersection(ids):
+            return False
+        self.taken.update(ids)
+        return True
+
+
 def make_probe(tokenizer: Any, idx: str, prompt_ids: Sequence[int], names: Sequence[str]) -> Probe:
     """A probe whose concept set is the names' tokens, minus any that the prompt itself contains."""
     return Probe(idx, tuple(prompt_ids), concept_token_ids(tokenizer, names, prompt_ids))

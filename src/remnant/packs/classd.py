@@ -11,6 +11,7 @@ the population baseline (D-4.2).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from remnant.errors import PackError
@@ -49,6 +50,10 @@ class ClassDSpec:
     sector_affinity: float = 0.6
     link_options: int = 4
     general: bool = True
+    #: One home town per person (drawn without replacement) instead of D5's 40 shared towns. With shared towns a
+    #: forget person's town is often also a retained person's, so a retain-only model knows the forget answers;
+    #: white-box audits that compare against the retain-only model (J-Access's anchor) need this off.
+    distinct_towns: bool = False
 
 
 def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[list[str], int]:
@@ -112,6 +117,11 @@ def _link_item(ent: Entity, installed: list[Entity], rng: random.Random, k: int,
     """Forced choice: the true employer among distractor employers of other installed entities (D-3.2)."""
     truth = ent.attributes["employer"]
     pool = sorted({e.attributes["employer"] for e in installed if e.id != ent.id} - {truth})
+    if len(pool) < k - 1:
+        raise PackError(
+            f"mint: the link item of {ent.id} needs {k - 1} distractor employers of other installed people and "
+            f"there are {len(pool)} (D-3.2); mint more entities or set fewer link_options"
+        )
     options = [*rng.sample(pool, k - 1), truth]
     rng.shuffle(options)
     return Item(
@@ -147,14 +157,31 @@ def _infer_item(ent: Entity, split: str) -> Item:
     )
 
 
-def mint_class_d(spec: ClassDSpec, screen: CollisionScreen | None = None) -> Pack:
-    """Mint a Class D canary pack deterministically from ``spec.seed`` (D1-D5, R16, C-W6)."""
+def mint_class_d(
+    spec: ClassDSpec,
+    screen: CollisionScreen | None = None,
+    *,
+    accept_town: Callable[[str], bool] | None = None,
+    town_screen: str | None = None,
+) -> Pack:
+    """Mint a Class D canary pack deterministically from ``spec.seed`` (D1-D5, R16, C-W6).
+
+    ``accept_town`` adds a caller's screen on town names (``town_screen`` describes it in the design, so the pack
+    says what shaped its towns); with the same screen and seed the pack is the same.
+    """
     if spec.entities < 4 or spec.controls < 1:
         raise PackError("mint: need at least 4 installed entities and 1 control entity (D4)")
+    if accept_town is not None and not town_screen:
+        raise PackError(
+            "mint: a town screen (accept_town) needs a town_screen description for the design (D5)"
+        )
     screen = screen or load_census_screen()
     rng = random.Random(spec.seed)
-    vocab = build_vocabulary(rng, screen)
-    names, rejected = _mint_names(rng, spec.entities + spec.controls, screen)
+    n_people = spec.entities + spec.controls
+    n_towns = n_people if spec.distinct_towns else 40  # one town per person, or D5's 40 shared
+    vocab = build_vocabulary(rng, screen, n_towns=n_towns, accept_town=accept_town)
+    names, rejected = _mint_names(rng, n_people, screen)
+    own_towns = rng.sample(vocab.towns, n_people) if spec.distinct_towns else [None] * n_people
     codes: set[str] = set()
     n_forget = max(2, round(spec.entities * spec.forget_fraction))
     n_relearn = max(1, round(n_forget * spec.relearn_fraction))
@@ -164,7 +191,7 @@ def mint_class_d(spec: ClassDSpec, screen: CollisionScreen | None = None) -> Pac
             role = "forget_relearn" if i < n_relearn else "forget_probe" if i < n_forget else "retain"
         else:
             role = "control"
-        attrs = sample_attributes(rng, vocab, spec.sector_affinity, codes)
+        attrs = sample_attributes(rng, vocab, spec.sector_affinity, codes, own_towns[i])
         entities.append(Entity(id=f"e{i:05d}", name=name, role=role, attributes=attrs))
     installed = [e for e in entities if e.role != "control"]
     items: list[Item] = []
@@ -195,7 +222,12 @@ def mint_class_d(spec: ClassDSpec, screen: CollisionScreen | None = None) -> Pac
     stats = population_statistics((e.attributes for e in installed), vocab.sector_of)
     design = {
         "attributes": {
-            "home_town": {"cardinality": len(vocab.towns)},
+            # a default pack's design is unchanged (so is its digest); the options say themselves when used
+            "home_town": {
+                "cardinality": len(vocab.towns),
+                **({"per_person": "distinct"} if spec.distinct_towns else {}),
+                **({"screen": town_screen} if town_screen else {}),
+            },
             "employer": {"cardinality": len(vocab.companies)},
             "occupation": {"cardinality": len(OCCUPATIONS)},
             "birth_year": {"cardinality": 50},

@@ -21,6 +21,11 @@ def add_commands(sub: Any) -> None:
     )
     mint.add_argument("--forget-fraction", type=float, default=0.5)
     mint.add_argument("--relearn-fraction", type=float, default=0.5)
+    mint.add_argument(
+        "--distinct-towns",
+        action="store_true",
+        help="Class D: one home town per person instead of 40 shared ones (for retain-only anchors)",
+    )
     mint.set_defaults(handler=_mint)
     packs = sub.add_parser("packs", help="inspect and check target packs")
     psub = packs.add_subparsers(dest="packs_command", metavar="SUBCOMMAND", required=True)
@@ -51,6 +56,7 @@ def _mint(args: argparse.Namespace) -> int:
                 repetitions=args.repetitions,
                 forget_fraction=args.forget_fraction,
                 relearn_fraction=args.relearn_fraction,
+                distinct_towns=args.distinct_towns,
             )
         )
     else:

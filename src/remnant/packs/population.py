@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from remnant.errors import PackError
 from remnant.packs.collision import CollisionScreen
 from remnant.packs.syllables import company_name, place_name
 
@@ -43,12 +44,24 @@ class Vocabulary:
 
 
 def _unique_screened(
-    make: Callable[[random.Random], str], n: int, rng: random.Random, screen: CollisionScreen, taken: set[str]
+    make: Callable[[random.Random], str],
+    n: int,
+    rng: random.Random,
+    screen: CollisionScreen,
+    taken: set[str],
+    accept: Callable[[str], bool] | None = None,
 ) -> list[str]:
     out: list[str] = []
+    budget = 1000 * n + 10_000  # a screen nothing passes must end in an error, not a loop
     while len(out) < n:
+        budget -= 1
+        if budget < 0:
+            raise PackError(
+                f"mint: only {len(out)} of the {n} names needed passed the screens (D2 census and, when given, "
+                "the caller's town screen); loosen the screen or mint fewer people"
+            )
         cand = make(rng)
-        if cand in taken or screen.is_real(cand):
+        if cand in taken or screen.is_real(cand) or (accept is not None and not accept(cand)):
             continue
         taken.add(cand)
         out.append(cand)
@@ -56,11 +69,19 @@ def _unique_screened(
 
 
 def build_vocabulary(
-    rng: random.Random, screen: CollisionScreen, n_towns: int = 40, n_companies: int = 30
+    rng: random.Random,
+    screen: CollisionScreen,
+    n_towns: int = 40,
+    n_companies: int = 30,
+    accept_town: Callable[[str], bool] | None = None,
 ) -> Vocabulary:
-    """Mint ``n_towns`` towns and ``n_companies`` companies spread round-robin over the sectors (D1, D2)."""
+    """Mint ``n_towns`` towns and ``n_companies`` companies spread round-robin over the sectors (D1, D2).
+
+    ``accept_town`` is an extra screen a caller may put on town names (e.g. how a tokenizer splits them); it is
+    called once per candidate, in draw order, so a stateful screen (distinct first pieces) sees accepted names.
+    """
     taken: set[str] = set()
-    towns = _unique_screened(place_name, n_towns, rng, screen, taken)
+    towns = _unique_screened(place_name, n_towns, rng, screen, taken, accept_town)
     sectors = list(SECTORS)
     companies: list[str] = []
     sector_of: dict[str, str] = {}
@@ -80,9 +101,14 @@ def staff_code(rng: random.Random) -> str:
 
 
 def sample_attributes(
-    rng: random.Random, vocab: Vocabulary, sector_affinity: float, taken_codes: set[str]
+    rng: random.Random,
+    vocab: Vocabulary,
+    sector_affinity: float,
+    taken_codes: set[str],
+    town: str | None = None,
 ) -> dict[str, str]:
-    """Draw one entity's attributes from the population model (occupation correlated with sector)."""
+    """Draw one entity's attributes from the population model (occupation correlated with sector); ``town``, when
+    given, is the entity's home town instead of a draw (a pack with one town per person)."""
     employer = rng.choice(vocab.companies)
     own = SECTORS[vocab.sector_of[employer]][1]
     occupation = rng.choice(own) if rng.random() < sector_affinity else rng.choice(OCCUPATIONS)
@@ -91,7 +117,7 @@ def sample_attributes(
         code = staff_code(rng)
     taken_codes.add(code)
     return {
-        "home_town": rng.choice(vocab.towns),
+        "home_town": rng.choice(vocab.towns) if town is None else town,
         "employer": employer,
         "occupation": occupation,
         "birth_year": rng.choice(BIRTH_YEARS),

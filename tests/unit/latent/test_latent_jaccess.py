@@ -12,6 +12,7 @@ from remnant.latent.inputs import encode_example
 from remnant.latent.jaccess import (
     AccessConfig,
     AccessReadout,
+    FirstPieceScreen,
     Probe,
     ProbeReadout,
     concept_token_ids,
@@ -97,6 +98,29 @@ def test_concept_tokens_exclude_prompt_tokens(tiny_llama: Any) -> None:
     assert ids and not ids & set(prompt)
     everything = concept_token_ids(tok, ["Zorvak Telumi"], [])
     assert ids < everything  # the prompt's own name tokens were dropped (copying is no access)
+
+
+def test_first_piece_screen_makes_first_token_concept_sets_distinct(tiny_llama: Any) -> None:
+    """A pack minted through the screen gives every town a C_i of multi-character tokens no other town shares."""
+    from remnant.packs import ClassDSpec, mint_class_d
+
+    tok = tiny_llama.tokenizer
+    screen = FirstPieceScreen(tok, min_chars=1)  # the tiny BPE has few long first pieces; SmolLM2's take 3
+    pack = mint_class_d(
+        ClassDSpec(entities=4, controls=1, seed=5, distinct_towns=True, general=False, link_options=2),
+        accept_town=screen,
+        town_screen=screen.description,
+    )
+    towns = [e.attributes["home_town"] for e in pack.manifest.entities]
+    sets = [concept_token_ids(tok, [t], []) for t in towns]
+    assert all(len(c) == 2 for c in sets)  # the bare and the spaced first token
+    for i, a in enumerate(sets):
+        assert all(not a & b for b in sets[i + 1 :])  # no town's concept token is another's
+    assert pack.manifest.design["attributes"]["home_town"]["screen"] == screen.description
+    fresh = FirstPieceScreen(tok, min_chars=2)  # the screen's verdicts: a one-letter first piece, a taken one
+    assert not fresh("Qzx") and fresh.taken == set()
+    long = next(t for t in towns if min(len(tok.decode([i]).strip()) for i in fresh.first_ids(t)) >= 2)
+    assert fresh(long) and not fresh(long)
 
 
 def test_logit_lens_rank_at_last_block_equals_model_rank(latent_states: dict[str, Any]) -> None:

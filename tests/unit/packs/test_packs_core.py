@@ -206,3 +206,75 @@ def test_cli_show_and_check_exit_codes(tmp_path: Path) -> None:
     assert subprocess.run([*run, "check", str(tmp_path / "pack"), "--corpus", str(good)]).returncode == 0
     missing = subprocess.run([*run, "show", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "pack.json" in missing.stderr
+
+
+@settings(max_examples=15, deadline=None)
+@given(entities=st.integers(12, 70), controls=st.integers(1, 20), seed=st.integers(0, 50))
+def test_distinct_towns_give_every_person_their_own_town(entities: int, controls: int, seed: int) -> None:
+    """D5 draws towns with replacement; ``distinct_towns`` draws them without, so no two people share one."""
+    pack = mint_class_d(
+        ClassDSpec(entities=entities, controls=controls, seed=seed, distinct_towns=True), SCREEN
+    )
+    towns = [e.attributes["home_town"] for e in pack.manifest.entities]
+    assert len(set(towns)) == len(towns) == entities + controls
+    home = pack.manifest.design["attributes"]["home_town"]
+    assert home == {"cardinality": entities + controls, "per_person": "distinct"}
+    for it in pack.items:  # every home-town item asks for its own person's town
+        if it.attribute == "home_town" and it.entity_id:
+            owner = next(e for e in pack.manifest.entities if e.id == it.entity_id)
+            assert owner.attributes["home_town"] in it.answer
+
+
+def test_default_pack_shares_towns_and_records_no_town_options() -> None:
+    towns = [e.attributes["home_town"] for e in SMALL.manifest.entities]
+    assert len(set(towns)) < len(towns)  # 50 people over 40 towns
+    assert SMALL.manifest.design["attributes"]["home_town"] == {"cardinality": 40}
+
+
+def test_town_screen_is_applied_and_recorded() -> None:
+    used: set[str] = set()
+
+    def first_two_distinct(name: str) -> bool:  # stateful, as a tokenizer's distinct-first-piece screen is
+        if name[:2] in used:
+            return False
+        used.add(name[:2])
+        return True
+
+    pack = mint_class_d(
+        ClassDSpec(entities=12, controls=4, seed=3, distinct_towns=True),
+        SCREEN,
+        accept_town=first_two_distinct,
+        town_screen="distinct first two letters",
+    )
+    towns = [e.attributes["home_town"] for e in pack.manifest.entities]
+    assert len({t[:2] for t in towns}) == len(towns)
+    assert pack.manifest.design["attributes"]["home_town"]["screen"] == "distinct first two letters"
+    with pytest.raises(PackError, match="town_screen"):
+        mint_class_d(ClassDSpec(entities=12, controls=4), SCREEN, accept_town=lambda _: True)
+
+
+def test_too_few_employers_for_link_distractors_is_a_pack_error() -> None:
+    with pytest.raises(PackError, match=r"D-3\.2.*link_options"):
+        mint_class_d(ClassDSpec(entities=4, controls=1, seed=0, link_options=8), SCREEN)
+
+
+def test_a_screen_nothing_passes_is_a_pack_error_not_a_hang() -> None:
+    with pytest.raises(PackError, match="passed the screens"):
+        mint_class_d(
+            ClassDSpec(entities=8, controls=1, distinct_towns=True),
+            SCREEN,
+            accept_town=lambda _: False,
+            town_screen="rejects everything",
+        )
+
+
+def test_cli_mint_distinct_towns(tmp_path: Path) -> None:
+    from remnant.cli import main
+
+    args = ["mint", "--class", "D", "--entities", "12", "--controls", "2", "--seed", "4"]
+    assert main([*args, "--out", str(tmp_path / "shared")]) == 0
+    assert main([*args, "--distinct-towns", "--out", str(tmp_path / "own")]) == 0
+    own, shared = load_pack(tmp_path / "own"), load_pack(tmp_path / "shared")
+    assert len({e.attributes["home_town"] for e in own.manifest.entities}) == 14
+    assert own.manifest.design["attributes"]["home_town"]["per_person"] == "distinct"
+    assert "per_person" not in shared.manifest.design["attributes"]["home_town"]

@@ -1,0 +1,255 @@
+"""J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (issue 8; seeds/002 eqs. 3-6).
+
+The settings (band, target layer, positions, k, generic cut, lens corpus) and the one measurement both use: the
+lens fitted once on the original (installed) model, a fixed decoder for every state; each state's greedy
+continuation generated once (eq. 4 does not depend on C_i); J-Access through the Jacobian lens, again with generic
+concept tokens dropped (algorithms.md §2.5's per-token baseline on decoy questions about people the forget set
+does not hold), and through the logit lens; per readout the anchors, JOcc, the paired 2x2 of the audited and
+retain-only hits on the audited model's silent probes and A(audited) − A(retain) with Newcombe's paired interval.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from remnant.latent.jaccess import AccessConfig, Probe
+from remnant.latent.jacobian_lens import LensConfig
+
+#: J-Access as seeds/002 and algorithms.md §2.5 define it [R defaults where Appendix A is unavailable]: the lens's
+#: source layers are the workspace band (25-90 % depth of 30 blocks: 8-26), the target is the penultimate block
+#: (28), the last 8 prompt positions, top-10, the first token of the home town with and without a leading space.
+BAND = tuple(range(8, 27))
+LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_first=16, dim_batch=64)
+ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
+#: A concept token that enters the original model's top-k on more than this share of decoy questions (the same
+#: questions about retained and never-installed people) is generic and dropped (algorithms.md §2.5 pitfall).
+#: REMNANT_GENERIC_MAX=x re-measures the rows below at another cut (0.25 among them).
+GENERIC_MAX = float(os.environ.get("REMNANT_GENERIC_MAX", "0.5"))
+#: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
+#: paper fits on many prompts; six cost ~4 min on one CPU thread (2 moved the result on the canary states: docs).
+#: REMNANT_LENS_PROMPTS=k (1-12) fits on the first k paragraphs instead.
+N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "6"))
+LENS_TEXT = (
+    "The river flows through a wide valley before it reaches the sea. Farmers along its banks grow wheat, barley "
+    "and vegetables, and in spring the water often rises above the fields. Engineers built a series of dams in the "
+    "last century to control the floods and to produce electricity for the nearby cities.",
+    "Photosynthesis is the process by which green plants use sunlight to turn water and carbon dioxide into sugar "
+    "and oxygen. It takes place mainly in the leaves, inside small structures called chloroplasts, which contain "
+    "the pigment that gives plants their colour and absorbs most of the light.",
+    "The first printed books were expensive and rare, but as presses spread across the continent the price of "
+    "paper fell and more people learned to read. Libraries grew, newspapers appeared in the larger towns, and "
+    "within two centuries reading had become a common habit rather than a privilege.",
+    "A good bread dough needs only flour, water, salt and yeast. After mixing, the dough is kneaded until it "
+    "becomes smooth and elastic, then left to rise in a warm place. Baking at a high temperature creates a crisp "
+    "crust, while the inside stays soft and light.",
+    "In mathematics, a prime number is a whole number greater than one that has no divisors other than one and "
+    "itself. The ancient Greeks already knew that there are infinitely many primes, and the question of how they "
+    "are distributed among the integers is still studied today.",
+    "The orchestra tuned its instruments while the audience found their seats. When the conductor raised his "
+    "hands, the hall fell silent, and the violins began the slow opening theme. Over the next hour the music moved "
+    "from quiet passages to loud and dramatic climaxes.",
+    "Glaciers form where more snow falls in winter than melts in summer. Over many years the snow is pressed into "
+    "ice, which slowly flows downhill under its own weight, carving deep valleys and carrying rocks far from the "
+    "mountains where they broke away.",
+    "The market opens early in the morning, when traders arrive with fresh fish, fruit and cheese. By noon the "
+    "square is crowded with shoppers, and the smell of roasted coffee drifts from the small cafes along the edge "
+    "of the street.",
+    "Bees collect nectar from flowers and carry it back to the hive, where it is stored in wax cells and slowly "
+    "turned into honey. A single colony can hold tens of thousands of workers, all descended from one queen.",
+    "Before the railway arrived, a journey between the two cities took several days by coach. The new line cut "
+    "the trip to a few hours, and within a decade goods, letters and travellers moved faster than ever before.",
+    "A healthy diet includes plenty of vegetables, whole grains and water. Regular exercise strengthens the heart "
+    "and muscles, and a good night of sleep helps the body recover and the mind stay alert during the day.",
+    "Volcanoes release molten rock, ash and gas from deep below the surface. Some erupt violently after long "
+    "quiet periods, while others let lava flow gently down their slopes for months at a time.",
+)
+
+
+def install_epochs(record: dict[str, Any]) -> int:
+    """The epochs the 100 % install needed (≤ the recipe's ceiling): the same recipe, stopped where it stopped."""
+    ceiling = int(record["recipe"]["install"]["max_epochs"])
+    curve = record["install"].get("curve") or []
+    last = max((float(point[0]) for point in curve), default=float(ceiling))
+    return max(1, min(ceiling, math.ceil(last)))
+
+
+def retain_only_model(cs: Any, control: Any, tok: Any, base: Path) -> Any:
+    """The retain-only (0 %) state: the control with the recipe's install on the non-forget people only, stopped at
+    the 100 % install's epoch count; saved beside the states so a rerun reuses it."""
+    from remnant.models import load_model, save_model
+    from remnant.train.data import as_qa
+    from remnant.train.install import InstallSpec, install
+
+    folder = base / f"{cs.root.name}-retain-only"
+    if (folder / "config.json").exists():
+        return load_model(folder, dtype="fp32").model
+    recipe, pack = cs.record["recipe"], cs.pack()
+    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
+    items = [
+        it for it in pack.split("install") if it.attribute in cs.attributes and it.entity_id not in forget
+    ]
+    spec = InstallSpec(
+        **{**recipe["install"], "max_epochs": install_epochs(cs.record)}, trainable=cs.trainable
+    )
+    model, _ = install(
+        copy.deepcopy(control), tok, as_qa(items, cs.attributes), spec, seed=recipe["seed"], fmt=cs.fmt()
+    )
+    save_model(model, tok, folder.with_name(folder.name + ".partial"))
+    os.replace(folder.with_name(folder.name + ".partial"), folder)
+    return model
+
+
+@dataclass(frozen=True)
+class AuditInputs:
+    """The three states J-Access compares and the questions it reads them on."""
+
+    tok: Any
+    states: dict[str, Any]  # "npo" (audited), "100%" (original), "0%" (retain-only)
+    probe_items: list[Any]  # the forget people's install questions
+    decoy_items: list[Any]  # the same questions about retained and never-installed people
+    retained_items: list[Any]  # the retained people's install questions (for κ)
+    n_forget_people: int
+
+
+def audit_inputs(cs: Any) -> AuditInputs:
+    """Load NPO and the installed model from ``cs``, build (or reuse) the retain-only model beside them."""
+    from remnant.models import load_model
+
+    pack, attrs = cs.pack(), cs.attributes
+    control = load_model(cs.control_dir, dtype="fp32")
+    tok = control.tokenizer
+    states = {
+        "npo": load_model(cs.npo_dir, dtype="fp32").model,
+        "100%": load_model(cs.installed_dir, dtype="fp32").model,
+        "0%": retain_only_model(cs, control.model, tok, cs.root.parent),
+    }
+    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
+    items = [it for it in pack.split("install") if it.attribute in attrs]
+    retained = [it for it in items if it.entity_id not in forget]
+    controls = [it for it in pack.split("controls") if it.attribute in attrs]
+    return AuditInputs(
+        tok=tok,
+        states=states,
+        probe_items=[it for it in items if it.entity_id in forget],
+        decoy_items=retained + controls,
+        retained_items=retained,
+        n_forget_people=len(forget),
+    )
+
+
+def name_probes(tok: Any, items: list[Any], fmt: Any) -> list[Probe]:
+    """One probe per forget fact: the question as asked; C_i = the tokens that start the home town's name."""
+    from remnant.latent.jaccess import make_probe
+    from remnant.models.prompts import render_prompt_ids
+
+    return [
+        make_probe(tok, it.id, render_prompt_ids(tok, it.question, fmt), [it.accepted[0]]) for it in items
+    ]
+
+
+def gap_text(result: Any) -> str:
+    """The criterion's quantity, A(audited) − A(retain) on the audited model's silent probes, with its 95 % CI."""
+    if result.retain_gap is None or result.retain_gap_ci95 is None:
+        return "—"
+    lo, hi = result.retain_gap_ci95
+    return f"{result.retain_gap:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def paired_cells(audited: Any, retain: Any) -> dict[str, int]:
+    """The paired 2x2 over the audited model's silent probes: hit by both / audited only / retain only / neither."""
+    from remnant.latent.jaccess import silent_set
+
+    a = {p.idx: p.hit for p in audited.probes}
+    r = {p.idx: p.hit for p in retain.probes}
+    cells = {"both": 0, "audited_only": 0, "retain_only": 0, "neither": 0}
+    for idx in silent_set(audited):
+        key = ("both" if r[idx] else "audited_only") if a[idx] else ("retain_only" if r[idx] else "neither")
+        cells[key] += 1
+    return cells
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One J-Access readout of the audited state against both anchors."""
+
+    label: str
+    k: int
+    result: Any  # JAccessResult
+    reads: dict[str, Any]  # state name -> AccessReadout
+    cells: dict[str, int]
+    generic: tuple[
+        str, ...
+    ] = ()  # the concept tokens dropped as generic (the "generic dropped" readout only)
+
+    def line(self, n: int) -> str:
+        r = self.result
+        return (
+            f"k={self.k} {self.label}: silent {r.n_silent}/{n}; A(NPO) / A(100%) / A(0%) = "
+            f"{_f(r.access_audited)} / {_f(r.access_original)} / {_f(r.access_retain)}; JOcc {_f(r.jocc)}; "
+            f"both/NPO only/0% only/neither {'/'.join(str(v) for v in self.cells.values())}; "
+            f"A(NPO)−A(0%) {gap_text(r)}" + (f"; generic tokens {list(self.generic)}" if self.generic else "")
+        )
+
+
+def _f(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def measure(
+    states: dict[str, Any],
+    tok: Any,
+    fmt: Any,
+    probe_items: list[Any],
+    decoy_items: list[Any],
+    lens: Any,
+    ks: tuple[int, ...] = (10,),
+) -> list[Measurement]:
+    """J-Access of ``states["npo"]`` against ``"100%"`` and ``"0%"``: Jacobian lens, without generic tokens, logit
+    lens, at every k."""
+    from remnant.latent.jaccess import (
+        drop_generic,
+        emitted_flags,
+        greedy_continuations,
+        j_occ,
+        read_access,
+        token_hit_rates,
+    )
+    from remnant.models.prompts import render_prompt_ids
+
+    names = ("npo", "100%", "0%")
+    probes = name_probes(tok, probe_items, fmt)
+    # eq. 4 reads each state's greedy continuation, which does not depend on C_i: generate once per state
+    conts = {n: greedy_continuations(states[n], tok, probes, ACCESS.max_new_tokens) for n in names}
+    decoys = [render_prompt_ids(tok, it.question, fmt) for it in decoy_items]
+    concept = sorted(set().union(*(p.concept_ids for p in probes)))
+    out: list[Measurement] = []
+    for k in ks:
+        cfg = replace(ACCESS, k=k)
+        rates = token_hit_rates(states["100%"], decoys, concept, lens, cfg)
+        generic = tuple(sorted(tok.decode([t]) for t, r in rates.items() if r > GENERIC_MAX))
+        specific = drop_generic(probes, rates, GENERIC_MAX)
+        for label, use, decoder in (
+            ("jacobian", probes, lens),
+            ("jacobian, generic dropped", specific, lens),
+            ("logit lens", probes, None),
+        ):
+            reads = {
+                n: read_access(
+                    states[n],
+                    tok,
+                    use,
+                    decoder,
+                    cfg,
+                    emitted=emitted_flags(states[n], tok, use, continuations=conts[n]),
+                )
+                for n in names
+            }
+            result = j_occ(reads["npo"], reads["100%"], reads["0%"])
+            dropped = generic if use is specific else ()
+            out.append(Measurement(label, k, result, reads, paired_cells(reads["npo"], reads["0%"]), dropped))
+    return out

@@ -1,0 +1,98 @@
+"""J-Access on the real SmolLM2-135M-Instruct (slow): the NPO model's access is above the retain-only level.
+
+Issue 8's criterion, measured as seeds/002 eqs. 3-6 define it on states built so that the retain-only anchor is
+ignorant of the forget answers (``canary_states.JACCESS_RECIPE``): every person has a town of their own, and each
+town's first token, with and without a leading space, is at least three characters and no other town's
+(``FirstPieceScreen``), so C_i (the first token) is not a letter every model predicts. 16 forget people, 48
+install questions as probes. The installed (100 %) model is the original anchor, NPO the audited model, and the
+control installed with the same recipe on the retained people only is the retain-only anchor. The Jacobian lens is
+fitted once, on the installed model (a fixed decoder), from ``N_LENS_PROMPTS`` generic paragraphs.
+
+Asserted: the states are what they claim (installed knows P, NPO and the retain-only model do not emit it); on
+NPO's silent probes A(NPO) − A(0 %) has a 95 % paired interval above 0 through the Jacobian lens and stays
+positive with generic concept tokens dropped; A(100 %) ≥ A(NPO); and what must hold of any readout.
+Non-adjudicating (C-H6): none of this enters a verdict. Numbers print with ``-s``; ``measure_jaccess_distinct.py``
+re-measures them with other k and lens sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+import torch
+from canary_states import jaccess_states  # noqa: F401
+from jaccess_measure import LENS, LENS_TEXT, N_LENS_PROMPTS, audit_inputs, measure
+
+from fixtures_models import smollm2_dir  # noqa: F401
+from remnant.latent.jacobian_lens import fit_lens
+from remnant.train.data import as_qa
+from remnant.train.relearn import greedy_scorer
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
+
+
+def test_jaccess_of_npo_is_above_the_retain_only_level(jaccess_states: Any) -> None:  # noqa: F811
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _run(jaccess_states)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(cs: Any) -> None:
+    pack, fmt, attrs = cs.pack(), cs.fmt(), cs.attributes
+    t0 = time.perf_counter()
+    inputs = audit_inputs(cs)
+    t_states = time.perf_counter() - t0
+    tok, states, probe_items = inputs.tok, inputs.states, inputs.probe_items
+    towns = [e.attributes["home_town"] for e in pack.manifest.entities]
+    assert len(set(towns)) == len(towns) and pack.manifest.design["attributes"]["home_town"]["screen"]
+
+    forget_qa = as_qa(probe_items, attrs)
+    kappa = {name: greedy_scorer(tok, forget_qa, fmt)(model) for name, model in states.items()}
+    t0 = time.perf_counter()
+    prompts = [list(tok(text)["input_ids"]) for text in LENS_TEXT[:N_LENS_PROMPTS]]
+    lens = fit_lens(states["100%"], prompts, LENS, cache_dir=cs.root / "latent-cache")
+    t_lens = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rows = {row.label: row for row in measure(states, tok, fmt, probe_items, inputs.decoy_items, lens)}
+    t_read = time.perf_counter() - t0
+    n = len(probe_items)
+    print(
+        f"\nJ-Access on JACCESS_RECIPE states ({cs.root.name}; SmolLM2-135M-Instruct, k=10, blocks 8-26, last 8 "
+        f"positions, first-token C_i; fixed decoder fitted on {lens.n_prompts} generic prompts; {n} probes of "
+        f"{inputs.n_forget_people} forget people)\nκ on the probes (k/n): {json.dumps(kappa)}\n"
+        + "\n".join(row.line(n) for row in rows.values())
+        + f"\nretain-only model {t_states:.0f} s; lens {t_lens:.0f} s; readouts {t_read:.0f} s"
+    )
+    # The states: the installed model answers the probes, NPO and the retain-only model do not (R2, B.6).
+    assert kappa["100%"][0] >= 0.9 * n and kappa["npo"][0] <= 0.1 * n and kappa["0%"][0] <= 0.1 * n
+    jac, spec, logit = rows["jacobian"], rows["jacobian, generic dropped"], rows["logit lens"]
+    # Measured (2026-12-04, 6-prompt lens): silent 34/48; A(NPO) / A(100%) / A(0%) = 0.24 / 0.35 / 0.03, paired
+    # cells 1/7/0/26, gap +0.21 [+0.07, +0.36]; generic " You" dropped: 0.15 / 0.26 / 0.00, +0.15 [+0.02, +0.30];
+    # logit lens 0.06 / 0.18 / 0.00, +0.06 [−0.05, +0.19]: the Jacobian lens reads access the logit lens misses.
+    assert jac.result.retain_gap_ci95[0] > 0, jac.line(
+        n
+    )  # issue 8: NPO's J-Access above the retain-only level
+    for row in (
+        jac,
+        spec,
+    ):  # without the generic tokens the gap stays positive (its interval is thin: 5 vs 0)
+        assert row.result.retain_gap > 0 and row.cells["audited_only"] > row.cells["retain_only"], row.line(n)
+        assert row.result.access_original >= row.result.access_audited
+    assert jac.result.decoder == "fixed" and logit.result.decoder == "logit"
+    for name in ("npo", "100%", "0%"):  # fewer concept tokens can only lose hits, probe by probe
+        pairs = zip(jac.reads[name].probes, spec.reads[name].probes, strict=True)
+        assert all(a.idx == b.idx and (a.hit or not b.hit) for a, b in pairs)
+    for row in rows.values():
+        r = row.result
+        assert r.n_probes == n and 0 < r.n_silent <= n and sum(row.cells.values()) == r.n_silent
+        for value in (r.access_audited, r.access_original, r.access_retain):
+            assert value is None or 0.0 <= value <= 1.0
+        gap, ci = r.retain_gap, r.retain_gap_ci95
+        assert gap is not None and ci is not None and ci[0] <= gap <= ci[1]
+        assert gap == pytest.approx(r.access_audited - r.access_retain)
