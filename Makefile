@@ -36,8 +36,11 @@ typecheck: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
+# Files go to the workers in collection order (not largest-first): the slow end-to-end files come first, so the
+# two that build their own model states (test_e2e_access: J-Access states; test_e2e_battery: the canary states)
+# start together on the two workers instead of one waiting on the other's state lock at the end of the run.
 test: lint typecheck
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

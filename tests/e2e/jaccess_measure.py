@@ -213,10 +213,9 @@ def measure(
     lens, at every k."""
     from remnant.latent.jaccess import (
         drop_generic,
-        emitted_flags,
         greedy_continuations,
         j_occ,
-        read_access,
+        read_access_many,
         token_hit_rates,
     )
     from remnant.models.prompts import render_prompt_ids
@@ -233,22 +232,20 @@ def measure(
         rates = token_hit_rates(states["100%"], decoys, concept, lens, cfg)
         generic = tuple(sorted(tok.decode([t]) for t, r in rates.items() if r > GENERIC_MAX))
         specific = drop_generic(probes, rates, GENERIC_MAX)
-        for label, use, decoder in (
+        variants = (
             ("jacobian", probes, lens),
             ("jacobian, generic dropped", specific, lens),
             ("logit lens", probes, None),
-        ):
-            reads = {
-                n: read_access(
-                    states[n],
-                    tok,
-                    use,
-                    decoder,
-                    cfg,
-                    emitted=emitted_flags(states[n], tok, use, continuations=conts[n]),
-                )
-                for n in names
-            }
+        )
+        # one forward pass per probe and state serves all three readouts (read_access_many == read_access each)
+        per_state = {
+            n: read_access_many(
+                states[n], tok, [(use, decoder) for _, use, decoder in variants], cfg, continuations=conts[n]
+            )
+            for n in names
+        }
+        for v, (label, use, _) in enumerate(variants):
+            reads = {n: per_state[n][v] for n in names}
             result = j_occ(reads["npo"], reads["100%"], reads["0%"])
             dropped = generic if use is specific else ()
             out.append(Measurement(label, k, result, reads, paired_cells(reads["npo"], reads["0%"]), dropped))

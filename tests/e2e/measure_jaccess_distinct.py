@@ -3,7 +3,7 @@
 Not a test: the script behind the J-Access tables in docs/latent.md, with the knobs the slow test fixes (lens
 prompts, k). ``--recipe jaccess`` (default) reads ``canary_states.JACCESS_RECIPE``'s states (one home town per
 person, each town's first token at least three characters and no other town's, 16 forget people), the states
-``test_e2e_jaccess.py`` asserts on; ``--recipe canary`` reads the shared canary states (towns drawn with
+``test_e2e_access.py`` asserts on; ``--recipe canary`` reads the shared canary states (towns drawn with
 replacement, one-letter first tokens), where the retain-only anchor knows some forget towns. It builds (or
 reuses) the control, installed (100 %) and NPO states and the retain-only (0 %) model, fits the Jacobian lens on
 the installed model, and prints κ per state and, per k and readout (Jacobian lens, without generic tokens, logit

@@ -8,7 +8,7 @@ the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, each near the fractio
 (0, 1/8, 1/2, 1), and NPO must land strictly between the full and the retain-only model. Non-adjudicating (C-H6).
 Numbers print with ``-s``.
 
-J-Access is ``test_e2e_jaccess.py``, on states built for it: on these (towns shared between people, one-letter
+J-Access is ``test_e2e_access.py``, on states built for it: on these (towns shared between people, one-letter
 first tokens) the retain-only anchor "has access" to the forget answers and the criterion does not resolve
 (docs/latent.md has the figures; ``measure_jaccess_distinct.py --recipe canary`` re-measures them).
 

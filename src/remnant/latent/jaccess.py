@@ -247,24 +247,40 @@ def _band_logits(
         yield readout(model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None)
 
 
+class _ProbeTally:
+    """Eq. 3's test for one probe, accumulated over the band's (layer, position) cells."""
+
+    def __init__(self, concept_ids: frozenset[int], k: int) -> None:
+        self.concepts = torch.tensor(sorted(concept_ids), dtype=torch.long)
+        self.k = k
+        self.best = 1 << 30
+        self.cells = 0
+        self.hits = 0
+
+    def add(self, z: torch.Tensor) -> None:
+        """Count the cells of one layer's readout ``z`` [P, V]."""
+        self.cells += z.shape[0]
+        if self.concepts.numel() == 0:
+            return
+        zc = z[:, self.concepts]  # [P, |C|]
+        ranks = 1 + (z[:, None, :] > zc[:, :, None]).sum(dim=-1)  # [P, |C|]
+        per_cell = ranks.min(dim=1).values
+        self.best = min(self.best, int(per_cell.min()))
+        self.hits += int((per_cell <= self.k).sum())
+
+    def result(self) -> tuple[bool, int, float]:
+        return self.best <= self.k, self.best, self.hits / self.cells if self.cells else 0.0
+
+
 @torch.no_grad()
 def read_probe(
     model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
 ) -> tuple[bool, int, float]:
     """(hit, best rank, occupancy) of one probe over the band and the last ``cfg.positions`` positions."""
-    concepts = torch.tensor(sorted(probe.concept_ids), dtype=torch.long)
-    best = 1 << 30
-    cells = hits = 0
+    tally = _ProbeTally(probe.concept_ids, cfg.k)
     for z in _band_logits(model, probe.prompt_ids, layers, lens, cfg.positions):
-        cells += z.shape[0]
-        if concepts.numel() == 0:
-            continue
-        zc = z[:, concepts]  # [P, |C|]
-        ranks = 1 + (z[:, None, :] > zc[:, :, None]).sum(dim=-1)  # [P, |C|]
-        per_cell = ranks.min(dim=1).values
-        best = min(best, int(per_cell.min()))
-        hits += int((per_cell <= cfg.k).sum())
-    return best <= cfg.k, best, hits / cells if cells else 0.0
+        tally.add(z)
+    return tally.result()
 
 
 @torch.no_grad()
@@ -341,6 +357,85 @@ def read_access(
         k=cfg.k,
         probes=rows,
     )
+
+
+@torch.no_grad()
+def read_access_many(
+    model: Any,
+    tokenizer: Any,
+    variants: Sequence[tuple[Sequence[Probe], JacobianLens | None]],
+    cfg: AccessConfig | None = None,
+    *,
+    continuations: Sequence[Sequence[int]] | None = None,
+    digest: str | None = None,
+) -> list[AccessReadout]:
+    """Several readouts of one model on the same prompts from one forward pass per prompt.
+
+    Each variant is (probes, lens): concept-set variants of the same prompts (the raw C_i and C_i without generic
+    tokens) and decoders (a Jacobian lens, ``None`` for the logit lens). Variants that share a lens share its
+    readout ``z`` too. Each returned readout equals ``read_access(model, tokenizer, probes, lens, cfg,
+    emitted=...)`` of its variant (tested); the greedy continuation (eq. 4) is generated once for all of them.
+    """
+    cfg = cfg or AccessConfig()
+    if not variants:
+        return []
+    first = variants[0][0]
+    for probes, _ in variants:
+        if [p.prompt_ids for p in probes] != [p.prompt_ids for p in first]:
+            raise ValueError("read_access_many: every variant must hold the same prompts in the same order")
+    layers = [band_layers(model, cfg, lens) for _, lens in variants]
+    union = sorted(set().union(*layers))
+    gens = list(continuations) if continuations is not None else None
+    if gens is None:
+        gens = greedy_continuations(model, tokenizer, first, cfg.max_new_tokens)
+    groups: dict[int, list[int]] = {}  # one readout per distinct lens object
+    for v, (_, lens) in enumerate(variants):
+        groups.setdefault(id(lens), []).append(v)
+    rows: list[list[ProbeReadout]] = [[] for _ in variants]
+    for i, prompt in enumerate(first):
+        ids = torch.tensor([list(prompt.prompt_ids)], dtype=torch.long)
+        with capture_blocks(model, union) as captured:
+            model(input_ids=ids)
+        n_pos = min(cfg.positions, ids.shape[1])
+        for members in groups.values():
+            lens = variants[members[0]][1]
+            tallies = {v: _ProbeTally(variants[v][0][i].concept_ids, cfg.k) for v in members}
+            for layer in union:
+                users = [v for v in members if layer in layers[v]]
+                if not users:
+                    continue
+                matrix = lens.matrices[layer] if lens is not None else None
+                z = readout(model, captured[layer][0, -n_pos:], matrix)
+                for v in users:
+                    tallies[v].add(z)
+            for v in members:
+                probe = variants[v][0][i]
+                hit, best, occ = tallies[v].result()
+                said = any(t in probe.concept_ids for t in gens[i])
+                rows[v].append(
+                    ProbeReadout(
+                        idx=probe.idx,
+                        hit=hit,
+                        best_rank=best,
+                        occupancy=occ,
+                        emitted=said,
+                        n_concepts=len(probe.concept_ids),
+                    )
+                )
+    name = model_digest(model, digest)
+    return [
+        AccessReadout(
+            model=name,
+            lens="jacobian" if lens is not None else "logit",
+            target_layer=lens.target_layer if lens is not None else None,
+            lens_model=lens.model if lens is not None else None,
+            layers=layers[v],
+            positions=f"last {cfg.positions} prompt positions",
+            k=cfg.k,
+            probes=rows[v],
+        )
+        for v, (_, lens) in enumerate(variants)
+    ]
 
 
 def silent_set(readout_: AccessReadout) -> set[str]:
@@ -449,6 +544,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
 __all__ = [
     "AccessConfig",
     "AccessReadout",
+    "FirstPieceScreen",
     "JAccessResult",
     "Probe",
     "ProbeReadout",
@@ -461,6 +557,7 @@ __all__ = [
     "make_probe",
     "raw_access",
     "read_access",
+    "read_access_many",
     "read_probe",
     "silent_set",
     "token_hit_rates",
