@@ -385,9 +385,11 @@ def read_access_many(
             raise ValueError("read_access_many: every variant must hold the same prompts in the same order")
     layers = [band_layers(model, cfg, lens) for _, lens in variants]
     union = sorted(set().union(*layers))
-    gens = list(continuations) if continuations is not None else None
-    if gens is None:
-        gens = greedy_continuations(model, tokenizer, first, cfg.max_new_tokens)
+    gens: list[Sequence[int]] = list(
+        continuations
+        if continuations is not None
+        else greedy_continuations(model, tokenizer, first, cfg.max_new_tokens)
+    )
     groups: dict[int, list[int]] = {}  # one readout per distinct lens object
     for v, (_, lens) in enumerate(variants):
         groups.setdefault(id(lens), []).append(v)
