@@ -24,6 +24,7 @@ import copy
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -76,7 +77,7 @@ RELEARN_RECIPE: dict[str, Any] = {
 #: without a leading space) at least three characters long and no other town's (``FirstPieceScreen``), and 16
 #: forget people instead of 8. With ``RECIPE``'s pack two of the four P towns were also retained people's towns and
 #: most first tokens were one letter, so the retain-only model "had access" to the forget answers.
-#: ``tests/e2e/measure_jaccess_distinct.py`` builds and reads them; no test in ``make test`` does.
+#: ``test_e2e_access.py`` asserts on them; ``tests/e2e/measure_jaccess_distinct.py`` re-measures them.
 JACCESS_RECIPE: dict[str, Any] = {
     **RECIPE,
     "pack": {**RECIPE["pack"], "entities": 32, "distinct_towns": True},
@@ -184,6 +185,35 @@ def build_canary_states(control_dir: Path, base: Path, recipe: dict[str, Any] = 
         system_prompt=recipe["system_prompt"],
         record=record,
     )
+
+
+def install_epochs(record: dict[str, Any]) -> int:
+    """The epochs the 100 % install needed (≤ the recipe's ceiling): the same recipe, stopped where it stopped."""
+    ceiling = int(record["recipe"]["install"]["max_epochs"])
+    curve = record["install"].get("curve") or []
+    last = max((float(point[0]) for point in curve), default=float(ceiling))
+    return max(1, min(ceiling, math.ceil(last)))
+
+
+def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) -> tuple[Any, Any, int]:
+    """The control installed with the states' recipe, stopped at the 100 % install's epoch count, on the retained
+    people and the forget people in ``seen`` (``set()``: the retain-only model); (model, result, items)."""
+    from remnant.train.data import as_qa
+    from remnant.train.install import InstallSpec, install
+
+    recipe, pack = states.record["recipe"], states.pack()
+    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
+    items = [
+        it
+        for it in pack.split("install")
+        if it.attribute in states.attributes and (it.entity_id not in forget or it.entity_id in seen)
+    ]
+    spec = InstallSpec(
+        **{**recipe["install"], "max_epochs": install_epochs(states.record)}, trainable=states.trainable
+    )
+    qa = as_qa(items, states.attributes)
+    model, result = install(copy.deepcopy(control), tok, qa, spec, seed=recipe["seed"], fmt=states.fmt())
+    return model, result, len(qa)
 
 
 def score_sets(model: Any, tokenizer: Any, sets: dict[str, Any], fmt: Any) -> dict[str, tuple[int, int]]:

@@ -10,8 +10,6 @@ retain-only hits on the audited model's silent probes and A(audited) − A(retai
 
 from __future__ import annotations
 
-import copy
-import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -70,35 +68,17 @@ LENS_TEXT = (
 )
 
 
-def install_epochs(record: dict[str, Any]) -> int:
-    """The epochs the 100 % install needed (≤ the recipe's ceiling): the same recipe, stopped where it stopped."""
-    ceiling = int(record["recipe"]["install"]["max_epochs"])
-    curve = record["install"].get("curve") or []
-    last = max((float(point[0]) for point in curve), default=float(ceiling))
-    return max(1, min(ceiling, math.ceil(last)))
-
-
 def retain_only_model(cs: Any, control: Any, tok: Any, base: Path) -> Any:
     """The retain-only (0 %) state: the control with the recipe's install on the non-forget people only, stopped at
     the 100 % install's epoch count; saved beside the states so a rerun reuses it."""
+    from canary_states import install_share
+
     from remnant.models import load_model, save_model
-    from remnant.train.data import as_qa
-    from remnant.train.install import InstallSpec, install
 
     folder = base / f"{cs.root.name}-retain-only"
     if (folder / "config.json").exists():
         return load_model(folder, dtype="fp32").model
-    recipe, pack = cs.record["recipe"], cs.pack()
-    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
-    items = [
-        it for it in pack.split("install") if it.attribute in cs.attributes and it.entity_id not in forget
-    ]
-    spec = InstallSpec(
-        **{**recipe["install"], "max_epochs": install_epochs(cs.record)}, trainable=cs.trainable
-    )
-    model, _ = install(
-        copy.deepcopy(control), tok, as_qa(items, cs.attributes), spec, seed=recipe["seed"], fmt=cs.fmt()
-    )
+    model, _, _ = install_share(cs, control, tok, set())
     save_model(model, tok, folder.with_name(folder.name + ".partial"))
     os.replace(folder.with_name(folder.name + ".partial"), folder)
     return model
@@ -208,9 +188,10 @@ def measure(
     decoy_items: list[Any],
     lens: Any,
     ks: tuple[int, ...] = (10,),
+    layers: tuple[int, ...] | None = None,
 ) -> list[Measurement]:
     """J-Access of ``states["npo"]`` against ``"100%"`` and ``"0%"``: Jacobian lens, without generic tokens, logit
-    lens, at every k."""
+    lens, at every k; ``layers`` narrows the band (default: BAND, the lens's source layers)."""
     from remnant.latent.jaccess import (
         drop_generic,
         greedy_continuations,
@@ -228,7 +209,7 @@ def measure(
     concept = sorted(set().union(*(p.concept_ids for p in probes)))
     out: list[Measurement] = []
     for k in ks:
-        cfg = replace(ACCESS, k=k)
+        cfg = replace(ACCESS, k=k, layers=layers)
         rates = token_hit_rates(states["100%"], decoys, concept, lens, cfg)
         generic = tuple(sorted(tok.decode([t]) for t, r in rates.items() if r > GENERIC_MAX))
         specific = drop_generic(probes, rates, GENERIC_MAX)

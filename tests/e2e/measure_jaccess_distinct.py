@@ -37,19 +37,26 @@ def main(argv: list[str] | None = None) -> int:
         "--lens-prompts", type=int, default=6, help="generic paragraphs the lens is fitted on"
     )
     parser.add_argument("--k", type=int, nargs="*", default=[10], help="top-k values to read at")
+    parser.add_argument(
+        "--layers",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("FIRST", "LAST"),
+        help="read blocks FIRST..LAST only",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
 
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import JACCESS_RECIPE, RECIPE, build_canary_states
+    from canary_states import JACCESS_RECIPE, RECIPE, build_canary_states, score_sets
     from jaccess_measure import LENS, LENS_TEXT, audit_inputs, measure
 
     from remnant.latent.jacobian_lens import fit_lens
     from remnant.models import zoo
     from remnant.train.data import as_qa
-    from remnant.train.relearn import greedy_scorer
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
     t0 = time.perf_counter()
@@ -63,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     probe_items, decoy_items = inputs.probe_items, inputs.decoy_items
     print(f"models loaded, retain-only built or reused ({time.perf_counter() - t0:.0f} s)", flush=True)
     sets = {"forget": as_qa(probe_items, attrs), "retain": as_qa(inputs.retained_items, attrs)}
-    kappa = {n: {s: greedy_scorer(tok, qa, fmt)(m) for s, qa in sets.items()} for n, m in states.items()}
+    kappa = {n: score_sets(m, tok, sets, fmt) for n, m in states.items()}
     print("κ (teacher-forced greedy match, k/n) " + json.dumps(kappa), flush=True)
 
     t0 = time.perf_counter()
@@ -71,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     lens = fit_lens(states["100%"], lens_prompts, LENS, cache_dir=cs.root / "latent-cache")
     print(f"lens on {lens.n_prompts} prompts ({time.perf_counter() - t0:.0f} s)", flush=True)
     t0 = time.perf_counter()
-    rows = measure(states, tok, fmt, probe_items, decoy_items, lens, tuple(args.k))
+    band = tuple(range(args.layers[0], args.layers[1] + 1)) if args.layers else None
+    rows = measure(states, tok, fmt, probe_items, decoy_items, lens, tuple(args.k), band)
     for row in rows:
         print(row.line(len(probe_items)), flush=True)
     print(f"readouts ({time.perf_counter() - t0:.0f} s)")

@@ -23,13 +23,12 @@ from typing import Any
 
 import pytest
 import torch
-from canary_states import jaccess_states  # noqa: F401
+from canary_states import jaccess_states, score_sets  # noqa: F401
 from jaccess_measure import LENS, LENS_TEXT, N_LENS_PROMPTS, audit_inputs, measure
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.jacobian_lens import fit_lens
 from remnant.train.data import as_qa
-from remnant.train.relearn import greedy_scorer
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
@@ -52,8 +51,8 @@ def _run(cs: Any) -> None:
     towns = [e.attributes["home_town"] for e in pack.manifest.entities]
     assert len(set(towns)) == len(towns) and pack.manifest.design["attributes"]["home_town"]["screen"]
 
-    forget_qa = as_qa(probe_items, attrs)
-    kappa = {name: greedy_scorer(tok, forget_qa, fmt)(model) for name, model in states.items()}
+    probe_set = {"P": as_qa(probe_items, attrs)}
+    kappa = {name: score_sets(model, tok, probe_set, fmt)["P"] for name, model in states.items()}
     t0 = time.perf_counter()
     prompts = [list(tok(text)["input_ids"]) for text in LENS_TEXT[:N_LENS_PROMPTS]]
     lens = fit_lens(states["100%"], prompts, LENS, cache_dir=cs.root / "latent-cache")

@@ -19,7 +19,6 @@ there).
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -27,8 +26,7 @@ from typing import Any
 
 import pytest
 import torch
-from canary_states import canary_states  # noqa: F401
-from jaccess_measure import install_epochs
+from canary_states import canary_states, install_share  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.inputs import encode_examples, examples_from_items
@@ -45,14 +43,11 @@ TRAINED_BLOCKS = tuple(range(15, 30))
 @pytest.fixture(scope="module")
 def scale(canary_states: Any) -> dict[str, Any]:  # noqa: F811
     from remnant.models import load_model
-    from remnant.train.data import as_qa
-    from remnant.train.install import InstallSpec, install
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         cs = canary_states
-        recipe = cs.record["recipe"]
         pack, fmt, attrs = cs.pack(), cs.fmt(), cs.attributes
         control = load_model(cs.control_dir, dtype="fp32")
         tok = control.tokenizer
@@ -62,20 +57,16 @@ def scale(canary_states: Any) -> dict[str, Any]:  # noqa: F811
         }
         forget = [e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")]
         items = [it for it in pack.split("install") if it.attribute in attrs]
-        install_cfg = {**recipe["install"], "max_epochs": install_epochs(cs.record)}
-        spec = InstallSpec(**install_cfg, trainable=cs.trainable)
         installs: dict[str, Any] = {}
         counts = {name: round(share * len(forget)) for name, share in SHARES.items()}
         for name, n in counts.items():
             if name == "100%":
                 continue
-            seen = set(forget[:n])
-            qa = as_qa([it for it in items if it.entity_id not in forget or it.entity_id in seen], attrs)
             t0 = time.perf_counter()
-            model, result = install(copy.deepcopy(control.model), tok, qa, spec, seed=recipe["seed"], fmt=fmt)
+            model, result, n_items = install_share(cs, control.model, tok, set(forget[:n]))
             states[name] = model
             installs[name] = {
-                "items": len(qa),
+                "items": n_items,
                 "kappa": result.kappa,
                 "epochs": result.epochs,
                 "s": round(time.perf_counter() - t0, 1),

@@ -330,36 +330,12 @@ def read_access(
 ) -> AccessReadout:
     """Read every probe through ``model``'s lens (``None`` = logit lens); ``emitted`` may be given precomputed."""
     cfg = cfg or AccessConfig()
-    layers = band_layers(model, cfg, lens)
     said = (
         list(emitted) if emitted is not None else emitted_flags(model, tokenizer, probes, cfg.max_new_tokens)
     )
-    rows = []
-    for i, probe in enumerate(probes):
-        hit, best, occ = read_probe(model, probe, layers, lens, cfg)
-        rows.append(
-            ProbeReadout(
-                idx=probe.idx,
-                hit=hit,
-                best_rank=best,
-                occupancy=occ,
-                emitted=said[i],
-                n_concepts=len(probe.concept_ids),
-            )
-        )
-    return AccessReadout(
-        model=model_digest(model, digest),
-        lens="jacobian" if lens is not None else "logit",
-        target_layer=lens.target_layer if lens is not None else None,
-        lens_model=lens.model if lens is not None else None,
-        layers=layers,
-        positions=f"last {cfg.positions} prompt positions",
-        k=cfg.k,
-        probes=rows,
-    )
+    return _read_variants(model, [(probes, lens)], cfg, [said], digest)[0]
 
 
-@torch.no_grad()
 def read_access_many(
     model: Any,
     tokenizer: Any,
@@ -373,8 +349,8 @@ def read_access_many(
 
     Each variant is (probes, lens): concept-set variants of the same prompts (the raw C_i and C_i without generic
     tokens) and decoders (a Jacobian lens, ``None`` for the logit lens). Variants that share a lens share its
-    readout ``z`` too. Each returned readout equals ``read_access(model, tokenizer, probes, lens, cfg,
-    emitted=...)`` of its variant (tested); the greedy continuation (eq. 4) is generated once for all of them.
+    readout ``z`` too. Each returned readout equals ``read_access(model, tokenizer, probes, lens, cfg)`` of its
+    variant (tested); the greedy continuation (eq. 4) is generated once for all of them.
     """
     cfg = cfg or AccessConfig()
     if not variants:
@@ -383,18 +359,29 @@ def read_access_many(
     for probes, _ in variants:
         if [p.prompt_ids for p in probes] != [p.prompt_ids for p in first]:
             raise ValueError("read_access_many: every variant must hold the same prompts in the same order")
+    if continuations is None:
+        continuations = greedy_continuations(model, tokenizer, first, cfg.max_new_tokens)
+    said = [emitted_flags(model, tokenizer, probes, continuations=continuations) for probes, _ in variants]
+    return _read_variants(model, variants, cfg, said, digest)
+
+
+@torch.no_grad()
+def _read_variants(
+    model: Any,
+    variants: Sequence[tuple[Sequence[Probe], JacobianLens | None]],
+    cfg: AccessConfig,
+    emitted: Sequence[Sequence[bool]],
+    digest: str | None,
+) -> list[AccessReadout]:
+    """Eq. 3 for every variant (probes over the same prompts, lens): one forward pass per prompt captures the
+    union of the variants' bands; each distinct lens reads each layer once for all the variants that use it."""
     layers = [band_layers(model, cfg, lens) for _, lens in variants]
     union = sorted(set().union(*layers))
-    gens: list[Sequence[int]] = list(
-        continuations
-        if continuations is not None
-        else greedy_continuations(model, tokenizer, first, cfg.max_new_tokens)
-    )
     groups: dict[int, list[int]] = {}  # one readout per distinct lens object
     for v, (_, lens) in enumerate(variants):
         groups.setdefault(id(lens), []).append(v)
     rows: list[list[ProbeReadout]] = [[] for _ in variants]
-    for i, prompt in enumerate(first):
+    for i, prompt in enumerate(variants[0][0]):
         ids = torch.tensor([list(prompt.prompt_ids)], dtype=torch.long)
         with capture_blocks(model, union) as captured:
             model(input_ids=ids)
@@ -406,21 +393,21 @@ def read_access_many(
                 users = [v for v in members if layer in layers[v]]
                 if not users:
                     continue
-                matrix = lens.matrices[layer] if lens is not None else None
-                z = readout(model, captured[layer][0, -n_pos:], matrix)
+                z = readout(
+                    model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None
+                )
                 for v in users:
                     tallies[v].add(z)
             for v in members:
                 probe = variants[v][0][i]
                 hit, best, occ = tallies[v].result()
-                said = any(t in probe.concept_ids for t in gens[i])
                 rows[v].append(
                     ProbeReadout(
                         idx=probe.idx,
                         hit=hit,
                         best_rank=best,
                         occupancy=occ,
-                        emitted=said,
+                        emitted=emitted[v][i],
                         n_concepts=len(probe.concept_ids),
                     )
                 )

@@ -52,7 +52,7 @@ class ClassDSpec:
     general: bool = True
     #: One home town per person (drawn without replacement) instead of D5's 40 shared towns. With shared towns a
     #: forget person's town is often also a retained person's, so a retain-only model knows the forget answers;
-    #: white-box audits that compare against the retain-only model (J-Access's anchor) need this off.
+    #: white-box audits that compare against the retain-only model (J-Access's anchor) need it on.
     distinct_towns: bool = False
 
 

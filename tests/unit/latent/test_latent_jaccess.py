@@ -186,6 +186,9 @@ def test_read_access_many_equals_one_readout_per_variant(latent_states: dict[str
     many = read_access_many(model, tok, variants, acfg)
     one = [read_access(model, tok, ps, ln, acfg) for ps, ln in variants]
     assert [m.model_dump() for m in many] == [o.model_dump() for o in one]
+    for m, (ps, ln) in zip(many, variants, strict=True):  # and the per-probe reference path, layer by layer
+        naive = [read_probe(model, p, m.layers, ln, acfg) for p in ps]
+        assert naive == [(r.hit, r.best_rank, r.occupancy) for r in m.probes]
     assert any(p.hit for m in many for p in m.probes) and any(not p.hit for m in many for p in m.probes)
     with pytest.raises(ValueError, match="same prompts"):
         read_access_many(model, tok, [(probes, lens), (probes[::-1], lens)], acfg)
