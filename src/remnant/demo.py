@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from remnant.atomic import write_atomic
 from remnant.demo_vectors import (
     REPO_VECTORS,
     VectorRow,
@@ -343,7 +344,7 @@ def run_demo(out: Path, *, quick: bool, log: Any = None) -> list[DemoResult]:
         config.parent.mkdir(parents=True, exist_ok=True)
         text = demo_config(name, sizing, quick)
         if not config.is_file() or config.read_text(encoding="utf-8") != text:
-            config.write_text(text, encoding="utf-8")
+            write_atomic(config, text)
         cfg = load_config(config)
         run = out / "runs" / name
         freeze(cfg, run)
@@ -384,7 +385,7 @@ def run_demo(out: Path, *, quick: bool, log: Any = None) -> list[DemoResult]:
         "comparison": str(comparison),
         "runs": [str(r) for r in runs],
     }
-    (out / "demo.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / "demo.json", json.dumps(summary, indent=2) + "\n")
     _print_summary(results, total, comparison)
     return results
 
@@ -444,8 +445,9 @@ def _vectors(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "vectors.json").write_text(
-            json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        write_atomic(
+            out / "vectors.json",
+            json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False) + "\n",
         )
         console.print(f"wrote {out / 'vectors.json'}")
     console.print(f"{len(rows)} vectors, {len(rows) - len(disagreements)} agree with their expected verdict.")

@@ -15,12 +15,12 @@ utility floor) is shown as refused, naming the field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
+from remnant.jsonio import read_json
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -84,10 +84,7 @@ def _row(path: Path) -> VectorRow:
     from remnant.standard.minima import best_tier_supportable
     from remnant.standard.verdict import decide
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read as JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
         raise ConfigError(f"{path}: a test vector holds its verdict facts under 'facts'")
     expected_block = data.get("expected") or {}

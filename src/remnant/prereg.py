@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -24,8 +22,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remnant import HARNESS_VERSION, STANDARD_VERSION
+from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig, preregistered
-from remnant.errors import PackError, PreregError
+from remnant.errors import ConfigError, PackError, PreregError
+from remnant.jsonio import read_json
 from remnant.records import DEVIATIONS_FILE, Deviation, RecordStore, utc_now
 from remnant.statement.canonical import canonical_json
 
@@ -137,21 +137,11 @@ def freeze(
 
 
 def _write_new(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, refusing to replace a file that appeared meanwhile (os.link)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` to ``path`` atomically, refusing to replace a file that appeared meanwhile."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise PreregError(
-                f"{path}: appeared while freezing; not overwritten", requirement="R14"
-            ) from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+        write_atomic(path, text, exclusive=True)
+    except FileExistsError:
+        raise PreregError(f"{path}: appeared while freezing; not overwritten", requirement="R14") from None
 
 
 def load_prereg(run_dir: str | Path) -> PreRegistration:
@@ -163,8 +153,8 @@ def load_prereg(run_dir: str | Path) -> PreRegistration:
             requirement="R14",
         )
     try:
-        prereg = PreRegistration.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
+        prereg = PreRegistration.model_validate(read_json(path, requirement="R14"))
+    except (ConfigError, ValidationError) as exc:
         raise PreregError(f"{path}: not a readable pre-registration: {exc}", requirement="R14") from None
     if prereg_digest(prereg.values, prereg.pack_digest) != prereg.digest:
         raise PreregError(

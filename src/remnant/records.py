@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,7 +24,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from remnant.atomic import fsync_dir
 from remnant.errors import RecordError
+from remnant.jsonio import loads_strict
 from remnant.statement.canonical import canonical_json
 
 RECORDS_FILE = "records.jsonl"
@@ -244,7 +245,7 @@ class RecordStore:
             handle.flush()
             os.fsync(handle.fileno())
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
 
     def _refuse_torn_tail(self) -> None:
         with open(self.path, "rb") as handle:
@@ -279,10 +280,7 @@ class RecordStore:
         return out
 
     def _parse(self, raw: bytes, number: int) -> Observation | CellRecord | Event | Deviation:
-        try:
-            entry = json.loads(raw, parse_int=_json_int)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise RecordError(f"{self.path}: line {number} is not JSON: {exc}") from None
+        entry = loads_strict(raw, source=f"{self.path}: line {number}", error=RecordError)
         if not isinstance(entry, dict):
             raise RecordError(f"{self.path}: line {number} is not a JSON object")
         try:
@@ -334,26 +332,6 @@ class RecordStore:
     def completed_cells(self) -> set[str]:
         """Keys of every cell recorded (including diverged and failed ones), for ``--resume``."""
         return {r.cell_key for r in self.read() if isinstance(r, CellRecord)}
-
-
-def _json_int(text: str) -> int | float:
-    """An integer literal beyond I-JSON's ±2**53 can only be a float canonical JSON wrote in integer form."""
-    value = int(text)
-    return float(value) if abs(value) > 2**53 else value
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a newly created file's directory entry durable (POSIX; a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 __all__ = [

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from remnant.errors import ConfigError
+from remnant.atomic import write_atomic
+from remnant.jsonio import read_toml
 
 
 def _fmt(x: float | None) -> str:
@@ -86,10 +86,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     if args.config is not None:
         path = Path(args.config)
-        try:
-            overrides = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read the study config: {exc}") from exc
+        overrides = read_toml(path)
     if args.seeds:
         overrides["seeds"] = args.seeds
     if args.methods:
@@ -105,8 +102,8 @@ def _latent_probe(args: argparse.Namespace) -> int:
     print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "latent-probe.json").write_text(result.model_dump_json(indent=1), encoding="utf-8")
-    (out / "latent-probe.md").write_text(text, encoding="utf-8")
+    write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
+    write_atomic(out / "latent-probe.md", text)
     return 0
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from remnant.assess.runfiles import write_bytes_atomic
+from remnant.atomic import write_atomic
 from remnant.attacks.base import AttackContext, ItemOutcome, no_attack
 from remnant.attacks.harness import cell as rate_cell
 from remnant.records import CellRecord, CellStatus, Observation, RecordStore, cell_key, record_line
@@ -43,7 +43,7 @@ class CellCache:
         return RecordStore(path).read() if path.is_file() else None
 
     def put(self, key: str, records: Sequence[Any]) -> None:
-        write_bytes_atomic(self.dir / f"{key}.jsonl", b"".join(record_line(r) for r in records))
+        write_atomic(self.dir / f"{key}.jsonl", b"".join(record_line(r) for r in records))
 
 
 @dataclass

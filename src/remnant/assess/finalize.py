@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,10 +37,11 @@ from remnant.assess.runfiles import (
     json_bytes,
     read_context,
     store,
-    write_bytes_atomic,
 )
+from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig, parse_config
 from remnant.errors import ConfigError, RecordError
+from remnant.jsonio import read_toml
 from remnant.models.identity import ModelIdentity as StateIdentity
 from remnant.packs.schema import PACK_SCHEMA_VERSION
 from remnant.prereg import PREREG_FILE, check_against, deviations_for_statement, load_deviations, load_prereg
@@ -92,10 +92,7 @@ def load_run_config(run_dir: Path) -> AssessmentConfig:
         raise ConfigError(f"{path}: missing; is {run_dir} a run folder written by `remnant assess`?")
     context = read_context(store(run_dir).read())
     base = Path(context.get("assessment", {}).get("config_dir") or run_dir)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not readable TOML: {exc}") from None
+    raw = read_toml(path)
     return parse_config(raw, source=str(path), base_dir=base)
 
 
@@ -238,7 +235,7 @@ def finalize(
         )
     written = [run / MANIFEST_FILE]
     statement_json = statement.model_dump(mode="json", by_alias=True)
-    write_bytes_atomic(run / STATEMENT_FILE, json_bytes(statement_json))
+    write_atomic(run / STATEMENT_FILE, json_bytes(statement_json))
     written.append(run / STATEMENT_FILE)
     if cfg.signing.key is not None:
         from remnant.statement.dsse import sign_statement
@@ -247,7 +244,7 @@ def finalize(
         envelope = sign_statement(
             statement_json, load_private_key(cfg.resolve(cfg.signing.key)), name=STATEMENT_FILE
         )
-        write_bytes_atomic(run / ENVELOPE_FILE, json_bytes(envelope))
+        write_atomic(run / ENVELOPE_FILE, json_bytes(envelope))
         written.append(run / ENVELOPE_FILE)
     if reports:
         written += write_reports(run)

@@ -21,17 +21,17 @@ import datetime as dt
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from remnant.atomic import write_atomic
 from remnant.errors import ConfigError
+from remnant.jsonio import read_json
 from remnant.models.identity import ModelIdentity
 from remnant.registry import ComponentSpec
 from remnant.report.curves import RelearningCurve
@@ -475,18 +475,8 @@ def write_manifest(manifest: RunManifest, path: str | Path) -> str:
     target = Path(path)
     if target.is_dir() or target.suffix != ".json":
         target = target / MANIFEST_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
     data = manifest_bytes(manifest)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(target, data)
     return "sha256:" + sha256_hex(data)
 
 
@@ -496,10 +486,7 @@ def load_json_model(path: str | Path, model: type[_M], *, requirement: str) -> _
     The one loader for the run folder's JSON files (manifest, statement), so both fail the same way.
     """
     source = Path(path)
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{source}: cannot read as JSON: {exc}", requirement=requirement) from exc
+    data = read_json(source, requirement=requirement)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

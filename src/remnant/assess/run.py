@@ -63,7 +63,6 @@ from remnant.assess.runfiles import (
     read_context,
     run_id_for,
     store,
-    write_bytes_atomic,
 )
 from remnant.assess.states import (
     LoadedState,
@@ -73,6 +72,7 @@ from remnant.assess.states import (
     preflight,
     removal_state,
 )
+from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig, derive_seed, load_config
 from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
@@ -314,7 +314,7 @@ def assess(
         raise ConfigError("assess needs a config read from a file (its copy is kept in the run folder, R24)")
     # components are built (and a misspelt attack parameter refused) before anything is written to the run
     inputs = prepare_inputs(cfg, pack, minted=minted, location=location)
-    write_bytes_atomic(run / CONFIG_COPY, source.read_bytes())
+    write_atomic(run / CONFIG_COPY, source.read_bytes())
     earlier = read_context(records.read()).get("assessment", {})
     records.append(Event(run_id=run_id, stage="assess", kind="resumed" if earlier else "stage_started"))
     states = _load_states(cfg, inputs, run, session)

@@ -20,8 +20,6 @@ bytes (DESIGN §1). Nothing here imports torch.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -88,22 +86,6 @@ def observations(records: Iterable[Any]) -> list[Observation]:
     return [r for r in records if isinstance(r, Observation)]
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file, fsync, replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it private; a statement is meant to be read
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def json_bytes(value: Any) -> bytes:
     """Indented JSON with a trailing newline: the form statement.json and the envelope are written in."""
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
@@ -122,5 +104,4 @@ __all__ = [
     "read_context",
     "run_id_for",
     "store",
-    "write_bytes_atomic",
 ]

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remnant.assess.runfiles import json_bytes, write_bytes_atomic
+from remnant.assess.runfiles import json_bytes
+from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
 from remnant.models.identity import ModelIdentity
@@ -174,7 +175,7 @@ def save_state(
     identity = identify(folder, model, tokenizer)
     info = {"role": role, "name": name, "source": source, "key": key, "record": record}
     info["identity"] = identity.model_dump(mode="json")
-    write_bytes_atomic(folder / STATE_FILE, json_bytes(info))
+    write_atomic(folder / STATE_FILE, json_bytes(info))
     return LoadedState(role, name, source, model, tokenizer, identity, record)
 
 

@@ -7,7 +7,6 @@ description along the error's location (docs/config.md). ``trust_remote_code`` i
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from remnant.config.assessment import AssessmentConfig
 from remnant.config.attacks import Attack, Attacks
 from remnant.config.fields import RuleViolation
 from remnant.errors import ConfigError
+from remnant.jsonio import read_toml
 
 _RULE_AT_END = re.compile(r"\(([^()]*)\)\.?$")
 
@@ -126,10 +126,5 @@ def parse_config(
 def load_config(path: str | Path) -> AssessmentConfig:
     """Read and validate an assessment config TOML file; ConfigError names file, field and requirement."""
     file = Path(path)
-    try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    raw = read_toml(file)
     return parse_config(raw, source=str(file), base_dir=file.resolve().parent)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from remnant.atomic import write_atomic
 
 
 def digest_inputs(inputs: Any) -> str:
@@ -29,20 +29,6 @@ def model_digest(model: Any, given: str | None = None) -> str:
     from remnant.models.identity import weights_digest_of
 
     return weights_digest_of(model)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class DigestCache:
@@ -62,7 +48,7 @@ class DigestCache:
 
     def put_json(self, kind: str, key: str, value: Any) -> Path:
         path = self._path(kind, key, ".json")
-        _atomic_write(path, json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
+        write_atomic(path, json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
         return path
 
     def get_tensors(self, kind: str, key: str) -> dict[str, Any] | None:
@@ -78,7 +64,7 @@ class DigestCache:
 
         path = self._path(kind, key, ".safetensors")
         data = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
-        _atomic_write(path, save(data, metadata=meta))
+        write_atomic(path, save(data, metadata=meta))
         return path
 
 

@@ -7,12 +7,11 @@ checkpoints are refused with the file named.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from remnant.atomic import replace_dir
 from remnant.errors import ModelError
 from remnant.models.dtype import resolve_dtype
 from remnant.models.identity import ModelIdentity, identify
@@ -108,20 +107,9 @@ def load_model(source: str | Path, *, dtype: str = "fp32", device: str = "cpu") 
 
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:
     """Write safetensors + tokenizer + config to a temp dir beside ``out_dir``, then rename it in place."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+
+    def build(tmp: Path) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        for f in tmp.iterdir():
-            with f.open("rb") as fh:
-                os.fsync(fh.fileno())
-        if out.exists():
-            shutil.rmtree(out)
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a cache folder should be readable
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+
+    return replace_dir(out_dir, build)

@@ -7,14 +7,13 @@ surface forms, population statistics), the splits (R16, C-W6), the collision fil
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from remnant.atomic import write_atomic
 from remnant.errors import PackError
 from remnant.packs.digest import canonical_json, item_digest, pack_digest
 
@@ -153,22 +152,9 @@ def seal(manifest: Manifest, items: list[Item]) -> Pack:
     return Pack(unsealed.manifest.model_copy(update={"digest": digest}), items_t)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json_atomic(path: Path, value: Any) -> None:
     """Write ``value`` as indented, key-sorted JSON to ``path`` atomically."""
-    _atomic_write(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def write_pack(pack: Pack, directory: str | Path) -> Path:
@@ -176,8 +162,8 @@ def write_pack(pack: Pack, directory: str | Path) -> Path:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(canonical_json(item_dict(it)) + "\n" for it in pack.items)
-    _atomic_write(out / "items.jsonl", lines)
-    _atomic_write(
+    write_atomic(out / "items.jsonl", lines)
+    write_atomic(
         out / "items.sha256", "".join(f"{item_digest(item_dict(it))}  {it.id}\n" for it in pack.items)
     )
     write_json_atomic(out / "pack.json", manifest_dict(pack.manifest))

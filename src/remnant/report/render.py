@@ -12,8 +12,6 @@ no canary value reaches it (R18).
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 from markupsafe import Markup
 
 from remnant.assess.manifest import RunManifest
+from remnant.atomic import write_atomic
 from remnant.report.curves import PointView, RelearningCurve, Separation, point_views, separation
 from remnant.report.plots import IntervalRow, curve_svg, intervals_svg
 from remnant.report.redact import Redactor
@@ -343,19 +342,7 @@ def render_report(
 
 def write_html(path: str | Path, html: str) -> Path:
     """Write ``html`` atomically (temp + fsync + replace)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(html)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(path, html)
 
 
 def sha256_of(path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
+from remnant.jsonio import read_json
 
 EXIT_OK = 0
 
@@ -24,10 +25,7 @@ def load_facts(path: Path) -> Any:
 
     from remnant.standard.facts import VerdictFacts
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read as JSON: {exc}") from exc
+    data = read_json(path, requirement="V1")
     prefix = ""
     if isinstance(data, dict) and isinstance(data.get("facts"), dict):
         data, prefix = data["facts"], "facts."

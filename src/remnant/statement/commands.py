@@ -4,38 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from remnant.atomic import write_atomic
 from remnant.errors import ConfigError
+from remnant.jsonio import read_json
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
     """Write ``value`` as indented JSON to ``path`` atomically (temp + fsync + replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def read_json(path: Path) -> Any:
-    """Read a JSON file; ConfigError (exit 2) naming the file when it cannot be read or parsed."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read as JSON: {exc}") from exc
+    write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 def _schema(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from remnant.errors import ConfigError, SignatureError
+from remnant.jsonio import loads_strict
 from remnant.statement.canonical import canonical_json
 from remnant.statement.keys import key_id
 
@@ -101,12 +102,7 @@ def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, An
             "signature does not verify: the payload was altered or the key is not the signer's",
             requirement="K5",
         )
-    try:
-        import json
-
-        statement = json.loads(payload)
-    except ValueError as exc:
-        raise SignatureError(f"signed payload is not JSON: {exc}", requirement="K5") from exc
+    statement = loads_strict(payload, source="signed payload", requirement="K5", error=SignatureError)
     if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
         raise SignatureError(
             f"signed payload is not an in-toto Statement v1 ({STATEMENT_TYPE})", requirement="K5"

@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from remnant.atomic import PRIVATE_MODE, write_atomic
 from remnant.errors import SignatureError
 
 PRIVATE_NAME = "remnant.key"
 PUBLIC_NAME = "remnant.pub"
-
-
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def generate_keypair(out_dir: Path) -> tuple[Path, Path]:
@@ -41,8 +26,8 @@ def generate_keypair(out_dir: Path) -> tuple[Path, Path]:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     private_path, public_path = out_dir / PRIVATE_NAME, out_dir / PUBLIC_NAME
-    _write_atomic(private_path, private_pem, 0o600)
-    _write_atomic(public_path, public_pem, 0o644)
+    write_atomic(private_path, private_pem, mode=PRIVATE_MODE)
+    write_atomic(public_path, public_pem)
     return private_path, public_path
 
 

@@ -24,10 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import torch
 
+from remnant.atomic import replace_dir
 from remnant.errors import ConfigError, DivergedError
 
 if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
@@ -288,26 +286,14 @@ def _save_state(
 ) -> None:
     from safetensors.torch import save_file
 
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".last.", dir=folder))
-    try:
+    def build(tmp: Path) -> None:
         save_file(
             {n: p.detach().contiguous().clone() for n, p in _trainable(model)}, tmp / "weights.safetensors"
         )
         torch.save({"optimizer": optimizer.state_dict(), "generator": gen.get_state()}, tmp / "optim.pt")
         (tmp / "state.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
-        for f in tmp.iterdir():
-            with f.open("rb") as fh:
-                os.fsync(fh.fileno())
-        last = folder / "last"
-        old = folder / ".last.old"
-        if last.exists():
-            os.replace(last, old)
-        os.replace(tmp, last)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+    replace_dir(folder / "last", build)
 
 
 def _load_state(

@@ -201,7 +201,7 @@ def test_invalid_newline_terminated_last_line_is_torn_too(tmp_path: Path) -> Non
 def test_corruption_in_the_middle_is_not_repaired(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "records.jsonl")
     store.path.write_bytes(record_line(cell("a")) + b"{broken\n" + record_line(cell("b")))
-    with pytest.raises(RecordError, match="line 2 is not JSON"):
+    with pytest.raises(RecordError, match="line 2: cannot read as JSON"):
         store.read()
     assert store.repair() is None  # the tail is sound; the damage is elsewhere and must be looked at
     assert store.path.read_bytes().count(b"\n") == 3
