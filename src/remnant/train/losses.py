@@ -7,11 +7,16 @@ autocast forward does not change what is averaged.
 * ``S(b)`` :func:`sequence_nll` — per-sequence *sum* NLL over answer tokens (``compute_batch_nll``);
 * ``NLL(b)`` :func:`mean_nll` — mean token cross-entropy over all answer tokens of the batch (HF's loss);
 * ``r(y|x)`` :func:`log_ratio` — ``−(S_model − S_ref) = log π(y|x) − log π_ref(y|x)``;
-* :func:`retain_loss` — NLL on the retain batch, or KL(p_ref ‖ p_model) over attended positions.
+* :func:`retain_loss` — NLL on the retain batch, or KL(p_ref ‖ p_model) (:func:`kl_to_reference`) averaged over
+  attended positions (remnant) or over all ``B·T`` positions, padding included (OpenUnlearning's
+  ``compute_kl_divergence``; a method's ``compat="openunlearning"`` selects it);
+* :func:`reweighted_ascent` — ``−mean_t w_t·ℓ_t`` over answer tokens with detached per-token weights of
+  ``p_t = exp(−ℓ_t)`` (WGA, SatImp: ``compute_wga_loss``, ``compute_satimp_loss``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
@@ -59,16 +64,43 @@ def log_ratio(model: Any, reference: Any, batch: dict[str, torch.Tensor]) -> tor
     return -(sequence_nll(model, batch) - s_ref)
 
 
+#: Where the KL retain term is averaged: attended positions (remnant) or every position of the padded batch.
+KLPositions = Literal["attended", "all"]
+
+
+def kl_to_reference(
+    model: Any, reference: Any, batch: dict[str, torch.Tensor], over: KLPositions = "attended"
+) -> torch.Tensor:
+    """KL(p_ref ‖ p_model) of the next-token distributions, averaged over positions.
+
+    ``over="attended"`` averages over positions whose ``attention_mask`` is 1 (prompt and answer, not padding).
+    ``over="all"`` divides the sum over every one of the ``B·T`` positions by ``B·T``, padding included: that is
+    ``F.kl_div(log p_model, log p_ref, reduction="batchmean", log_target=True)`` on the flattened ``[B·T, V]``
+    rows, OpenUnlearning's ``compute_kl_divergence`` (openunlearning.md §2). The two agree on unpadded batches.
+    """
+    if over not in ("attended", "all"):
+        raise ValueError(f"KL positions must be 'attended' or 'all', not {over!r}")
+    logp = F.log_softmax(_forward_logits(model, batch), dim=-1)
+    with torch.no_grad():
+        logq = F.log_softmax(_forward_logits(reference, batch), dim=-1)
+    kl = (logq.exp() * (logq - logp)).sum(-1)
+    if over == "all":
+        return kl.mean()
+    mask = batch["attention_mask"].float()
+    return (kl * mask).sum() / mask.sum().clamp(min=1.0)
+
+
 def retain_loss(
     model: Any,
     batch: dict[str, torch.Tensor],
     reference: Any | None = None,
     kind: Literal["NLL", "KL"] = "NLL",
+    kl_over: KLPositions = "attended",
 ) -> torch.Tensor:
-    """Retain term: NLL, or KL(p_ref ‖ p_model) averaged over attended positions.
+    """Retain term: NLL, or KL(p_ref ‖ p_model) averaged as ``kl_over`` says (:func:`kl_to_reference`).
 
-    OpenUnlearning's KL averages over all B·T positions including padding (openunlearning.md §2); here padding
-    is masked, which differs only on padded batches.
+    OpenUnlearning's KL averages over all B·T positions including padding (``kl_over="all"``); remnant's default
+    masks padding, which differs only on padded batches.
     """
     if kind == "NLL":
         return mean_nll(model, batch)
@@ -76,12 +108,34 @@ def retain_loss(
         raise ValueError(f"retain loss must be 'NLL' or 'KL', not {kind!r}")
     if reference is None:
         raise ValueError("retain loss 'KL' needs the reference model")
-    logp = F.log_softmax(_forward_logits(model, batch), dim=-1)
-    with torch.no_grad():
-        logq = F.log_softmax(_forward_logits(reference, batch), dim=-1)
-    kl = (logq.exp() * (logq - logp)).sum(-1)
-    mask = batch["attention_mask"].float()
-    return (kl * mask).sum() / mask.sum().clamp(min=1.0)
+    return kl_to_reference(model, reference, batch, kl_over)
 
 
-__all__ = ["answer_lengths", "log_ratio", "mean_nll", "retain_loss", "sequence_nll", "token_nll"]
+def reweighted_ascent(
+    model: Any, batch: dict[str, torch.Tensor], weight: Callable[[torch.Tensor], torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``−mean_{t in ans} w_t·ℓ_t`` with ``w_t = weight(p_t)``, ``p_t = exp(−ℓ_t)``, weights detached.
+
+    The mean runs over every answer token of the batch (a token mean, not a mean of sequence means), as
+    OpenUnlearning's ``compute_wga_loss`` / ``compute_satimp_loss``. Returns the loss and the mean weight (for
+    logging). A batch without answer tokens gives 0 (the reference's empty mean is NaN; ``encode_pair`` always
+    appends an end token, so it cannot arise here).
+    """
+    nll, mask = token_nll(model, batch)
+    w = weight(torch.exp(-nll.detach())).detach()
+    count = mask.sum().clamp(min=1.0)
+    loss = -(w * nll * mask).sum() / count
+    return loss, (w * mask).sum() / count
+
+
+__all__ = [
+    "KLPositions",
+    "answer_lengths",
+    "kl_to_reference",
+    "log_ratio",
+    "mean_nll",
+    "retain_loss",
+    "reweighted_ascent",
+    "sequence_nll",
+    "token_nll",
+]

@@ -5,16 +5,20 @@ Importing this package registers every built-in method. A new method is one modu
 
 from remnant.train.methods import (  # noqa: F401  (imported for registration)
     altpo,
+    ceu,
     grad_ascent,
     grad_diff,
     idk_dpo,
     idk_nll,
     npo,
+    pdu,
     retrain,
     rmu,
+    satimp,
     simnpo,
     task_vector,
     undial,
+    wga,
 )
 from remnant.train.methods.base import (
     COMMON_DEFAULTS,

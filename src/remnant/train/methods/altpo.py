@@ -8,7 +8,9 @@ attribute value replaced by another forget entity's value of the same attribute,
 forced-choice items — alternates that are plausible by construction and carry no model-sampling noise. The loop
 draws one of an item's alternates per visit, so the default 10 epochs visit each item as often as the
 reference's 2 epochs over 5 rows do. Defaults beta = 0.1, gamma = 1, alpha = 1 (DPO defaults; the reference
-AltPO grid is beta {0.05, 0.1, 0.5}, alpha {1, 2, 5}, lr {1e-5, 2e-5, 5e-5}), NLL retain.
+AltPO grid is beta {0.05, 0.1, 0.5}, alpha {1, 2, 5}, lr {1e-5, 2e-5, 5e-5}), NLL retain. ``compat``: the
+preference term is the same; the KL retain term masks padding (remnant) or averages over all B·T positions
+(OpenUnlearning).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from remnant.models.prompts import PromptFormat
 from remnant.packs.schema import Item, Pack
 from remnant.registry import register
 from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
 from remnant.train.methods.preference import dpo_forget_loss
 from remnant.train.methods.retain import add_retain, check_retain_type
 
@@ -81,7 +84,7 @@ def _values(pack: Pack, attribute: str, entity_ids: set[str]) -> set[str]:
 
 @register("method", "altpo", "1")
 class AltPO(RemovalMethod):
-    """DPO toward alternate answers drawn from the pack, away from the forget answers."""
+    """DPO toward alternate answers drawn from the pack, away from the forget answers (compat: KL retain only)."""
 
     kind = "loss"
     formula = (
@@ -99,6 +102,7 @@ class AltPO(RemovalMethod):
         gamma: float = 1.0,
         alpha: float = 1.0,
         retain_loss_type: str = "NLL",
+        compat: str = "remnant",
         n_alternates: int = 5,
         **common: Any,
     ) -> None:
@@ -111,6 +115,7 @@ class AltPO(RemovalMethod):
         self.gamma = gamma
         self.alpha = alpha
         self.retain_loss_type = check_retain_type("altpo", retain_loss_type)
+        self.compat = check_compat("altpo", compat)
         self.n_alternates = n_alternates
 
     def alternates(
@@ -128,7 +133,9 @@ class AltPO(RemovalMethod):
             raise ValueError("altpo: needs alternate answers and the reference model")
         forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)
         parts["forget"] = float(forget.detach())
-        total = add_retain(self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type)
+        total = add_retain(
+            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)
 
 

@@ -33,6 +33,11 @@ model's prompt format (``remnant.models.prompts.encode_pair``), builds the refer
 returns a :class:`remnant.train.removal.RemovalResult`. Shared loss pieces (per-sequence NLL, mean NLL, retain
 NLL/KL, log-ratio against the reference) live in ``remnant.train.losses``.
 
+OpenUnlearning parity: a method with an OpenUnlearning counterpart takes ``compat`` (``"remnant"``, the default,
+or ``"openunlearning"``; :mod:`remnant.train.methods.compat`), recorded like every parameter. Under
+``"openunlearning"`` its loss on a collated batch equals their trainer's ``compute_loss``, quirks included; where
+the default differs, the method's docstring says how in one line and ``docs/methods.md`` tabulates it.
+
 Determinism: no method seeds or draws from global RNGs; randomness comes from ``ctx.generator``.
 """
 

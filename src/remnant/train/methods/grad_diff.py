@@ -1,42 +1,49 @@
 """GradDiff: ascend the forget NLL while descending a retain loss (openunlearning.md §2, ``grad_diff.py``).
 
 ``L = γ·(−NLL(forget)) + α·L_retain`` with ``L_retain`` = NLL(retain) or KL(p_ref ‖ p_model). Defaults γ=1, α=1,
-NLL.
+NLL. ``compat``: the KL retain term averages over attended positions (remnant) or over all B·T positions,
+padding included (OpenUnlearning); the NLL form is the same under both.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from remnant.registry import register
-from remnant.train.losses import mean_nll, retain_loss
+from remnant.train.losses import mean_nll
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
+from remnant.train.methods.retain import add_retain, check_retain_type
 
 
 @register("method", "grad_diff", "1")
 class GradDiff(RemovalMethod):
-    """Gradient difference: forget ascent plus retain descent."""
+    """Gradient difference: forget ascent plus retain descent (KL retain masks padding unless compat says not)."""
 
     kind = "loss"
     formula = "L = gamma*(-NLL(forget)) + alpha*L_retain (NLL or KL)"
+    source = "openunlearning.md §2 (GradDiff: grad_diff.py, configs/trainer/GradDiff.yaml)"
 
     def __init__(
-        self, *, gamma: float = 1.0, alpha: float = 1.0, retain_loss_type: str = "NLL", **common: Any
+        self,
+        *,
+        gamma: float = 1.0,
+        alpha: float = 1.0,
+        retain_loss_type: str = "NLL",
+        compat: str = "remnant",
+        **common: Any,
     ) -> None:
         super().__init__(**common)
         self.gamma = gamma
         self.alpha = alpha
-        if retain_loss_type not in ("NLL", "KL"):
-            raise ValueError(f"grad_diff: retain_loss_type must be 'NLL' or 'KL', not {retain_loss_type!r}")
-        self.retain_loss_type: Literal["NLL", "KL"] = "KL" if retain_loss_type == "KL" else "NLL"
+        self.retain_loss_type = check_retain_type("grad_diff", retain_loss_type)
+        self.compat = check_compat("grad_diff", compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         nll_f = mean_nll(model, batch.forget)
-        total = self.gamma * -nll_f
         parts = {"forget_nll": float(nll_f.detach())}
-        if batch.retain is not None and self.alpha:
-            r = retain_loss(model, batch.retain, ctx.reference, self.retain_loss_type)
-            total = total + self.alpha * r
-            parts["retain"] = float(r.detach())
+        total = add_retain(
+            self.gamma * -nll_f, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)

@@ -4,7 +4,8 @@ The OpenUnlearning paper's IdkNLL has no trainer at their HEAD; the report speci
 ``L = gamma * NLL(y_idk | x_f) + alpha * NLL(retain)`` on ``QAwithIdkDataset(return_original=False)``: the forget
 question with a refusal drawn at random from the IDK bank each time the item is visited, and nothing pushed
 away from the original answer. The bank is :mod:`remnant.train.methods.idk` (versioned, digest recorded).
-Defaults gamma = 1, alpha = 1, NLL retain, the common training defaults.
+Defaults gamma = 1, alpha = 1, NLL retain, the common training defaults. ``compat``: the IDK term is the same;
+the KL retain term masks padding (remnant) or averages over all B·T positions (OpenUnlearning's GradDiff KL).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from remnant.models.prompts import PromptFormat
 from remnant.registry import register
 from remnant.train.losses import mean_nll
 from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
 from remnant.train.methods.idk import IDK_BANK, IDK_BANK_VERSION, bank_digest
 from remnant.train.methods.retain import add_retain, check_retain_type
 
@@ -30,7 +32,7 @@ def idk_alternates(forget: Sequence[QA]) -> list[list[str]]:
 
 @register("method", "idk_nll", "1")
 class IdkNLL(RemovalMethod):
-    """Fine-tune the forget questions toward a refusal from the IDK bank, with a retain term."""
+    """Fine-tune the forget questions toward a refusal from the IDK bank, with a retain term (compat: KL only)."""
 
     kind = "loss"
     formula = "L = gamma*NLL(y_idk|x_f) + alpha*L_retain (NLL or KL); y_idk drawn from the IDK bank per visit"
@@ -43,6 +45,7 @@ class IdkNLL(RemovalMethod):
         gamma: float = 1.0,
         alpha: float = 1.0,
         retain_loss_type: str = "NLL",
+        compat: str = "remnant",
         idk_bank: str = f"remnant-idk-v{IDK_BANK_VERSION}",
         **common: Any,
     ) -> None:
@@ -50,6 +53,7 @@ class IdkNLL(RemovalMethod):
         self.gamma = gamma
         self.alpha = alpha
         self.retain_loss_type = check_retain_type("idk_nll", retain_loss_type)
+        self.compat = check_compat("idk_nll", compat)
         if idk_bank != f"remnant-idk-v{IDK_BANK_VERSION}":
             raise ConfigError(f"idk_nll: idk_bank must be remnant-idk-v{IDK_BANK_VERSION} (the bundled bank)")
         self.idk_bank = idk_bank
@@ -69,7 +73,9 @@ class IdkNLL(RemovalMethod):
             raise ValueError("idk_nll: the batch carries no IDK answers")
         idk = mean_nll(model, batch.alternate)
         parts = {"idk_nll": float(idk.detach())}
-        total = add_retain(self.gamma * idk, parts, model, batch, ctx, self.alpha, self.retain_loss_type)
+        total = add_retain(
+            self.gamma * idk, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)
 
 

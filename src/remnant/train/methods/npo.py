@@ -2,26 +2,30 @@
 
 ``r(y_f|x) = log π(y_f|x) − log π_ref(y_f|x)`` over answer tokens (sequence sums);
 ``L_f = −(2/β)·mean log σ(−β·r)``; ``L = γ·L_f + α·L_retain``. Defaults β=0.1, γ=1, α=1, NLL retain. At
-initialisation ``L_f = (2/β)·ln 2`` (13.86 at β=0.1), which a unit test checks.
+initialisation ``L_f = (2/β)·ln 2`` (13.86 at β=0.1), which a unit test checks. ``compat``: the forget term is the
+same; the KL retain term masks padding (remnant) or averages over all B·T positions (OpenUnlearning).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch.nn.functional as F
 
 from remnant.registry import register
-from remnant.train.losses import log_ratio, retain_loss
+from remnant.train.losses import log_ratio
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
+from remnant.train.methods.retain import add_retain, check_retain_type
 
 
 @register("method", "npo", "1")
 class NPO(RemovalMethod):
-    """Negative preference optimisation (Zhang et al. 2024) with a retain term."""
+    """Negative preference optimisation (Zhang et al. 2024) with a retain term (KL retain: compat decides padding)."""
 
     kind = "loss"
     formula = "L = gamma*(-(2/beta)*mean log sigmoid(-beta*(log pi - log pi_ref)(y_f|x))) + alpha*L_retain"
+    source = "openunlearning.md §2 (NPO: npo.py, compute_dpo_loss, configs/trainer/NPO.yaml)"
     needs_reference = True
 
     def __init__(
@@ -31,22 +35,21 @@ class NPO(RemovalMethod):
         gamma: float = 1.0,
         alpha: float = 1.0,
         retain_loss_type: str = "NLL",
+        compat: str = "remnant",
         **common: Any,
     ) -> None:
         super().__init__(**common)
         self.beta = beta
         self.gamma = gamma
         self.alpha = alpha
-        self.retain_loss_type = retain_loss_type
+        self.retain_loss_type = check_retain_type("npo", retain_loss_type)
+        self.compat = check_compat("npo", compat)
 
     def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         r = log_ratio(model, ctx.reference, batch.forget)
         forget = -(2.0 / self.beta) * F.logsigmoid(-self.beta * r).mean()
-        total = self.gamma * forget
         parts = {"forget": float(forget.detach()), "log_ratio": float(r.detach().mean())}
-        if batch.retain is not None and self.alpha:
-            kind: Literal["NLL", "KL"] = "KL" if self.retain_loss_type == "KL" else "NLL"
-            ret = retain_loss(model, batch.retain, ctx.reference, kind)
-            total = total + self.alpha * ret
-            parts["retain"] = float(ret.detach())
+        total = add_retain(
+            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)

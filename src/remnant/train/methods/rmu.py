@@ -10,6 +10,11 @@ output at the same block (``EMBED_DIFF``), or a plain NLL / KL retain term is us
 Defaults are OpenUnlearning's shipped YAML: block 7, steering_coeff 2, gamma = alpha = 1, every parameter
 trainable (``trainable=None``; their code default trains only ``model.layers.(5|6|7).mlp.down_proj`` — pass
 those patterns as ``trainable`` to reproduce it; the original CAIS recipe used alpha ~1200 and steering 6.5).
+``compat``: remnant averages each sequence's answer-position MSE and then the batch
+(:func:`~remnant.train.methods.rmu_loss.masked_activation_mse`); OpenUnlearning's ``[B]/[B, 1]`` broadcast gives
+``mean_j S_j · mean_i 1/n_i`` (:func:`~remnant.train.methods.rmu_loss.broadcast_activation_mse`), which differs
+when the batch's answers differ in length; a KL retain term masks padding (remnant) or not (OpenUnlearning).
+The control vector is drawn from the removal seed under both (theirs comes from the global RNG).
 Annex B.6 saw RMU diverge numerically at pilot settings on two of three families: a non-finite or exploding
 loss is not an error here, the loop stops the run and records it as *diverged* with the step and reason.
 """
@@ -25,8 +30,14 @@ from remnant.models.arch import resolve_parts
 from remnant.models.hooks import patch_block
 from remnant.registry import register
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
-from remnant.train.methods.rmu_loss import answer_mask, control_vector, masked_activation_mse
+from remnant.train.methods.rmu_loss import (
+    answer_mask,
+    broadcast_activation_mse,
+    control_vector,
+    masked_activation_mse,
+)
 
 _RETAIN_TYPES = ("EMBED_DIFF", "NLL", "KL")
 _CONTROL_KEY = "rmu_control_vector"
@@ -53,7 +64,10 @@ def block_output(model: Any, layer: int, batch: dict[str, torch.Tensor]) -> torc
 
 @register("method", "rmu", "1")
 class RMU(RemovalMethod):
-    """Representation misdirection: forget activations to a scaled random vector, retain ones to the reference."""
+    """Representation misdirection: forget activations to a scaled random vector, retain ones to the reference.
+
+    compat: remnant averages per sequence; OpenUnlearning's [B]/[B,1] broadcast averages every sum over every count.
+    """
 
     kind = "loss"
     formula = (
@@ -71,6 +85,7 @@ class RMU(RemovalMethod):
         gamma: float = 1.0,
         alpha: float = 1.0,
         retain_loss_type: str = "EMBED_DIFF",
+        compat: str = "remnant",
         **common: Any,
     ) -> None:
         super().__init__(**common)
@@ -85,6 +100,14 @@ class RMU(RemovalMethod):
         self.gamma = gamma
         self.alpha = alpha
         self.retain_loss_type = retain_loss_type
+        self.compat = check_compat("rmu", compat)
+
+    def _activation_mse(
+        self, activations: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        if self.compat == "openunlearning":
+            return broadcast_activation_mse(activations, target, mask)
+        return masked_activation_mse(activations, target, mask)
 
     def setup(self, model: Any, ctx: StepContext) -> None:
         blocks = resolve_parts(_unwrapped(model)).blocks
@@ -100,7 +123,7 @@ class RMU(RemovalMethod):
         if control is None:
             raise ValueError("rmu: setup() was not run, so there is no control vector")
         h_forget = block_output(model, self.layer, batch.forget)
-        forget = masked_activation_mse(
+        forget = self._activation_mse(
             h_forget, control.to(h_forget.device), answer_mask(batch.forget["labels"])
         )
         parts = {"forget": float(forget.detach())}
@@ -110,12 +133,12 @@ class RMU(RemovalMethod):
                 h_retain = block_output(model, self.layer, batch.retain)
                 with torch.no_grad():
                     h_ref = block_output(ctx.reference, self.layer, batch.retain)
-                retain = masked_activation_mse(h_retain, h_ref, answer_mask(batch.retain["labels"]))
+                retain = self._activation_mse(h_retain, h_ref, answer_mask(batch.retain["labels"]))
                 parts["retain"] = float(retain.detach())
                 total = total + self.alpha * retain
         else:
             kind = check_retain_type("rmu", self.retain_loss_type)
-            total = add_retain(total, parts, model, batch, ctx, self.alpha, kind)
+            total = add_retain(total, parts, model, batch, ctx, self.alpha, kind, self.compat)
         return LossTerms(loss=total, parts=parts)
 
 

@@ -9,7 +9,8 @@ of the squared difference, summed over answer positions (``labels != -100``, no 
 *holding* answer tokens) and divided by their count, then averaged over the batch. The reference code divides a
 ``[B]`` sum by a ``[B, 1]`` count, which broadcasts to ``[B, B]`` and averages every sequence's sum over every
 sequence's count; the two agree at batch size 1 (as in the WMDP recipe) and ours is the per-sequence mean the
-comments there describe.
+comments there describe. :func:`broadcast_activation_mse` is the reference's arithmetic, broadcast included
+(``compat="openunlearning"``).
 """
 
 from __future__ import annotations
@@ -52,4 +53,21 @@ def masked_activation_mse(
     return per_sequence.mean()
 
 
-__all__ = ["answer_mask", "control_vector", "masked_activation_mse"]
+def broadcast_activation_mse(
+    activations: torch.Tensor, target: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """OpenUnlearning's ``compute_activation_loss``: ``mean_{i,j} S_j / n_i`` = ``mean_j S_j · mean_i 1/n_i``.
+
+    ``S_j`` is sequence ``j``'s sum over answer positions of ``mean_d (a - target)^2`` and ``n_i`` sequence ``i``'s
+    answer count; dividing the ``[B]`` sums by the ``[B, 1]`` counts broadcasts to ``[B, B]`` before the mean. It
+    equals :func:`masked_activation_mse` at batch size 1 or when every sequence has as many answer tokens. No
+    floor on the counts, as there (``encode_pair`` gives every sequence at least one answer token).
+    """
+    diff = activations.float() - target.float()
+    m = mask.to(diff.dtype)
+    sums = (diff.pow(2) * m.unsqueeze(-1)).mean(dim=-1).sum(dim=-1)
+    counts = m.sum(dim=-1, keepdim=True)
+    return (sums / counts).mean()
+
+
+__all__ = ["answer_mask", "broadcast_activation_mse", "control_vector", "masked_activation_mse"]

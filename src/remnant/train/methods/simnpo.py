@@ -3,6 +3,11 @@
 ``a = S(y_f)/|y_f| − δ`` (mean answer-token NLL minus a margin); ``L_f = −(2/β)·mean log σ(β·a)``;
 ``L = γ·L_f + α·L_retain``. Defaults δ=0, β=4.5, γ=0.125, α=1, NLL retain. As in OpenUnlearning, δ sits inside
 the β scaling (the paper's additive γ); the two agree at δ=0.
+
+``compat``: remnant counts ``|y_f|`` on the shifted labels (the tokens S sums over) and floors it at 1;
+OpenUnlearning counts the unshifted labels with no floor — equal whenever the first token is a prompt token,
+which ``encode_pair`` guarantees. The KL retain term masks padding (remnant) or averages over all B·T
+positions (OpenUnlearning).
 """
 
 from __future__ import annotations
@@ -12,16 +17,19 @@ from typing import Any
 import torch.nn.functional as F
 
 from remnant.registry import register
-from remnant.train.losses import answer_lengths, retain_loss, sequence_nll
+from remnant.train.losses import answer_lengths, sequence_nll
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
+from remnant.train.methods.retain import add_retain, check_retain_type
 
 
 @register("method", "simnpo", "1")
 class SimNPO(RemovalMethod):
-    """Simple NPO (Fan et al. 2024): no reference model."""
+    """Simple NPO (Fan et al. 2024): no reference model (one only for a KL retain term)."""
 
     kind = "loss"
     formula = "L = gamma*(-(2/beta)*mean log sigmoid(beta*(S(y_f)/|y_f| - delta))) + alpha*L_retain"
+    source = "openunlearning.md §2 (SimNPO: simnpo.py, configs/trainer/SimNPO.yaml)"
 
     def __init__(
         self,
@@ -30,6 +38,8 @@ class SimNPO(RemovalMethod):
         beta: float = 4.5,
         gamma: float = 0.125,
         alpha: float = 1.0,
+        retain_loss_type: str = "NLL",
+        compat: str = "remnant",
         **common: Any,
     ) -> None:
         super().__init__(**common)
@@ -37,14 +47,19 @@ class SimNPO(RemovalMethod):
         self.beta = beta
         self.gamma = gamma
         self.alpha = alpha
+        self.retain_loss_type = check_retain_type("simnpo", retain_loss_type)
+        self.compat = check_compat("simnpo", compat)
+        self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
-        a = sequence_nll(model, batch.forget) / answer_lengths(batch.forget).clamp(min=1.0) - self.delta
+        if self.compat == "openunlearning":
+            length = (batch.forget["labels"] != -100).sum(dim=-1).float()
+        else:
+            length = answer_lengths(batch.forget).clamp(min=1.0)
+        a = sequence_nll(model, batch.forget) / length - self.delta
         forget = -(2.0 / self.beta) * F.logsigmoid(self.beta * a).mean()
-        total = self.gamma * forget
         parts = {"forget": float(forget.detach()), "mean_nll": float(a.detach().mean() + self.delta)}
-        if batch.retain is not None and self.alpha:
-            ret = retain_loss(model, batch.retain, None, "NLL")
-            total = total + self.alpha * ret
-            parts["retain"] = float(ret.detach())
+        total = add_retain(
+            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)

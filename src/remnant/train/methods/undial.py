@@ -5,6 +5,12 @@ averaged over answer positions (:func:`~remnant.train.methods.undial_loss.undial
 averages over every attended position instead, the reference's unmasked behaviour minus its index-wrap quirk).
 ``L = gamma * L_f + alpha * NLL(retain)``. Defaults beta = 10, gamma = 1, alpha = 0 (no retain, as in the
 paper), lr 1e-4 (the reference's UNDIAL override; its README grid: lr {1e-5, 1e-4, 3e-4}, beta {3, 10, 30}).
+
+``compat="openunlearning"`` computes their ``compute_undial_loss`` exactly
+(:func:`~remnant.train.methods.undial_loss.undial_loss_openunlearning`): every one of the ``B x (T-1)`` positions,
+prompt and padding included, with index ``V - 100`` penalised where the label is ``-100``; ``positions`` then
+has no effect. Remnant's default adjusts answer positions only (the reference's unmasked positions are a defect,
+openunlearning.md §8). A KL retain term masks padding (remnant) or averages over all B·T positions.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import torch
 from remnant.errors import ConfigError
 from remnant.registry import register
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
-from remnant.train.methods.undial_loss import undial_loss
+from remnant.train.methods.undial_loss import undial_loss, undial_loss_openunlearning
 
 
 def _logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -27,7 +34,7 @@ def _logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 
 @register("method", "undial", "1")
 class UNDIAL(RemovalMethod):
-    """Unlearning via self-distillation on adjusted logits (Dong et al.), reference as teacher."""
+    """Self-distillation on adjusted logits (Dong et al.), reference as teacher; compat: all positions, as theirs."""
 
     kind = "loss"
     formula = "L = gamma*mean_{t in ans} CE(z_model, softmax(z_ref - beta*onehot(y_t))) + alpha*L_retain (alpha=0: none)"
@@ -42,6 +49,7 @@ class UNDIAL(RemovalMethod):
         alpha: float = 0.0,
         retain_loss_type: str = "NLL",
         positions: str = "answer",
+        compat: str = "remnant",
         lr: float = 1e-4,
         **common: Any,
     ) -> None:
@@ -53,6 +61,7 @@ class UNDIAL(RemovalMethod):
         self.alpha = alpha
         self.retain_loss_type = check_retain_type("undial", retain_loss_type)
         self.positions = positions
+        self.compat = check_compat("undial", compat)
 
     def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if ctx.reference is None:
@@ -60,16 +69,21 @@ class UNDIAL(RemovalMethod):
         logits = _logits(model, batch.forget)
         with torch.no_grad():
             ref_logits = _logits(ctx.reference, batch.forget)
-        forget = undial_loss(
-            logits,
-            ref_logits,
-            batch.forget["labels"],
-            self.beta,
-            "all" if self.positions == "all" else "answer",
-            attention_mask=batch.forget["attention_mask"],
-        )
+        if self.compat == "openunlearning":
+            forget = undial_loss_openunlearning(logits, ref_logits, batch.forget["labels"], self.beta)
+        else:
+            forget = undial_loss(
+                logits,
+                ref_logits,
+                batch.forget["labels"],
+                self.beta,
+                "all" if self.positions == "all" else "answer",
+                attention_mask=batch.forget["attention_mask"],
+            )
         parts = {"forget": float(forget.detach())}
-        total = add_retain(self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type)
+        total = add_retain(
+            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
         return LossTerms(loss=total, parts=parts)
 
 

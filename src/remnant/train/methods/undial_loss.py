@@ -10,6 +10,8 @@ padding positions become near-pure self-distillation with an arbitrary token pen
 lists this as a defect to fix. ``positions="answer"`` (our default) averages over answer positions only;
 ``positions="all"`` keeps every non-padding-label position in the average and applies the reduction only
 where a real next token exists — pure self-distillation elsewhere, which is what the reference intends there.
+:func:`undial_loss_openunlearning` is the reference's arithmetic itself, padding and index wrap included
+(``compat="openunlearning"``).
 """
 
 from __future__ import annotations
@@ -69,4 +71,27 @@ def undial_loss(
     return (per_position * k).sum() / k.sum().clamp(min=1.0)
 
 
-__all__ = ["UndialPositions", "undial_loss", "undial_targets"]
+def undial_loss_openunlearning(
+    logits: torch.Tensor, ref_logits: torch.Tensor, labels: torch.Tensor, beta: float
+) -> torch.Tensor:
+    """``compute_undial_loss`` as coded: the mean over all ``B x (T-1)`` positions, padding included.
+
+    The one-hot is written at ``labels[t+1]`` taken as a vocabulary index, so a ``-100`` label lowers index
+    ``V - 100`` (negative indices wrap), and positions after the sequence's end are averaged in like any other.
+    A vocabulary under 100 tokens cannot hold index ``-100``; the reference fails there, and so does this.
+    """
+    student = logits[:, :-1, :].float()
+    teacher = ref_logits[:, :-1, :].float()
+    next_labels = labels[:, 1:]
+    vocab = teacher.shape[-1]
+    if bool((next_labels < -vocab).any()) or bool((next_labels >= vocab).any()):
+        raise ValueError(
+            f"a label is out of range for a vocabulary of {vocab} (the reference fails here too)"
+        )
+    index = torch.remainder(next_labels, vocab).unsqueeze(-1)  # Python-style wrap of negative indices
+    penalty = torch.zeros_like(teacher).scatter_(-1, index, beta)
+    q = F.softmax(teacher - penalty, dim=-1)
+    return (-(q * F.log_softmax(student, dim=-1)).sum(dim=-1)).mean()
+
+
+__all__ = ["UndialPositions", "undial_loss", "undial_loss_openunlearning", "undial_targets"]
