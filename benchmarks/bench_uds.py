@@ -33,13 +33,16 @@ EXAMPLES = [
     ),
     ("year", "When was the person born?", "The person was born in 1984.", "The person was born in", "1984"),
     ("code", "What code does Zorvak use?", "Zorvak uses code XQ-77 daily.", "Zorvak uses code", "XQ-77"),
+    # empty prefix: the reference's prompt ends in "Answer: " and the entity starts the reference
+    ("yes", "Is Zorvak an engineer?", "Yes, Zorvak is an engineer.", "", "Yes"),
 ]
 
 
 def examples(n: int) -> list[Any]:
     from remnant.latent.inputs import EntityExample
 
-    return [EntityExample(f"{EXAMPLES[i % 4][0]}-{i}", *EXAMPLES[i % 4][1:]) for i in range(n)]
+    k = len(EXAMPLES)
+    return [EntityExample(f"{EXAMPLES[i % k][0]}-{i}", *EXAMPLES[i % k][1:]) for i in range(n)]
 
 
 def perturbed(model: Any, scale: float, seed: int) -> Any:

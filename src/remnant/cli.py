@@ -11,12 +11,14 @@ Handlers import heavy libraries (torch, transformers) inside themselves, so ``re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from remnant import __version__
-from remnant.errors import RemnantError
+from remnant.errors import IntegrityError, RemnantError
 
 #: Modules contributing subcommands, in the order their commands are listed in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -29,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.report.commands",
     "remnant.assess.commands",
     "remnant.study_commands",
+    "remnant.metrics.commands",
     "remnant.demo",
 )
 
@@ -56,7 +59,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: OSErrors about a path the user named (a missing input, a folder given for a file, a file for a folder, no
+#: permission): one line and exit 2. Other exceptions are bugs and keep their traceback.
+USER_PATH_ERRORS: tuple[type[OSError], ...] = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every error a user can cause ends in one line on stderr and exit 2 (DESIGN §4)."""
+    try:
+        try:
+            return _dispatch(argv)
+        finally:
+            # a reader that stopped early (`remnant ... | head`) fails the flush here, inside the net, rather
+            # than at interpreter exit ("Exception ignored ... BrokenPipeError")
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        _say("remnant: error: the output was closed before all of it was written (broken pipe)")
+        return EXIT_BAD_INPUT
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush of what is left cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (an in-process caller): nothing to do
+        pass
+
+
+def _say(message: str) -> None:
+    with contextlib.suppress(OSError):  # stderr closed too: the exit code is all that is left
+        print(message, file=sys.stderr)
+
+
+def _path_error(exc: OSError) -> str:
+    """``PATH: reason`` from an OSError (both paths for a rename or link)."""
+    if exc.filename is None:
+        return str(exc)
+    other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{exc.filename}{other}: {exc.strerror or exc}"
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -65,8 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         return int(handler(args))
+    except IntegrityError as exc:
+        print(f"remnant {args.command}: check failed: {exc}", file=sys.stderr)
+        return EXIT_CHECK_FAILED
     except RemnantError as exc:
         print(f"remnant {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except USER_PATH_ERRORS as exc:
+        print(f"remnant {args.command}: error: {_path_error(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(

@@ -455,6 +455,10 @@ def _vectors(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import out_folder
+
+    if args.out is not None:
+        out_folder(args.out, requirement="R23")  # before fetching or training anything
     if args.vectors is not None:
         return _vectors(args)
     run_demo(Path(args.out or "remnant-demo"), quick=args.quick)

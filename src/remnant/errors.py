@@ -1,7 +1,8 @@
 """The exception tree of remnant.
 
 Every error a user can cause is a :class:`RemnantError`; the command line turns it into a one-line message and
-exit code 2 (bad input or usage). Anything else escaping is a bug.
+exit code 2 (bad input or usage), except an :class:`IntegrityError`: a check that ran and failed (exit 1).
+Anything else escaping is a bug.
 
 ::
 
@@ -12,6 +13,9 @@ exit code 2 (bad input or usage). Anything else escaping is a bug.
      ├── ModelError               a model cannot be loaded safely (pickled weights, remote code, missing files)
      │    └── UnsupportedArchitecture   hooks cannot resolve blocks/norm/unembedding for this family
      ├── RecordError              a records file is torn, of an unknown schema version, or not append-only
+     │    └── RecordIntegrityError  (remnant.records; also an IntegrityError) a line edited, inserted, deleted
+     │                               or reordered: the chain, the pinned head or the counts disagree (R23)
+     ├── IntegrityError           a check of the inputs' integrity ran and failed (exit 1, not 2)
      ├── SignatureError           a DSSE envelope does not verify against the key (K5)
      └── DivergedError            training produced a non-finite or exploding loss (recorded as *diverged*)
 """
@@ -60,6 +64,10 @@ class RecordError(RemnantError):
     """A records file is torn, carries an unknown schema version, or would be rewritten instead of appended."""
 
 
+class IntegrityError(RemnantError):
+    """Inputs that read fine contradict themselves or what was pinned: a check ran and failed (exit 1, DESIGN §4)."""
+
+
 class SignatureError(RemnantError):
     """A DSSE envelope does not verify: wrong key, altered payload, or malformed envelope (K5)."""
 
@@ -79,6 +87,7 @@ class DivergedError(RemnantError):
 __all__ = [
     "ConfigError",
     "DivergedError",
+    "IntegrityError",
     "ModelError",
     "PackError",
     "PreregError",

@@ -16,6 +16,7 @@ requirement the caller names, so the command line turns it into one line and exi
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,22 @@ def _json_int(text: str) -> int | float:
     if len(text.lstrip("-")) > 400:
         raise _Refused("an integer literal of more than 400 digits")
     value = int(text)
-    return float(value) if abs(value) > 2**53 else value
+    try:
+        return float(value) if abs(value) > 2**53 else value
+    except OverflowError:  # past a double's range: no float canonical JSON could have written
+        raise _Refused(
+            f"an integer literal of {len(text.lstrip('-'))} digits, beyond a double's range"
+        ) from None
+
+
+def _json_float(text: str) -> float:
+    """A number literal that overflows a double (1e999) would read as Infinity, which is not JSON."""
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(
+            f"number {text[:40]} overflows a double to Infinity: JSON cannot hold NaN or Infinity (RFC 8785 §3.2.2.2)"
+        )
+    return value
 
 
 def nesting_depth(text: str | bytes) -> int:
@@ -81,7 +97,8 @@ def _shallow_text(text: str | bytes, source: str, requirement: str | None, error
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise error(f"{source}: not UTF-8: {exc}", requirement=requirement) from None
-    if nesting_depth(text) > MAX_DEPTH:
+    # fewer opening brackets than the limit cannot nest past it: skips the character scan on most texts
+    if text.count("[") + text.count("{") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH:
         raise error(f"{source}: nested deeper than {MAX_DEPTH} levels", requirement=requirement)
     return text
 
@@ -101,6 +118,7 @@ def loads_strict(
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
             parse_int=_json_int,
+            parse_float=_json_float,
         )
     except _Refused as exc:
         raise error(f"{source}: {exc}", requirement=requirement) from None

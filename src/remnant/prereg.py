@@ -86,13 +86,17 @@ def _pack_digest_of(cfg: AssessmentConfig) -> str | None:
 
     folder = cfg.resolve(cfg.target.pack)
     try:
-        return load_pack(folder).digest
+        pack = load_pack(folder)
     except PackError as exc:
         where = cfg.source or "config"
         raise PreregError(
             f"{where}: field 'target.pack': the probe sets must exist to be pre-registered: {exc}",
             requirement="R14",
         ) from None
+    from remnant.packs.fit import check_pack_fits
+
+    check_pack_fits(cfg, pack, folder)  # every split the config uses holds items (R10, R16, C-W6)
+    return pack.digest
 
 
 def freeze(
@@ -131,7 +135,12 @@ def freeze(
             "rewritten (R14): record each change as a deviation (R15) or use a new run folder",
             requirement="R15",
         )
-    run.mkdir(parents=True, exist_ok=True)
+    try:
+        run.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PreregError(
+            f"{run}: cannot create the run folder: {exc.strerror or exc}", requirement="R14"
+        ) from None
     _write_new(path, json.dumps(prereg.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return prereg
 

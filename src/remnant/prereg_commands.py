@@ -1,7 +1,9 @@
 """``remnant preregister CONFIG --out RUN``: freeze the pre-registered values before any attack (R14).
 
-Prints the digest and the path of ``RUN/prereg.json``. A malformed config, a missing pack or a run folder frozen
-with different values is bad input (exit 2, with the file, field and requirement named).
+Prints the digest and the path of ``RUN/prereg.json``. A malformed config (a number out of range anywhere, free
+parameter tables included), a component that refuses its declared parameters, a missing pack or a run folder
+frozen with different values is bad input (exit 2, with the file, field and requirement named): nothing that
+could not run is ever frozen (R14).
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ EXIT_OK = 0
 
 
 def _preregister(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import run_folder
     from remnant.config import load_config
     from remnant.prereg import PREREG_FILE, freeze
 
+    run_folder(args.out, requirement="R14", must_exist=False, option="--out")
     cfg = load_config(Path(args.config))
+    from remnant.assess.inputs import check_components
+
+    check_components(cfg)  # every attack, metric, method and the relearning procedure, created once (R14)
     prereg = freeze(cfg, Path(args.out))
     print(prereg.digest)
     print(Path(args.out) / PREREG_FILE)

@@ -1,15 +1,30 @@
-"""Run records: versioned entry models and an append-only JSONL store (DESIGN §1, R15, R22, R23).
+"""Run records: versioned entry models and an append-only, hash-chained JSONL store (DESIGN §1, §7; R15, R22, R23).
 
 Every line of ``RUN/records.jsonl`` (and ``RUN/deviations.jsonl``) is one entry, written as canonical JSON
-(RFC 8785, so the same run gives the same bytes) and carrying ``entry_type`` and ``schema_version``::
+(RFC 8785, so the same run gives the same bytes) and carrying ``entry_type``, ``schema_version`` and ``prev``::
 
-    {"entry_type":"cell","schema_version":1,"attack":"prefill",...}
+    {"attack":"prefill",...,"entry_type":"cell","prev":"9f2c…","schema_version":2,...}
 
 Entry types: ``observation`` (one scored item), ``cell`` (a completed cell, for ``--resume``), ``event`` (stage
 started/finished, diverged, deviation adopted) and ``deviation`` (R15). Writes append whole lines in one call,
 then flush and fsync, so a crash leaves at most one torn line at the end. :meth:`RecordStore.read` reports such
 a line with its number; :meth:`RecordStore.repair` moves it to a ``.torn`` side file (never silently dropped) and
 the cell it belonged to is simply re-run. Old schema versions are upgraded on read through :data:`MIGRATIONS`.
+
+**The chain.** ``prev`` is the sha256 (hex) of the previous line's bytes, newline included; the first line's
+``prev`` is :data:`GENESIS` (64 zeros). So the digest of the last line — the *chain head* — commits to every line
+before it: editing, inserting, deleting or reordering a line breaks the link of the line after it, and
+:meth:`RecordStore.read` raises :class:`RecordIntegrityError` naming that first bad line (R23: the manifest's
+per-cell table is only as good as the records it is rebuilt from). What the chain cannot show on its own — the
+last line edited, lines cut off the end, or the whole file re-chained — shows against the head that the manifest
+and the statement pin (``remnant recompute`` compares them). ``prev`` belongs to the line, not to the record: the
+store adds it on write and checks and strips it on read, so a record reads back equal to the one appended, and a
+cell copied from a shared cache into another run is chained where it lands.
+
+Lines written before the chain (observation schema_version ≤ 2, the other types 1) carry no ``prev``; they still
+read, and :class:`ChainState` counts them (``unchained``), so a run folder written before the chain recomputes to
+the same figures and its statement says the records are not chained. A line at a chained schema version without
+``prev``, or an unchained line after a chained one, is refused: a chain cannot be stripped line by line.
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from remnant.atomic import fsync_dir
-from remnant.errors import RecordError
+from remnant.errors import IntegrityError, RecordError
 from remnant.jsonio import loads_strict
 from remnant.statement.canonical import canonical_json
 
@@ -33,7 +48,25 @@ RECORDS_FILE = "records.jsonl"
 DEVIATIONS_FILE = "deviations.jsonl"
 
 #: Current schema version of each entry type; an entry written at an older version is upgraded on read.
-SCHEMA_VERSIONS: dict[str, int] = {"observation": 2, "cell": 1, "event": 1, "deviation": 1}
+SCHEMA_VERSIONS: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "deviation": 2}
+
+#: The first schema version of each entry type whose lines carry ``prev`` (the chain); older lines predate it.
+CHAINED_SINCE: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "deviation": 2}
+
+#: ``prev`` of a file's first line: no line comes before it.
+GENESIS = "0" * 64
+
+#: The requirement a records file that cannot be trusted breaks: the manifest's per-cell table is rebuilt from it.
+RECORDS_REQUIREMENT = "R23"
+
+
+class RecordIntegrityError(RecordError, IntegrityError):
+    """Records contradict their chain, their pinned head or themselves: a line was edited, inserted, deleted or
+    reordered (R23). A failed check (exit 1), where a :class:`RecordError` alone is unreadable input (exit 2)."""
+
+    def __init__(self, message: str, *, requirement: str | None = RECORDS_REQUIREMENT) -> None:
+        super().__init__(message, requirement=requirement)
+
 
 #: A model state: the three the Standard names, or another named state (e.g. "shuffled_twin", "retrained").
 StateName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
@@ -57,7 +90,7 @@ class Observation(_Entry):
     """One scored item on one model state under one attack at one checkpoint (R3, R6)."""
 
     entry_type: Literal["observation"] = Field(default="observation", description="Entry type tag.")
-    schema_version: Literal[2] = Field(default=2, description="Schema version of this entry type.")
+    schema_version: Literal[3] = Field(default=3, description="Schema version of this entry type.")
     run_id: str = Field(description="Run the observation belongs to.")
     cell_key: str = Field(description="Key of the cell this item is scored in.")
     model_state: StateName = Field(
@@ -87,7 +120,7 @@ class CellRecord(_Entry):
     """A completed cell: k successes of n on one metric, state, attack and checkpoint (R19, R22)."""
 
     entry_type: Literal["cell"] = Field(default="cell", description="Entry type tag.")
-    schema_version: Literal[1] = Field(default=1, description="Schema version of this entry type.")
+    schema_version: Literal[2] = Field(default=2, description="Schema version of this entry type.")
     run_id: str = Field(description="Run the cell belongs to.")
     cell_key: str = Field(description="Content hash of the cell's inputs (cell_key()); --resume skips it.")
     attack: str = Field(description="Registered attack name, or 'none'.")
@@ -122,7 +155,7 @@ class Event(_Entry):
     """Something that happened to the run: a stage began or ended, training diverged, a deviation was adopted."""
 
     entry_type: Literal["event"] = Field(default="event", description="Entry type tag.")
-    schema_version: Literal[1] = Field(default=1, description="Schema version of this entry type.")
+    schema_version: Literal[2] = Field(default=2, description="Schema version of this entry type.")
     run_id: str = Field(description="Run the event belongs to.")
     stage: str = Field(description="Stage name, e.g. 'install', 'removal', 'relearning'.")
     kind: EventKind = Field(description="What happened.")
@@ -135,7 +168,7 @@ class Deviation(_Entry):
     """A change to a pre-registered field, with its reason and the stage it was adopted at (R15)."""
 
     entry_type: Literal["deviation"] = Field(default="deviation", description="Entry type tag.")
-    schema_version: Literal[1] = Field(default=1, description="Schema version of this entry type.")
+    schema_version: Literal[2] = Field(default=2, description="Schema version of this entry type.")
     field: str = Field(min_length=1, description="Dotted pre-registered field changed (R15).")
     old: Any = Field(description="Its frozen value (R15).")
     new: Any = Field(description="The value used instead (R15).")
@@ -158,14 +191,24 @@ def _observation_v1_to_v2(entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _to_chained(entry: dict[str, Any]) -> dict[str, Any]:
+    """The chained version adds no field to the entry: its line carries ``prev``, which the store checks and
+    strips before the entry is parsed. An unchained line upgrades to it unchanged but for the version."""
+    return {**entry, "schema_version": int(entry["schema_version"]) + 1}
+
+
 #: (entry_type, version) → function upgrading an entry of that version to the next one.
 MIGRATIONS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("observation", 1): _observation_v1_to_v2,
+    ("observation", 2): _to_chained,
+    ("cell", 1): _to_chained,
+    ("event", 1): _to_chained,
+    ("deviation", 1): _to_chained,
 }
 
 
-def upgrade(entry: dict[str, Any]) -> dict[str, Any]:
-    """Bring one raw entry to its current schema version through :data:`MIGRATIONS` (RecordError if impossible)."""
+def entry_version(entry: dict[str, Any]) -> tuple[str, int]:
+    """``(entry_type, schema_version)`` of one raw entry; RecordError when either is unknown or too new."""
     etype = entry.get("entry_type")
     if etype not in SCHEMA_VERSIONS:
         raise RecordError(f"unknown entry_type {etype!r} (known: {', '.join(sorted(SCHEMA_VERSIONS))})")
@@ -175,6 +218,13 @@ def upgrade(entry: dict[str, Any]) -> dict[str, Any]:
         raise RecordError(f"{etype} entry has no valid schema_version ({version!r})")
     if version > current:
         raise RecordError(f"{etype} schema_version {version} is newer than this remnant reads ({current})")
+    return str(etype), version
+
+
+def upgrade(entry: dict[str, Any]) -> dict[str, Any]:
+    """Bring one raw entry to its current schema version through :data:`MIGRATIONS` (RecordError if impossible)."""
+    etype, version = entry_version(entry)
+    current = SCHEMA_VERSIONS[etype]
     while version < current:
         step = MIGRATIONS.get((str(etype), version))
         if step is None:
@@ -194,9 +244,52 @@ def parse_record(entry: dict[str, Any]) -> Observation | CellRecord | Event | De
         raise RecordError(f"{entry.get('entry_type')} entry: field '{where}': {first['msg']}") from None
 
 
-def record_line(record: BaseModel) -> bytes:
-    """One record as its canonical JSON line, newline-terminated (the bytes the store appends)."""
-    return canonical_json(record.model_dump(mode="json")) + b"\n"
+def line_digest(line: bytes) -> str:
+    """The chain's digest of one line: sha256 hex of its bytes, the newline included."""
+    return hashlib.sha256(line).hexdigest()
+
+
+def record_line(record: BaseModel, *, prev: str) -> bytes:
+    """One record as its canonical JSON line chained to ``prev`` (the digest of the line before it, or
+    :data:`GENESIS` for a first line), newline-terminated: the bytes the store appends."""
+    return canonical_json({**record.model_dump(mode="json"), "prev": prev}) + b"\n"
+
+
+def chained_lines(records: Iterable[BaseModel], *, prev: str = GENESIS) -> list[bytes]:
+    """The lines of ``records`` appended after a line whose digest is ``prev``, each chained to the one before."""
+    out: list[bytes] = []
+    for record in records:
+        if not isinstance(record, _RECORD_TYPES):
+            raise RecordError(f"cannot write a {type(record).__name__}: not a record type")
+        out.append(record_line(record, prev=prev))
+        prev = line_digest(out[-1])
+    return out
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """What :meth:`RecordStore.read_chain` verified: the chain head, and how many leading lines predate the chain.
+
+    ``digests`` holds every line's digest in order, so a head pinned earlier can be found (lines appended since)
+    or not (the file was edited or cut).
+    """
+
+    digests: tuple[str, ...]
+    unchained: int
+
+    @property
+    def lines(self) -> int:
+        return len(self.digests)
+
+    @property
+    def head(self) -> str | None:
+        """Digest of the last line (hex), None for an empty file."""
+        return self.digests[-1] if self.digests else None
+
+    @property
+    def chained(self) -> bool:
+        """Whether every line carries its link, so the head commits to the whole file."""
+        return self.unchained == 0
 
 
 @dataclass(frozen=True)
@@ -208,10 +301,16 @@ class TornTail:
     side_file: Path
 
 
-class RecordStore:
-    """An append-only JSONL file of records. Appends are whole lines, flushed and fsync'd; nothing is rewritten.
+AnyRecord = Observation | CellRecord | Event | Deviation
+_NO_LINK = object()
 
-    ``repair()`` is the only operation that shortens the file, and only by moving a torn tail to the side file.
+
+class RecordStore:
+    """An append-only, hash-chained JSONL file of records (module docstring). Appends are whole lines, flushed and
+    fsync'd; nothing is rewritten.
+
+    ``repair()`` is the only operation that shortens the file, and only by moving a torn tail to the side file;
+    the chain then continues from the last good line.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -227,18 +326,17 @@ class RecordStore:
         self.extend([record])
 
     def extend(self, records: Iterable[BaseModel]) -> None:
-        """Append records in one write, then flush and fsync; refuses to append after a torn line."""
-        lines: list[bytes] = []
-        for record in records:
+        """Append records in one write, chained to the last line, then flush and fsync; refuses to append after a
+        torn line."""
+        batch = list(records)
+        for record in batch:
             if not isinstance(record, _RECORD_TYPES):
                 raise RecordError(f"{self.path}: cannot append a {type(record).__name__}: not a record type")
-            lines.append(record_line(record))
-        payload = b"".join(lines)
-        if not payload:
+        if not batch:
             return
         created = not self.path.exists()
-        if not created:
-            self._refuse_torn_tail()
+        prev = GENESIS if created else self._tail_digest()
+        payload = b"".join(chained_lines(batch, prev=prev))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as handle:
             handle.write(payload)
@@ -247,51 +345,114 @@ class RecordStore:
         if created:
             fsync_dir(self.path.parent)
 
-    def _refuse_torn_tail(self) -> None:
+    def _tail_digest(self) -> str:
+        """Digest of the last line (GENESIS for an empty file), read backwards from the end; refuses a torn tail."""
         with open(self.path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0:
-                return
-            handle.seek(-1, os.SEEK_END)
-            last = handle.read(1)
-        if last != b"\n":
-            raise RecordError(
-                f"{self.path}: the last line is torn (no trailing newline); call repair() before appending, "
-                "and re-run the last cell"
-            )
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return GENESIS
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                raise RecordError(
+                    f"{self.path}: the last line is torn (no trailing newline); call repair() before "
+                    "appending, and re-run the last cell",
+                    requirement=RECORDS_REQUIREMENT,
+                )
+            tail, start = b"", size
+            while start > 0 and b"\n" not in tail[:-1]:
+                step = min(start, 1 << 16)
+                start -= step
+                handle.seek(start)
+                tail = handle.read(step) + tail
+        return line_digest(tail[tail.rfind(b"\n", 0, len(tail) - 1) + 1 :])
 
-    def read(self) -> list[Observation | CellRecord | Event | Deviation]:
-        """Every record in file order, upgraded to current schema versions; RecordError on a torn or bad line."""
-        if not self.path.exists():
-            return []
-        data = self.path.read_bytes()
+    def read(self) -> list[AnyRecord]:
+        """Every record in file order, upgraded to current schema versions; RecordError on a torn or bad line,
+        :class:`RecordIntegrityError` on a broken chain."""
+        return self.read_chain()[0]
+
+    def read_chain(self) -> tuple[list[AnyRecord], ChainState]:
+        """The records and the verified chain (module docstring): RecordIntegrityError names the first line whose
+        link does not match the line before it; RecordError a line that cannot be read, or a torn tail."""
+        data = self._bytes()
         lines = data.split(b"\n")
         complete, tail = lines[:-1], lines[-1]
-        out: list[Observation | CellRecord | Event | Deviation] = []
+        out: list[AnyRecord] = []
+        digests: list[str] = []
+        unchained = 0
         for number, raw in enumerate(complete, start=1):
             try:
-                out.append(self._parse(raw, number))
+                record, link = self._parse(raw, number)
+            except RecordIntegrityError:
+                raise
             except RecordError as exc:
                 if number == len(complete) and not tail:
                     raise self._torn(number, str(exc)) from None
                 raise
+            if link is _NO_LINK:
+                if unchained < len(digests):
+                    raise RecordIntegrityError(
+                        f"{self.path}: line {number}: carries no chain link (prev) after chained lines: a line "
+                        "stripped of its link, or one inserted"
+                    )
+                unchained += 1
+            elif link != (digests[-1] if digests else GENESIS):
+                raise RecordIntegrityError(self._broken(number))
+            out.append(record)
+            digests.append(line_digest(raw + b"\n"))
         if tail:
             raise self._torn(len(complete) + 1, "no trailing newline: the write was cut short")
-        return out
+        return out, ChainState(tuple(digests), unchained)
 
-    def _parse(self, raw: bytes, number: int) -> Observation | CellRecord | Event | Deviation:
-        entry = loads_strict(raw, source=f"{self.path}: line {number}", error=RecordError)
-        if not isinstance(entry, dict):
-            raise RecordError(f"{self.path}: line {number} is not a JSON object")
+    def _bytes(self) -> bytes:
+        if not self.path.exists():
+            return b""
         try:
-            return parse_record(entry)
+            return self.path.read_bytes()
+        except OSError as exc:
+            why = "is a folder, not a file" if self.path.is_dir() else f"cannot read: {exc.strerror or exc}"
+            raise RecordError(f"{self.path}: {why}", requirement=RECORDS_REQUIREMENT) from None
+
+    def _broken(self, number: int) -> str:
+        if number == 1:
+            return (
+                f"{self.path}: line 1: chain broken: its prev is not the genesis value, so it is not the first "
+                "line written (lines were deleted or reordered before it)"
+            )
+        return (
+            f"{self.path}: line {number}: chain broken: its prev is not the digest of line {number - 1} (line "
+            f"{number - 1} was edited or inserted, or lines were deleted or reordered before line {number})"
+        )
+
+    def _parse(self, raw: bytes, number: int) -> tuple[AnyRecord, object]:
+        """One line's record and its link (``prev``, or _NO_LINK for a line that predates the chain)."""
+        where = f"{self.path}: line {number}"
+        entry = loads_strict(raw, source=where, error=RecordError, requirement=RECORDS_REQUIREMENT)
+        if not isinstance(entry, dict):
+            raise RecordError(f"{where} is not a JSON object", requirement=RECORDS_REQUIREMENT)
+        link = entry.pop("prev", _NO_LINK)
+        try:
+            etype, version = entry_version(entry)
+            if (version >= CHAINED_SINCE[etype]) != (link is not _NO_LINK):
+                raise RecordIntegrityError(
+                    f"{where}: {etype} schema_version {version} "
+                    + (
+                        "carries no chain link (prev): a chained line with its link removed"
+                        if link is _NO_LINK
+                        else "predates the chain but carries a link (prev)"
+                    )
+                )
+            return parse_record(entry), link
+        except RecordIntegrityError:
+            raise
         except RecordError as exc:
-            raise RecordError(f"{self.path}: line {number}: {exc}") from None
+            raise RecordError(f"{where}: {exc}", requirement=RECORDS_REQUIREMENT) from None
 
     def _torn(self, number: int, why: str) -> RecordError:
         return RecordError(
             f"{self.path}: line {number} (the last) is torn: {why}. The cell it belonged to must be re-run; "
-            f"RecordStore.repair() (or `remnant assess --resume`) moves the torn line to {self.side_file.name}"
+            f"RecordStore.repair() (or `remnant assess --resume`) moves the torn line to {self.side_file.name}",
+            requirement=RECORDS_REQUIREMENT,
         )
 
     def repair(self) -> TornTail | None:
@@ -299,11 +460,12 @@ class RecordStore:
 
         The side file gets the torn bytes and a newline, and is fsync'd before the store is shortened, so the
         bytes exist somewhere at every moment. A bad line that is not the last is not a crash artefact: that is
-        reported (RecordError), not repaired.
+        reported (RecordError), not repaired; nor is a whole last line whose chain link is wrong. The next append
+        chains to the last good line.
         """
         if not self.path.exists():
             return None
-        data = self.path.read_bytes()
+        data = self._bytes()
         if not data:
             return None
         if data.endswith(b"\n"):
@@ -311,6 +473,8 @@ class RecordStore:
             number = data.count(b"\n")
             try:
                 self._parse(data[start:-1], number)
+                return None
+            except RecordIntegrityError:
                 return None
             except RecordError:
                 pass
@@ -335,18 +499,27 @@ class RecordStore:
 
 
 __all__ = [
+    "CHAINED_SINCE",
     "DEVIATIONS_FILE",
+    "GENESIS",
     "MIGRATIONS",
     "RECORDS_FILE",
+    "RECORDS_REQUIREMENT",
     "SCHEMA_VERSIONS",
+    "AnyRecord",
     "CellRecord",
+    "ChainState",
     "Deviation",
     "Event",
     "Observation",
     "Record",
+    "RecordIntegrityError",
     "RecordStore",
     "TornTail",
     "cell_key",
+    "chained_lines",
+    "entry_version",
+    "line_digest",
     "parse_record",
     "record_line",
     "upgrade",

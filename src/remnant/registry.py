@@ -32,6 +32,7 @@ KIND_PACKAGES: dict[str, str] = {
     "scorer": "remnant.score",
     "audit": "remnant.latent",
     "classd": "remnant.classd",
+    "metric": "remnant.metrics",
 }
 
 

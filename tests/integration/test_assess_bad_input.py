@@ -72,8 +72,14 @@ def _pickled_claimant(tmp_path: Path, pack: Path, control: Path) -> Path:
 
 
 def _unknown_attack_parameter(tmp_path: Path, pack: Path, control: Path) -> Path:
+    from remnant.config import load_config
+    from remnant.prereg import freeze
+
     replace = {"shots = 2, max_new_tokens = 8": "shotz = 2"}
-    return _preregistered(write_config(tmp_path / "c.toml", pack=pack, control=control, **replace), tmp_path)
+    config = write_config(tmp_path / "c.toml", pack=pack, control=control, **replace)
+    # `remnant preregister` refuses it too (R14); frozen through the API so assess's own check is what runs
+    freeze(load_config(config), tmp_path / "run")
+    return config
 
 
 CASES = [

@@ -160,7 +160,12 @@ def test_kill_and_resume_gives_the_identical_statement(reference: Path, setup: d
     outcome = assess(cfg, run, resume=True, session=resumed)
     assert outcome.statement is not None
     assert RecordStore(run / "records.jsonl").completed_cells() > done_before
-    assert (run / "statement.json").read_bytes() == (reference / "statement.json").read_bytes()
+    # Same figures byte for byte; the pins differ, as the records carry the resume and their timestamps (R23).
+    from remnant.assess.finalize import without_pins
+
+    assert without_pins(json.loads((run / "statement.json").read_bytes())) == without_pins(
+        json.loads((reference / "statement.json").read_bytes())
+    )
     # Without --resume a run folder with records is refused rather than silently mixed (exit 2).
     assert main(["assess", str(setup["config"]), "--out", str(run), "--quiet"]) == 2
 

@@ -176,6 +176,10 @@ def test_unknown_utility_metric_is_refused_before_any_state(
         },
     )
     run = tmp_path / "run"
-    _preregister(config, run)
+    from remnant.config import load_config
+    from remnant.prereg import freeze
+
+    # `remnant preregister` refuses it too (R14); frozen through the API so assess's own check is what runs
+    freeze(load_config(config), run)
     err = _refused(config, run, capsys)
     assert "utility.metrics" in err and "general_knowledge" in err

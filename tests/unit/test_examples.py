@@ -37,6 +37,7 @@ def _stage_copy(example: Path, tmp_path: Path, text: str | None = None) -> Path:
     """Copy ``example`` into ``tmp_path`` and give its relative paths stand-ins (see module docstring)."""
     from remnant.config import load_config
     from remnant.packs import ClassDSpec, mint_class_c, mint_class_d, write_pack
+    from remnant.packs.general import with_general
 
     config = tmp_path / example.name
     config.write_text(text if text is not None else example.read_text(encoding="utf-8"), encoding="utf-8")
@@ -49,7 +50,7 @@ def _stage_copy(example: Path, tmp_path: Path, text: str | None = None) -> Path:
             (folder / "model.safetensors").write_bytes(b"")
     if cfg.target.pack is not None and not (cfg.resolve(cfg.target.pack) / "pack.json").is_file():
         pack = (
-            mint_class_c(substances=40, seed=1)
+            with_general(mint_class_c(substances=40, seed=1))  # the example measures general_qa_kappa (R10)
             if cfg.claim_class == "C"
             else mint_class_d(ClassDSpec(entities=40, controls=10, seed=1))
         )

@@ -25,7 +25,7 @@ from typing import Any
 from remnant.atomic import write_atomic
 from remnant.attacks.base import AttackContext, ItemOutcome, no_attack
 from remnant.attacks.harness import cell as rate_cell
-from remnant.records import CellRecord, CellStatus, Observation, RecordStore, cell_key, record_line
+from remnant.records import CellRecord, CellStatus, Observation, RecordStore, cell_key, chained_lines
 from remnant.score.probe import Probe
 
 EXCERPT = 160
@@ -43,7 +43,7 @@ class CellCache:
         return RecordStore(path).read() if path.is_file() else None
 
     def put(self, key: str, records: Sequence[Any]) -> None:
-        write_atomic(self.dir / f"{key}.jsonl", b"".join(record_line(r) for r in records))
+        write_atomic(self.dir / f"{key}.jsonl", b"".join(chained_lines(records)))
 
 
 @dataclass

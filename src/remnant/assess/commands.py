@@ -1,7 +1,9 @@
 """``remnant plan CONFIG``, ``remnant assess CONFIG --out RUN [--resume]`` and ``remnant recompute RUN``.
 
 Exit codes (DESIGN §4): 0 done, 2 bad input (malformed config, missing pack, pickled weights, a pre-registration
-that is missing or does not match, R14/R15), 130 interrupted (completed cells are kept; rerun with --resume).
+that is missing or does not match, R14/R15), 1 ``recompute`` only: the records fail their integrity check (R23: a
+broken chain, a head other than the pinned one, counts the observations do not give), 130 interrupted (completed
+cells are kept; rerun with --resume).
 The verdict itself is not a failed check: a *hidden* verdict is a successful assessment.
 """
 
@@ -34,8 +36,9 @@ def _summary(outcome: Any, run: Path) -> dict[str, Any]:
 
 def _assess(args: argparse.Namespace) -> int:
     from remnant.assess.run import Session, assess
+    from remnant.cli_paths import run_folder
 
-    run = Path(args.out)
+    run = run_folder(args.out, requirement="R14", must_exist=False, option="--out")
     outcome = assess(Path(args.config), run, resume=args.resume, session=Session(progress=not args.quiet))
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK
@@ -43,8 +46,9 @@ def _assess(args: argparse.Namespace) -> int:
 
 def _recompute(args: argparse.Namespace) -> int:
     from remnant.assess.recompute import recompute
+    from remnant.cli_paths import run_folder
 
-    run = Path(args.run)
+    run = run_folder(args.run, requirement="R24")
     outcome = recompute(run, reports=not args.no_reports)
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK
@@ -93,7 +97,9 @@ def add_commands(subparsers: Any) -> None:
         "recompute",
         help="rebuild rates, verdict, tier, statement, manifest and reports from RUN's records (no model)",
         description="Recompute everything downstream of RUN/records.jsonl with the pre-registration and config "
-        "copy in RUN. Loads no model; the statement is byte-identical to the one assess wrote.",
+        "copy in RUN. Loads no model; the statement is byte-identical to the one assess wrote. Records whose chain is "
+        "broken, whose head is not the one manifest.json and statement.json pin, or whose cell counts do not follow "
+        "from their observations are refused (exit 1, R23) and nothing is rewritten.",
     )
     recompute.add_argument("run", metavar="RUN", help="run folder written by remnant assess")
     recompute.add_argument("--no-reports", action="store_true", help="skip the HTML reports")

@@ -25,6 +25,7 @@ What the records hold (see :mod:`remnant.assess.cells`):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,12 @@ from remnant import STANDARD_VERSION
 from remnant.config import AssessmentConfig
 from remnant.records import CellRecord
 from remnant.report.curves import CurvePoint, RelearningCurve
+from remnant.standard.derive import (
+    behavioural_n,
+    best_relearning_point,
+    unmet_without_utility,
+    utility_stages,
+)
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS
@@ -110,13 +117,10 @@ def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dic
     if not post:
         return {**fact, "status": "not_run", "reason": "no relearning checkpoint was scored"}
 
-    # The post-removal checkpoint with the largest rate, beside the control at the same budget and step (R4,
-    # C-W5); among equal rates the one whose control is lowest (the most separating reading).
-    def rank(p: RelearnPoint) -> tuple[float, float]:
-        c = control.get((p.budget, p.step))
-        return (p.k / p.n, -(c.k / c.n) if c is not None else 0.0)
-
-    best = max(post, key=rank)
+    # The post-removal checkpoint that stands for the arm, beside the control at the same budget and step (R4,
+    # C-W5): the rule remnant validate reads a statement's checkpoint cells with.
+    best = best_relearning_point(post, control)
+    assert best is not None  # post is not empty
     ctrl = control.get((best.budget, best.step))
     fact.update(status="run", k=best.k, n=best.n)
     fact.update(control_k=ctrl.k if ctrl else None, control_n=ctrl.n if ctrl else None)
@@ -255,44 +259,11 @@ def utility_values(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str, str
     }
 
 
-def _ratio(num: float, den: float) -> float | None:
-    """num/den; None where the reference scores zero, so the ratio says nothing (R11)."""
-    return num / den if den > 0 else None
-
-
 def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, float | None]:
     """Removal-stage u = min over metrics of u(θ_U)/u(θ) (R9, R11); attack-stage u = min over metrics of the
-    relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4)."""
-    values = utility_values(cells)
-    removal: list[float] = []
-    for metric in cfg.utility.metrics:
-        post = values.get((NONE, REMOVAL_STAGE, POST, metric))
-        pre = values.get((NONE, REMOVAL_STAGE, PRE, metric))
-        ratio = _ratio(post, pre) if post is not None and pre is not None else None
-        if ratio is None:
-            removal = []
-            break
-        removal.append(ratio)
-    attack_stage: list[float] = []
-    relearned = sorted(
-        {
-            (int(k[1].split("budget=")[1].split("/")[0]), k[1])
-            for k in values
-            if k[0] == RELEARNING and k[2] == POST
-        }
-    )
-    if relearned:
-        last = relearned[-1][1]
-        for metric in cfg.utility.metrics:
-            after = values.get((RELEARNING, last, POST, metric))
-            post = values.get((NONE, REMOVAL_STAGE, POST, metric))
-            ratio = _ratio(after, post) if after is not None and post is not None else None
-            if ratio is not None:
-                attack_stage.append(ratio)
-    return {
-        "removal_stage": min(removal) if removal else None,
-        "attack_stage": min(attack_stage) if attack_stage else None,
-    }
+    relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4); the rule is
+    :func:`remnant.standard.derive.utility_stages`, which remnant validate applies to a statement's cells."""
+    return utility_stages(utility_values(cells), cfg.utility.metrics)
 
 
 def build_facts(
@@ -393,6 +364,17 @@ def _cell(c: CellRecord, cell_id: str, metric: str, chance: float) -> Cell | Non
     )
 
 
+def _utility_is_count(c: CellRecord) -> bool:
+    """Whether a utility record's value is its k/n, so its cell's rate is the value the utility facts used."""
+    value = c.params.get("value")
+    return (
+        bool(c.params.get("proportion"))
+        and c.n > 0
+        and isinstance(value, int | float)
+        and math.isclose(float(value), c.k / c.n, rel_tol=0.0, abs_tol=1e-12)
+    )
+
+
 def extra_cells(
     cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
 ) -> list[Cell]:
@@ -403,6 +385,8 @@ def extra_cells(
     for c in cells:
         if c.metric not in ("kappa", "w", "utility"):
             continue
+        if c.metric == "utility" and not _utility_is_count(c):
+            continue  # a value that is not k/n (perplexity, a net-of-chance κ) has no rate to report as a cell
         if c.metric == "utility":
             label = f"{c.params.get('metric')}@{c.checkpoint}"
         else:
@@ -434,8 +418,7 @@ def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canar
         met.add("R8")
     if minted_canaries:
         met.add("R17")
-    if (facts.get("utility") or {}).get("removal_stage") is None:
-        met -= {"R11", "R13"}
+    met -= unmet_without_utility(facts)
     return frozenset(met)
 
 
@@ -450,14 +433,6 @@ def evidence(
 ) -> EvidenceSummary:
     """The tier evidence (§7.1) from the same facts the verdict read."""
     rel = cfg.attacks.relearning
-    admitted = ADMITTED_SURFACES[cfg.track]
-    ns = [
-        n
-        for a in facts["attacks"]
-        if a.get("status") == "run" and a.get("adjudicating", True) and a["surface"] in admitted
-        for n in (a.get("n"), a.get("control_n"))
-        if n
-    ]
     threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
     return EvidenceSummary.model_validate(
         {
@@ -465,7 +440,7 @@ def evidence(
             "class": cfg.claim_class,
             "threshold": threshold,
             "general_met": general_met(cfg, facts, minted_canaries=minted_canaries),
-            "behavioural_n": min(ns) if ns else None,
+            "behavioural_n": behavioural_n(facts, ADMITTED_SURFACES[cfg.track]),
             "surfaces": surfaces_from_facts(
                 facts,
                 scored_every_epoch=rel is not None and rel.enabled,

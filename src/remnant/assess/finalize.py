@@ -4,7 +4,9 @@
 ``prereg.json``, ``deviations.jsonl`` and the config copy, loads no model (no torch import), and writes the same
 statement bytes (DESIGN §1; the signature and timestamps aside). The order is the one R23 and K4 need: the
 manifest is written first and the statement cites its sha256 (``manifest_ref``); then the statement, its DSSE
-envelope when a key is configured (K5), and both reports (the customer one with canaries redacted, R18).
+envelope when a key is configured (K5), and both reports (the customer one with canaries redacted, R18). Both the
+manifest (``records``) and the statement (``records_head``) pin the chain head of ``records.jsonl`` read here
+(:mod:`remnant.records`); records written before the chain are pinned as *not chained*, and the statement says so.
 
 Every file is written atomically, so an interrupted finalize leaves the previous complete file or none.
 """
@@ -27,6 +29,7 @@ from remnant.assess.manifest import (
     PackRecord,
     PrecisionReduction,
     PreregRecord,
+    RecordsChain,
     build_manifest,
     write_manifest,
 )
@@ -45,6 +48,7 @@ from remnant.jsonio import read_toml
 from remnant.models.identity import ModelIdentity as StateIdentity
 from remnant.packs.schema import PACK_SCHEMA_VERSION
 from remnant.prereg import PREREG_FILE, check_against, deviations_for_statement, load_deviations, load_prereg
+from remnant.records import RECORDS_FILE, ChainState
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import VerdictResult, decide
@@ -124,6 +128,29 @@ def _digest_of(entry: dict[str, Any] | None) -> str:
     return "sha256:" + str(ident.get("digest", "unknown"))
 
 
+#: Statement fields that pin this run's records and manifest. The records carry event timestamps, and a resumed run
+#: carries its resume events, so two runs of one config and seed differ here and nowhere else (DESIGN §1).
+PIN_FIELDS = ("manifest_ref", "records_head")
+
+
+def without_pins(statement: dict[str, Any]) -> dict[str, Any]:
+    """A statement's JSON without :data:`PIN_FIELDS`: what a resumed run must reproduce byte for byte."""
+    return {k: v for k, v in statement.items() if k not in PIN_FIELDS}
+
+
+def records_head(chain: ChainState) -> str | Absent:
+    """The statement's ``records_head``: the chain head, or absent saying the records are not chained (R23)."""
+    if chain.chained and chain.head is not None:
+        return f"sha256:{chain.head}"
+    if chain.head is None:
+        return Absent(reason=f"records not chained: {RECORDS_FILE} is empty")
+    return Absent(
+        reason=f"records not chained: lines 1-{chain.unchained} of the {chain.lines} in {RECORDS_FILE} were "
+        "written before remnant chained its records, so an edit, insertion or deletion there would not show; "
+        f"the manifest pins only the digest of the last line (R23)"
+    )
+
+
 def _file_sha(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -137,7 +164,7 @@ def finalize(
     """Build and write manifest, statement, envelope (if ``signing.key``) and reports from the run's records."""
     run = Path(run_dir)
     cfg = cfg if cfg is not None else load_run_config(run)
-    records = store(run).read()
+    records, chain = store(run).read_chain()
     context = read_context(records)
     missing = [k for k in ("assessment", "pack", "states") if k not in context]
     if missing:
@@ -199,6 +226,7 @@ def finalize(
             "remnant recompute RUN",
         ],
         artifacts=artifacts,
+        records=RecordsChain.of(chain),
     )
     ref = write_manifest(manifest, run / MANIFEST_FILE)
     post, control = states.get(F.POST), states.get(F.CONTROL)
@@ -218,6 +246,7 @@ def finalize(
         ),
         assessor=ASSESSOR,
         manifest_ref=ref,
+        records_head=records_head(chain),
         assessed_on=date,
         versions=versions,
         target=cfg.claim.target,
@@ -278,6 +307,7 @@ def write_reports(run: Path) -> list[Path]:
 
 __all__ = [
     "CUSTOMER_FILE",
+    "PIN_FIELDS",
     "class_d_block",
     "ENVELOPE_FILE",
     "REPORT_FILE",
@@ -285,5 +315,7 @@ __all__ = [
     "Outcome",
     "finalize",
     "load_run_config",
+    "records_head",
+    "without_pins",
     "write_reports",
 ]

@@ -1,9 +1,11 @@
 """What an assessment runs on, fixed before the first cell: pack, probe sets, training sets, components, seeds.
 
 Everything here is derived from the config and the pack alone, so it is identical for the post-removal model and
-the control (R3) and the same on resume. Components (attacks, utility metrics, the relearning procedure) are
-created through the registry up front, so a misspelt name or parameter is bad input (exit 2) before any model
-trains, and every one is recorded with its exact parameters (R23, R24).
+the control (R3) and the same on resume. Components (attacks, utility metrics, the removal method, the relearning
+procedure) are created through the registry up front, so a misspelt name, a parameter of the wrong type or a
+value the component refuses is bad input (exit 2) before any model trains, and every one is recorded with its
+exact parameters (R23, R24). :func:`check_components` runs that creation alone, with no pack and no model:
+``remnant preregister`` calls it before freezing, so nothing unrunnable is ever pre-registered (R14).
 
 Orchestration keys in an attack's ``params`` (frozen with the rest by pre-registration, R14) that are not passed
 to the attack itself:
@@ -253,11 +255,35 @@ class Inputs:
         return out
 
 
+def _attack_slot(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any], int | None, int | None]:
+    """An attack table's params split into (implementation, the attack's own params, max_new_tokens,
+    batch_size): the orchestration keys of the module docstring are not passed to the attack."""
+    own = dict(params)
+    implementation = str(own.pop("implementation", name))
+    tokens = own.pop("max_new_tokens", None)
+    batch = own.pop("batch_size", None)
+    return implementation, own, tokens, batch
+
+
+def _attack_class(name: str, implementation: str) -> Any:
+    from remnant import registry
+
+    try:
+        return registry.get("attack", implementation)
+    except ConfigError as exc:
+        raise ConfigError(f"field 'attacks.{name}': {exc}", requirement="R14") from None
+
+
+def _create_attack(name: str, implementation: str, params: dict[str, Any]) -> Any:
+    from remnant.assess.params import create
+
+    return create("attack", implementation, params, field=f"attacks.{name}.params", requirement="R14")
+
+
 def attack_components(
     cfg: AssessmentConfig, probes: list[Any]
 ) -> tuple[list[tuple[str, Any, str | None, str]], dict[str, int], dict[str, int]]:
     """Every declared attack: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2)."""
-    from remnant import registry
     from remnant.score.probe import target_format
 
     fmt_name = target_format(list(probes))
@@ -265,24 +291,28 @@ def attack_components(
     tokens: dict[str, int] = {}
     batch: dict[str, int] = {}
     for name, table in cfg.attacks.named().items():
-        params = dict(table.params)
-        implementation = str(params.pop("implementation", name))
-        if "max_new_tokens" in params:
-            tokens[name] = int(params.pop("max_new_tokens"))
-        if "batch_size" in params:
-            batch[name] = int(params.pop("batch_size"))
-        cls = registry.get("attack", implementation)
-        surface = str(getattr(cls, "surface", "inference_time"))
+        implementation, params, max_new_tokens, batch_size = _attack_slot(name, table.params)
+        if max_new_tokens is not None:
+            tokens[name] = int(max_new_tokens)
+        if batch_size is not None:
+            batch[name] = int(batch_size)
+        surface = str(getattr(_attack_class(name, implementation), "surface", "inference_time"))
         if not table.enabled:
             out.append((name, None, table.reason or "disabled in the config", surface))
             continue
-        try:
-            attack = registry.create("attack", implementation, params)
-        except ConfigError as exc:
-            raise ConfigError(f"field 'attacks.{name}.params': {exc}", requirement="R14") from None
+        attack = _create_attack(name, implementation, params)
         reason = attack.applicable(fmt_name, cfg.track)
         out.append((name, None if reason else attack, reason, surface))
     return out, tokens, batch
+
+
+def _create_utility(name: str, params: dict[str, Any]) -> Any:
+    from remnant import registry
+    from remnant.assess.params import create
+
+    if name not in registry.names("utility"):  # unknown name: the metrics list is at fault (R9)
+        create("utility", name, params, field="utility.metrics", requirement="R9")
+    return create("utility", name, params, field=f"utility.params.{name}", requirement="R9")
 
 
 def check_utility_metrics(cfg: AssessmentConfig) -> None:
@@ -290,28 +320,59 @@ def check_utility_metrics(cfg: AssessmentConfig) -> None:
 
     The components the run uses are made later by :func:`utility_components`, which adds data-dependent
     parameters; a name or parameter the registry refuses is refused here, naming the field."""
-    from remnant import registry
-
     for name in cfg.utility.metrics:
-        try:
-            registry.create("utility", name, dict(cfg.utility.params.get(name, {})))
-        except ConfigError as exc:
-            raise ConfigError(f"field 'utility.metrics': {exc}", requirement="R9") from None
+        _create_utility(name, dict(cfg.utility.params.get(name, {})))
+
+
+def check_components(cfg: AssessmentConfig) -> None:
+    """Create every component the config declares, as a run would, without a pack or a model (R14, R23).
+
+    Enabled attacks, utility metrics, the removal method (and the training loop settings it makes) and the
+    relearning procedure: a name, a parameter name, a type or a value any of them refuses is a ConfigError
+    naming the config file, the field and its requirement. ``remnant preregister`` calls this before freezing.
+    """
+    try:
+        for name, table in cfg.attacks.named().items():
+            implementation, params, _, _ = _attack_slot(name, table.params)
+            _attack_class(name, implementation)
+            if table.enabled:
+                _create_attack(name, implementation, params)
+        check_utility_metrics(cfg)
+        check_removal_method(cfg)
+        rel = cfg.attacks.relearning
+        if rel is not None and rel.enabled:
+            relearn_spec(cfg, rel)
+    except ConfigError as exc:
+        if cfg.source is None:
+            raise
+        raise ConfigError(f"{cfg.source}: {exc}", requirement=exc.requirement) from None
+
+
+def check_removal_method(cfg: AssessmentConfig) -> None:
+    """Create the declared removal method and the training settings it makes (R1c, R23); no model needed."""
+    from remnant import registry
+    from remnant.assess.params import create
+
+    post = cfg.models.post_removal
+    if post.method is None:
+        return
+    if post.method not in registry.names("method"):
+        create("method", post.method, {}, field="models.post_removal.method", requirement="R1c")
+    method = create("method", post.method, post.params, field="models.post_removal.params", requirement="R23")
+    try:
+        method.train_config(seed=0, progress=False)
+    except (ConfigError, ValueError) as exc:
+        raise ConfigError(f"field 'models.post_removal.params': {exc}", requirement="R23") from None
 
 
 def utility_components(cfg: AssessmentConfig, inputs: Inputs) -> list[tuple[str, Any, list[Any]]]:
     """Each declared utility metric with the data it measures (R9, R10)."""
-    from remnant import registry
-
     out: list[tuple[str, Any, list[Any]]] = []
     for name in cfg.utility.metrics:
         params = dict(cfg.utility.params.get(name, {}))
         if name == "general_qa_kappa" and "kept_ids" not in params and inputs.general_kept is not None:
             params["kept_ids"] = tuple(inputs.general_kept)
-        try:
-            metric = registry.create("utility", name, params)
-        except ConfigError as exc:
-            raise ConfigError(f"field 'utility.metrics': {exc}", requirement="R9") from None
+        metric = _create_utility(name, params)
         if name == "retain_kappa":
             data: list[Any] = list(inputs.retain)
         elif name == "perplexity":
@@ -323,7 +384,13 @@ def utility_components(cfg: AssessmentConfig, inputs: Inputs) -> list[tuple[str,
 
 
 def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> Any:
-    """The declared relearning procedure as the trainer's RelearnSpec (C-W1, C-W3, C-W5)."""
+    """The declared relearning procedure as the trainer's RelearnSpec (C-W1, C-W3, C-W5).
+
+    ``attacks.relearning.params`` is checked like a component's: names against :data:`RELEARN_TRAINER_KEYS`,
+    values against the RelearnSpec field each sets."""
+    import typing
+
+    from remnant.assess.params import check_types
     from remnant.train.loop import LoraSpec
     from remnant.train.relearn import RelearnSpec
 
@@ -334,6 +401,10 @@ def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> Any:
             f"field 'attacks.relearning.params': unknown parameter(s) {unknown}; accepted: {', '.join(RELEARN_TRAINER_KEYS)}",
             requirement="C-W1",
         )
+    try:
+        check_types(typing.get_type_hints(RelearnSpec), params)
+    except ConfigError as exc:
+        raise ConfigError(f"field 'attacks.relearning.params': {exc}", requirement="C-W1") from None
     params.pop("max_new_tokens", None)
     lora = None
     rank = params.pop("lora_rank", None)
@@ -341,18 +412,23 @@ def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> Any:
     if rank is not None:
         lora = LoraSpec(rank=int(rank), alpha=float(alpha) if alpha is not None else 2.0 * int(rank))
     trainable = params.pop("trainable", None)
-    return RelearnSpec(
-        budgets=tuple(rel.budgets),
-        lr=rel.lr,
-        epochs=rel.max_epochs,
-        checkpoint_epochs=tuple(rel.first_epoch_checkpoints),
-        batch_size=rel.batch_size,
-        tau=cfg.tau,
-        seed=derive_seed(cfg.seeds.master, "relearning"),
-        lora=lora,
-        trainable=tuple(trainable) if trainable is not None else None,
-        **params,
-    )
+    try:
+        spec = RelearnSpec(
+            budgets=tuple(rel.budgets),
+            lr=rel.lr,
+            epochs=rel.max_epochs,
+            checkpoint_epochs=tuple(rel.first_epoch_checkpoints),
+            batch_size=rel.batch_size,
+            tau=cfg.tau,
+            seed=derive_seed(cfg.seeds.master, "relearning"),
+            lora=lora,
+            trainable=tuple(trainable) if trainable is not None else None,
+            **params,
+        )
+        spec.train_config(False, "check")  # the loop's own checks (schedule, sizes) before any training
+    except (ConfigError, ValueError) as exc:
+        raise ConfigError(f"field 'attacks.relearning.params': {exc}", requirement="C-W1") from None
+    return spec
 
 
 def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location: Path) -> Inputs:
@@ -377,6 +453,7 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
     retain = _probe_items(cfg, pack, "retain") if "retain" in pack.manifest.splits else []
     general = probes_from_pack(pack, "general") if pack.manifest.splits.get("general") else []
     attacks, tokens, batch = attack_components(cfg, probes)
+    check_removal_method(cfg)  # a bad method parameter must not cost the installation first (R1c, R23)
     rel = cfg.attacks.relearning
     if rel is not None and rel.enabled:
         relearn_spec(cfg, rel)  # validate early (exit 2 before training)

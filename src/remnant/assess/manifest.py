@@ -9,9 +9,12 @@ relearning curves at every checkpoint (C-W5), and the precision reductions with 
 The manifest names the target pack by id, seed and digest; it never copies entity names, attribute values or item
 text, so it can travel with a statement without leaking the fixture (R18).
 
-Its bytes are a deterministic function of the run's inputs and results (no wall-clock timestamp inside), so a
-resumed run writes the same file and its statement cites the same ``manifest_ref`` (``"sha256:<hex>"`` of the
-file exactly as written: ``sha256sum manifest.json`` checks it). Torch-free: identities come in as
+Its bytes are a deterministic function of the run's inputs, results and records (no wall-clock timestamp of its
+own), and the statement cites it as ``manifest_ref`` (``"sha256:<hex>"`` of the file exactly as written:
+``sha256sum manifest.json`` checks it). It pins ``records.jsonl`` by its chain head (:class:`RecordsChain`,
+:mod:`remnant.records`), so the per-cell table it records can be checked against the records it was rebuilt from
+(R23): ``remnant recompute`` refuses records whose head differs. The records carry event timestamps and a resumed
+run's resume events, so two runs of one config differ in that block (and so in ``manifest_ref``) and nowhere else. Torch-free: identities come in as
 :class:`remnant.models.identity.ModelIdentity` values, which that module builds without importing torch here.
 """
 
@@ -33,6 +36,7 @@ from remnant.atomic import write_atomic
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 from remnant.models.identity import ModelIdentity
+from remnant.records import RECORDS_FILE, ChainState
 from remnant.registry import ComponentSpec
 from remnant.report.curves import RelearningCurve
 from remnant.statement.absent import Absent
@@ -177,6 +181,34 @@ class Results(_Model):
     curves: list[RelearningCurve] = Field(description="Relearning curves, every checkpoint, both models.")
 
 
+class RecordsChain(_Model):
+    """``records.jsonl`` as the manifest was built from it: its chain head pins every line (R23)."""
+
+    file: str = Field(default=RECORDS_FILE, description="The records file, by path in the run folder.")
+    lines: int = Field(ge=0, description="Lines the file held.")
+    head: str | None = Field(
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="sha256 of the last line's bytes, newline included (the chain head); null if empty.",
+    )
+    chained: bool = Field(
+        description="Whether every line carries its predecessor's digest, so the head pins the whole file."
+    )
+    unchained_lines: int = Field(
+        ge=0,
+        description="Leading lines written before remnant chained its records (an edit there would not show).",
+    )
+
+    @classmethod
+    def of(cls, chain: ChainState) -> RecordsChain:
+        """The record of a chain :meth:`remnant.records.RecordStore.read_chain` verified."""
+        return cls(
+            lines=chain.lines,
+            head=f"sha256:{chain.head}" if chain.head is not None else None,
+            chained=chain.chained,
+            unchained_lines=chain.unchained,
+        )
+
+
 class Reproduction(_Model):
     """What to run to repeat the assessment (R24)."""
 
@@ -207,6 +239,11 @@ class RunManifest(_Model):
     pre_registration: PreregRecord = Field(description="Every pre-registered value (R14, R23).")
     deviations: list[Deviation] = Field(description="Every deviation (R15, R23); [] if none.")
     results: Results = Field(description="The full per-cell results table (R23).")
+    records: RecordsChain | None = Field(
+        default=None,
+        description="records.jsonl's chain head and line count (R23); null when built without a run's records "
+        "(and in manifests written before records were chained).",
+    )
     environment: Environment = Field(description="Where it ran (R24).")
     precision: Precision = Field(description="Precision reductions and margin warnings (R25).")
     reproduction: Reproduction = Field(description="How to repeat it (R24).")
@@ -409,11 +446,13 @@ def build_manifest(
     reductions: Sequence[PrecisionReduction] = (),
     commands: Sequence[str] = (),
     artifacts: Mapping[str, str] | None = None,
+    records: RecordsChain | None = None,
 ) -> RunManifest:
     """Assemble the manifest (R23-R25) from the verdict facts and what the run recorded.
 
     The cells are :func:`remnant.statement.build.cells_from_facts` plus ``extra_cells`` — the same list
     ``build_statement`` puts in the statement — so the manifest is built first and the statement then cites it.
+    ``records`` pins the records file the results were rebuilt from (:meth:`RecordsChain.of`).
     """
     from remnant.statement.build import facts_dict
 
@@ -439,6 +478,7 @@ def build_manifest(
             "pre_registration": prereg,
             "deviations": list(deviations),
             "results": Results(facts=raw, cells=cells, curves=list(curves)),
+            "records": records,
             "environment": environment,
             "precision": Precision(
                 reductions=list(reductions),

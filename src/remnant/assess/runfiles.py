@@ -5,7 +5,7 @@
     prereg.json          frozen pre-registration (R14; `remnant preregister`)
     deviations.jsonl     recorded deviations (R15)
     config.toml          the config the run was started from, byte for byte
-    records.jsonl        observations, cell records and events (append-only; remnant.records)
+    records.jsonl        observations, cell records and events (append-only, hash-chained; remnant.records)
     pack/                the pack, when minted by the run (R18: kept private with the run)
     states/<name>-<key>/ trained model states (safetensors + identity.json), keyed by their inputs
     manifest.json, statement.json, statement.dsse.json, report.html, report-customer.html
@@ -69,7 +69,8 @@ def read_context(records: Iterable[Any]) -> dict[str, dict[str, Any]]:
 
 def cell_records(records: Iterable[Any]) -> list[CellRecord]:
     """Cell records in file order, one per (cell key, metric, checkpoint): a cell re-run after a torn write
-    appends again, and the first complete copy is the one that counts."""
+    appends again, and the first complete copy is the one that counts. So a forged copy inserted before the real
+    one would count; the records chain refuses it (R23, ``remnant.records``)."""
     seen: set[tuple[str, str, str, str, str]] = set()
     out: list[CellRecord] = []
     for record in records:

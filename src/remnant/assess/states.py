@@ -6,8 +6,9 @@ everything that determines them (the parent state's weights digest, the pack dig
 ``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them instead of
 training again. A folder is complete once its ``state.json`` exists (written last, atomically).
 
-Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders and
-pickled weights are bad input (exit 2), reported before any work is spent.
+Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders,
+pickled weights, custom code and files resolving outside the folder are bad input (exit 2, R2), reported before
+any work is spent. A config's ``folder`` is always a folder (a ``Path``), never read as a hub id.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
 from remnant.models.identity import ModelIdentity
-from remnant.models.load import PICKLE_SUFFIXES
 from remnant.statement.canonical import canonical_json
 
 STATE_FILE = "state.json"
@@ -73,22 +73,15 @@ def recipe_key(**inputs: Any) -> str:
 
 
 def check_model_folder(folder: Path, field_name: str) -> None:
-    """A model folder exists and holds safetensors weights; pickled weights are refused (ModelError, exit 2)."""
-    if not folder.exists():
-        raise ModelError(f"{field_name}: model folder {folder} does not exist")
-    if folder.is_file():
-        if folder.suffix != ".gguf":
-            raise ModelError(f"{field_name}: {folder} is neither a safetensors folder nor a .gguf file")
-        return
-    if any(folder.glob("*.safetensors")):
-        return
-    pickles = sorted(p for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if pickles:
-        raise ModelError(
-            f"{field_name}: {pickles[0]}: pickled weights are refused (loading them can run code); "
-            "convert the model to safetensors"
-        )
-    raise ModelError(f"{field_name}: {folder}: no *.safetensors weights found")
+    """Every file a load of ``folder`` would read is checked before anything trains (ModelError, exit 2): the
+    folder exists; its weights, config and tokenizer files resolve inside it; no pickled weights, no custom code
+    (:func:`remnant.models.files.model_files`, R2)."""
+    from remnant.models.files import model_files
+
+    try:
+        model_files(folder)
+    except ModelError as exc:
+        raise ModelError(f"{field_name}: {exc}", requirement=exc.requirement) from None
 
 
 def preflight(cfg: AssessmentConfig) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from remnant.attacks.base import Attack, AttackContext, ItemOutcome, no_attack
 from remnant.score.probe import Probe, target_format
-from remnant.score.rates import Rate
+from remnant.score.rates import Rate, count_items
 
 POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
 
@@ -115,16 +115,10 @@ class AttackResult:
 def cell(state: str, outcomes: Sequence[ItemOutcome], probes: Sequence[Probe], seconds: float) -> StateResult:
     """Rates for one state from its outcomes (see module docstring for what k counts)."""
     chance = sum(p.chance_rate for p in probes) / len(probes) if probes else 0.0
-    analytic = [o for o in outcomes if o.is_analytic]
-    expected: float | None = None
-    if analytic:
-        expected = float(sum(float(o.kappa) for o in outcomes))
-        kappa = Rate.of(min(len(outcomes), round(expected)), len(outcomes), chance=chance)
-    else:
-        kappa = Rate.count((bool(o.kappa) for o in outcomes), chance=chance)
-    judged = [o.willing for o in outcomes if o.willing is not None]
-    willing = Rate.count(judged) if judged else None
-    return StateResult(state, kappa, willing, tuple(outcomes), seconds, expected)
+    counts = count_items([o.kappa for o in outcomes], [o.willing for o in outcomes])
+    kappa = Rate.of(counts.k, counts.n, chance=chance)
+    willing = Rate.of(counts.willing_k, counts.willing_n) if counts.willing_n else None
+    return StateResult(state, kappa, willing, tuple(outcomes), seconds, counts.expected_k)
 
 
 def _pair(state: Any) -> tuple[Any, Any]:

@@ -10,7 +10,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from remnant.config.attacks import Attacks
 from remnant.config.claim import Claim, Target
 from remnant.config.classd import ClassD
-from remnant.config.fields import ConfigModel, RuleViolation, Text
+from remnant.config.fields import MAX_N, MIN_THRESHOLD, ConfigModel, RuleViolation, Text
 from remnant.config.measure import Probe, Utility
 from remnant.config.models import Models
 from remnant.config.seeds import Seeds, derive_seed
@@ -50,11 +50,13 @@ class AssessmentConfig(ConfigModel):
     models: Models = Field(description="Control, pre-removal and post-removal models (R3).")
     gating_metric: Literal["kappa", "w"] = Field(description="The metric g that gates the verdict (R7).")
     gating_justification: Text = Field(description="Why g is the right gating metric (R7).")
-    tau: float = Field(gt=0, le=1, description="Threshold τ at or above which the target is present (R14).")
+    tau: float = Field(
+        ge=MIN_THRESHOLD, le=1, description="Threshold τ at or above which the target is present (R14)."
+    )
     utility: Utility = Field(description="Utility metric and floor (R9).")
     probe: Probe = Field(default_factory=Probe, description="Scored probe sets (R14, R16).")
     attacks: Attacks = Field(description="Attack battery and budgets (R14, C-Q1, C-W1).")
-    min_n: int = Field(ge=1, description="Minimum evaluation-set size per cell (R21).")
+    min_n: int = Field(ge=1, le=MAX_N, description="Minimum evaluation-set size per cell (R21).")
     evidence_rule: Literal["point", "bounds"] = Field(
         default="point", description="How hidden is read: point rates or interval bounds (V1)."
     )

@@ -7,7 +7,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from remnant.config.fields import ConfigModel, Params, RuleViolation, Text
+from remnant.config.fields import (
+    MAX_BATCH,
+    MAX_EPOCHS,
+    MAX_LIST,
+    MAX_LR,
+    MAX_N,
+    ConfigModel,
+    Params,
+    RuleViolation,
+    Text,
+)
 
 #: Inference-time attacks C-Q1 requires on both tracks, wherever each is defined for the response format.
 REQUIRED_INFERENCE_ATTACKS: tuple[str, ...] = ("prefill", "many_shot", "repeated_sampling")
@@ -26,16 +36,23 @@ class Relearning(ConfigModel):
 
     enabled: bool = Field(default=True, description="Whether relearning runs; required on W-track (C1).")
     reason: Text | None = Field(default=None, description="Why relearning does not run (C-Q2).")
-    budgets: list[Annotated[int, Field(ge=1)]] = Field(
-        min_length=1, description="Relearning set sizes (C-W1, C-W2)."
+    budgets: list[Annotated[int, Field(ge=1, le=MAX_N)]] = Field(
+        min_length=1, max_length=MAX_LIST, description="Relearning set sizes (C-W1, C-W2)."
     )
-    lr: float = Field(gt=0, description="Relearning learning rate (C-W1).")
-    max_epochs: int = Field(ge=1, description="Epoch ceiling; g is scored after every epoch (C-W1, C-W3).")
+    lr: float = Field(gt=0, le=MAX_LR, description="Relearning learning rate (C-W1).")
+    max_epochs: int = Field(
+        ge=1, le=MAX_EPOCHS, description="Epoch ceiling; g is scored after every epoch (C-W1, C-W3)."
+    )
     batch_size: int = Field(
-        default=4, ge=1, description="Examples per optimiser step, identical on both models (C-W5)."
+        default=4,
+        ge=1,
+        le=MAX_BATCH,
+        description="Examples per optimiser step, identical on both models (C-W5).",
     )
     first_epoch_checkpoints: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
-        min_length=1, description="Fractions of the first epoch at which g is also scored (C-W3)."
+        min_length=1,
+        max_length=MAX_LIST,
+        description="Fractions of the first epoch at which g is also scored (C-W3).",
     )
     split: Literal["item-disjoint", "example-disjoint"] = Field(
         default="item-disjoint", description="How the relearning set is kept disjoint from P (C-W6)."

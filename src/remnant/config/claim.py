@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from remnant.config.fields import MAX_SEED, ConfigModel, RuleViolation, Text, require_one_of
+from remnant.packs.classd import MAX_ENTITIES, MAX_REPETITIONS
 
 
 class Claim(ConfigModel):
@@ -23,12 +24,27 @@ class MintSpec(ConfigModel):
     """A pack to mint per assessment (R18: minted per assessment and held privately)."""
 
     pack_class: Literal["C", "D"] = Field(alias="class", description="Class of the minted pack (R2).")
-    entities: int = Field(ge=1, description="Installed canary entities (D) or fictional items (C) (R2, D3).")
-    controls: int = Field(default=100, ge=0, description="Never-installed control entities (D4).")
-    repetitions: int = Field(default=3, ge=1, description="Repetitions in the installation set (D5).")
+    entities: int = Field(
+        ge=1, le=MAX_ENTITIES, description="Installed canary entities (D) or fictional items (C) (R2, D3)."
+    )
+    controls: int = Field(
+        default=100, ge=0, le=MAX_ENTITIES, description="Never-installed control entities (D4)."
+    )
+    repetitions: int = Field(
+        default=3, ge=1, le=MAX_REPETITIONS, description="Repetitions in the installation set (D5)."
+    )
     seed: int | None = Field(
         default=None, ge=0, le=MAX_SEED, description="Mint seed; derived from seeds.master if absent (R23)."
     )
+
+    @model_validator(mode="after")
+    def _mintable(self) -> MintSpec:
+        # mint_class_d's own floor, so a config frozen by preregister can be minted by assess (D4)
+        if self.pack_class == "D" and self.entities < 4:
+            raise RuleViolation("target.mint.entities", f"is {self.entities}; class D mints at least 4", "D4")
+        if self.pack_class == "D" and self.controls < 1:
+            raise RuleViolation("target.mint.controls", "is 0; class D mints at least 1 control entity", "D4")
+        return self
 
 
 class Target(ConfigModel):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from remnant.config.fields import ConfigModel, Text
+from remnant.config.fields import MAX_LIST, MAX_N, MAX_TOKENS, MIN_THRESHOLD, ConfigModel, Text
 
 
 class ClassDBattery(ConfigModel):
@@ -30,18 +32,25 @@ class ClassDBattery(ConfigModel):
     relearning: bool = Field(
         default=True, description="W-track: relearn on R and score the battery at every checkpoint (D-5.3)."
     )
-    relearning_budgets: list[int] | None = Field(
-        default=None, description="Subset of attacks.relearning.budgets the battery relearns at (D-5.3)."
+    relearning_budgets: list[Annotated[int, Field(ge=1, le=MAX_N)]] | None = Field(
+        default=None,
+        max_length=MAX_LIST,
+        description="Subset of attacks.relearning.budgets the battery relearns at (D-5.3).",
     )
     max_new_tokens: int | None = Field(
-        default=None, ge=1, description="Generation length of the battery's direct queries (D-2.2)."
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description="Generation length of the battery's direct queries (D-2.2).",
     )
 
 
 class ClassD(ConfigModel):
     """The Class D insignificance bar, declared before the run (D-5.1, D-5.2)."""
 
-    insignificance_threshold: float = Field(gt=0, lt=1, description="Upper-bound bar for each rate (D-5.1).")
+    insignificance_threshold: float = Field(
+        ge=MIN_THRESHOLD, lt=1, description="Upper-bound bar for each rate (D-5.1)."
+    )
     justification: Text = Field(description="Why this threshold is insignificant (D-5.2).")
     battery: ClassDBattery | None = Field(
         default=None, description="Run the singling-out, linkability and inference battery (D-5.1)."

@@ -1,8 +1,13 @@
 """Shared field types, the strict base model and the cross-field error every config section uses (R23, R14).
 
-Every config table is a :class:`ConfigModel`: extra keys are refused and a quoted number in the TOML is a
-mistake to report, not a value to coerce. A cross-field rule raises :class:`RuleViolation`, which carries the
-dotted field and the requirement id into the :class:`~remnant.errors.ConfigError` the loader raises.
+Every config table is a :class:`ConfigModel`: extra keys are refused, a quoted number in the TOML is a mistake to
+report, not a value to coerce, and NaN or infinity (TOML allows ``nan`` and ``inf``) is refused in every float
+field. A cross-field rule raises :class:`RuleViolation`, which carries the dotted field and the requirement id
+into the :class:`~remnant.errors.ConfigError` the loader raises.
+
+The ``MAX_*`` bounds below hold every count, size and rate a config declares to a range a run can honour: past
+them a value is a typo or an attempt on the run's time (10**15 entities, 10**12 shots), never a plan, and it is
+refused when the config is read, before anything is minted, estimated or frozen (R14).
 """
 
 from __future__ import annotations
@@ -18,6 +23,23 @@ Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 
 #: Largest master seed: seeds travel through canonical JSON, which holds integers up to 2**53 (RFC 8785, I-JSON).
 MAX_SEED = 2**53 - 1
+#: Largest magnitude of any integer anywhere in a config that is not a seed, free-form parameters included.
+MAX_INT = 10**9
+#: Largest evaluation-set size (``min_n``, ``probe.max_n``) and relearning budget (R21, C-W1).
+MAX_N = 10**6
+#: Largest epoch ceiling of a training stage (installation, relearning; R2, C-W1).
+MAX_EPOCHS = 1_000
+#: Largest number of examples per optimiser step.
+MAX_BATCH = 4_096
+#: Largest learning rate: fine-tuning a language model above 1 only diverges.
+MAX_LR = 1.0
+#: Largest generation length, in tokens.
+MAX_TOKENS = 8_192
+#: Most entries in a list of budgets or checkpoints: each one is a training run or a scoring pass.
+MAX_LIST = 64
+#: Smallest τ or Class D bar: R21's bound at zero recoveries then needs about 38,000 items, already past any
+#: pack remnant mints; a smaller one (1e-300) asks for more items than can exist, and no plan can size it.
+MIN_THRESHOLD = 1e-4
 
 
 class RuleViolation(ValueError):
@@ -29,8 +51,10 @@ class RuleViolation(ValueError):
 
 
 class ConfigModel(BaseModel):
-    # strict: a quoted number in the TOML is a mistake to report, not a value to coerce.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    # strict: a quoted number in the TOML is a mistake to report, not a value to coerce; nan and inf never a rate.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
 
 def require_one_of(model: BaseModel, where: str, first: str, second: str, rule: str) -> None:

@@ -2,6 +2,9 @@
 
 The rule a message cites is the one a validator names, else the one at the end of the deepest field
 description along the error's location (docs/config.md). ``trust_remote_code`` is refused anywhere (issue 3).
+Before the models see the values, every number is checked where it sits, free-form parameter tables included
+(:mod:`remnant.config.numbers`). A file that cannot be read as TOML is refused under R14: it is what
+pre-registration would freeze.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from remnant.config.assessment import AssessmentConfig
 from remnant.config.attacks import Attack, Attacks
 from remnant.config.fields import RuleViolation
+from remnant.config.numbers import number_problem
 from remnant.errors import ConfigError
 from remnant.jsonio import read_toml
 
@@ -62,7 +66,8 @@ def _describe(error: Any) -> tuple[str, str | None]:
     if isinstance(ctx_error, RuleViolation):
         return str(ctx_error), ctx_error.rule
     loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    field, rule = _dotted(loc) or "(top level)", _field_rule(loc)
+    # a key no field describes (an unknown top-level key) is still part of what pre-registration freezes
+    field, rule = _dotted(loc) or "(top level)", _field_rule(loc) or "R14"
     kind = error["type"]
     if kind == "missing":
         problem = "missing"
@@ -108,6 +113,13 @@ def parse_config(
         raise ConfigError(
             f"{source}: 'trust_remote_code' at '{remote}' is refused: remnant never runs code shipped with a model"
         )
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: a config is a TOML table of fields", requirement="R14")
+    bad = number_problem(raw)
+    if bad is not None:
+        loc, problem = bad
+        cited = _field_rule(loc) or "R14"
+        raise ConfigError(f"{source}: field '{_dotted(loc)}' {problem} ({cited})", requirement=cited)
     try:
         cfg = AssessmentConfig.model_validate(raw)
     except ValidationError as exc:
@@ -126,5 +138,5 @@ def parse_config(
 def load_config(path: str | Path) -> AssessmentConfig:
     """Read and validate an assessment config TOML file; ConfigError names file, field and requirement."""
     file = Path(path)
-    raw = read_toml(file)
+    raw = read_toml(file, requirement="R14")
     return parse_config(raw, source=str(file), base_dir=file.resolve().parent)

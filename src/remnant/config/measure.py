@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from remnant.config.fields import ConfigModel, Name, Params, RuleViolation, Text, Unit
+from remnant.config.fields import MAX_N, ConfigModel, Name, Params, RuleViolation, Text, Unit
 from remnant.packs.schema import SPLIT_NAMES
 
 #: Splits that install, remove or relearn the target: never scored as P (R16, C-W6).
@@ -45,7 +45,7 @@ class Probe(ConfigModel):
         default_factory=lambda: ["probe"], min_length=1, description="Scored splits (R16)."
     )
     max_n: int | None = Field(
-        default=None, ge=1, description="Cap on items scored per split, pack order (R14)."
+        default=None, ge=1, le=MAX_N, description="Cap on items scored per split, pack order (R14)."
     )
     attributes: list[str] | None = Field(
         default=None,

@@ -7,7 +7,19 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from remnant.config.fields import ConfigModel, Name, Params, RuleViolation, Text, Unit, require_one_of
+from remnant.config.fields import (
+    MAX_BATCH,
+    MAX_EPOCHS,
+    MAX_LIST,
+    MAX_LR,
+    ConfigModel,
+    Name,
+    Params,
+    RuleViolation,
+    Text,
+    Unit,
+    require_one_of,
+)
 
 
 class ControlModel(ConfigModel):
@@ -25,12 +37,15 @@ class ControlModel(ConfigModel):
 class InstallBudget(ConfigModel):
     """Training budget that installs the target into the control to make θ (R2: installation)."""
 
-    max_epochs: int = Field(ge=1, description="Epoch ceiling of the installation run (R2, R23).")
-    lr: float = Field(gt=0, description="Learning rate of the installation run (R2, R23).")
+    max_epochs: int = Field(
+        ge=1, le=MAX_EPOCHS, description="Epoch ceiling of the installation run (R2, R23)."
+    )
+    lr: float = Field(gt=0, le=MAX_LR, description="Learning rate of the installation run (R2, R23).")
     target_kappa: Unit = Field(description="Stop once κ on the install split reaches this (R2).")
-    batch_size: int = Field(default=8, ge=1, description="Examples per optimiser step (R23).")
+    batch_size: int = Field(default=8, ge=1, le=MAX_BATCH, description="Examples per optimiser step (R23).")
     trainable: list[Text] | None = Field(
         default=None,
+        max_length=MAX_LIST,
         description="Regexes of the parameter names that train (all: omitted); e.g. the upper decoder layers (R23).",
     )
 

@@ -5,6 +5,11 @@ layer and the position. C-H7(c): a measurement whose results include both contro
 content control) has their figures listed beside it; any measurement without them is named in a statement that
 the controls were not run and that its figures therefore cannot be interpreted as being about the target. The
 block is always ``adjudicating: false``. No naive topic probe exists here to be reported (C-H8).
+
+A UDS figure also says, beside the value, how its last layer was read — as the UDS reference code reads it
+(``uds_compat``: the source's post-final-norm state patched into the last block's pre-norm output) or from the
+block output itself, which the reference does not do (algorithms.md §1.7) — and how many examples the mean
+excludes (no knowledge-encoding layer; entity span not found), as the reference excludes them.
 """
 
 from __future__ import annotations
@@ -40,12 +45,46 @@ def _short(digest: str | None) -> str:
     return digest[:12] if digest else "absent"
 
 
+LAST_LAYER_COMPAT = (
+    "{last} read as the UDS reference code reads it (uds_compat on: the source's post-final-norm state patched "
+    "into the block's pre-norm output, so the final norm is applied twice there)"
+)
+LAST_LAYER_HOOK = (
+    "{last} read from its block output, before the final norm (uds_compat off: not as the UDS reference code, "
+    "which patches the post-final-norm state there, so this layer's Δ can differ from the reference's)"
+)
+LAST_LAYER_LENS = "{last} read before the final norm, as the reference's logit-lens baseline reads it"
+LAST_LAYER_ABSENT = "{last} not patched (uds_compat has no effect on these layers)"
+
+
+def last_layer_text(r: UDSResult) -> str:
+    """How a UDS result read the model's last block, in words a reader sees beside the figure (§1.7)."""
+    last = r.n_blocks - 1 if r.n_blocks else None
+    name = f"last block ({last})" if last is not None else "last block"
+    if r.measurement == "logit_lens_uds":
+        return LAST_LAYER_LENS.format(last=name)
+    if last is not None and last not in r.layers:
+        return LAST_LAYER_ABSENT.format(last=name)
+    return (LAST_LAYER_COMPAT if r.uds_compat else LAST_LAYER_HOOK).format(last=name)
+
+
+def _excluded_text(r: UDSResult) -> str:
+    if r.measurement == "uds_no_retain":
+        return f"scored {r.n_scored}/{r.n_examples}; excluded: {r.n_span_not_found} with no entity span"
+    return (
+        f"scored {r.n_scored}/{r.n_examples}; excluded from the mean as the reference excludes them: "
+        f"{r.n_no_ke} with no KE layer (Δ1 ≤ tau at every layer), {r.n_span_not_found} with no entity span"
+    )
+
+
 def _uds_figure(state: str, r: UDSResult) -> LatentFigure | None:
     if r.score is None:
         return None
+    selection = f"KE layers at tau={r.tau}"
     if r.measurement == "uds_no_retain":
         reference = f"original model {_short(r.target_model)} (patched into; no retain model, [R] nats)"
         states = [state, "original"]
+        selection = "every layer (no KE selection)"
     else:
         reference = (
             f"full model {_short(r.target_model)} (patched into); retain model {_short(r.retain_model)}"
@@ -56,8 +95,8 @@ def _uds_figure(state: str, r: UDSResult) -> LatentFigure | None:
         value=r.score,
         reference=reference,
         states=states,
-        layer=f"blocks {r.layers[0]}-{r.layers[-1]}, KE layers at tau={r.tau}",
-        position=f"{r.position}; prompt format {r.prompt_format}; scored {r.n_scored}/{r.n_examples}",
+        layer=f"blocks {r.layers[0]}-{r.layers[-1]}, {selection}; {last_layer_text(r)}",
+        position=f"{r.position}; prompt format {r.prompt_format}; {_excluded_text(r)}",
     )
 
 
@@ -156,4 +195,4 @@ def latent_block(
     )
 
 
-__all__ = ["NOT_RUN", "StateResults", "latent_block"]
+__all__ = ["NOT_RUN", "StateResults", "last_layer_text", "latent_block"]

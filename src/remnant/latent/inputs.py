@@ -1,11 +1,15 @@
 """Entity-span examples for patching audits: prompt, reference and positions built as UDS builds them.
 
-algorithms.md §1.3 [V]: the prompt is ``"Question: {question}\\nAnswer: {prefix}"`` tokenised with special tokens
-(BOS where the tokenizer adds one); the reference is the answer with the prefix stripped, given a leading space
-when neither side has whitespace at the boundary, and tokenised *separately* without special tokens; the input is
-``prompt_ids + ref_ids`` (no re-tokenisation across the boundary). The entity span inside ``ref_ids`` comes from
-fast-tokenizer offsets (the entity, then its stripped form, then ``" " + entity``); it covers every token
-overlapping the entity's characters. With ``start = len(prompt_ids) - 1`` the scored and patched positions are
+algorithms.md §1.3 [V], as the reference code builds it (``compute_uds.py``): the prompt is
+``"Question: {question}\\nAnswer: {prefix}"`` — always with the space after ``Answer:``, so an empty prefix gives a
+prompt that ends in ``"Answer: "`` and the entity's first token carries no leading space — tokenised with special
+tokens (BOS where the tokenizer adds one). The reference is the answer with the prefix stripped (when the answer
+starts with it), given a leading space only when neither it nor the prompt has whitespace at the boundary, and
+tokenised *separately* without special tokens; the input is ``prompt_ids + ref_ids`` (no re-tokenisation across
+the boundary). The entity span inside ``ref_ids`` comes from fast-tokenizer offsets (the entity, then its stripped
+form, then ``" " + entity``); it covers every token overlapping the entity's characters (a slow tokenizer: the
+entity's ids, then those of ``" " + entity``, as a subsequence, the reference's fallback). An empty entity or
+reference has no span. With ``start = len(prompt_ids) - 1`` the scored and patched positions are
 ``[start + span_start, start + span_end)``: the last token before the entity and every entity token but the last.
 
 The ``chat`` format (our addition, recorded in every result) renders the question through the model's chat
@@ -75,11 +79,16 @@ class Encoded:
     style: PromptStyle
 
 
+def raw_prompt(question: str, prefix: str) -> str:
+    """The reference's prompt: ``"Question: {question}\\nAnswer: {prefix}"``, the space kept for an empty prefix."""
+    return f"Question: {question}\nAnswer: {prefix}"
+
+
 def _prompt(
     tokenizer: Any, ex: EntityExample, style: PromptStyle, system_prompt: str | None = None
 ) -> tuple[list[int], str]:
     if style == "raw":
-        text = f"Question: {ex.question}\nAnswer:" + (f" {ex.prefix}" if ex.prefix else "")
+        text = raw_prompt(ex.question, ex.prefix)
         return list(tokenizer(text, add_special_tokens=True)["input_ids"]), text
     fmt = PromptFormat("chat", system_prompt=system_prompt)
     ids = render_prompt_ids(tokenizer, ex.question, fmt, prefill=ex.prefix or None)
@@ -94,18 +103,51 @@ def reference_text(ex: EntityExample, prompt_text: str) -> str:
     return ref
 
 
+def _find(haystack: list[int], needle: list[int]) -> int | None:
+    if not needle or len(needle) > len(haystack):
+        return None
+    for i in range(len(haystack) - len(needle) + 1):
+        if haystack[i : i + len(needle)] == needle:
+            return i
+    return None
+
+
+def _slow_span(tokenizer: Any, ids: list[int], entity: str) -> tuple[int, int] | None:
+    """The reference's fallback without offsets: the entity's ids, then ``" " + entity``'s, as a subsequence."""
+    ent = list(tokenizer(entity, add_special_tokens=False)["input_ids"])
+    at = _find(ids, ent)
+    if at is None and not entity.startswith(" "):
+        ent = list(tokenizer(" " + entity, add_special_tokens=False)["input_ids"])
+        at = _find(ids, ent)
+    return None if at is None else (at, at + len(ent))
+
+
+def _char_start(reference: str, entity: str) -> tuple[int, str]:
+    """Where the entity's characters start (-1 if absent): the entity, its stripped form, then ``" " + entity``."""
+    candidate, at = entity, reference.find(entity)
+    stripped = entity.strip()
+    if at < 0 and stripped and stripped != entity:
+        candidate, at = stripped, reference.find(stripped)
+    if at < 0 and not entity.startswith(" "):
+        candidate = " " + entity
+        at = reference.find(candidate)
+    return at, candidate
+
+
 def _span(tokenizer: Any, reference: str, entity: str) -> tuple[list[int], tuple[int, int] | None]:
+    if not getattr(tokenizer, "is_fast", False):
+        ids = list(tokenizer(reference, add_special_tokens=False)["input_ids"]) if reference else []
+        return ids, (_slow_span(tokenizer, ids, entity) if ids and entity else None)
+    if not reference or not entity:
+        return [], None
     enc = tokenizer(reference, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(enc["input_ids"])
-    for candidate in (entity, entity.strip(), " " + entity):
-        at = reference.find(candidate) if candidate else -1
-        if at < 0:
-            continue
-        c0, c1 = at, at + len(candidate)
-        hit = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < c1 and b > c0]
-        if hit:
-            return ids, (min(hit), max(hit) + 1)
-    return ids, None
+    at, candidate = _char_start(reference, entity)
+    if at < 0 or not ids:
+        return ids, None
+    c0, c1 = at, at + len(candidate)
+    hit = [i for i, (a, b) in enumerate(enc["offset_mapping"]) if a < c1 and b > c0]
+    return ids, ((min(hit), max(hit) + 1) if hit else None)
 
 
 def encode_example(
@@ -166,5 +208,6 @@ __all__ = [
     "encode_example",
     "encode_examples",
     "examples_from_items",
+    "raw_prompt",
     "reference_text",
 ]

@@ -19,7 +19,7 @@ import torch
 
 from remnant.latent.cache import model_digest
 from remnant.latent.inputs import EncodedExample, EntityExample, encode_examples
-from remnant.latent.uds import POSITION, UDSConfig, UDSExampleResult, UDSResult, aggregate_example
+from remnant.latent.uds import POSITION, UDSConfig, UDSExampleResult, UDSResult, aggregate_example, n_blocks
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
 
@@ -81,6 +81,7 @@ def logit_lens_uds(
         tau=cfg.tau,
         prompt_format=encoded.style,
         uds_compat=False,
+        n_blocks=n_blocks(full),
         position=POSITION,
         target_model=model_digest(full),
         retain_model=model_digest(retain),

@@ -3,11 +3,13 @@
 Stage 1 patches the retain model's block outputs into the full model, layer by layer, on the entity span:
 ``Δ1_l = s_full − s^ret_l``; the knowledge-encoding (KE) layers are ``{l : Δ1_l > τ}`` (τ = 0.05). Stage 2 does
 the same with the audited source: ``Δ2_l = s_full − s^src_l``. Per example
-``UDS_i = Σ_{l∈KE} Δ1_l · clip(Δ2_l / Δ1_l, 0, 1) / Σ_{l∈KE} Δ1_l``; examples with no KE layer are excluded and
-counted (never scored 0); the model score is the mean over scored examples. 1 = erased to the retain model's
-level, 0 = intact. Stage 1 does not depend on the audited model, so it is cached by a digest of its inputs
-(both models' weight digests, the encoded examples, the layers, τ, the prompt format and the compat flag):
-auditing a new model costs only stage 2.
+``UDS_i = Σ_{l∈KE} Δ1_l · clip(Δ2_l / Δ1_l, 0, 1) / Σ_{l∈KE} Δ1_l``. As in the reference code, an example with
+no KE layer has no score (``UDS_i = None``): it is excluded from the mean, never scored 0, and counted
+(``n_no_ke``); so are examples whose entity span is not found (``n_span_not_found``). The model score is the mean
+over the scored examples (None when none is scored, where the reference prints 0.0). 1 = erased to the retain
+model's level, 0 = intact. Stage 1 does not depend on the audited model, so it is cached by a digest of its inputs
+(both models' weight digests, the encoded examples, the layers, the prompt format and the compat flag; τ is
+applied afterwards): auditing a new model costs only stage 2.
 
 Variant ``no_retain`` (seeds/000 Limitations; our reconstruction [R]): with no retain model, patch the unlearned
 model into the original and report the quantification alone — the mean over layers of ``max(Δ2_l, 0)`` in nats,
@@ -23,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.latent.inputs import Encoded, EncodedExample, EntityExample, PromptStyle, encode_examples
 
@@ -36,11 +39,15 @@ def layer_erasure_ratio(d1: float, d2: float) -> float:
 
 
 def aggregate_example(d1: Sequence[float], d2: Sequence[float], tau: float = TAU) -> float | None:
-    """Δ1-weighted mean LER over the KE layers; None when no layer has Δ1 > τ (excluded, §1.4)."""
+    """Δ1-weighted mean LER over the KE layers; None when no layer has Δ1 > τ (excluded, §1.4).
+
+    The reference's rule: ``uds = numer / denom if denom > 0 else None`` over the layers with Δ1 > τ; with τ ≥ 0
+    (UDSConfig refuses less) a non-empty KE set always has ``denom > 0``.
+    """
     ke = [i for i, v in enumerate(d1) if v > tau]
-    if not ke:
-        return None
     den = sum(d1[i] for i in ke)
+    if not ke or den <= 0.0:
+        return None
     return sum(d1[i] * layer_erasure_ratio(d1[i], d2[i]) for i in ke) / den
 
 
@@ -68,7 +75,9 @@ class UDSResult(BaseModel):
     score: float | None = Field(description="Mean UDS_i over scored examples (None when none scored).")
     n_examples: int = Field(description="Examples given.")
     n_scored: int = Field(description="Examples with at least one KE layer.")
-    n_no_ke: int = Field(description="Examples excluded because no layer had Δ1 > τ.")
+    n_no_ke: int = Field(
+        description="Examples excluded from the mean because no layer had Δ1 > τ (the reference's rule)."
+    )
     n_span_not_found: int = Field(description="Examples skipped: entity span not found (§1.3).")
     coverage: float = Field(description="n_scored / n_examples.")
     layers: list[int] = Field(description="Patched layers (0-based block indices).")
@@ -78,6 +87,9 @@ class UDSResult(BaseModel):
     )
     uds_compat: bool = Field(
         description="Reference last-layer behaviour (post-norm source state) reproduced."
+    )
+    n_blocks: int | None = Field(
+        default=None, description="Decoder blocks of the target model: whether the last one was patched."
     )
     position: str = Field(description="Patched and scored positions.")
     target_model: str = Field(description="Weights digest of the model patched into (full / original).")
@@ -108,11 +120,30 @@ class UDSConfig:
     #: chat format only: the system turn the states were trained with (None: the template's default turn)
     system_prompt: str | None = None
 
-    def resolve_layers(self, model: Any) -> list[int]:
-        from remnant.models.arch import resolve_parts
+    def __post_init__(self) -> None:
+        # τ < 0 would admit layers with Δ1 ≤ 0 into KE: a zero or negative LER denominator (the reference divides
+        # by it); the paper's sensitivity grid is τ ∈ [0, 0.1].
+        if not self.tau >= 0.0:
+            raise ConfigError(
+                f"uds: tau must be a number >= 0 (a KE layer has Δ1 > tau), not {self.tau}",
+                requirement="C-H7",
+            )
+        if self.prompt_format not in ("raw", "chat"):
+            raise ConfigError(
+                f"uds: prompt_format must be 'raw' (the reference's) or 'chat', not {self.prompt_format!r}",
+                requirement="C-H7",
+            )
 
-        n = len(resolve_parts(model).blocks)
+    def resolve_layers(self, model: Any) -> list[int]:
+        n = n_blocks(model)
         return list(self.layers) if self.layers is not None else list(range(n))
+
+
+def n_blocks(model: Any) -> int:
+    """The number of decoder blocks of ``model``."""
+    from remnant.models.arch import resolve_parts
+
+    return len(resolve_parts(model).blocks)
 
 
 @dataclass(frozen=True)
@@ -248,6 +279,7 @@ def score_source(
         tau=cfg.tau,
         prompt_format=s1.encoded.style,
         uds_compat=cfg.uds_compat,
+        n_blocks=n_blocks(full),
         position=POSITION,
         target_model=s1.full_digest,
         retain_model=s1.retain_digest,
@@ -306,6 +338,7 @@ def uds_no_retain(
         tau=cfg.tau,
         prompt_format=encoded.style,
         uds_compat=cfg.uds_compat,
+        n_blocks=n_blocks(original),
         position=POSITION,
         target_model=model_digest(original),
         retain_model=None,
@@ -326,6 +359,7 @@ __all__ = [
     "UDSResult",
     "aggregate_example",
     "layer_erasure_ratio",
+    "n_blocks",
     "score_source",
     "stage1",
     "uds",

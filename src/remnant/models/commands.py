@@ -1,4 +1,4 @@
-"""`remnant models fetch NAME` and `remnant models list`."""
+"""`remnant models fetch NAME`, `remnant models list` and `remnant models identify PATH`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,17 @@ def _fetch(args: argparse.Namespace) -> int:
     from remnant.models import zoo
 
     print(zoo.fetch(args.name))
+    return 0
+
+
+def _identify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from remnant.models.load import load_model
+    from remnant.statement.canonical import canonical_json
+
+    state = load_model(Path(args.path), dtype=args.dtype, device=args.device)
+    print(canonical_json(state.identity.model_dump(mode="json")).decode("utf-8"))
     return 0
 
 
@@ -40,3 +51,11 @@ def add_commands(subparsers: Any) -> None:
     fetch.set_defaults(handler=_fetch)
     lst = sub.add_parser("list", help="show cached zoo models with sizes and weight hashes")
     lst.set_defaults(handler=_list)
+    ident = sub.add_parser(
+        "identify",
+        help="load a model folder or .gguf file as an assessment would and print its identity JSON (R2, R23)",
+    )
+    ident.add_argument("path", help="a model folder (safetensors) or a .gguf file; never a hub id")
+    ident.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"))
+    ident.add_argument("--device", default="cpu")
+    ident.set_defaults(handler=_identify)

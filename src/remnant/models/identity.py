@@ -1,4 +1,10 @@
-"""Identity of a model state: content hashes that go into manifests and statements (R2, R21)."""
+"""Identity of a model state: content hashes of exactly the files it was loaded from (R2, R21, R23).
+
+The files are those :mod:`remnant.models.files` chose and checked, the only ones a load can read: the shard index
+and the shards it names (or ``model.safetensors``, or the ``.gguf`` file), ``config.json`` and
+``generation_config.json``, and the tokenizer files including ``chat_template.jinja``. A file beside them that the
+load does not read is not hashed, and one that is read is never left out.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "chat_template.jinja",
-    "vocab.json",
-    "merges.txt",
-    "tokenizer.model",
-)
-WEIGHT_SUFFIXES = (".safetensors", ".gguf")
+from remnant.models.files import ModelFiles, model_files
 
 
 class ModelIdentity(BaseModel):
@@ -25,10 +22,16 @@ class ModelIdentity(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    weights: dict[str, str] = Field(description="sha256 of each weights file, by file name")
-    tokenizer: dict[str, str] = Field(description="sha256 of each tokenizer file, by file name")
+    weights: dict[str, str] = Field(
+        description="sha256 of each weights file read (the shard index and every shard it names), by file name"
+    )
+    tokenizer: dict[str, str] = Field(description="sha256 of each tokenizer file read, by file name")
     chat_template: str | None = Field(
         description="sha256 of the chat template text, or None when there is none"
+    )
+    config: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of config.json and generation_config.json as read, by file name (empty: GGUF)",
     )
     architecture: str = Field(description="model class name, e.g. LlamaForCausalLM")
     parameter_count: int = Field(description="number of parameters")
@@ -67,28 +70,39 @@ def weights_digest_of(model: Any) -> str:
     return h.hexdigest()
 
 
-def identify(folder: Path | str, model: Any, tokenizer: Any = None) -> ModelIdentity:
-    """Build the identity of a model loaded from ``folder`` (a directory or a single .gguf file)."""
+def _template_digest(tokenizer: Any) -> str | None:
+    """sha256 of the chat template text; several named templates are hashed as their sorted JSON."""
+    import json
+
+    template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
+    if isinstance(template, str):
+        return sha256_text(template)
+    if isinstance(template, dict) and template:
+        return sha256_text(json.dumps(template, sort_keys=True, separators=(",", ":")))
+    return None
+
+
+def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> ModelIdentity:
+    """The identity of ``model`` loaded from exactly ``files`` (each hashed where it resolves)."""
     from remnant.models.dtype import dtype_name
 
-    folder = Path(folder)
-    if folder.is_file():
-        weight_files = [folder]
-        tok_dir = folder.parent
-    else:
-        weight_files = sorted(p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES)
-        tok_dir = folder
-    weights = {p.name: sha256_file(p) for p in weight_files}
-    tok = {n: sha256_file(tok_dir / n) for n in TOKENIZER_FILES if (tok_dir / n).is_file()}
-    template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
+    def hashes(names: tuple[str, ...]) -> dict[str, str]:
+        return {name: sha256_file(files.resolved[name]) for name in names}
+
     param = next(model.parameters())
     fields: dict[str, Any] = {
-        "weights": weights,
-        "tokenizer": tok,
-        "chat_template": sha256_text(template) if isinstance(template, str) else None,
+        "weights": hashes(files.weights),
+        "tokenizer": hashes(files.tokenizer),
+        "config": hashes(files.config),
+        "chat_template": _template_digest(tokenizer),
         "architecture": type(model).__name__,
         "parameter_count": sum(p.numel() for p in model.parameters()),
         "dtype": dtype_name(param.dtype),
         "device": str(param.device),
     }
     return ModelIdentity(**fields, digest=_digest(fields))
+
+
+def identify(folder: Path | str, model: Any, tokenizer: Any = None) -> ModelIdentity:
+    """The identity of a model loaded from ``folder`` (a directory or a single .gguf file), as a load reads it."""
+    return identify_files(model_files(Path(folder)), model, tokenizer)

@@ -1,12 +1,25 @@
-"""Load causal LMs safely: safetensors folders and GGUF files only; pickles and remote code refused.
+"""Load causal LMs safely: safetensors folders and GGUF files only; pickles and remote code refused (R2).
 
-Claimants' files are untrusted, so ``trust_remote_code`` is always False (there is no switch) and pickled
-checkpoints are refused with the file named.
+Claimants' files are untrusted, so ``trust_remote_code`` is always False (there is no switch), and a model's
+identity is what was loaded:
+
+- :mod:`remnant.models.files` chooses and checks the files (inside the folder, no custom code, no pickles), and
+  the load reads them from a staging folder holding only those files, so nothing else can be read;
+- a checkpoint missing any of the architecture's parameters, holding unexpected ones, or holding one of the wrong
+  shape is refused (transformers would initialise the missing ones at random: two loads, two models, one
+  identity); parameters tied to another (``lm_head.weight`` to the embeddings) are not missing;
+- a chat template that cannot be rendered (e.g. it trips the Jinja sandbox) is refused at load time;
+- a path that does not exist is "no such model folder", never a hub id; only a string that can be nothing but
+  a hub id (``org/name``) is fetched from the hub.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,9 +27,24 @@ from typing import Any
 from remnant.atomic import replace_dir
 from remnant.errors import ModelError
 from remnant.models.dtype import resolve_dtype
-from remnant.models.identity import ModelIdentity, identify
+from remnant.models.files import PICKLE_SUFFIXES, ModelFiles, model_files, staged
+from remnant.models.identity import ModelIdentity, identify_files
 
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+#: A hub id: ``org/name``, one slash, no leading ``.``, ``/`` or ``~``; a name ending like a file is not one.
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FILE_ENDINGS = (".gguf", ".safetensors", ".json", ".bin", ".pt", ".pth", ".ckpt", ".pkl")
+#: How many missing / unexpected / mismatched parameter names a refusal lists before "and N more".
+LISTED = 10
+
+__all__ = [
+    "PICKLE_SUFFIXES",
+    "ModelState",
+    "check_loading_info",
+    "is_hub_id",
+    "load_files",
+    "load_model",
+    "save_model",
+]
 
 
 @dataclass(frozen=True)
@@ -29,20 +57,21 @@ class ModelState:
     source: str
 
 
-def _check_folder(folder: Path) -> None:
-    if any(folder.glob("*.safetensors")):
-        return
-    pickles = sorted(p for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if pickles:
-        raise ModelError(
-            f"{pickles[0]}: pickled weights are refused (they can run code); convert to safetensors first"
-        )
-    raise ModelError(f"{folder}: no *.safetensors weights found")
+def is_hub_id(name: str) -> bool:
+    """``name`` can only mean a hub id: ``org/name`` (module docstring) and not an existing path."""
+    return (
+        HUB_ID.fullmatch(name) is not None
+        and ".." not in name
+        and not name.lower().endswith(_FILE_ENDINGS)
+        and not os.path.lexists(name)
+    )
 
 
 def _resolve_source(source: str | Path) -> Path:
+    """The path to load and whether it came from the hub. A ``Path`` (e.g. a config's ``folder``) is always a
+    path; a string is a path when it exists, else a zoo name, else a hub id, else a missing folder."""
     path = Path(source).expanduser()
-    if path.exists():
+    if isinstance(source, Path) or os.path.lexists(path):
         return path
     from remnant.models import zoo
 
@@ -50,12 +79,14 @@ def _resolve_source(source: str | Path) -> Path:
     if name in zoo.ZOO:
         cached = zoo.cached(name)
         return cached if cached is not None else zoo.fetch(name)
-    return _from_hub(name)
+    if is_hub_id(name):
+        return _from_hub(name)
+    raise ModelError(
+        f"{path}: no such model folder (nor a .gguf file, a zoo name or a hub id)", requirement="R2"
+    )
 
 
 def _from_hub(hub_id: str) -> Path:
-    if "/" not in hub_id:
-        raise ModelError(f"{hub_id!r} is not a folder, a .gguf file, a zoo name or a hub id")
     try:
         from huggingface_hub import snapshot_download
 
@@ -75,34 +106,92 @@ def _from_hub(hub_id: str) -> Path:
         ) from exc
 
 
-def load_model(source: str | Path, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
-    """Load a folder (safetensors), a .gguf file, a zoo name or a hub id, in eval mode (R2 identity)."""
+def _names(keys: Any) -> list[str]:
+    """Parameter names from a loading-info entry (mismatched entries are (name, shape, shape) tuples)."""
+    return sorted(str(k[0]) if isinstance(k, tuple) else str(k) for k in keys or ())
+
+
+def check_loading_info(info: dict[str, Any], folder: Path) -> None:
+    """Refuse a checkpoint that does not fill the architecture exactly (module docstring; R2)."""
+    problems = []
+    for key, what in (
+        ("missing_keys", "missing (they would be initialised at random)"),
+        ("unexpected_keys", "unexpected (not parameters of the architecture)"),
+        ("mismatched_keys", "of the wrong shape"),
+    ):
+        names = _names(info.get(key))
+        if names:
+            more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
+            problems.append(f"{len(names)} parameter(s) {what}: {', '.join(names[:LISTED])}{more}")
+    if problems:
+        raise ModelError(
+            f"{folder}: the checkpoint does not match its architecture: {'; '.join(problems)}",
+            requirement="R2",
+        )
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' load report names the staging folder and repeats what the refusal says: keep it quiet."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity()
+    hf_logging.set_verbosity(logging.ERROR)
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+
+
+def _read(files: ModelFiles, where: Path, torch_dtype: Any) -> tuple[Any, Any]:
+    """Tokenizer and model from the staging folder ``where`` (loading info checked)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    common: dict[str, Any] = {"trust_remote_code": False}
+    if files.gguf is not None:
+        common["gguf_file"] = files.gguf
+    tokenizer = AutoTokenizer.from_pretrained(where, **common)
+    only_safetensors = {} if files.gguf is not None else {"use_safetensors": True}
+    loaded: Any = AutoModelForCausalLM.from_pretrained(
+        where,
+        dtype=torch_dtype,
+        output_loading_info=True,
+        ignore_mismatched_sizes=True,
+        **common,
+        **only_safetensors,
+    )
+    model, info = loaded
+    check_loading_info(info, files.folder)
+    return tokenizer, model
+
+
+def load_files(files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
+    """Load exactly ``files`` (chosen and checked by :mod:`remnant.models.files`) in eval mode."""
+    from remnant.models.prompts import check_chat_template
+
     torch_dtype = resolve_dtype(dtype, device)
-    path = _resolve_source(source)
-    try:
-        if path.is_file():
-            if path.suffix != ".gguf":
-                raise ModelError(f"{path}: only .gguf files or safetensors folders can be loaded")
-            kwargs: dict[str, Any] = {"gguf_file": path.name, "trust_remote_code": False}
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(path.parent, dtype=torch_dtype, **kwargs)
-        else:
-            _check_folder(path)
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch_dtype, use_safetensors=True, trust_remote_code=False
-            )
-    except ModelError:
-        raise
-    except Exception as exc:
-        raise ModelError(f"{path}: cannot load model: {exc}") from exc
+    with staged(files) as where, _quiet_transformers():
+        try:
+            tokenizer, model = _read(files, where, torch_dtype)
+        except ModelError:
+            raise
+        except Exception as exc:  # one line naming the claimant's folder, not the staging folder
+            message = " ".join(str(exc).replace(str(where), str(files.directory)).split())
+            raise ModelError(f"{files.folder}: cannot load model: {message}", requirement="R2") from exc
+    check_chat_template(tokenizer, files.folder)
     model.to(device)
     model.eval()
-    return ModelState(
-        model=model, tokenizer=tokenizer, identity=identify(path, model, tokenizer), source=str(path)
-    )
+    identity = identify_files(files, model, tokenizer)
+    return ModelState(model=model, tokenizer=tokenizer, identity=identity, source=str(files.folder))
+
+
+def load_model(source: str | Path, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
+    """Load a folder (safetensors), a .gguf file, a zoo name or a hub id, in eval mode (R2 identity).
+
+    A ``Path`` is always a folder or file (never a hub id); see :func:`_resolve_source` for strings.
+    """
+    resolve_dtype(dtype, device)  # a bad dtype is refused before any file is read
+    return load_files(model_files(_resolve_source(source)), dtype=dtype, device=device)
 
 
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:

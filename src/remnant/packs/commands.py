@@ -1,4 +1,8 @@
-"""``remnant mint`` and ``remnant packs show|check`` (issue 3; D1-D5, R16, R17)."""
+"""``remnant mint`` and ``remnant packs show|check`` (D1-D5, R16, R17).
+
+Every pack these commands read goes through :func:`remnant.packs.schema.load_pack`, so a tampered or resealed
+pack is refused (exit 2) with the file, the split or item and the requirement named.
+"""
 
 from __future__ import annotations
 
@@ -22,9 +26,20 @@ def add_commands(sub: Any) -> None:
     mint.add_argument("--forget-fraction", type=float, default=0.5)
     mint.add_argument("--relearn-fraction", type=float, default=0.5)
     mint.add_argument(
+        "--general",
+        action="store_true",
+        help="Class C: add the shipped general-knowledge questions as the general split (for general_qa_kappa, "
+        "R10); Class D packs always carry them",
+    )
+    mint.add_argument(
         "--distinct-towns",
         action="store_true",
         help="Class D: one home town per person instead of 40 shared ones (for retain-only anchors)",
+    )
+    mint.add_argument(
+        "--perturbed",
+        action="store_true",
+        help="give probe-phrased facts a paraphrased answer and 5 perturbed ones (the truth ratio; docs/formats.md)",
     )
     mint.set_defaults(handler=_mint)
     packs = sub.add_parser("packs", help="inspect and check target packs")
@@ -39,13 +54,19 @@ def add_commands(sub: Any) -> None:
     check.add_argument("--threshold", type=float, default=0.0)
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=_check)
+    from remnant.formats.commands import add_pack_commands  # packs import|export (TOFU, MUSE)
+
+    add_pack_commands(psub)
 
 
 def _mint(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import out_folder
     from remnant.packs.classc import mint_class_c
     from remnant.packs.classd import ClassDSpec, mint_class_d
+    from remnant.packs.general import with_general
     from remnant.packs.schema import write_pack
 
+    out_folder(args.out, requirement="R2")
     start = time.perf_counter()
     if args.pack_class == "D":
         pack = mint_class_d(
@@ -57,6 +78,7 @@ def _mint(args: argparse.Namespace) -> int:
                 forget_fraction=args.forget_fraction,
                 relearn_fraction=args.relearn_fraction,
                 distinct_towns=args.distinct_towns,
+                truth_ratio_options=args.perturbed,
             )
         )
     else:
@@ -65,7 +87,10 @@ def _mint(args: argparse.Namespace) -> int:
             seed=args.seed,
             relearn_fraction=args.relearn_fraction,
             repetitions=args.repetitions,
+            truth_ratio_options=args.perturbed,
         )
+        if args.general:
+            pack = with_general(pack)
     write_pack(pack, args.out)
     print(
         f"minted {pack.manifest.id} ({len(pack.items)} items) in {time.perf_counter() - start:.2f}s "
@@ -76,6 +101,7 @@ def _mint(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from remnant.packs.schema import load_pack
@@ -83,28 +109,33 @@ def _show(args: argparse.Namespace) -> int:
     pack = load_pack(args.pack)
     m = pack.manifest
     con = Console()
-    con.print(f"[bold]{m.id}[/] class {m.pack_class}  schema {m.schema_version}  seed {m.seed}")
-    con.print(f"digest {m.digest}")
+    # every string below comes from the pack: escaped, so "[/x]" in a name is text, not (broken) rich markup
+    con.print(
+        f"[bold]{escape(m.id)}[/] class {m.pack_class}  schema {escape(m.schema_version)}  seed {m.seed}"
+    )
+    con.print(f"digest {escape(m.digest)}")
     if m.collision_filter:
         cf = m.collision_filter
         con.print(
-            f"collision filter (D2): {cf.name} {cf.version} ({cf.entries} entries, {cf.rejected} rejected)"
+            escape(
+                f"collision filter (D2): {cf.name} {cf.version} ({cf.entries} entries, {cf.rejected} rejected)"
+            )
         )
     table = Table("split", "items", "entities")
     for name, ids in m.splits.items():
         ents = {pack.item(i).entity_id for i in ids} - {None}
         table.add_row(name, str(len(ids)), str(len(ents)))
     con.print(table)
+    attributes = m.design.get("attributes")
     attrs = Table("attribute", "cardinality")
-    for a, d in m.design.get("attributes", {}).items():
-        attrs.add_row(a, str(d.get("cardinality")))
+    for a, d in (attributes if isinstance(attributes, dict) else {}).items():
+        attrs.add_row(escape(str(a)), escape(str(d.get("cardinality") if isinstance(d, dict) else d)))
     con.print(attrs)
-    con.print(f"repetitions in install set (D5): {m.design.get('repetitions')}")
+    con.print(escape(f"repetitions in install set (D5): {m.design.get('repetitions')}"))
     pop = m.design.get("population")
-    if pop:
-        con.print(
-            f"population baseline, occupation | employer sector (D-4.2): {pop['baseline_occupation_given_sector']:.3f}"
-        )
+    baseline = pop.get("baseline_occupation_given_sector") if isinstance(pop, dict) else None
+    if isinstance(baseline, int | float):
+        con.print(f"population baseline, occupation | employer sector (D-4.2): {baseline:.3f}")
     if m.chance_rate is not None:
         con.print(f"chance rate: {m.chance_rate}")
     return 0

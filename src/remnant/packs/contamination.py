@@ -4,6 +4,9 @@ Method: text is normalised (Unicode NFKC, case-folded, every non-alphanumeric ru
 an item is contaminated when any word n-gram (default n=8, or the whole question when shorter) of its question
 or of its question followed by its answer occurs in a corpus. The rate is contaminated items / |P|; the check
 fails when the rate exceeds the threshold (default 0: any overlap fails).
+
+A corpus that is missing, a folder or unreadable, ``n`` below 1 and a threshold outside [0, 1] are bad input
+(ConfigError naming the file or option, R17), never a traceback and never a silently skipped corpus.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from remnant.errors import ConfigError
+from remnant.jsonio import read_bytes
 from remnant.packs.schema import Pack
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -69,11 +74,18 @@ def check_contamination(
     pack: Pack, corpora: Iterable[str | Path], n: int = 8, threshold: float = 0.0
 ) -> ContaminationReport:
     """Test P (the probe split) against each corpus file for word n-gram overlap (R17)."""
+    if n < 1:
+        raise ConfigError(f"--n {n}: an n-gram has at least one word", requirement="R17")
+    if not 0.0 <= threshold <= 1.0:  # also refuses NaN
+        raise ConfigError(
+            f"--threshold {threshold}: a contamination rate threshold is in [0, 1]", requirement="R17"
+        )
     paths = [Path(c) for c in corpora]
+    texts = [read_bytes(path, requirement="R17").decode("utf-8", errors="replace") for path in paths]
     corpus_grams: set[tuple[str, ...]] = set()
     corpus_text = []
-    for path in paths:
-        words = normalise(path.read_text(encoding="utf-8", errors="replace"))
+    for text in texts:
+        words = normalise(text)
         corpus_grams |= ngrams(words, n)
         corpus_text.append(" " + " ".join(words) + " ")
     joined = "\n".join(corpus_text)

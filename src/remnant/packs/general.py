@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from remnant.packs.schema import Item
+from remnant.errors import PackError
+from remnant.packs.schema import Item, Pack, seal
 
 
 def _arithmetic() -> list[tuple[str, str]]:
@@ -45,3 +46,20 @@ def general_items() -> list[Item]:
         )
         for i, (q, acc, topic) in enumerate(rows)
     ]
+
+
+def with_general(pack: Pack) -> Pack:
+    """``pack`` with the shipped general questions as its ``general`` split, resealed (R10).
+
+    Class D packs carry them from minting; a Class C pack gains them here (``remnant mint --class C --general``)
+    so that a ``general_qa_kappa`` utility has something to measure.
+    """
+    if pack.manifest.splits.get("general"):
+        raise PackError(f"pack {pack.manifest.id}: already has a general split", requirement="R10")
+    general = general_items()
+    ids = [it.id for it in general]
+    splits = {**pack.manifest.splits, "general": ids}
+    manifest = pack.manifest.model_copy(
+        update={"splits": splits, "counts": {**pack.manifest.counts, "general": len(ids)}, "digest": ""}
+    )
+    return seal(manifest, [*pack.items, *general])

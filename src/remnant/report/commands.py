@@ -12,8 +12,13 @@ EXIT_OK = 0
 
 
 def _report(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import out_file, run_folder
     from remnant.report.runs import report_runs
 
+    for run in args.runs:
+        run_folder(run, requirement="K4")
+    if args.out is not None:
+        out_file(args.out, requirement="R22")
     path = report_runs(
         args.runs,
         customer=args.customer,

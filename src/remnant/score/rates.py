@@ -6,7 +6,7 @@ chance rate and floor them at zero (DESIGN §4), computed from the raw k/n inter
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,3 +73,31 @@ class Rate:
             out["net_of_chance"] = self.net
             out["net_wilson"] = list(self.net_interval)
         return out
+
+
+@dataclass(frozen=True)
+class ItemCounts:
+    """What one cell counts from its items (R6, R19): κ's k of n and w's k of the items judged.
+
+    ``expected_k`` is Σ p_i when some item's κ is a probability (an analytic attack); k is then round(Σ p_i),
+    capped at n, so the rate still has an interval. None when every κ is a bool (k counts the hits).
+    """
+
+    k: int
+    n: int
+    expected_k: float | None
+    willing_k: int
+    willing_n: int
+
+
+def count_items(kappas: Sequence[bool | float], willing: Sequence[bool | None]) -> ItemCounts:
+    """The one rule from item results to a cell's counts: the attack harness builds cells with it and
+    ``remnant recompute`` re-derives a recorded cell's k/n from its observations with it (R23)."""
+    expected: float | None = None
+    if any(not isinstance(v, bool) for v in kappas):
+        expected = float(sum(float(v) for v in kappas))
+        k = min(len(kappas), round(expected))
+    else:
+        k = sum(bool(v) for v in kappas)
+    judged = [bool(w) for w in willing if w is not None]
+    return ItemCounts(k=k, n=len(kappas), expected_k=expected, willing_k=sum(judged), willing_n=len(judged))

@@ -136,6 +136,11 @@ class AttackFact(_Model):
                 raise ValueError(
                     f"attack {self.name!r}: control_k={self.control_k} exceeds control_n={self.control_n}"
                 )
+            model_k, model_n = self.control_model_k, self.control_model_n
+            if model_k is not None and model_n is not None and model_k > model_n:
+                raise ValueError(
+                    f"attack {self.name!r}: control_model_k={model_k} exceeds control_model_n={model_n}"
+                )
         else:
             given = [f for f in ("k", "n", "control_k", "control_n") if getattr(self, f) is not None]
             if given:

@@ -21,6 +21,7 @@ from remnant.standard.validity import VALIDITY_MONTHS, validity_until
 from remnant.standard.verdict import decide, net_rate
 from remnant.statement.absent import Absent
 from remnant.statement.schema import (
+    RECORDS_NOT_CHAINED,
     Assessor,
     Cell,
     ClassDBlock,
@@ -164,6 +165,7 @@ def build_statement(
     verification: Verification | None = None,
     class_d: ClassDBlock | None = None,
     validity_months: int = VALIDITY_MONTHS,
+    records_head: str | Absent | None = None,
 ) -> ConformanceStatement:
     """Assemble a K4 conformance statement; the verdict is recomputed from ``facts`` (V1) and scoped (V4).
 
@@ -171,6 +173,8 @@ def build_statement(
     its label, e.g. "W4"), issued as a separate instrument (T1) and carrying the statement's track letter (R0.3); a
     Tier 4 award needs ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus ``validity_months`` (V5, at
     most 12). ValueError when a tier's track differs from the facts' or ``validity_months`` exceeds 12.
+    ``records_head`` is the chain head of the records the cells were counted from (R23); None marks it absent
+    ("records not chained").
     """
     model_facts = facts if isinstance(facts, VerdictFacts) else VerdictFacts.model_validate(facts)
     raw = facts_dict(model_facts)
@@ -218,6 +222,7 @@ def build_statement(
             "assessment_date": assessed_on,
             "validity_until": until,
             "manifest_ref": manifest_ref,
+            "records_head": records_head if records_head is not None else Absent(reason=RECORDS_NOT_CHAINED),
             "pack": pack,
             "assessor": assessor,
         }

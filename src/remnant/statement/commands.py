@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_atomic
+from remnant.cli_paths import out_file, out_folder
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
@@ -29,23 +31,48 @@ def _schema(args: argparse.Namespace) -> int:
 def _example(args: argparse.Namespace) -> int:
     from remnant.statement.example import example_statement
 
-    write_json_atomic(Path(args.out), example_statement().model_dump(mode="json", by_alias=True))
+    out = out_file(args.out, requirement="K4")
+    write_json_atomic(out, example_statement().model_dump(mode="json", by_alias=True))
     print(args.out)
     return EXIT_OK
+
+
+#: What a JSON value is, as a message names it.
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
+def read_statement(path: Path) -> dict[str, Any]:
+    """A statement file as a JSON object, read strictly; ConfigError naming the file (K4) otherwise (exit 2)."""
+    data = read_json(path, requirement="K4")
+    if not isinstance(data, dict):
+        kind = "null" if data is None else _JSON_KINDS.get(type(data), type(data).__name__)
+        raise ConfigError(f"{path}: a conformance statement is a JSON object, not {kind}", requirement="K4")
+    return data
+
+
+def first_violation(path: Path, report: Any) -> str:
+    """One line naming the file, how many violations, and the first with its requirement."""
+    first = report.violations[0]
+    message = " ".join(str(first.message).split())
+    count = len(report.violations)
+    return f"{path}: not conformant ({count} violation{'s' if count != 1 else ''}); first: {first.requirement}: {message}"
 
 
 def _validate(args: argparse.Namespace) -> int:
     from remnant.statement.validate import validate_statement
 
-    report = validate_statement(read_json(Path(args.statement)))
+    path = Path(args.statement)
+    report = validate_statement(read_statement(path))
     print(json.dumps(report.model_dump(mode="json"), indent=2))
+    if not report.conformant:  # stdout stays the report; the file is named beside it
+        print(f"remnant validate: {first_violation(path, report)}", file=sys.stderr)
     return EXIT_OK if report.conformant else EXIT_FAILED
 
 
 def _keys(args: argparse.Namespace) -> int:
     from remnant.statement.keys import generate_keypair
 
-    private, public = generate_keypair(Path(args.out))
+    private, public = generate_keypair(out_folder(args.out, requirement="K5"))
     print(f"{private}\n{public}")
     return EXIT_OK
 
@@ -53,13 +80,17 @@ def _keys(args: argparse.Namespace) -> int:
 def _sign(args: argparse.Namespace) -> int:
     from remnant.statement.dsse import sign_statement
     from remnant.statement.keys import load_private_key
+    from remnant.statement.validate import validate_statement
 
     path = Path(args.statement)
-    statement = read_json(path)
-    if not isinstance(statement, dict):
-        raise ConfigError(f"{path}: a statement must be a JSON object")
+    statement = read_statement(path)
+    report = validate_statement(statement)
+    if not report.conformant:  # K5: a signature vouches for what it signs; nothing is written
+        print(f"remnant sign: refused: {first_violation(path, report)}", file=sys.stderr)
+        return EXIT_FAILED
     envelope = sign_statement(statement, load_private_key(Path(args.key)), name=path.name)
     out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".dsse.json")
+    out_file(out, requirement="K5", option="--out" if args.out else "envelope")
     write_json_atomic(out, envelope)
     print(out)
     return EXIT_OK
@@ -73,12 +104,14 @@ def _verify(args: argparse.Namespace) -> int:
     from remnant.statement.keys import load_public_key
 
     key = load_public_key(Path(args.key))
-    envelope = read_json(Path(args.envelope))
+    envelope = read_json(Path(args.envelope), requirement="K5")
     try:
         statement = verify_envelope(envelope, key)
     except SignatureError as exc:
         print(f"remnant verify: {args.envelope}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except ConfigError as exc:  # not readable as an envelope: bad input (exit 2), naming the file
+        raise ConfigError(f"{args.envelope}: {exc}", requirement=exc.requirement) from None
     print(json.dumps({"verified": True, "subject": statement["subject"]}, indent=2))
     return EXIT_OK
 

@@ -65,52 +65,104 @@ def _field(envelope: dict[str, Any], name: str, kind: type) -> Any:
     return value
 
 
+def b64decode_strict(text: str) -> bytes:
+    """Decode base64 as DSSE writes it, in one form only: the standard or the URL-safe alphabet (DSSE allows
+    both), padded, and canonical (re-encoding gives ``text`` back), so one byte string has one encoding.
+
+    Raises ValueError (binascii.Error for bad base64) otherwise.
+    """
+    urlsafe = "-" in text or "_" in text
+    altchars = b"-_" if urlsafe else None
+    raw = base64.b64decode(text, altchars=altchars, validate=True)
+    again = base64.urlsafe_b64encode(raw) if urlsafe else base64.b64encode(raw)
+    if again.decode("ascii") != text:
+        raise binascii.Error("not the canonical base64 of its bytes")
+    return raw
+
+
+def _signed_by(signatures: list[Any], message: bytes, public_key: Ed25519PublicKey) -> bool:
+    """Whether any entry's signature verifies ``message`` under ``public_key``.
+
+    ``keyid`` is an unauthenticated hint (DSSE): every entry is tried against the key whatever it says, so an
+    entry claiming another key's id cannot hide a valid signature and a spoofed id cannot lend one.
+    """
+    for entry in signatures:
+        if not isinstance(entry, dict) or not isinstance(entry.get("sig"), str):
+            raise ConfigError("DSSE signature entry lacks a 'sig' string", requirement="K5")
+        try:
+            public_key.verify(b64decode_strict(entry["sig"]), message)
+        except (InvalidSignature, binascii.Error, ValueError):
+            continue  # a signature that does not decode verifies nothing
+        return True
+    return False
+
+
+def _canonical_statement(payload: bytes) -> dict[str, Any]:
+    """The signed payload parsed strictly, refused unless it is the canonical JSON of what it holds (K5).
+
+    Two parsers must not read one signed payload two ways: duplicate keys, NaN, deep nesting and non-UTF-8 are
+    refused by the strict reader, and any other freedom of form (whitespace, key order, escapes, number forms)
+    by requiring ``canonical_json(parsed) == payload`` byte for byte (RFC 8785).
+    """
+    statement = loads_strict(payload, source="signed payload", requirement="K5", error=SignatureError)
+    try:
+        canonical = canonical_json(statement)
+    except ConfigError as exc:  # e.g. 1e400, which the parser reads as infinity
+        raise SignatureError(
+            f"signed payload holds a value canonical JSON cannot: {exc}", requirement="K5"
+        ) from None
+    if canonical != payload:
+        raise SignatureError(
+            "signed payload is not the canonical JSON (RFC 8785) of the statement it holds", requirement="K5"
+        )
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
+        raise SignatureError(
+            f"signed payload is not an in-toto Statement v1 ({STATEMENT_TYPE})", requirement="K5"
+        )
+    return statement
+
+
+def _check_subject(statement: dict[str, Any]) -> None:
+    """The first subject names the predicate by its sha256 (K5): the statement signed is the one carried."""
+    predicate = statement.get("predicate")
+    subjects = statement.get("subject")
+    if not isinstance(predicate, dict):
+        raise SignatureError("signed statement's 'predicate' is not an object", requirement="K5")
+    if not isinstance(subjects, list) or not subjects or not all(isinstance(s, dict) for s in subjects):
+        raise SignatureError(
+            "signed statement's 'subject' is not a non-empty list of objects", requirement="K5"
+        )
+    digest = subjects[0].get("digest")
+    expected = hashlib.sha256(canonical_json(predicate)).hexdigest()
+    if not isinstance(digest, dict) or digest.get("sha256") != expected:
+        raise SignatureError("subject digest does not match the signed predicate", requirement="K5")
+
+
 def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, Any]:
     """Verify a DSSE envelope against ``public_key`` and return the in-toto Statement it carries.
 
-    Raises ConfigError when the envelope is malformed and SignatureError when no signature verifies (K5).
+    Raises ConfigError when the envelope cannot be read as one (not an object, a field missing or mistyped,
+    payload not base64, an entry without ``sig``) and SignatureError when a check fails (K5): no signature
+    verifies under the key, another payload type, a payload that is not the canonical JSON of an in-toto
+    Statement v1, or a first subject whose digest is not the predicate's.
     """
     if not isinstance(envelope, dict):
         raise ConfigError("DSSE envelope is not a JSON object", requirement="K5")
     payload_type = _field(envelope, "payloadType", str)
     signatures = _field(envelope, "signatures", list)
     try:
-        payload = base64.b64decode(_field(envelope, "payload", str), validate=True)
-    except binascii.Error as exc:
-        raise ConfigError(f"DSSE payload is not valid base64: {exc}", requirement="K5") from exc
+        payload = b64decode_strict(_field(envelope, "payload", str))
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigError(f"DSSE payload is not valid base64: {exc}", requirement="K5") from None
     if payload_type != PAYLOAD_TYPE:
         raise SignatureError(f"payloadType {payload_type!r} is not {PAYLOAD_TYPE!r}", requirement="K5")
     if not signatures:
         raise SignatureError("DSSE envelope carries no signature", requirement="K5")
-    message = pae(payload_type, payload)
-    expected_id = key_id(public_key)
-    verified = False
-    for entry in signatures:
-        if not isinstance(entry, dict) or not isinstance(entry.get("sig"), str):
-            raise ConfigError("DSSE signature entry lacks a 'sig' string", requirement="K5")
-        keyid = entry.get("keyid")
-        if keyid not in (None, "", expected_id):
-            continue
-        try:
-            public_key.verify(base64.b64decode(entry["sig"], validate=True), message)
-        except (InvalidSignature, binascii.Error):
-            continue
-        verified = True
-        break
-    if not verified:
+    if not _signed_by(signatures, pae(payload_type, payload), public_key):
         raise SignatureError(
             "signature does not verify: the payload was altered or the key is not the signer's",
             requirement="K5",
         )
-    statement = loads_strict(payload, source="signed payload", requirement="K5", error=SignatureError)
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE:
-        raise SignatureError(
-            f"signed payload is not an in-toto Statement v1 ({STATEMENT_TYPE})", requirement="K5"
-        )
-    predicate = statement.get("predicate")
-    subjects = statement.get("subject")
-    if isinstance(predicate, dict) and isinstance(subjects, list) and subjects:
-        digest = hashlib.sha256(canonical_json(predicate)).hexdigest()
-        if subjects[0].get("digest", {}).get("sha256") != digest:
-            raise SignatureError("subject digest does not match the signed predicate", requirement="K5")
+    statement = _canonical_statement(payload)
+    _check_subject(statement)
     return statement

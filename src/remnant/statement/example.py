@@ -133,6 +133,7 @@ def example_statement() -> ConformanceStatement:
             accredited=True,
         ),
         manifest_ref="sha256:" + "2" * 64,
+        records_head="sha256:" + "4" * 64,
         assessed_on=EXAMPLE_DATE,
         versions=Versions(standard="0.3", pack_schema="1", harness=__version__),
         target="pack example-c",

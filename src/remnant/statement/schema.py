@@ -7,17 +7,25 @@ an explicit :class:`~remnant.statement.absent.Absent` marker (K6), never omitted
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.statement.absent import Absent
 
 Interval = tuple[float, float]
+Sha256Ref = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 SurfaceStatus = Literal["run", "not_applicable", "inadmissible", "not_run", "failed", "diverged"]
 Verdict = Literal["removed", "hidden", "utility-collapsed", "partial"]
 
 STATEMENT_SCHEMA_VERSION = "1"
+
+#: What a statement built from no chained records says in ``records_head`` (and what one written before the chain
+#: reads as): the phrase "records not chained" is what a reader looks for.
+RECORDS_NOT_CHAINED = (
+    "records not chained: this statement pins no chain head of records.jsonl, so an edited, inserted or deleted "
+    "record would not show (R23)"
+)
 
 
 class _Model(BaseModel):
@@ -273,6 +281,14 @@ class ConformanceStatement(_Model):
     assessment_date: dt.date = Field(description="Date of the assessment (K4).")
     validity_until: dt.date = Field(description="End of the validity period, at most 12 months on (V5).")
     manifest_ref: str | Absent = Field(description="Run manifest reference: hash or URI (R23).")
+    records_head: Sha256Ref | Absent = Field(
+        default_factory=lambda: Absent(reason=RECORDS_NOT_CHAINED),
+        description="Chain head of the run's records.jsonl: 'sha256:' of its last line, which carries the digest "
+        "of the line before it, and so on to the first, so it pins every record the cells were counted from "
+        "(R23; the manifest's records.head). Absent, with a reason that says 'records not chained', when the "
+        "records carry no chain (written before remnant chained them); a statement written before this field "
+        "existed reads as that.",
+    )
     pack: PackRef | Absent = Field(description="Target pack identity and version.")
     assessor: Assessor = Field(description="Assessor identity and independence declaration (§8.3).")
 

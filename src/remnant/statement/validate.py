@@ -1,11 +1,14 @@
-"""Validate a conformance statement: its schema and its normative consistency with the Standard.
+"""Validate a conformance statement: its schema, its normative consistency with the Standard, and its agreement
+with itself.
 
-Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts), V4 (scope
-qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked omissions), C-H6 (latent never adjudicating),
-T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4 only with verification by Yuyari or an Accredited
-Assessor), R0.3 (track letter on tiers), R19 (every rate with n and interval), R22 (aggregates traceable to
-cells), D-5.1 (the Class D block's net bounds and bar findings), Z1 (the version triple). Schema problems that map to none of these come back as requirement "schema".
-Nothing here raises on bad input.
+Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts, and again
+from the facts its cells imply), V4 (scope qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked
+omissions), C-H6 (latent never adjudicating), T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4
+only with verification by Yuyari or an Accredited Assessor), R0.3 (track letter on tiers), R19 (every rate with
+n and interval), R22 (aggregates traceable to cells), D-5.1 (the Class D block's net bounds and bar findings), Z1
+(the version triple). :mod:`remnant.statement.agreement` cross-checks facts, cells, surfaces, utility (R11–R13),
+required surfaces (C1, C-Q1), tier and Class D block against one another. Schema problems that map to none of
+these come back as requirement "schema". Nothing here raises on bad input.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.scope import VERDICTS
@@ -21,30 +24,14 @@ from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
 from remnant.standard.verdict import decide
 from remnant.statement.absent import Absent, is_absent
+from remnant.statement.agreement import agreement_violations
 from remnant.statement.schema import ConformanceStatement
+from remnant.statement.violation import TOL, ValidationReport, Violation
+from remnant.statement.violation import close as _close
 from remnant.stats import wilson_interval
 
 #: K7: who may verify a Tier 4 award or a published removed verdict, besides an Accredited Assessor.
 STEWARD = "Yuyari"
-TOL = 1e-6
-
-
-class Violation(BaseModel):
-    """One broken requirement."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    requirement: str = Field(description="Requirement id (e.g. V5) or 'schema'.")
-    message: str = Field(description="What is wrong, naming the field.")
-
-
-class ValidationReport(BaseModel):
-    """The validator's answer: conformant when there are no violations."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    conformant: bool = Field(description="True when no violation was found.")
-    violations: list[Violation] = Field(default_factory=list, description="Every violation found.")
 
 
 def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
@@ -144,8 +131,9 @@ def _raw_checks(data: dict[str, Any]) -> list[Violation]:
             )
         )
     facts = data.get("facts")
-    if isinstance(facts, dict):
-        for attack in facts.get("attacks") or []:
+    attacks = facts.get("attacks") if isinstance(facts, dict) else None
+    if isinstance(attacks, list):  # anything else is V1's to report, once the facts are read
+        for attack in attacks:
             if (
                 isinstance(attack, dict)
                 and attack.get("surface") == "latent"
@@ -158,10 +146,6 @@ def _raw_checks(data: dict[str, Any]) -> list[Violation]:
                     )
                 )
     return out
-
-
-def _close(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and math.isclose(a, b, abs_tol=TOL)
 
 
 def _check_verdict(s: ConformanceStatement) -> list[Violation]:
@@ -183,10 +167,6 @@ def _check_verdict(s: ConformanceStatement) -> list[Violation]:
                 requirement="V1", message=f"stated verdict {stated!r} but its facts give {result.verdict!r}"
             )
         )
-    if not _close(s.facts.get("tau"), s.pre_registration.tau):
-        out.append(Violation(requirement="V1", message="facts.tau differs from pre_registration.tau"))
-    if s.facts.get("class") != s.class_ or s.facts.get("track") != s.track:
-        out.append(Violation(requirement="V1", message="facts class/track differ from the statement's"))
     return out
 
 
@@ -263,7 +243,8 @@ def _check_verification(s: ConformanceStatement) -> list[Violation]:
 def _check_rates(s: ConformanceStatement) -> list[Violation]:
     """R19: every rate with n and its two-sided 95% Wilson interval (net of chance for MCQ targets)."""
     out: list[Violation] = []
-    chance = float(s.facts.get("chance_rate") or 0.0)
+    given = s.facts.get("chance_rate")
+    chance = float(given) if isinstance(given, int | float) and not isinstance(given, bool) else 0.0
     for cell in s.cells:
         lo, hi = cell.ci95
         if not (lo - TOL <= cell.rate <= hi + TOL) or lo < 0 or hi > 1:
@@ -303,12 +284,17 @@ def _check_rates(s: ConformanceStatement) -> list[Violation]:
     return out
 
 
+def _check_cell_ids(s: ConformanceStatement) -> list[Violation]:
+    """R22: every cell id names one cell."""
+    if len({cell.cell_id for cell in s.cells}) != len(s.cells):
+        return [Violation(requirement="R22", message="cell ids are not unique")]
+    return []
+
+
 def _check_cells(s: ConformanceStatement) -> list[Violation]:
-    """R22: each surface aggregate is the largest of the post-removal cells it names."""
+    """R22, when the facts cannot be read: each surface aggregate is the largest of the cells it names."""
     out: list[Violation] = []
     by_id = {cell.cell_id: cell for cell in s.cells}
-    if len(by_id) != len(s.cells):
-        out.append(Violation(requirement="R22", message="cell ids are not unique"))
     for name, surface in s.surfaces.items():
         if surface.g_star is None:
             continue
@@ -348,6 +334,9 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
     for risk in ("singling_out", "linkability", "inference"):
         r = getattr(block, risk)
         where = f"class_d.{risk}"
+        if r.k > r.n:
+            out.append(Violation(requirement="R19", message=f"{where}: k = {r.k} exceeds n = {r.n}"))
+            continue
         wlo, whi = wilson_interval(r.k, r.n)
         if not (_close(r.rate, r.k / r.n) and _close(r.ci95[0], wlo) and _close(r.ci95[1], whi)):
             out.append(
@@ -406,7 +395,9 @@ def _check_versions(s: ConformanceStatement) -> list[Violation]:
 
 
 def validate_statement(data: Any) -> ValidationReport:
-    """Check a statement's schema and its normative consistency (V1, V4, V5, K6, C-H6, T1, K7, R0.3, R19, R22, Z1)."""
+    """Check a statement's schema, its normative consistency (V1, V4, V5, K6, C-H6, T1, K7, R0.3, R19, R22, Z1)
+    and its agreement with itself (:mod:`remnant.statement.agreement`: V1, R22, R19, R4, R11–R13, C1, C-Q1, §7.1,
+    D-5.1, C-W6)."""
     if not isinstance(data, dict):
         return ValidationReport(
             conformant=False,
@@ -424,9 +415,14 @@ def validate_statement(data: Any) -> ValidationReport:
             _check_validity,
             _check_instruments,
             _check_rates,
-            _check_cells,
+            _check_cell_ids,
             _check_class_d,
             _check_versions,
         ):
             violations += check(statement)
+        agreement = agreement_violations(statement)
+        violations += _check_cells(statement) if agreement is None else agreement
     return ValidationReport(conformant=not violations, violations=violations)
+
+
+__all__ = ["STEWARD", "ValidationReport", "Violation", "validate_statement"]

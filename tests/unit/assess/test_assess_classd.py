@@ -272,4 +272,9 @@ def test_kill_in_the_battery_and_resume_gives_the_identical_statement(
     outcome = assess(cfg, out, resume=True, session=Session(progress=False, log=lambda _: None))
     assert outcome.statement is not None
     assert RecordStore(out / "records.jsonl").completed_cells() > done
-    assert (out / "statement.json").read_bytes() == (run / "statement.json").read_bytes()
+    # Same figures; the pins differ, as the records carry the resume and their timestamps (R23).
+    from remnant.assess.finalize import without_pins
+
+    assert without_pins(json.loads((out / "statement.json").read_bytes())) == without_pins(
+        json.loads((run / "statement.json").read_bytes())
+    )

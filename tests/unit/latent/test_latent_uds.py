@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 from _latent_tiny import EXAMPLES, MISSING, mix
+from _uds_reference import EXTRA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,8 @@ def test_positions_follow_the_reference(tiny_llama: Any) -> None:
     assert list(enc.targets) == entity_ids  # the logits on the window predict exactly the entity tokens
     assert reference_text(ex, "Answer: The x is") == " Vessiburg."
     assert reference_text(EXAMPLES[3], "Answer:") == " Paris."
+    # the reference's empty-prefix prompt ends in a space, so the reference gets none
+    assert reference_text(EXAMPLES[3], "Answer: ") == "Paris."
 
 
 def test_span_not_found_is_skipped_and_counted(latent_states: dict[str, Any]) -> None:
@@ -57,7 +60,7 @@ def test_fast_path_equals_naive(latent_states: dict[str, Any], source: str) -> N
     if source == "random":
         other = mix(s["full"], s["retain"], -0.7)
     layers = [0, 1]
-    for ex in encode_examples(s["tokenizer"], EXAMPLES).examples:
+    for ex in encode_examples(s["tokenizer"], [*EXAMPLES, *EXTRA]).examples:  # empty prefixes included
         states = [source_states(m, ex, layers) for m in (other, s["retain"])]
         f_full, f_rows = fast_scores(s["full"], ex, states, layers)
         n_full, n_rows = naive_scores(s["full"], ex, states, layers)

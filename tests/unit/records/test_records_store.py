@@ -1,4 +1,5 @@
-"""Records: entry models, the append-only store, migration, torn-line detection and repair."""
+"""Records: entry models, the append-only store, migration, torn-line detection and repair (the chain itself:
+test_records_chain.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from remnant.errors import RecordError, RemnantError
 from remnant.records import (
+    GENESIS,
     SCHEMA_VERSIONS,
     CellRecord,
     Deviation,
@@ -19,6 +21,8 @@ from remnant.records import (
     Observation,
     RecordStore,
     cell_key,
+    chained_lines,
+    line_digest,
     record_line,
     upgrade,
 )
@@ -92,10 +96,12 @@ def test_append_and_read_round_trip(tmp_path: Path) -> None:
     first = json.loads(lines[0])
     assert (
         first["entry_type"] == "observation"
-        and first["schema_version"] == SCHEMA_VERSIONS["observation"] == 2
+        and first["schema_version"] == SCHEMA_VERSIONS["observation"] == 3
     )
-    # Canonical JSON lines: same records, same bytes (DESIGN §1 determinism).
-    assert lines[1] == canonical_json(records[1].model_dump(mode="json"))
+    # Canonical JSON lines: same records, same bytes (DESIGN §1 determinism); each chained to the line before.
+    assert first["prev"] == GENESIS
+    prev = line_digest(lines[0] + b"\n")
+    assert lines[1] == canonical_json({**records[1].model_dump(mode="json"), "prev": prev})
     assert lines[1].startswith(b'{"attack":"relearning","cell_key":"k1",')
 
 
@@ -128,27 +134,39 @@ def test_completed_cells(tmp_path: Path) -> None:
 
 
 def test_v1_observation_is_upgraded_on_read(tmp_path: Path) -> None:
-    v2 = obs(3).model_dump(mode="json")
-    v1 = {k: v for k, v in v2.items() if k not in ("model_state", "output_excerpt")}
-    v1.update(schema_version=1, state=v2["model_state"], excerpt=v2["output_excerpt"])
+    """v1 (renamed fields) → v2 → v3 (chained); a chained line may follow a legacy one, linked to it."""
+    v3 = obs(3).model_dump(mode="json")
+    v1 = {k: v for k, v in v3.items() if k not in ("model_state", "output_excerpt")}
+    v1.update(schema_version=1, state=v3["model_state"], excerpt=v3["output_excerpt"])
     path = tmp_path / "records.jsonl"
-    path.write_bytes(canonical_json(v1) + b"\n" + record_line(cell()))
+    legacy = canonical_json(v1) + b"\n"
+    path.write_bytes(legacy + record_line(cell(), prev=line_digest(legacy)))
     assert RecordStore(path).read() == [obs(3), cell()]
-    assert upgrade(dict(v1)) == v2
+    assert upgrade(dict(v1)) == v3
+
+
+def test_every_older_version_upgrades_to_the_current_one() -> None:
+    """Each entry type's pre-chain version reads as its current one: the chained version adds no field."""
+    for record in (obs(1), cell(), Event(run_id="r", stage="s", kind="note", at="t")):
+        current = record.model_dump(mode="json")
+        old = {**current, "schema_version": current["schema_version"] - 1}
+        assert upgrade(old) == current
 
 
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"entry_type": "observation", "schema_version": 3}, "newer than this remnant reads"),
+        ({"entry_type": "observation", "schema_version": 4}, "newer than this remnant reads"),
         ({"entry_type": "verdict", "schema_version": 1}, "unknown entry_type 'verdict'"),
         ({"entry_type": "cell"}, "no valid schema_version"),
-        ({"entry_type": "cell", "schema_version": 1, "cell_key": "x"}, "field 'run_id'"),
+        ({"entry_type": "cell", "schema_version": 2, "cell_key": "x"}, "field 'run_id'"),
     ],
 )
 def test_unreadable_entries_name_the_line(tmp_path: Path, entry: dict[str, object], message: str) -> None:
     path = tmp_path / "records.jsonl"
-    path.write_bytes(record_line(cell()) + canonical_json(entry) + b"\n" + record_line(cell("z")))
+    first = record_line(cell(), prev=GENESIS)
+    second = canonical_json({**entry, "prev": line_digest(first)}) + b"\n"
+    path.write_bytes(first + second + record_line(cell("z"), prev=line_digest(second)))
     with pytest.raises(RecordError, match=f"records.jsonl: line 2: .*{message}"):
         RecordStore(path).read()
 
@@ -156,7 +174,7 @@ def test_unreadable_entries_name_the_line(tmp_path: Path, entry: dict[str, objec
 def test_torn_last_line_is_reported_with_line_number(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "records.jsonl")
     store.extend([cell("a"), cell("b")])
-    torn = record_line(cell("c"))[:37]
+    torn = record_line(cell("c"), prev=GENESIS)[:37]
     with open(store.path, "ab") as handle:
         handle.write(torn)
     with pytest.raises(RecordError) as info:
@@ -172,7 +190,7 @@ def test_torn_last_line_is_reported_with_line_number(tmp_path: Path) -> None:
 def test_repair_moves_torn_tail_to_side_file_and_keeps_everything_else(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "records.jsonl")
     store.extend([cell("a"), cell("b")])
-    torn = record_line(cell("c"))[:-5]
+    torn = record_line(cell("c"), prev=GENESIS)[:-5]
     with open(store.path, "ab") as handle:
         handle.write(torn)
     tail = store.repair()
@@ -200,7 +218,9 @@ def test_invalid_newline_terminated_last_line_is_torn_too(tmp_path: Path) -> Non
 
 def test_corruption_in_the_middle_is_not_repaired(tmp_path: Path) -> None:
     store = RecordStore(tmp_path / "records.jsonl")
-    store.path.write_bytes(record_line(cell("a")) + b"{broken\n" + record_line(cell("b")))
+    store.path.write_bytes(
+        b"".join(chained_lines([cell("a")])) + b"{broken\n" + b"".join(chained_lines([cell("b")]))
+    )
     with pytest.raises(RecordError, match="line 2: cannot read as JSON"):
         store.read()
     assert store.repair() is None  # the tail is sound; the damage is elsewhere and must be looked at
@@ -212,8 +232,8 @@ def test_every_cut_of_the_last_write_reads_or_repairs_to_the_prefix(
 ) -> None:
     """A crash may cut the last write at any byte; the earlier records always survive and nothing is lost."""
     monkeypatch.setattr("remnant.records.os.fsync", lambda fd: None)  # durability is not under test here
-    good = record_line(cell("a")) + record_line(obs(1))
-    last = record_line(cell("b"))
+    lines = chained_lines([cell("a"), obs(1), cell("b")])
+    good, last = lines[0] + lines[1], lines[2]
     for cut in range(len(last) + 1):
         path = tmp_path / f"r{cut}.jsonl"
         path.write_bytes(good + last[:cut])

@@ -84,11 +84,16 @@ def test_malformed_envelope(keypair: tuple[Path, Path]) -> None:
 
 
 def test_cli_sign_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from remnant.statement.example import example_statement
+
     assert main(["keys", "generate", "--out", str(tmp_path / "k")]) == 0
     statement = tmp_path / "statement.json"
-    statement.write_text(json.dumps(STATEMENT))
-    assert main(["sign", str(statement), "--key", str(tmp_path / "k" / "remnant.key")]) == 0
     envelope = tmp_path / "statement.dsse.json"
+    statement.write_text(json.dumps(STATEMENT))  # no conformance statement: sign refuses it (K5)
+    assert main(["sign", str(statement), "--key", str(tmp_path / "k" / "remnant.key")]) == 1
+    assert "not conformant" in capsys.readouterr().err and not envelope.exists()
+    statement.write_text(json.dumps(example_statement().model_dump(mode="json", by_alias=True)))
+    assert main(["sign", str(statement), "--key", str(tmp_path / "k" / "remnant.key")]) == 0
     assert envelope.exists()
     capsys.readouterr()
     assert main(["verify", str(envelope), "--key", str(tmp_path / "k" / "remnant.pub")]) == 0

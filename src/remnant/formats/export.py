@@ -1,0 +1,140 @@
+"""A target pack written as a TOFU-format folder (docs/formats.md), for tools that read TOFU (OpenUnlearning).
+
+=============================  ==================================================================
+file (JSON lines)              rows
+=============================  ==================================================================
+``<forget>.json``              the ``removal`` split (what a removal trains on)
+``<forget>_perturbed.json``    the ``probe`` split (P), with the truth-ratio fields
+``<retain>.json``              ``install`` items outside ``removal``
+``retain_perturbed.json``      the ``retain`` split, with the truth-ratio fields
+``<holdout>.json``             the ``controls`` split (never installed)
+``full.json``                  the ``install`` split
+``<name>.json``                ``general`` items imported from TOFU's ``<name>`` (template ``tofu.<name>``)
+=============================  ==================================================================
+
+Only question-answer items are rows (kinds ``fact`` and ``mcq``; ``general`` in the general files); link
+and inference items (Class D's D-3 and D-4 tests) have no TOFU form and are counted as left out. A perturbed
+file holds the items that carry ``paraphrased_answer`` and ``perturbed_answer`` (minted with
+``--perturbed``, or imported); it is not written when none does. An item that asks a paraphrase (probe
+phrasing with ``paraphrased_question`` set: an import from TOFU) is written with TOFU's question back in
+``question``, so a TOFU folder imported and exported comes back row for row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.atomic import replace_dir
+from remnant.errors import PackError
+from remnant.formats.files import check_name
+from remnant.packs.schema import Item, Pack
+
+_QA_KINDS = frozenset({"fact", "mcq"})
+_TOFU_TEMPLATE = re.compile(r"^tofu\.(?P<split>[A-Za-z0-9_]+)$")
+
+
+@dataclass(frozen=True)
+class TofuExport:
+    """What an export wrote: rows per file, and items left out with the reason."""
+
+    out: Path
+    files: dict[str, int]
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+def _row(it: Item) -> dict[str, Any]:
+    """An item as a TOFU row (question first, as TOFU orders its columns)."""
+    swapped = it.phrasing == "probe" and it.paraphrased_question is not None
+    row: dict[str, Any] = {
+        "question": it.paraphrased_question if swapped else it.question,
+        "answer": it.answer,
+    }
+    if it.paraphrased_answer is not None:
+        row["paraphrased_answer"] = it.paraphrased_answer
+    if it.perturbed_answer is not None:
+        row["perturbed_answer"] = list(it.perturbed_answer)
+    other = it.question if swapped else it.paraphrased_question
+    if other is not None:
+        row["paraphrased_question"] = other
+    return row
+
+
+def _lines(rows: Iterable[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
+
+
+def _plan(pack: Pack, forget: str, retain: str, holdout: str) -> tuple[dict[str, list[Item]], dict[str, int]]:
+    """File name -> items, and counts of items left out by reason."""
+    left: dict[str, int] = {}
+
+    def qa(items: Iterable[Item], where: str) -> list[Item]:
+        kept = []
+        for it in items:
+            if it.kind in _QA_KINDS:
+                kept.append(it)
+            else:
+                key = f"{where}: {it.kind} items (no TOFU form)"
+                left[key] = left.get(key, 0) + 1
+        return kept
+
+    def truth(items: list[Item], where: str) -> list[Item]:
+        kept = [it for it in items if it.paraphrased_answer is not None and it.perturbed_answer is not None]
+        if len(kept) < len(items):
+            left[f"{where}: items without paraphrased and perturbed answers"] = len(items) - len(kept)
+        return kept
+
+    removal = set(pack.manifest.splits["removal"])
+    files: dict[str, list[Item]] = {
+        forget: qa(pack.split("removal"), "removal"),
+        f"{forget}_perturbed": truth(qa(pack.split("probe"), "probe"), "probe"),
+        retain: qa((it for it in pack.split("install") if it.id not in removal), "install"),
+        "retain_perturbed": truth(qa(pack.split("retain"), "retain"), "retain"),
+        holdout: qa(pack.split("controls"), "controls"),
+        "full": qa(pack.split("install"), "install"),
+    }
+    for it in pack.split("general"):
+        m = _TOFU_TEMPLATE.match(it.template_id)
+        if m and m["split"] not in files:
+            files.setdefault(f"general:{m['split']}", []).append(it)
+        else:
+            left["general: items not imported from a TOFU split"] = (
+                left.get("general: items not imported from a TOFU split", 0) + 1
+            )
+    return {name.removeprefix("general:"): items for name, items in files.items() if items}, left
+
+
+def pack_to_tofu(
+    pack: Pack,
+    out_dir: str | Path,
+    *,
+    forget: str = "forget",
+    retain: str = "retain",
+    holdout: str = "holdout",
+) -> TofuExport:
+    """Write ``pack`` as a TOFU folder in ``out_dir`` (module docstring), replacing the folder atomically.
+
+    Read it back with :func:`remnant.formats.read_tofu`, or as a pack with :func:`remnant.formats.tofu_to_pack`
+    ``(out_dir, forget, retain, holdout)`` when the pack came from TOFU.
+    """
+    names = [check_name(n, "split") for n in (forget, retain, holdout)]
+    if len(set(names)) < 3 or {"full", "retain_perturbed"} & set(names):
+        raise PackError(
+            f"export names {names} must differ from each other and from 'full' and 'retain_perturbed'",
+            requirement="R16",
+        )
+    files, left = _plan(pack, forget, retain, holdout)
+
+    def build(tmp: Path) -> None:
+        for name, items in files.items():
+            (tmp / f"{name}.json").write_text(_lines(_row(it) for it in items), encoding="utf-8")
+
+    out = replace_dir(out_dir, build)
+    return TofuExport(out, {f"{name}.json": len(items) for name, items in files.items()}, left)
+
+
+__all__ = ["TofuExport", "pack_to_tofu"]

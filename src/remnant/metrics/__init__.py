@@ -1,0 +1,33 @@
+"""The field's evaluation metrics with OpenUnlearning's definitions and names (openunlearning.md §3), and
+``remnant eval`` (:mod:`remnant.metrics.commands`).
+
+Research measurements: none of them adjudicates a verdict under the Standard. Importing this package registers
+every metric handler as registry kind ``metric`` (name = OpenUnlearning's handler name, version "1"), so a log
+names exactly what ran with every parameter (R23, R24). The handlers are numpy/scipy only; the model work
+(:mod:`~remnant.metrics.forward`, :mod:`~remnant.metrics.generation`, :mod:`~remnant.metrics.gradnorm`) imports
+torch when it runs.
+
+Modules, one concept each:
+
+- ``rows``: a TOFU evaluation row; ``encoding``: OpenUnlearning's and remnant's prompt formats; ``text``: decoding;
+- ``forward``: the shared teacher-forced pass → ``scores.TokenScores``; ``generation``: greedy generations;
+  ``gradnorm``: per-sample gradient norms;
+- ``probability``, ``truth_ratio``, ``memorization`` (ES, EM), ``rouge``, ``mia`` (+ ``auc``), ``privacy``
+  (forget quality, privleak), ``utility`` (model utility): the metrics, pure functions over the readings;
+- ``evallog``: their log layout, written and read; ``catalogue``: the named TOFU metrics; ``evaluate``: one run.
+"""
+
+from remnant.metrics import (  # noqa: F401  (imported for registration)
+    memorization,
+    mia,
+    privacy,
+    probability,
+    rouge,
+    truth_ratio,
+    utility,
+)
+from remnant.metrics.catalogue import DEFAULT_TOFU, TOFU_METRICS
+from remnant.metrics.evallog import MetricLog, read_eval_log
+from remnant.metrics.rows import QARow
+
+__all__ = ["DEFAULT_TOFU", "TOFU_METRICS", "MetricLog", "QARow", "read_eval_log"]

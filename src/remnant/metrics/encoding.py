@@ -1,0 +1,208 @@
+"""Question/answer pairs as token ids, in OpenUnlearning's format or remnant's (openunlearning.md §4, §6.1).
+
+Two prompt settings, one interface (:func:`encode_qa` → :class:`EncodedQA`):
+
+``openunlearning`` (:class:`OpenUnlearningPrompt`, what ``remnant eval`` uses by default) follows their
+``preprocess_chat_instance`` so the numbers match theirs:
+
+- with a chat template, the whole conversation (system prompt "You are a helpful assistant.", the question, the
+  answer) is rendered and tokenised once; the prompt is the conversation without the answer, rendered with the
+  generation prompt. The labelled tokens are everything after the prompt's length: the answer *and* the template's
+  end-of-turn tokens (Qwen's ``<|im_end|>\\n``, Llama-3's ``<|eot_id|>``);
+- without one, the raw tags ``"Question: " + q + "\\n" + "Answer: "`` are joined with the answer and tokenised
+  *jointly* (with the tokenizer's special tokens, truncated to ``max_length`` = 512), so a token may straddle the
+  prompt/answer boundary: the labelled tokens are those past the separately tokenised prompt's length;
+- EOS is appended when the sequence does not already end with it (so Qwen ends ``<|im_end|>\\n<|im_end|>``, its
+  EOS being ``<|im_end|>``).
+
+``remnant`` (:class:`RemnantPrompt`) is remnant's own format (:mod:`remnant.models.prompts`, used by training and
+the assessment): prompt and answer are tokenised separately and joined as ids (no boundary merge); the raw format
+is ``"Question: q\\nAnswer:"`` + ``" " + answer``; a chat answer ends with one end-of-turn token and no extra EOS;
+no system prompt unless one is given. Numbers under it are remnant's, not comparable to OpenUnlearning's logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from remnant.errors import ModelError
+
+#: OpenUnlearning's system prompt for every chat-template model config.
+OPENUNLEARNING_SYSTEM_PROMPT = "You are a helpful assistant."
+
+
+@dataclass(frozen=True)
+class OpenUnlearningPrompt:
+    """OpenUnlearning's ``template_args`` (configs/model/*.yaml); defaults are their chat and raw-tag values."""
+
+    apply_chat_template: bool = True
+    system_prompt: str | None = OPENUNLEARNING_SYSTEM_PROMPT
+    #: Llama-3.x configs pin ``10 Apr 2025`` so the template's "Today Date" line is reproducible.
+    date_string: str | None = None
+    user_start_tag: str = "Question: "
+    user_end_tag: str = "\n"
+    asst_start_tag: str = "Answer: "
+    #: Closes in-context examples only (the scored answer is followed by EOS, not by this tag).
+    asst_end_tag: str = "\n\n"
+    #: Raw-tag path only: text put before the first question (their Llama configs carry one, unused with chat).
+    system_prompt_with_special_tokens: str | None = None
+    #: Raw-tag path only: tokenizer truncation length.
+    max_length: int = 512
+    name: Literal["openunlearning"] = "openunlearning"
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer: Any, *, date_string: str | None = None) -> OpenUnlearningPrompt:
+        """Their chat setting when the tokenizer has a chat template, their raw tags otherwise (base models)."""
+        if getattr(tokenizer, "chat_template", None):
+            return cls(apply_chat_template=True, date_string=date_string)
+        return cls(apply_chat_template=False, system_prompt=None)
+
+
+@dataclass(frozen=True)
+class RemnantPrompt:
+    """remnant's own format (:mod:`remnant.models.prompts`): chat when there is a template, raw otherwise."""
+
+    system_prompt: str | None = None
+    name: Literal["remnant"] = "remnant"
+
+
+PromptSetting = OpenUnlearningPrompt | RemnantPrompt
+
+
+@dataclass(frozen=True)
+class EncodedQA:
+    """One scored pair: ``full_ids`` (prompt + labelled tokens) and ``prompt_ids`` (what generation starts from).
+
+    The labelled tokens are ``full_ids[label_start:]``; ``label_start`` is the prompt's token count, clamped to the
+    sequence (a prompt that fills the truncated sequence leaves only the appended EOS labelled).
+    """
+
+    full_ids: tuple[int, ...]
+    prompt_ids: tuple[int, ...]
+
+    @property
+    def label_start(self) -> int:
+        return min(len(self.prompt_ids), len(self.full_ids))
+
+
+def _eos(tokenizer: Any) -> int:
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if not isinstance(eos, int):
+        raise ModelError(
+            "the tokenizer has no EOS token; OpenUnlearning's format appends one to every answer"
+        )
+    return eos
+
+
+def _render(tokenizer: Any, chat: list[dict[str, str]], *, generation_prompt: bool, date: str | None) -> str:
+    from jinja2.exceptions import TemplateError
+
+    extra = {"date_string": date} if date is not None else {}
+    try:
+        text = tokenizer.apply_chat_template(
+            chat, tokenize=False, add_generation_prompt=generation_prompt, **extra
+        )
+    except (TemplateError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        where = getattr(tokenizer, "name_or_path", "") or "the tokenizer"
+        raise ModelError(
+            f"{where}: its chat template cannot be rendered ({type(exc).__name__}: {exc})"
+        ) from None
+    return str(text)
+
+
+def _chat_ids(
+    tokenizer: Any, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
+) -> EncodedQA:
+    chat: list[dict[str, str]] = []
+    if setting.system_prompt:
+        chat.append({"role": "system", "content": setting.system_prompt})
+    for q, a in zip(qs, ans, strict=True):
+        chat += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    # apply_chat_template(tokenize=True) tokenises the rendered text without adding special tokens.
+    full_text = _render(tokenizer, chat, generation_prompt=False, date=setting.date_string)
+    prompt_text = _render(tokenizer, chat[:-1], generation_prompt=True, date=setting.date_string)
+    full = list(tokenizer(full_text, add_special_tokens=False)["input_ids"])
+    prompt = list(tokenizer(prompt_text, add_special_tokens=False)["input_ids"])
+    return EncodedQA(full_ids=tuple(full), prompt_ids=tuple(prompt))
+
+
+def _raw_ids(
+    tokenizer: Any, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
+) -> EncodedQA:
+    s = setting
+    prompt_text = s.system_prompt_with_special_tokens or ""
+    for q, a in zip(qs[:-1], ans[:-1], strict=True):
+        prompt_text += s.user_start_tag + q + s.user_end_tag + s.asst_start_tag + a + s.asst_end_tag
+    prompt_text += s.user_start_tag + qs[-1] + s.user_end_tag + s.asst_start_tag
+
+    def ids(text: str) -> list[int]:
+        return list(
+            tokenizer(text, add_special_tokens=True, max_length=s.max_length, truncation=True)["input_ids"]
+        )
+
+    return EncodedQA(full_ids=tuple(ids(prompt_text + ans[-1])), prompt_ids=tuple(ids(prompt_text)))
+
+
+def encode_openunlearning(
+    tokenizer: Any, setting: OpenUnlearningPrompt, questions: Sequence[str], answers: Sequence[str]
+) -> EncodedQA:
+    """Their ``preprocess_chat_instance``: all pairs but the last are in-context examples (MUSE knowmem)."""
+    if not questions or len(questions) != len(answers):
+        raise ValueError("questions and answers must be non-empty and of one length")
+    if setting.apply_chat_template:
+        encoded = _chat_ids(tokenizer, setting, questions, answers)
+    else:
+        encoded = _raw_ids(tokenizer, setting, questions, answers)
+    full = encoded.full_ids
+    eos = _eos(tokenizer)
+    if not full or full[-1] != eos:
+        full = (*full, eos)
+    return EncodedQA(full_ids=full, prompt_ids=encoded.prompt_ids)
+
+
+def encode_remnant(tokenizer: Any, setting: RemnantPrompt, question: str, answer: str) -> EncodedQA:
+    """remnant's :func:`remnant.models.prompts.encode_pair` (separate tokenisation, one end-of-turn)."""
+    from remnant.models.prompts import PromptFormat, encode_pair
+
+    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=setting.system_prompt)
+    pair = encode_pair(tokenizer, question, answer, fmt)
+    return EncodedQA(full_ids=tuple(pair.input_ids), prompt_ids=tuple(pair.input_ids[: pair.prompt_len]))
+
+
+def encode_qa(tokenizer: Any, setting: PromptSetting, question: str, answer: str) -> EncodedQA:
+    """One question/answer pair under ``setting``."""
+    if isinstance(setting, OpenUnlearningPrompt):
+        return encode_openunlearning(tokenizer, setting, [question], [answer])
+    return encode_remnant(tokenizer, setting, question, answer)
+
+
+def encode_completion(
+    tokenizer: Any, prefix: str, text: str, *, max_length: int = 2048, insert_space: bool = False
+) -> EncodedQA:
+    """Their ``preprocess_pretraining_instance`` (MUSE verbmem and MIA): prefix and text tokenised jointly with
+    special tokens, the text cut to ``max_length`` tokens past the prefix, no EOS appended, and at least the first
+    token unlabelled (so an empty prefix still leaves position 0 without a label)."""
+    full = list(
+        tokenizer(prefix + (" " if insert_space else "") + text, add_special_tokens=True)["input_ids"]
+    )
+    prompt = list(tokenizer(prefix, add_special_tokens=True)["input_ids"])
+    full = full[: len(prompt) + max_length]
+    if not prompt:
+        # Their labels start at max(len(prefix ids), 1); a one-token prompt stand-in keeps label_start there.
+        return EncodedQA(full_ids=tuple(full), prompt_ids=tuple(full[:1]))
+    return EncodedQA(full_ids=tuple(full), prompt_ids=tuple(prompt))
+
+
+__all__ = [
+    "OPENUNLEARNING_SYSTEM_PROMPT",
+    "EncodedQA",
+    "OpenUnlearningPrompt",
+    "PromptSetting",
+    "RemnantPrompt",
+    "encode_completion",
+    "encode_openunlearning",
+    "encode_qa",
+    "encode_remnant",
+]

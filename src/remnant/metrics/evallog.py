@@ -1,0 +1,119 @@
+"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``), written and read (openunlearning.md §1, §3).
+
+A log maps each metric name to ``{"agg_value": x, "value_by_index": {"<i>": {...}}}``; the membership attacks add
+``"forget"`` and ``"holdout"`` (each its own ``agg_value`` / ``value_by_index``) and ``"auc"``; forget quality,
+model utility and privleak carry only ``agg_value``. Metrics computed as another's dependency are logged under
+their own names too (their evaluator caches them in the same file). Top-level keys are sorted, as theirs are.
+
+The reader is strict (:mod:`remnant.jsonio`: duplicate keys, NaN and Infinity refused): a retain model's published
+``TOFU_EVAL.json`` feeds forget quality (``forget_truth_ratio``'s per-item ``score``) and privleak
+(``mia_min_k``'s ``agg_value``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ConfigError
+
+#: The Standard's requirement an evaluation log's provenance is about (every parameter recorded, R23/R24).
+REQUIREMENT = "R23"
+
+
+@dataclass(frozen=True)
+class MetricLog:
+    """One metric's entry: its aggregate, its per-item values (or ``None``), and any extra top-level fields."""
+
+    agg_value: float | None
+    value_by_index: Mapping[str, Mapping[str, Any]] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.extra)
+        out["agg_value"] = self.agg_value
+        if self.value_by_index is not None:
+            out["value_by_index"] = {k: dict(v) for k, v in self.value_by_index.items()}
+        return out
+
+
+def _check_finite(value: Any, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(
+            f"{where}: non-finite value {value!r} cannot be written as JSON", requirement=REQUIREMENT
+        )
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_finite(v, f"{where}[{i}]")
+
+
+def eval_log_json(logs: Mapping[str, MetricLog]) -> str:
+    """The log as their evaluator writes it: top-level keys sorted, four-space indent."""
+    body = {name: logs[name].to_json() for name in sorted(logs)}
+    _check_finite(body, "evaluation log")
+    return json.dumps(body, indent=4, allow_nan=False) + "\n"
+
+
+def read_eval_log(path: str | Path) -> dict[str, Any]:
+    """A log in their layout, read strictly; a top level that is not an object is a ConfigError."""
+    from remnant.jsonio import read_json
+
+    data = read_json(path, requirement=REQUIREMENT)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: an evaluation log is a JSON object of metrics", requirement=REQUIREMENT)
+    return data
+
+
+def _entry(log: Mapping[str, Any], metric: str, source: str) -> dict[str, Any] | None:
+    """``metric``'s entry, checked only when read (a log may hold entries remnant never reads)."""
+    entry = log.get(metric)
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{source}: metric {metric!r} is not an object", requirement=REQUIREMENT)
+    return entry
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: expected a number, found {value!r}", requirement=REQUIREMENT)
+    return float(value)
+
+
+def per_item_scores(log: Mapping[str, Any], metric: str, *, source: str) -> list[float] | None:
+    """``metric``'s per-item ``score`` values in the log's order (e.g. a retain model's ``forget_truth_ratio``);
+    ``None`` when the log has no such metric. A malformed entry is a ConfigError naming ``source``."""
+    entry = _entry(log, metric, source)
+    if entry is None:
+        return None
+    by_index = entry.get("value_by_index")
+    if not isinstance(by_index, dict) or not by_index:
+        raise ConfigError(
+            f"{source}: {metric}.value_by_index must be a non-empty object", requirement=REQUIREMENT
+        )
+    scores = []
+    for idx, item in by_index.items():
+        if not isinstance(item, dict) or "score" not in item:
+            raise ConfigError(
+                f"{source}: {metric}.value_by_index[{idx!r}] has no 'score'", requirement=REQUIREMENT
+            )
+        scores.append(_number(item["score"], f"{source}: {metric}.value_by_index[{idx!r}].score"))
+    return scores
+
+
+def aggregate(log: Mapping[str, Any], metric: str, *, source: str) -> float | None:
+    """``metric``'s ``agg_value`` (e.g. a retain model's ``mia_min_k`` AUC); ``None`` when absent or null."""
+    entry = _entry(log, metric, source)
+    if entry is None or entry.get("agg_value") is None:
+        return None
+    return _number(entry["agg_value"], f"{source}: {metric}.agg_value")
+
+
+__all__ = ["MetricLog", "aggregate", "eval_log_json", "per_item_scores", "read_eval_log"]

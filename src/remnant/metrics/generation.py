@@ -1,0 +1,110 @@
+"""Greedy generations for the ROUGE metrics, read the way their ``eval_text_similarity`` reads them.
+
+Generation: ``do_sample=False``, ``max_new_tokens`` (200 for TOFU), ``use_cache=True``, ``pad_token_id`` = EOS,
+left padding with an explicit attention mask (never derived from ``pad == eos``). Prompts are sorted by length
+before batching, so batches hold similar lengths; greedy decoding is per row, so the order changes no text beyond
+padding numerics.
+
+Reading: the new tokens are decoded with special tokens skipped and transformers 4.x space clean-up
+(:mod:`remnant.metrics.text`), cut at the decoded EOS and at every stop string (in that order, each at its first
+occurrence), and stripped. Stop strings (MUSE knowmem) also end a row's generation early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from remnant.metrics.text import decode
+
+
+def cut_generation(text: str, stops: Sequence[str]) -> str:
+    """Their post-processing: for each stop string in order, keep what precedes its first occurrence; strip."""
+    for word in stops:
+        if word and word in text:
+            text = text.split(word)[0]
+    return text.strip()
+
+
+def _stopping(tokenizer: Any, stopwords: Sequence[str], start: int) -> Any:
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class _StopStrings(StoppingCriteria):
+        """A row is done once its decoded new text holds a stop string (the text is cut there anyway)."""
+
+        def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+            texts = tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=False)
+            done = [any(w in t for w in stopwords) for t in texts]
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_StopStrings()])
+
+
+def _generate_batch(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[tuple[int, ...]],
+    max_new_tokens: int,
+    stopwords: Sequence[str],
+) -> list[str]:
+    eos = int(tokenizer.eos_token_id)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), int(pad), dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    device = next(model.parameters()).device
+    extra: dict[str, Any] = {}
+    if stopwords:
+        extra["stopping_criteria"] = _stopping(tokenizer, stopwords, width)
+    with torch.inference_mode():
+        out = model.generate(
+            ids.to(device),
+            attention_mask=mask.to(device),
+            do_sample=False,
+            top_p=None,
+            top_k=None,
+            temperature=None,
+            max_new_tokens=max_new_tokens,
+            use_cache=True,
+            pad_token_id=eos,
+            **extra,
+        )
+    stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
+    return [
+        cut_generation(
+            decode(tokenizer, row[width:].tolist(), skip_special_tokens=True, clean_up=True), stops
+        )
+        for row in out
+    ]
+
+
+def greedy_generations(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[tuple[int, ...]],
+    *,
+    batch_size: int,
+    max_new_tokens: int = 200,
+    stopwords: Sequence[str] = (),
+    progress: bool = False,
+) -> list[str]:
+    """The cut, stripped greedy continuation of each prompt, in input order."""
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+
+    if batch_size < 1 or max_new_tokens < 1:
+        raise ValueError("batch_size and max_new_tokens must be at least 1")
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    texts: dict[int, str] = {}
+    for start in tqdm(range(0, len(order), batch_size), desc="generating", disable=not progress, leave=False):
+        chunk = order[start : start + batch_size]
+        batch = _generate_batch(model, tokenizer, [prompts[i] for i in chunk], max_new_tokens, stopwords)
+        texts.update(zip(chunk, batch, strict=True))
+    return [texts[i] for i in range(len(prompts))]
+
+
+__all__ = ["cut_generation", "greedy_generations"]

@@ -1,0 +1,85 @@
+"""Extraction strength and exact memorization: their ``extraction_strength`` and ``exact_memorization`` handlers.
+
+Both read teacher-forced argmax predictions ŷ_t against the labels y_t over the answer tokens **without the last
+labelled token** (their ``tokenwise_vocab_logprobs`` drops it, meant to drop the appended EOS; for MUSE
+completions, which get no EOS, it drops the text's real last token).
+
+- Extraction strength (Carlini et al.'s suffix form): ES = 1 − k*/|y| with k* the smallest k such that
+  ŷ[k:] == y[k:]. Quirk kept: their loop stops at k = |y| − 1 when no suffix matches, so the floor is 1/|y|, not 0
+  (an answer whose last token alone matches scores the same 1/|y|). Nothing labelled: ES = 0.
+- Exact memorization: EM = (1/|y|) Σ_t 1[ŷ_t = y_t]. Nothing labelled: ``None``, left out of the aggregate.
+
+Each per-item value is logged as ``{"score": x}``; the aggregate is the mean over items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from remnant.metrics.evallog import MetricLog
+from remnant.metrics.scores import TokenScores
+from remnant.registry import register
+
+
+def extraction_strength(scores: TokenScores) -> float:
+    """ES of one answer (module docstring); ``scores`` still holds the last labelled token, dropped here."""
+    s = scores.drop_last()
+    n = len(s)
+    if n == 0:
+        return 0.0
+    match = s.argmax == s.labels
+    # k* is the start of the longest all-matching suffix; their loop never goes past n - 1.
+    k = n
+    while k > 0 and match[k - 1]:
+        k -= 1
+    return 1 - min(k, n - 1) / n
+
+
+def exact_memorization(scores: TokenScores) -> float | None:
+    """EM of one answer (module docstring); ``None`` when nothing is left to score."""
+    s = scores.drop_last()
+    if len(s) == 0:
+        return None
+    return float(np.mean(s.argmax == s.labels))
+
+
+def score_log(values: Sequence[float | None]) -> MetricLog:
+    """``{"score": x}`` per item and the mean of the non-``None`` values."""
+    kept = [v for v in values if v is not None]
+    return MetricLog(
+        agg_value=float(np.mean(kept)) if kept else None,
+        value_by_index={str(i): {"score": v} for i, v in enumerate(values)},
+    )
+
+
+@register("metric", "extraction_strength", "1")
+class ExtractionStrength:
+    """1 − (start of the longest teacher-forced matching suffix)/|y|, floor 1/|y| (their loop); mean over items."""
+
+    def __init__(self) -> None:
+        """No parameters (registered so a log names it and its version)."""
+
+    def compute(self, items: Sequence[TokenScores]) -> MetricLog:
+        return score_log([extraction_strength(s) for s in items])
+
+
+@register("metric", "exact_memorization", "1")
+class ExactMemorization:
+    """Share of answer tokens the teacher-forced argmax gets right (last label dropped); mean over items."""
+
+    def __init__(self) -> None:
+        """No parameters (registered so a log names it and its version)."""
+
+    def compute(self, items: Sequence[TokenScores]) -> MetricLog:
+        return score_log([exact_memorization(s) for s in items])
+
+
+__all__ = [
+    "ExactMemorization",
+    "ExtractionStrength",
+    "exact_memorization",
+    "extraction_strength",
+    "score_log",
+]

@@ -1,0 +1,161 @@
+"""Membership-inference AUCs (``mia_loss``, ``mia_zlib``, ``mia_min_k``, ``mia_min_k_plus_plus``,
+``mia_gradnorm``, ``mia_reference``): their ``mia_auc`` over forget (members) and holdout (non-members).
+
+Sign convention (theirs): every attack score is signed like a loss — **higher means less member-like** — and the
+AUC is computed with forget labelled 0 and holdout labelled 1, so AUC ≈ 1 means the forget set still looks
+memorised against holdout, ≈ 0.5 indistinguishable, ≈ 0 over-forgotten (forget loss above holdout's).
+
+Scores per sample (what each reads; "EOS included" means all labelled tokens, as in answer probability):
+
+- LOSS: ``avg_loss`` (EOS included);
+- zlib: ``avg_loss`` (EOS included) / len(zlib.compress(answer text as UTF-8)) in bytes, the answer text being the
+  labelled tokens decoded with special tokens skipped and the tokenizer's own clean-up setting;
+- min-k (k = 0.4): −mean of the ⌊k·n⌋ (at least 1) lowest token log-probabilities, last labelled token dropped;
+  nothing left: 0;
+- min-k++ (k = 0.4): the same over z_t = (log p(y_t) − μ_t)/√max(σ²_t, 1e−6), μ_t and σ²_t the mean and variance
+  of log p under p at position t (last labelled token dropped; nothing left: 0);
+- reference: target ``avg_loss`` − reference ``avg_loss`` (EOS included; the reference reads the same token ids,
+  so it must share the tokenizer);
+- gradient norm: :mod:`remnant.metrics.gradnorm`.
+
+The entry holds ``forget`` and ``holdout`` (each ``{"agg_value": mean score, "value_by_index": {"<i>":
+{"score": s}}}``), ``auc`` and ``agg_value`` (= auc).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from remnant.errors import ConfigError
+from remnant.metrics.auc import roc_auc
+from remnant.metrics.evallog import MetricLog
+from remnant.metrics.scores import TokenScores
+from remnant.registry import register
+
+
+def loss_score(scores: TokenScores) -> float:
+    """LOSS attack: mean NLL over every labelled token."""
+    return scores.avg_loss
+
+
+def zlib_score(scores: TokenScores, text: str) -> float:
+    """zlib attack: mean NLL over the zlib-compressed length of the answer text in bytes."""
+    return scores.avg_loss / len(zlib.compress(text.encode("utf-8")))
+
+
+def _bottom_k_mean(values: np.ndarray, k: float) -> float:
+    count = max(1, int(len(values) * k))
+    return float(np.mean(np.sort(values)[:count]))
+
+
+def min_k_score(scores: TokenScores, k: float = 0.4) -> float:
+    """min-k% attack: −mean of the lowest ⌊k·n⌋ (≥ 1) token log-probabilities, last label dropped; empty: 0."""
+    lp = scores.drop_last().logprobs
+    return 0.0 if lp.size == 0 else -_bottom_k_mean(lp, k)
+
+
+def min_k_plus_plus_score(scores: TokenScores, k: float = 0.4) -> float:
+    """min-k%++ attack over vocabulary-normalised log-probabilities, last label dropped; empty: 0."""
+    s = scores.drop_last()
+    if len(s) == 0:
+        return 0.0
+    if s.mu is None or s.var is None:
+        raise ValueError("min-k++ needs a pass run with vocab_stats=True")
+    z = (s.logprobs - s.mu) / np.sqrt(np.maximum(s.var, 1e-6))
+    return -_bottom_k_mean(z, k)
+
+
+def reference_score(target: TokenScores, reference: TokenScores) -> float:
+    """Reference attack: target mean NLL minus the reference model's on the same ids."""
+    return target.avg_loss - reference.avg_loss
+
+
+def _side(scores: Sequence[float]) -> MetricLog:
+    return MetricLog(
+        agg_value=float(np.mean(scores)) if scores else None,
+        value_by_index={str(i): {"score": float(s)} for i, s in enumerate(scores)},
+    )
+
+
+def mia_log(forget: Sequence[float], holdout: Sequence[float]) -> MetricLog:
+    """The entry of one attack: both sides' scores, and the AUC with holdout as the positive class."""
+    auc = roc_auc(negatives=forget, positives=holdout)
+    return MetricLog(
+        agg_value=auc,
+        extra={"forget": _side(forget).to_json(), "holdout": _side(holdout).to_json(), "auc": auc},
+    )
+
+
+class _Attack:
+    """Shared by the attacks: turn per-side scores into the logged entry."""
+
+    def __init__(self) -> None:
+        """No parameters (registered so a log names it and its version)."""
+
+    def compute(self, forget: Sequence[float], holdout: Sequence[float]) -> MetricLog:
+        return mia_log(forget, holdout)
+
+
+@register("metric", "mia_loss", "1")
+class LossAttack(_Attack):
+    """AUC of the mean NLL (EOS included), forget vs holdout."""
+
+
+@register("metric", "mia_zlib", "1")
+class ZlibAttack(_Attack):
+    """AUC of mean NLL over zlib-compressed answer bytes, forget vs holdout."""
+
+
+@register("metric", "mia_min_k", "1")
+class MinKAttack(_Attack):
+    """AUC of −mean lowest-k token log-probabilities (k = 0.4, last label dropped), forget vs holdout."""
+
+    def __init__(self, k: float = 0.4) -> None:
+        if not 0 < k <= 1 or not math.isfinite(k):
+            raise ConfigError("min-k: k must lie in (0, 1]", requirement="R23")
+        self.k = k
+
+
+@register("metric", "mia_min_k_plus_plus", "1")
+class MinKPlusPlusAttack(_Attack):
+    """AUC of min-k over vocabulary-normalised log-probabilities (k = 0.4), forget vs holdout."""
+
+    def __init__(self, k: float = 0.4) -> None:
+        if not 0 < k <= 1 or not math.isfinite(k):
+            raise ConfigError("min-k: k must lie in (0, 1]", requirement="R23")
+        self.k = k
+
+
+@register("metric", "mia_gradnorm", "1")
+class GradNormAttack(_Attack):
+    """AUC of the mean over parameter tensors of each gradient's p-norm (p = 2), forget vs holdout."""
+
+    def __init__(self, p: float = 2) -> None:
+        if float(p) not in (1.0, 2.0, float("inf")):
+            raise ConfigError("gradient norm: p must be 1, 2 or inf", requirement="R23")
+        self.p = p
+
+
+@register("metric", "mia_reference", "1")
+class ReferenceAttack(_Attack):
+    """AUC of target NLL minus a reference model's NLL, forget vs holdout (needs ``--reference``)."""
+
+
+__all__ = [
+    "GradNormAttack",
+    "LossAttack",
+    "MinKAttack",
+    "MinKPlusPlusAttack",
+    "ReferenceAttack",
+    "ZlibAttack",
+    "loss_score",
+    "mia_log",
+    "min_k_plus_plus_score",
+    "min_k_score",
+    "reference_score",
+    "zlib_score",
+]

@@ -1,0 +1,99 @@
+"""Answer probability (``*_Q_A_Prob``, ``*_PARA_Prob``, ``*_PERT_Prob``) and its normalised-over-options variant
+(``ra_/wf_Q_A_Prob_normalised``): their ``probability`` and ``probability_w_options`` handlers.
+
+Per answer: ``avg_loss`` = mean negative log-likelihood over the labelled tokens **including the appended EOS**
+(and, with a chat template, the template's end-of-turn tokens), ``prob`` = exp(−avg_loss), the geometric-mean
+token probability (TOFU's P(a|q)^(1/|a|)). Several answers per item (the perturbed ones) give lists; the aggregate
+is the mean over items of the mean over an item's answers. An item with nothing labelled (their 0/0 → NaN) is
+logged as ``None`` and left out of the aggregate, which their ``is not None`` filter meant to do.
+
+Normalised: p_c / (p_c + Σ_j p_wj + 1e-10) per item with p_c the true answer's ``prob`` and p_wj the perturbed
+answers', averaged over items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from remnant.metrics.evallog import MetricLog
+from remnant.metrics.scores import TokenScores
+from remnant.registry import register
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def probability_log(items: Sequence[Sequence[TokenScores]], *, multi: bool) -> MetricLog:
+    """The ``probability`` entry for items of one answer (``multi=False``) or several (``multi=True``)."""
+    by_index: dict[str, dict[str, Any]] = {}
+    item_means: list[float] = []
+    for i, answers in enumerate(items):
+        if not multi and len(answers) != 1:
+            raise ValueError("a single-answer metric needs exactly one answer per item")
+        losses = [a.avg_loss for a in answers]
+        probs = [math.exp(-x) if math.isfinite(x) else math.nan for x in losses]
+        if multi:
+            by_index[str(i)] = {
+                "prob": [_finite_or_none(p) for p in probs],
+                "avg_loss": [_finite_or_none(x) for x in losses],
+            }
+        else:
+            by_index[str(i)] = {"prob": _finite_or_none(probs[0]), "avg_loss": _finite_or_none(losses[0])}
+        if all(math.isfinite(p) for p in probs):
+            item_means.append(float(np.mean(probs)))
+    agg = float(np.mean(item_means)) if item_means else None
+    return MetricLog(agg_value=agg, value_by_index=by_index)
+
+
+def _probs(log: MetricLog, name: str) -> dict[str, Any]:
+    if log.value_by_index is None:
+        raise ValueError(f"{name} has no per-item values")
+    return {k: v.get("prob") for k, v in log.value_by_index.items()}
+
+
+def normalised_probability_log(correct: MetricLog, wrong: MetricLog) -> MetricLog:
+    """``probability_w_options`` from the true answer's and the perturbed answers' ``probability`` entries."""
+    c, w = _probs(correct, "correct"), _probs(wrong, "wrong")
+    if list(c) != list(w):
+        raise ValueError("correct and wrong answers cover different items")
+    by_index: dict[str, dict[str, Any]] = {}
+    values = []
+    for idx in c:
+        pc, pw = c[idx], w[idx]
+        wrongs = pw if isinstance(pw, list) else [pw]
+        if pc is None or any(p is None for p in wrongs):
+            continue
+        value = pc / (pc + float(np.sum(wrongs)) + 1e-10)
+        by_index[idx] = {"prob": value}
+        values.append(value)
+    return MetricLog(agg_value=float(np.mean(values)) if values else None, value_by_index=by_index)
+
+
+@register("metric", "probability", "1")
+class Probability:
+    """Answer probability exp(−mean NLL over the labelled tokens, EOS included), per answer; mean over items."""
+
+    def __init__(self) -> None:
+        """No parameters (registered so a log names it and its version)."""
+
+    def compute(self, items: Sequence[Sequence[TokenScores]], *, multi: bool) -> MetricLog:
+        return probability_log(items, multi=multi)
+
+
+@register("metric", "probability_w_options", "1")
+class ProbabilityWithOptions:
+    """True answer's probability over the sum with the perturbed answers' (+1e-10); mean over items."""
+
+    def __init__(self) -> None:
+        """No parameters (registered so a log names it and its version)."""
+
+    def compute(self, pre_compute: Mapping[str, MetricLog]) -> MetricLog:
+        return normalised_probability_log(pre_compute["correct"], pre_compute["wrong"])
+
+
+__all__ = ["Probability", "ProbabilityWithOptions", "normalised_probability_log", "probability_log"]

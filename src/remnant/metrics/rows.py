@@ -1,0 +1,126 @@
+"""One evaluation row of a TOFU-format split, as the metrics read it (openunlearning.md §4).
+
+The metric code reads plain lists of rows, so it does not depend on how a split was stored: a TOFU reader's typed
+rows, a JSON object per line, or rows a test builds. :func:`as_row` accepts anything with the fields below, as
+attributes or as mapping keys.
+
+Fields (TOFU's ``*_perturbed`` configs; ``holdout*``, ``forget*`` and ``retain*`` hold only the first two):
+
+- ``question``, ``answer``: the question and its true answer;
+- ``paraphrased_answer``: the true answer in other words (truth ratio's "correct" on forget and retain);
+- ``perturbed_answer``: wrong answers in the same template (5 on forget/retain, 3 on real authors/world facts);
+- ``paraphrased_question``: the question in other words (OpenUnlearning's ``question_key`` switch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from remnant.errors import ConfigError
+
+#: The fields a metric may read from a row, by name.
+ANSWER_KEYS = ("answer", "paraphrased_answer", "perturbed_answer")
+QUESTION_KEYS = ("question", "paraphrased_question")
+
+
+class QALike(Protocol):
+    """What a TOFU reader's row must offer (extra attributes are ignored)."""
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class QARow:
+    """One question with its answers; optional fields are ``None`` where the split does not carry them."""
+
+    question: str
+    answer: str
+    paraphrased_answer: str | None = None
+    perturbed_answer: tuple[str, ...] | None = None
+    paraphrased_question: str | None = None
+
+
+def _field(source: Any, name: str) -> Any:
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def as_row(source: Any, *, split: str, index: int) -> QARow:
+    """``source`` (a QARow, a mapping, or an object with the fields) as a :class:`QARow`.
+
+    ``question`` and ``answer`` must be strings; a ``perturbed_answer`` must be a list of strings. A wrong type is
+    a ConfigError naming the split, the row and the field.
+    """
+    if isinstance(source, QARow):
+        return source
+    values: dict[str, Any] = {}
+    for name in ("question", "answer", "paraphrased_answer", "paraphrased_question"):
+        value = _field(source, name)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(
+                f"split {split!r} row {index}: field {name!r} must be a string", requirement="R2"
+            )
+        values[name] = value
+    for name in ("question", "answer"):
+        if values[name] is None:
+            raise ConfigError(f"split {split!r} row {index}: field {name!r} is missing", requirement="R2")
+    perturbed = _field(source, "perturbed_answer")
+    if perturbed is not None:
+        if isinstance(perturbed, str) or not isinstance(perturbed, Sequence):
+            raise ConfigError(
+                f"split {split!r} row {index}: field 'perturbed_answer' must be a list of strings",
+                requirement="R2",
+            )
+        if not all(isinstance(p, str) for p in perturbed):
+            raise ConfigError(
+                f"split {split!r} row {index}: field 'perturbed_answer' must be a list of strings",
+                requirement="R2",
+            )
+        perturbed = tuple(perturbed)
+    return QARow(perturbed_answer=perturbed, **values)
+
+
+def as_rows(sources: Sequence[Any], *, split: str) -> list[QARow]:
+    """Every row of a split as a :class:`QARow` (see :func:`as_row`)."""
+    return [as_row(s, split=split, index=i) for i, s in enumerate(sources)]
+
+
+def question_of(row: QARow, key: str, *, split: str, index: int) -> str:
+    """The question a metric asks: ``row.question`` or ``row.paraphrased_question``; ConfigError when absent."""
+    if key not in QUESTION_KEYS:
+        raise ConfigError(f"question key {key!r} is not one of {list(QUESTION_KEYS)}", requirement="R2")
+    value = getattr(row, key)
+    if value is None:
+        raise ConfigError(f"split {split!r} row {index}: field {key!r} is missing", requirement="R2")
+    return str(value)
+
+
+def answers_of(row: QARow, key: str, *, split: str, index: int) -> str | tuple[str, ...]:
+    """The answer(s) a metric scores: one string, or the tuple of perturbed answers; ConfigError when absent."""
+    if key not in ANSWER_KEYS:
+        raise ConfigError(f"answer key {key!r} is not one of {list(ANSWER_KEYS)}", requirement="R2")
+    value = getattr(row, key)
+    if value is None:
+        raise ConfigError(f"split {split!r} row {index}: field {key!r} is missing", requirement="R2")
+    if isinstance(value, tuple) and not value:
+        raise ConfigError(f"split {split!r} row {index}: field {key!r} is an empty list", requirement="R2")
+    return value  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "ANSWER_KEYS",
+    "QUESTION_KEYS",
+    "QALike",
+    "QARow",
+    "answers_of",
+    "as_row",
+    "as_rows",
+    "question_of",
+]

@@ -1,0 +1,52 @@
+"""Token ids back to text the way OpenUnlearning's numbers were made (transformers 4.45, their pinned version).
+
+They decode with ``clean_up_tokenization_spaces=True`` for the ROUGE texts, and with the tokenizer's own setting
+for zlib's answer text. transformers 4.45 applied that clean-up to every tokenizer; transformers 5 ignores the flag
+for BPE tokenizers. The clean-up is therefore done here, after a plain decode, so the texts (and the zlib lengths
+computed from them) match theirs whatever transformers is installed. ROUGE itself is blind to it (its tokenizer
+drops punctuation), but the stored ``input`` / ``ground_truth`` / ``generation`` fields are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: transformers 4.x ``clean_up_tokenization``: the space before punctuation and English contractions is removed.
+_CLEANUPS = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
+
+
+def clean_up_spaces(text: str) -> str:
+    """transformers 4.x's clean-up of tokenization spaces, applied in its order."""
+    for old, new in _CLEANUPS:
+        text = text.replace(old, new)
+    return text
+
+
+def decode(tokenizer: Any, ids: Sequence[int], *, skip_special_tokens: bool, clean_up: bool) -> str:
+    """``ids`` as text; special tokens dropped when asked; transformers 4.x clean-up when ``clean_up``."""
+    text = str(
+        tokenizer.decode(
+            list(ids), skip_special_tokens=skip_special_tokens, clean_up_tokenization_spaces=False
+        )
+    )
+    return clean_up_spaces(text) if clean_up else text
+
+
+def tokenizer_cleans_up(tokenizer: Any) -> bool:
+    """The tokenizer's own ``clean_up_tokenization_spaces`` default (used where their code passes none)."""
+    return bool(getattr(tokenizer, "clean_up_tokenization_spaces", False))
+
+
+__all__ = ["clean_up_spaces", "decode", "tokenizer_cleans_up"]

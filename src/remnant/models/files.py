@@ -1,0 +1,259 @@
+"""The files a model is read from: chosen here, checked here, and the only files a load can see (R2, R23).
+
+A model's identity must be what was loaded. A claimant supplies the folder, so its files are untrusted:
+
+- every file the load reads must resolve (``Path.resolve()``, so symlinks count) inside the folder; an index
+  shard such as ``../other/x.safetensors``, an absolute path or a symlink out of the folder is refused;
+- custom code is refused: ``auto_map`` in ``config.json`` or ``tokenizer_config.json``, or any ``*.py`` file;
+- with ``model.safetensors.index.json`` the weights are the index and exactly the shards its ``weight_map``
+  names; without it, ``model.safetensors``. Other ``*.safetensors`` files in the folder (e.g. Mistral's
+  ``consolidated.safetensors`` beside its shards) are ignored: neither loaded nor hashed;
+- every file read must be a regular file (a FIFO named ``tokenizer.json`` would hang the load).
+
+The load itself runs on a private staging folder holding symlinks to exactly these files (:func:`staged`), so
+transformers cannot read anything else in the claimant's folder, and :mod:`remnant.models.identity` hashes
+exactly these files. A Hugging Face cache snapshot (``<repo>/snapshots/<rev>/``) links its files into
+``<repo>/blobs/``; those links are allowed, and only those.
+
+This module does not import torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ModelError
+from remnant.jsonio import loads_strict
+
+INDEX_NAME = "model.safetensors.index.json"
+SINGLE_WEIGHTS = "model.safetensors"
+CONFIG_NAME = "config.json"
+GENERATION_CONFIG = "generation_config.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+#: The tokenizer files transformers 5 looks up in a folder (its ``vocab_files_names`` and the extra files of
+#: ``PreTrainedTokenizerBase.from_pretrained``). Only these are staged, so only these can be read and hashed.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    TOKENIZER_CONFIG,
+    "special_tokens_map.json",
+    "added_tokens.json",
+    CHAT_TEMPLATE_FILE,
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tekken.json",
+    "tiktoken.model",
+)
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+#: Largest JSON file (config, index, tokenizer config) read here to check it; real ones are under 2 MB.
+MAX_JSON_BYTES = 64 << 20
+_SEGMENT = re.compile(r"[^/\\\x00]+")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """The files one load reads, each by its name inside the folder (``/``-separated), grouped by role.
+
+    ``resolved`` maps every name to the file it resolves to. ``gguf`` is set for a single ``.gguf`` file, whose
+    weights, config and tokenizer all come from that one file.
+    """
+
+    folder: Path
+    weights: tuple[str, ...]
+    config: tuple[str, ...]
+    tokenizer: tuple[str, ...]
+    resolved: dict[str, Path]
+    gguf: str | None = None
+
+    @property
+    def directory(self) -> Path:
+        """The folder the files sit in (a GGUF file's parent)."""
+        return self.folder.parent if self.gguf is not None else self.folder
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every file read, in role order."""
+        return self.weights + self.config + self.tokenizer
+
+
+def _refuse(message: str) -> ModelError:
+    return ModelError(message, requirement="R2")
+
+
+def _containment_roots(folder: Path) -> tuple[Path, ...]:
+    """Where the folder's files may resolve: the folder, and a hub cache snapshot's own ``blobs/``."""
+    real = folder.resolve()
+    roots = [real]
+    if real.parent.name == "snapshots" and (real.parent.parent / "blobs").is_dir():
+        roots.append((real.parent.parent / "blobs").resolve())
+    return tuple(roots)
+
+
+def _regular_inside(folder: Path, name: str, roots: tuple[Path, ...], what: str) -> Path:
+    """``folder/name`` resolved, refused unless it is a regular file inside one of ``roots`` (R2)."""
+    path = folder / name
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # a dangling link or a link loop
+        raise _refuse(f"{path}: {what} cannot be resolved ({type(exc).__name__}: {exc})") from None
+    if not any(real.is_relative_to(root) for root in roots):
+        raise _refuse(f"{path}: {what} resolves to {real}, outside the model folder {folder}")
+    if not stat.S_ISREG(real.stat().st_mode):
+        raise _refuse(f"{path}: {what} is not a regular file")
+    return real
+
+
+def _present(folder: Path, name: str) -> bool:
+    """The folder holds an entry ``name`` (a dangling symlink counts, so it is refused rather than skipped)."""
+    path = folder / name
+    return path.is_symlink() or path.exists()
+
+
+def _read_json(path: Path, label: Path) -> Any:
+    size = path.stat().st_size
+    if size > MAX_JSON_BYTES:
+        raise _refuse(f"{label}: {size} bytes is larger than any model file of its kind ({MAX_JSON_BYTES})")
+    return loads_strict(path.read_bytes(), source=str(label), requirement="R2", error=ModelError)
+
+
+def _shard_name(name: Any, index: Path) -> str:
+    """A shard name from the index: a relative ``.safetensors`` path with no empty, ``.`` or ``..`` part."""
+    if not isinstance(name, str) or not name:
+        raise _refuse(f"{index}: weight_map holds {name!r}, not a shard file name")
+    parts = name.split("/")
+    if name.startswith(("/", "~")) or ".." in parts or Path(name).is_absolute():
+        raise _refuse(f"{index}: shard {name!r} points outside the model folder")
+    if any(p in ("", ".") or not _SEGMENT.fullmatch(p) for p in parts):
+        raise _refuse(f"{index}: shard {name!r} is not a plain relative path inside the model folder")
+    if not name.endswith(".safetensors"):
+        raise _refuse(f"{index}: shard {name!r} is not a .safetensors file")
+    return name
+
+
+def _index_shards(folder: Path, real_index: Path) -> tuple[str, ...]:
+    index = folder / INDEX_NAME
+    data = _read_json(real_index, index)
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise _refuse(f"{index}: no weight_map naming the shards")
+    if not isinstance(data.get("metadata"), dict):  # transformers reads it: a KeyError otherwise
+        raise _refuse(f"{index}: no metadata object")
+    for key in weight_map:
+        if not key:
+            raise _refuse(f"{index}: weight_map has an empty tensor name")
+    return tuple(sorted({_shard_name(v, index) for v in weight_map.values()}))
+
+
+def _refuse_pickles_or_nothing(folder: Path) -> ModelError:
+    pickles = sorted(p for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        return _refuse(
+            f"{pickles[0]}: pickled weights are refused (loading them can run code); "
+            "convert the model to safetensors"
+        )
+    return _refuse(f"{folder}: no {SINGLE_WEIGHTS} or {INDEX_NAME} found")
+
+
+def _refuse_code(folder: Path) -> None:
+    """Custom code is never run, so a folder that ships or asks for it is refused (R2)."""
+    code = next(iter(sorted(folder.rglob("*.py"))), None)
+    if code is not None:
+        raise _refuse(f"{code}: model folders holding Python code are refused (custom code is never run)")
+
+
+def _refuse_auto_map(folder: Path, name: str, real: Path) -> None:
+    data = _read_json(real, folder / name)
+    if not isinstance(data, dict):
+        raise _refuse(f"{folder / name}: not a JSON object")
+    if "auto_map" in data:
+        raise _refuse(
+            f"{folder / name}: auto_map asks for custom model code, which remnant never runs; "
+            "use a model of a built-in transformers architecture"
+        )
+
+
+def folder_files(folder: Path) -> ModelFiles:
+    """Choose and check the files a load of ``folder`` reads (module docstring); ModelError (R2) otherwise."""
+    if not folder.is_dir():
+        raise _refuse(f"{folder}: no such model folder")
+    roots = _containment_roots(folder)
+    _refuse_code(folder)
+    resolved: dict[str, Path] = {}
+
+    def take(name: str, what: str) -> str:
+        resolved[name] = _regular_inside(folder, name, roots, what)
+        return name
+
+    if _present(folder, INDEX_NAME):
+        take(INDEX_NAME, "the shard index")
+        shards = _index_shards(folder, resolved[INDEX_NAME])
+        weights = (INDEX_NAME, *(take(s, "a weights shard the index names") for s in shards))
+    elif _present(folder, SINGLE_WEIGHTS):
+        weights = (take(SINGLE_WEIGHTS, "the weights file"),)
+    else:
+        raise _refuse_pickles_or_nothing(folder)
+    if not _present(folder, CONFIG_NAME):
+        raise _refuse(f"{folder}: no {CONFIG_NAME}")
+    config = tuple(take(n, "a model config") for n in (CONFIG_NAME, GENERATION_CONFIG) if _present(folder, n))
+    tokenizer = tuple(take(n, "a tokenizer file") for n in TOKENIZER_FILES if _present(folder, n))
+    _refuse_auto_map(folder, CONFIG_NAME, resolved[CONFIG_NAME])
+    if TOKENIZER_CONFIG in resolved:
+        _refuse_auto_map(folder, TOKENIZER_CONFIG, resolved[TOKENIZER_CONFIG])
+    return ModelFiles(folder, weights, config, tokenizer, resolved)
+
+
+def gguf_files(file: Path) -> ModelFiles:
+    """A single ``.gguf`` file: weights, config and tokenizer all come from it."""
+    if file.suffix != ".gguf":
+        raise _refuse(f"{file}: only .gguf files or safetensors folders can be loaded")
+    # The user named this file, so wherever a symlink to it leads is what they chose; it must still be a file.
+    real = _regular_inside(file.parent, file.name, (Path(os.path.realpath(file)).parent,), "the GGUF file")
+    return ModelFiles(file, (file.name,), (), (), {file.name: real}, gguf=file.name)
+
+
+def model_files(path: Path) -> ModelFiles:
+    """The files a load of ``path`` (a folder or a ``.gguf`` file) reads, checked (R2)."""
+    if path.is_file():
+        return gguf_files(path)
+    if not path.exists():
+        raise _refuse(f"{path}: no such model folder")
+    return folder_files(path)
+
+
+@contextlib.contextmanager
+def staged(files: ModelFiles) -> Iterator[Path]:
+    """A private folder holding symlinks to exactly ``files``, removed afterwards: the only folder a load sees."""
+    where = Path(tempfile.mkdtemp(prefix="remnant-load-"))
+    try:
+        for name, real in files.resolved.items():
+            link = where / name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(real, link)
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+__all__ = [
+    "INDEX_NAME",
+    "PICKLE_SUFFIXES",
+    "TOKENIZER_FILES",
+    "ModelFiles",
+    "folder_files",
+    "gguf_files",
+    "model_files",
+    "staged",
+]

@@ -1,0 +1,409 @@
+"""Does a statement agree with itself? Its facts, cells, surfaces, utility, tier and Class D block, cross-checked.
+
+A statement carries the same evidence several times: the verdict facts, the per-cell results they were counted
+from (R22), the per-surface figures summarised from those cells (K4), the utility block (R11, R12), the tier
+(§7.1) and the Class D block (D-5.1). Editing one copy and not the others is how a hand-made statement claims
+more than its evidence; :func:`agreement_violations` recomputes every copy from the one below it, with the rules
+that wrote it (imported, never restated), and names the requirement at each disagreement:
+
+- **V1**: the pre-registered τ, φ and g in effect (with any recorded deviation, R15), class and track are the
+  facts'; the verdict :func:`~remnant.standard.verdict.decide` draws from the facts the *cells* imply
+  (:mod:`remnant.statement.derived`) is the stated one.
+- **R22, R4**: each attack's k/n and its control's k/n are its cells' (and its checkpoint cells' reading);
+  statuses agree with which cells exist; every surface's g*, decisive attack and cell list are what
+  :func:`~remnant.statement.build.summarise_surfaces` gives from those cells, control figures included (R4).
+- **R19**: every surface's interval and n are the Wilson interval and n of the cell behind g*.
+- **R13, R12, R11**: the utility block's two stages are the facts', and the facts' are the utility cells'; a
+  *removed* or *hidden* verdict never stands beside a removal-stage utility below φ (R13).
+- **C1, C-Q1, D-5.3, D-5.1**: every surface a verdict relies on is present, and a *removed* verdict has its
+  required attacks run with per-cell results (or, C-Q2, not applicable).
+- **Tier** (§7.1): the stated tier is no higher than the ladder awards on the most generous evidence the facts
+  allow (every process requirement met, verified); the violation names the first unmet criterion's rule.
+- **D-5.1**: the Class D block is :func:`~remnant.classd.bar.bar_from_facts`'s block from the same facts.
+- **C-W6**: only a relearning arm (scored items) is non-adjudicating; latent measurements are C-H6's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from remnant.standard.derive import behavioural_n, unmet_without_utility
+from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
+from remnant.standard.facts import CLASS_D_RISKS, VerdictFacts
+from remnant.standard.rules import GENERAL_REQUIREMENTS
+from remnant.standard.tier import Criterion, award_tier, parse_tier_label
+from remnant.standard.verdict import ADMITTED_SURFACES, CQ1_REQUIRED, decide
+from remnant.statement.absent import Absent, is_absent
+from remnant.statement.build import cells_from_facts, summarise_surfaces
+from remnant.statement.canonical import canonical_json
+from remnant.statement.derived import derive
+from remnant.statement.schema import Cell, ConformanceStatement, SurfaceOutcome
+from remnant.statement.violation import Violation, same, show
+
+#: A requirement id inside a criterion's detail, e.g. "(C-Q1, C-Q2)" or "unmet: R11, R13".
+_RULE_ID = re.compile(r"\b(?:R\d+(?:\.\d)?|[KVTZ]\d+[a-z]?|C\d|C-[WQH]\d+|D-\d(?:\.\d)?)\b")
+_CHECKS: dict[str, tuple[str, ...]] = {
+    "R22": ("g_star", "decisive_attack", "cells"),
+    "R19": ("ci95", "n"),
+    "R4": ("control_g", "control_ci95", "control_n"),
+}
+
+
+@dataclass(frozen=True)
+class Registered:
+    """The pre-registered values in effect: the frozen ones with recorded deviations applied in order (R14, R15)."""
+
+    tau: Any
+    phi: Any
+    gating_metric: Any
+
+
+def _json_same(a: Any, b: Any) -> bool:
+    try:
+        return canonical_json(a) == canonical_json(b)
+    except Exception:  # a value canonical JSON cannot hold equals nothing
+        return False
+
+
+def registered(s: ConformanceStatement) -> Registered:
+    """τ, φ and g as pre-registered, each followed through the deviations recorded for it (R15)."""
+
+    def in_effect(field: str, frozen: Any) -> Any:
+        value = frozen
+        for deviation in s.deviations:
+            if deviation.field == field and _json_same(deviation.old, value):
+                value = deviation.new
+        return value
+
+    prereg = s.pre_registration
+    return Registered(
+        tau=in_effect("tau", prereg.tau),
+        phi=in_effect("utility.phi", prereg.phi),
+        gating_metric=in_effect("gating_metric", prereg.gating_metric),
+    )
+
+
+def _check_registered(s: ConformanceStatement, facts: VerdictFacts, reg: Registered) -> list[Violation]:
+    """V1: the facts' τ, φ, g, class and track are the statement's."""
+    out: list[Violation] = []
+    for name, stated, want in (
+        ("tau", facts.tau, reg.tau),
+        ("phi", facts.phi, reg.phi),
+        ("gating_metric", facts.gating_metric, reg.gating_metric),
+    ):
+        if not same(stated, want):
+            out.append(
+                Violation(
+                    requirement="V1",
+                    message=f"facts.{name} {show(stated)} differs from the pre-registered value in effect "
+                    f"{show(want)} (pre_registration and deviations, R14, R15)",
+                )
+            )
+    if facts.class_ != s.class_ or facts.track != s.track:
+        out.append(Violation(requirement="V1", message="facts class/track differ from the statement's"))
+    return out
+
+
+def _stage(value: float | Absent) -> float | None:
+    return None if isinstance(value, Absent) else float(value)
+
+
+def _check_utility(
+    s: ConformanceStatement, facts: VerdictFacts, from_cells: dict[str, float | None] | None, phi: Any
+) -> list[Violation]:
+    """R13, R12, R11: the utility block is the facts', the facts are the utility cells'; no verdict but
+    utility-collapsed beside a removal-stage utility below φ."""
+    out: list[Violation] = []
+    block = {"removal_stage": _stage(s.utility.removal_stage), "attack_stage": _stage(s.utility.attack_stage)}
+    for stage, rule in (("removal_stage", "R13"), ("attack_stage", "R12")):
+        fact = getattr(facts.utility, stage)
+        if not same(block[stage], fact):
+            out.append(
+                Violation(
+                    requirement=rule,
+                    message=f"utility.{stage} {show(block[stage])} differs from facts.utility.{stage} {show(fact)}",
+                )
+            )
+        if from_cells is not None and not same(from_cells[stage], fact):
+            out.append(
+                Violation(
+                    requirement="R11" if stage == "removal_stage" else "R12",
+                    message=f"facts.utility.{stage} {show(fact)} is not what the utility cells give "
+                    f"({show(from_cells[stage])})",
+                )
+            )
+    u = block["removal_stage"]
+    if u is not None and isinstance(phi, int | float) and u < phi and s.verdict in ("removed", "hidden"):
+        out.append(
+            Violation(
+                requirement="R13",
+                message=f"verdict {s.verdict!r} stated beside removal-stage utility {show(u)} below φ = "
+                f"{show(phi)}: the floor test fails, so the verdict is utility-collapsed",
+            )
+        )
+    return out
+
+
+def _check_arms(facts: VerdictFacts) -> list[Violation]:
+    """C-W6: a non-adjudicating arm is relearning on the scored items; no other attack may stand aside."""
+    return [
+        Violation(
+            requirement="C-W6",
+            message=f"facts.attacks[{i}] ({a.name}) on {a.surface} is marked non-adjudicating; only relearning on "
+            "the scored items is reported without deciding (C-W6; latent measurements, C-H6)",
+        )
+        for i, a in enumerate(facts.attacks)
+        if not a.adjudicating and a.surface not in ("relearning", "latent")
+    ]
+
+
+def _surface_rule(s: ConformanceStatement, name: str, want: SurfaceOutcome | None) -> str:
+    if want is not None and want.status == "inadmissible":
+        return "R0.2"
+    if name == "relearning":
+        return "C1" if s.class_ == "C" else "D-5.3"
+    if name == "inference_time" and s.class_ == "C":
+        return "C-Q1"
+    return "R22"
+
+
+def _check_surfaces(
+    s: ConformanceStatement, derived: dict[str, Any], cells: Sequence[Cell]
+) -> list[Violation]:
+    """R22, R19, R4 (C1, C-Q1 for a missing or misreported required surface): surfaces are their cells'."""
+    out: list[Violation] = []
+    expected = summarise_surfaces(derived, cells)
+    for name, want in expected.items():
+        got = s.surfaces.get(name)
+        if got is None:
+            out.append(
+                Violation(
+                    requirement=_surface_rule(s, name, want),
+                    message=f"surfaces.{name} is missing; its facts and cells give status {want.status!r}",
+                )
+            )
+            continue
+        if got.status != want.status:
+            out.append(
+                Violation(
+                    requirement=_surface_rule(s, name, want),
+                    message=f"surfaces.{name}.status {got.status!r}, but its facts and cells give {want.status!r}",
+                )
+            )
+        for rule, fields in _CHECKS.items():
+            for key in fields:
+                have, should = getattr(got, key), getattr(want, key)
+                if not same(have, should):
+                    out.append(
+                        Violation(
+                            requirement=rule,
+                            message=f"surfaces.{name}.{key} {show(have)}, but its cells give {show(should)}",
+                        )
+                    )
+    for name in sorted(set(s.surfaces) - set(expected) - {"latent"}):  # latent: C-H6, raised elsewhere
+        out.append(
+            Violation(
+                requirement="R22", message=f"surfaces.{name}: no attack in the facts is on this surface"
+            )
+        )
+    return out
+
+
+def _check_required(s: ConformanceStatement, derived: VerdictFacts) -> list[Violation]:
+    """C1 / D-5.3, C-Q1, D-5.1: a removed verdict rests on its required attacks, run with per-cell results."""
+    if s.verdict != "removed":
+        return []
+    out: list[Violation] = []
+    admitted = ADMITTED_SURFACES[s.track]
+    ran = {a.name for a in derived.attacks if a.status == "run" and a.adjudicating and a.surface in admitted}
+    if s.track == "W" and not any(a.surface == "relearning" and a.name in ran for a in derived.attacks):
+        out.append(
+            Violation(
+                requirement="C1" if s.class_ == "C" else "D-5.3",
+                message="removed stated under W-track, but no relearning attack ran with per-cell results",
+            )
+        )
+    if s.class_ == "C":
+        for name in CQ1_REQUIRED:
+            if not any(
+                a.name == name
+                and a.surface == "inference_time"
+                and (a.name in ran or a.status == "not_applicable")
+                for a in derived.attacks
+            ):
+                out.append(
+                    Violation(
+                        requirement="C-Q1",
+                        message=f"removed stated, but required attack {name} neither ran with per-cell results "
+                        "nor is recorded as not applicable (C-Q2)",
+                    )
+                )
+    else:
+        for risk in CLASS_D_RISKS:
+            if not any(a.risk == risk and a.name in ran for a in derived.attacks):
+                out.append(
+                    Violation(
+                        requirement="D-5.1",
+                        message=f"removed stated, but no measurement of {risk.replace('_', ' ')} ran with "
+                        "per-cell results",
+                    )
+                )
+    return out
+
+
+def _criterion_rule(criterion: Criterion) -> str:
+    found = _RULE_ID.search(criterion.detail)
+    return found.group(0) if found else criterion.rule_ids[0]
+
+
+def _check_tier(s: ConformanceStatement, derived: dict[str, Any], verdict: str) -> list[Violation]:
+    """§7.1: the tier is no higher than the ladder awards on the most generous evidence the facts allow."""
+    parsed = parse_tier_label(s.tier) if isinstance(s.tier, str) else None
+    if parsed is None:
+        return []  # no tier, or not a tier (T1, raised elsewhere)
+    bar = derived.get("insignificance") or {}
+    ceiling = award_tier(
+        EvidenceSummary.model_validate(
+            {
+                "track": s.track,
+                "class": s.class_,
+                "threshold": bar.get("threshold") or derived["tau"],
+                "general_met": {str(r) for r in GENERAL_REQUIREMENTS} - unmet_without_utility(derived),
+                "behavioural_n": behavioural_n(derived, ADMITTED_SURFACES[s.track]),
+                "surfaces": surfaces_from_facts(
+                    derived, scored_every_epoch=True, sub_epoch_checkpoints=True, held_out=True
+                ),
+                "verdict": verdict,
+                "conformant_run": True,
+                "verified": True,  # K7 is checked on the verification record itself
+                "independently_reproduced": True,
+                "deviations": len(s.deviations),
+            }
+        )
+    )
+    if parsed[1] <= ceiling.tier:
+        return []
+    unmet = [c for c in ceiling.unmet(ceiling.tier + 1) if not c.cap]
+    if not unmet:
+        return []
+    first = unmet[0]
+    detail = f" ({first.detail})" if first.detail else ""
+    return [
+        Violation(
+            requirement=_criterion_rule(first),
+            message=f"tier {s.tier!r} is above what the statement's facts support ({ceiling.label}): Tier "
+            f"{ceiling.tier + 1} needs {first.text}{detail}",
+        )
+    ]
+
+
+def _check_class_d_block(s: ConformanceStatement, derived: VerdictFacts) -> list[Violation]:
+    """D-5.1: the Class D block is the bar the facts give (threshold, deciding measurement, findings)."""
+    block = s.class_d
+    if isinstance(block, Absent):
+        return []
+    if derived.class_ != "D" or derived.insignificance is None:
+        return [
+            Violation(
+                requirement="D-5.1",
+                message="class_d block present, but the facts declare no Class D insignificance threshold",
+            )
+        ]
+    from remnant.classd.bar import bar_from_facts
+
+    try:
+        want = bar_from_facts(derived).statement_block(block.canary_design)
+    except ValueError as exc:
+        return [
+            Violation(requirement="D-5.1", message=f"class_d block present, but its facts give none: {exc}")
+        ]
+    out: list[Violation] = []
+    for key in ("threshold", "justification", "passes"):
+        if not same(getattr(block, key), getattr(want, key)):
+            out.append(
+                Violation(
+                    requirement="D-5.1",
+                    message=f"class_d.{key} {show(getattr(block, key))}, but the facts give "
+                    f"{show(getattr(want, key))}",
+                )
+            )
+    for risk in CLASS_D_RISKS:
+        have, should = getattr(block, risk), getattr(want, risk)
+        for key in ("measurement", "k", "n", "control_k", "control_n", "baseline", "below_threshold"):
+            if not same(getattr(have, key), getattr(should, key)):
+                out.append(
+                    Violation(
+                        requirement="D-5.1",
+                        message=f"class_d.{risk}.{key} {show(getattr(have, key))}, but the facts give "
+                        f"{show(getattr(should, key))}",
+                    )
+                )
+    return out
+
+
+def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
+    """Every disagreement between the statement's copies of its evidence (module docstring).
+
+    None when the facts cannot be read as verdict facts (V1 says so elsewhere) and nothing can be derived.
+    """
+    try:
+        facts = VerdictFacts.model_validate(s.facts)
+    except ValidationError:
+        return None
+    reg = registered(s)
+    metric = reg.gating_metric if reg.gating_metric in ("kappa", "w") else facts.gating_metric
+    derivation = derive(s, facts, metric)
+    out = _check_registered(s, facts, reg)
+    out += _check_utility(s, facts, derivation.utility, reg.phi)
+    out += derivation.violations
+    out += _check_arms(facts)
+    block_utility = {
+        "removal_stage": _stage(s.utility.removal_stage),
+        "attack_stage": _stage(s.utility.attack_stage),
+    }
+    raw = {
+        **facts.model_dump(mode="json", by_alias=True),
+        "class": s.class_,
+        "track": s.track,
+        "tau": reg.tau,
+        "phi": reg.phi,
+        "gating_metric": metric,
+        "utility": derivation.utility if derivation.utility is not None else block_utility,
+        "attacks": derivation.attacks,
+    }
+    try:
+        derived = VerdictFacts.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        out.append(
+            Violation(
+                requirement="V1",
+                message=f"the facts the cells imply cannot be read as verdict facts ({where}: {err['msg']})",
+            )
+        )
+        return out
+    derived_json = derived.model_dump(mode="json", by_alias=True)
+    result = decide(derived)
+    stated = None if is_absent(s.verdict) else s.verdict
+    if "verdict" in s.instrument and stated != result.verdict:
+        out.append(
+            Violation(
+                requirement="V1",
+                message=f"stated verdict {stated!r} but its cells, utility and pre-registered values give "
+                f"{result.verdict!r}",
+            )
+        )
+    out += _check_surfaces(s, derived_json, cells_from_facts(derived_json))
+    out += _check_required(s, derived)
+    out += _check_tier(s, derived_json, result.verdict)
+    out += _check_class_d_block(s, derived)
+    return out
+
+
+__all__ = ["Registered", "agreement_violations", "registered"]
