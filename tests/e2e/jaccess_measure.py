@@ -1,5 +1,12 @@
 """J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (issue 8; seeds/002 eqs. 3-6).
 
+Variant measured: remnant's *answer-level, fixed-band* J-Access, not the paper's default audit (registered
+``j_access``: identity-level probes that do not name the person, C_i from the name, band chosen on calibration
+entities). Here each probe is the pack's install question, which names the person, C_i is the first tokens of the
+answer (the home town), and the band is fixed at 25-90 % of depth (blocks 8-26); the decoder is the paper's (one
+lens fitted on the original model). These readouts go through ``read_access_many`` and ``j_occ`` directly, so the
+audit class's new defaults do not move the figures in docs/latent.md.
+
 The settings (band, target layer, positions, k, generic cut, lens corpus) and the one measurement both use: the
 lens fitted once on the original (installed) model, a fixed decoder for every state; each state's greedy
 continuation generated once (eq. 4 does not depend on C_i); J-Access through the Jacobian lens, again with generic
@@ -123,7 +130,8 @@ def audit_inputs(cs: Any) -> AuditInputs:
 
 
 def name_probes(tok: Any, items: list[Any], fmt: Any) -> list[Probe]:
-    """One probe per forget fact: the question as asked; C_i = the tokens that start the home town's name."""
+    """One probe per forget fact: the question as asked (it names the person); C_i = the tokens that start the home
+    town's name (the answer-level variant, ``make_probe``)."""
     from remnant.latent.jaccess import make_probe
     from remnant.models.prompts import render_prompt_ids
 

@@ -1,12 +1,14 @@
 """J-Access on the real SmolLM2-135M-Instruct (slow): the NPO model's access is above the retain-only level.
 
-Issue 8's criterion, measured as seeds/002 eqs. 3-6 define it on states built so that the retain-only anchor is
-ignorant of the forget answers (``canary_states.JACCESS_RECIPE``): every person has a town of their own, and each
-town's first token, with and without a leading space, is at least three characters and no other town's
-(``FirstPieceScreen``), so C_i (the first token) is not a letter every model predicts. 16 forget people, 48
-install questions as probes. The installed (100 %) model is the original anchor, NPO the audited model, and the
-control installed with the same recipe on the retained people only is the retain-only anchor. The Jacobian lens is
-fitted once, on the installed model (a fixed decoder), from ``N_LENS_PROMPTS`` generic paragraphs.
+Issue 8's criterion, measured as seeds/002 eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
+(``jaccess_measure``'s docstring; not the ``j_access`` audit's identity-level defaults) — on states built so
+that the retain-only anchor is ignorant of the forget answers (``canary_states.JACCESS_RECIPE``): every person
+has a town of their own, and each town's first token, with and without a leading space, is at least three
+characters and no other town's (``FirstPieceScreen``), so C_i (the first token) is not a letter every model
+predicts. 16 forget people, 48 install questions as probes. The installed (100 %) model is the original
+anchor, NPO the audited model, and the control installed with the same recipe on the retained people only is
+the retain-only anchor. The Jacobian lens is fitted once, on the installed model (a fixed decoder), from
+``N_LENS_PROMPTS`` generic paragraphs.
 
 Asserted: the states are what they claim (installed knows P, NPO and the retain-only model do not emit it); on
 NPO's silent probes A(NPO) − A(0 %) has a 95 % paired interval above 0 through the Jacobian lens and stays

@@ -1,17 +1,25 @@
 """J-Access (Liu et al., arXiv 2608.11408; seeds/002 eqs. 3–6) and its logit-lens comparator. Non-adjudicating.
 
-Per probe ``x_i`` (a query that implicates a forget-set entity without containing the answer) with concept tokens
-``C_i``: the lens readout ``z_{l,p}`` at every layer of the workspace band ``B`` and readout position ``P``;
-access ``a_i = 1[∃ l∈B, p∈P, t∈C_i : rank_t(z_{l,p}) ≤ k]`` (eq. 3); the behaviourally silent probes
+Per probe ``x_i`` (a query that implicates a forget-set entity without naming it) with concept tokens ``C_i``:
+the lens readout ``z_{l,p}`` at every layer of the workspace band ``B`` and readout position ``P``; access
+``a_i = 1[∃ l∈B, p∈P, t∈C_i : rank_t(z_{l,p}) ≤ k]`` (eq. 3); the behaviourally silent probes
 ``I(θ) = {i : θ emits no token of C_i}`` (eq. 4, greedy continuation); the raw access rate ``A_k(φ; I)`` (eq. 5);
 and ``JOcc(θ) = (A(θ; I(θ)) − A(θ_g; I(θ))) / (A(θ_0; I(θ)) − A(θ_g; I(θ)))`` with both anchors read on the
-*audited* model's silent subset, reported unclipped (eq. 6) and, beside it, clipped to [0, 1].
+*audited* model's silent subset, reported unclipped (eq. 6) and, beside it, clipped to [0, 1]. Beside JOcc each
+result carries A(θ) − A(θ_g) with Newcombe's paired interval and the one-sided exact McNemar p-value of "A(θ)
+above A(θ_g)" on the same probes (the per-model test that :mod:`remnant.latent.jaccess_grid` Holm-adjusts across
+audited checkpoints, as the paper's Table 1 does [R: the paper does not name its test]).
 
-Each model is read through its own fitted lens (algorithms.md §2.5); ``lens=None`` is the logit lens (J = I),
-the paper's comparator. Defaults where the paper defers to its appendix are ours [R]: k = 10, the band
-25–90 % of depth (restricted to the lens's source layers), the last 8 prompt positions, first token of the full
-name and of each name piece with leading-space variants, minus tokens that occur in the prompt, stop words
-and digit-only tokens.
+This module is the readout machinery; the paper's probes and C_i are built by :mod:`remnant.latent.jaccess_probes`
+(identity level: attribute descriptions that do not name the entity, C_i from the name), the band is chosen on
+held-out calibration entities by :mod:`remnant.latent.jaccess_band`, and the audit classes in
+:mod:`remnant.latent` put them together. :func:`make_probe` / :func:`concept_token_ids` are remnant's earlier
+*answer-level* construction (a question naming the person, C_i = first tokens of the answer), kept for the
+measurements that use it. A lens is any :class:`JacobianLens`; which model's J is used (the original's, fitted
+once: the paper's audit; or each model's own: the refit robustness variant) is the caller's choice and is recorded
+in :attr:`AccessReadout.lens_model`. ``lens=None`` is the logit lens (J = I), the paper's comparator. Defaults where
+the paper defers to its appendix are ours [R]: the band 25–90 % of depth when not calibrated (restricted to the
+lens's source layers), the last 8 prompt positions.
 
 J-Access is a measurement only: everything here runs without gradients, and it is deliberately not offered as a
 loss (seeds/002 Test 3: minimising it teaches the model to hide knowledge from the audit).
@@ -19,8 +27,9 @@ loss (seeds/002 Test 3: minimising it teaches the model to hide knowledge from t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import torch
@@ -67,17 +76,27 @@ STOP_WORDS = frozenset(
 
 @dataclass(frozen=True)
 class Probe:
-    """One audit probe: prompt ids (no answer) and the concept token set C_i."""
+    """One audit probe: prompt ids (no answer) and the concept token set C_i.
+
+    ``entity`` is the pack entity the probe implicates (when known: the band calibration refuses calibration
+    probes about an audited entity), ``level`` how C_i was built (``"identity"`` for the paper's name tokens,
+    :mod:`remnant.latent.jaccess_probes`; ``"unspecified"`` for :func:`make_probe`'s caller-named tokens).
+    """
 
     idx: str
     prompt_ids: tuple[int, ...]
     concept_ids: frozenset[int]
+    entity: str | None = None
+    level: str = "unspecified"
 
 
 def concept_token_ids(
     tokenizer: Any, names: Sequence[str], prompt_ids: Sequence[int], *, all_tokens: bool = False
 ) -> frozenset[int]:
-    """Identity-level C_i: first token (or all tokens) of each name and name piece, with a leading-space variant."""
+    """remnant's answer-level C_i: first token (or all tokens) of each given string and its whitespace pieces,
+    with a leading-space variant, minus special, prompt, stop-word and digit-only tokens. The paper's identity
+    level (all tokens of the entity's name and name pieces, short tokens dropped) is
+    :func:`remnant.latent.jaccess_probes.identity_concept_ids`."""
     pieces: list[str] = []
     for name in names:
         pieces += [name, *name.split()]
@@ -100,7 +119,9 @@ def concept_token_ids(
 class FirstPieceScreen:
     """A pack town screen (``mint_class_d(accept_town=...)``) that makes first-token concept sets readable.
 
-    J-Access's C_i is the first token of the answer with and without a leading space. When that token is a single
+    The answer-level C_i (:func:`make_probe`) is the first token of the answer with and without a leading space
+    (the paper's identity level reads the person's name instead: :mod:`remnant.latent.jaccess_probes`). When that
+    token is a single
     letter (" K", "V") every model puts it in the top-k on most questions about people, and when two towns share
     it a model that learned one reads as having access to the other; either way the retain-only anchor is not
     ignorant of the forget answers (algorithms.md §2.5 pitfall). This screen accepts a name only if both variants'
@@ -138,7 +159,9 @@ class FirstPieceScreen:
 
 
 def make_probe(tokenizer: Any, idx: str, prompt_ids: Sequence[int], names: Sequence[str]) -> Probe:
-    """A probe whose concept set is the names' tokens, minus any that the prompt itself contains."""
+    """A probe whose concept set is the names' first tokens (:func:`concept_token_ids`), minus any that the prompt
+    itself contains. It does not check what the prompt says: remnant's answer-level probes name the person and
+    read the answer; the paper's identity-level probes are :func:`remnant.latent.jaccess_probes.identity_probes`."""
     return Probe(idx, tuple(prompt_ids), concept_token_ids(tokenizer, names, prompt_ids))
 
 
@@ -284,6 +307,22 @@ def read_probe(
 
 
 @torch.no_grad()
+def layer_hits(
+    model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
+) -> dict[int, bool]:
+    """Eq. 3's test layer by layer: {layer: some concept token in the top-k at some readout position}. A band's
+    ``a_i`` is the OR of its layers' entries (eq. 3's ∃ over l), which is what the band calibration uses."""
+    out: dict[int, bool] = {}
+    for layer, z in zip(
+        layers, _band_logits(model, probe.prompt_ids, layers, lens, cfg.positions), strict=True
+    ):
+        tally = _ProbeTally(probe.concept_ids, cfg.k)
+        tally.add(z)
+        out[layer] = tally.result()[0]
+    return out
+
+
+@torch.no_grad()
 def token_hit_rates(
     model: Any,
     prompts: Sequence[Sequence[int]],
@@ -313,7 +352,7 @@ def drop_generic(probes: Sequence[Probe], rates: dict[int, float], max_rate: flo
     """The probes with every concept token whose decoy hit rate exceeds ``max_rate`` removed from C_i; a probe
     left with an empty C_i stays (it is counted, and :func:`silent_set` leaves it out)."""
     return [
-        Probe(p.idx, p.prompt_ids, frozenset(t for t in p.concept_ids if rates.get(t, 0.0) <= max_rate))
+        replace(p, concept_ids=frozenset(t for t in p.concept_ids if rates.get(t, 0.0) <= max_rate))
         for p in probes
     ]
 
@@ -438,6 +477,44 @@ def raw_access(readout_: AccessReadout, subset: set[str]) -> float | None:
     return sum(p.hit for p in rows) / len(rows) if rows else None
 
 
+class BandCandidate(BaseModel):
+    """One candidate band of the calibration: its anchors' access on the calibration probes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first: int = Field(description="First block of the band (0-based block output).")
+    last: int = Field(description="Last block of the band, inclusive.")
+    access_original: float = Field(description="A_k(θ_0) on the calibration probes in this band.")
+    access_retain: float = Field(description="A_k(θ_g) on the calibration probes in this band.")
+
+
+class BandSelection(BaseModel):
+    """How the workspace band B was chosen on held-out calibration entities (seeds/002: "a mid-to-late workspace
+    band selected on held-out calibration entities"; the objective is ours [R], Appendix A being unavailable)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str = Field(description="The selection rule, in words.")
+    region: list[int] = Field(
+        description="The blocks the candidates were drawn from (the mid-to-late region)."
+    )
+    min_width: int = Field(description="Fewest blocks in a candidate band.")
+    chosen: list[int] = Field(description="The band chosen (its blocks).")
+    gap: float = Field(description="A(θ_0) − A(θ_g) on the calibration probes in the chosen band.")
+    calibration_entities: list[str] = Field(
+        description="Pack entities of the calibration probes (none audited)."
+    )
+    n_calibration_probes: int = Field(description="Calibration probes with a non-empty C_i (those counted).")
+    k: int = Field(description="Top-k of the calibration readout.")
+    positions: str = Field(description="Readout positions of the calibration readout.")
+    original_model: str = Field(description="Weights digest of θ_0 read for the calibration.")
+    retain_model: str = Field(description="Weights digest of θ_g read for the calibration.")
+    lens_model: str | None = Field(
+        description="Whose J the original model was read through (None: logit lens)."
+    )
+    candidates: list[BandCandidate] = Field(description="Every candidate band with its anchors' access.")
+
+
 class JAccessResult(BaseModel):
     """JOcc of an audited model between the original and retain-only anchors (eq. 6)."""
 
@@ -471,22 +548,61 @@ class JAccessResult(BaseModel):
         description="Whose J each model was read through: its own (own), one shared lens (fixed), or J = I.",
     )
     provenance: str = Field(description="Provenance of the definition and defaults.")
+    p_above_retain: float | None = Field(
+        default=None,
+        description="One-sided exact McNemar p-value of A(θ) > A(θ_g) on the audited model's silent probes "
+        "(unadjusted; jaccess_grid Holm-adjusts it across audited models); None when nothing is silent.",
+    )
+    band_selection: BandSelection | None = Field(
+        default=None,
+        description="How the band was chosen on held-out calibration entities; None when it was fixed (depth "
+        "fractions or given layers).",
+    )
+    probe_level: str | None = Field(
+        default=None,
+        description="How the probes and C_i were built (identity level: attribute descriptions without the name, "
+        "C_i from the name), when the caller says.",
+    )
+
+
+def mcnemar_greater(audited_only: int, retain_only: int) -> float:
+    """One-sided exact McNemar p-value of "the audited model hits more of the shared probes than the retain-only
+    model": ``P(X ≥ b)`` with ``X ~ Binomial(b + c, 1/2)`` over the ``b + c`` discordant probes (``b`` hit by the
+    audited model only, ``c`` by the retain-only model only); 1.0 when no probe is discordant. Exact integer
+    arithmetic: the tail is a sum of binomial coefficients over ``2^(b+c)``."""
+    if audited_only < 0 or retain_only < 0:
+        raise ValueError(f"discordant counts must be non-negative, got {audited_only}, {retain_only}")
+    n = audited_only + retain_only
+    if n == 0:
+        return 1.0
+    return sum(math.comb(n, i) for i in range(audited_only, n + 1)) / (1 << n)
+
+
+def paired_cells(
+    audited: AccessReadout, retain: AccessReadout, subset: set[str]
+) -> tuple[int, int, int, int]:
+    """Probes of ``subset`` hit by both / the audited model only / the retain-only model only / neither."""
+    hits_a = {p.idx: p.hit for p in audited.probes if p.idx in subset}
+    hits_r = {p.idx: p.hit for p in retain.probes if p.idx in subset}
+    pairs = [(hits_a[i], hits_r[i]) for i in sorted(hits_a) if i in hits_r]
+    both, a_only, r_only, neither = (
+        sum(1 for x, y in pairs if (x, y) == want) for want in ((1, 1), (1, 0), (0, 1), (0, 0))
+    )
+    return both, a_only, r_only, neither
 
 
 def _retain_gap(
     audited: AccessReadout, retain: AccessReadout, subset: set[str]
-) -> tuple[float | None, tuple[float, float] | None]:
-    """A(θ) − A(θ_g) on the silent subset with its paired interval: probe by probe, hit under both, one, none."""
+) -> tuple[float | None, tuple[float, float] | None, float | None]:
+    """A(θ) − A(θ_g) on the silent subset with its paired interval and the one-sided McNemar p-value: probe by
+    probe, hit under both, one, none."""
     from remnant.stats import newcombe_paired_difference
 
-    hits_a = {p.idx: p.hit for p in audited.probes if p.idx in subset}
-    hits_r = {p.idx: p.hit for p in retain.probes if p.idx in subset}
-    pairs = [(hits_a[i], hits_r[i]) for i in sorted(hits_a) if i in hits_r]
-    if not pairs:
-        return None, None
-    cells = [sum(1 for x, y in pairs if (x, y) == want) for want in ((1, 1), (1, 0), (0, 1), (0, 0))]
+    cells = paired_cells(audited, retain, subset)
+    if not sum(cells):
+        return None, None, None
     d, lo, hi = newcombe_paired_difference(*cells)
-    return d, (lo, hi)
+    return d, (lo, hi), mcnemar_greater(cells[1], cells[2])
 
 
 def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout) -> JAccessResult:
@@ -507,7 +623,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
     jocc = None
     if a is not None and o is not None and r is not None and o != r:
         jocc = (a - r) / (o - r)
-    gap, gap_ci = _retain_gap(audited, retain, subset)
+    gap, gap_ci, p_above = _retain_gap(audited, retain, subset)
     return JAccessResult(
         measurement="j_access" if audited.lens == "jacobian" else "logit_lens_access",
         jocc=jocc,
@@ -527,12 +643,15 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         retain_model=retain.model,
         decoder=decoder,
         provenance="[N] eqs. 3-6 of seeds/002; [R] k, band, positions and concept filters (Appendix A unavailable)",
+        p_above_retain=p_above,
     )
 
 
 __all__ = [
     "AccessConfig",
     "AccessReadout",
+    "BandCandidate",
+    "BandSelection",
     "FirstPieceScreen",
     "JAccessResult",
     "Probe",
@@ -543,7 +662,10 @@ __all__ = [
     "emitted_flags",
     "greedy_continuations",
     "j_occ",
+    "layer_hits",
     "make_probe",
+    "mcnemar_greater",
+    "paired_cells",
     "raw_access",
     "read_access",
     "read_access_many",

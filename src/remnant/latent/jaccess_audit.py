@@ -1,0 +1,288 @@
+"""The registered J-Access audits (seeds/002). Non-adjudicating: no figure here moves a verdict or tier (C-H6).
+
+* ``j_access`` (2.0) — the paper's audit by default: one Jacobian lens fitted on the original model θ_0 reads every
+  model (``decoder="fixed"``: the paper does not refit after unlearning); the workspace band is chosen on
+  held-out calibration entities (``band_rule="calibrated"``, :mod:`remnant.latent.jaccess_band`); k = 10; over
+  several audited models (:meth:`JAccessAudit.run_many`) each model's access above the retain-only anchor is
+  tested and Holm-adjusted across the models (:mod:`remnant.latent.jaccess_grid`). The paper's probes are
+  identity-level — attribute descriptions that do not name the person, C_i from the name
+  (:mod:`remnant.latent.jaccess_probes`); the caller passes them, and calibration probes about other entities.
+* ``j_access_refit`` — the paper's robustness variant: the lens refitted on every model, each read through its own
+  J (``decoder="own"``, algorithms.md §2.5's original proposal).
+* ``logit_lens_access`` — the same pipeline with J = I (the paper's comparator).
+
+remnant's earlier default (each model's own lens, the band fixed at 25–90 % of depth, answer-level probes) is
+``j_access_refit`` with ``band_rule="fixed"`` on :func:`remnant.latent.jaccess.make_probe` probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ConfigError
+from remnant.latent.jaccess import (
+    AccessConfig,
+    BandSelection,
+    JAccessResult,
+    Probe,
+    drop_generic,
+    token_hit_rates,
+)
+from remnant.latent.jaccess_band import BandRule, select_band
+from remnant.latent.jaccess_grid import JAccessGrid, read_grid
+from remnant.latent.jacobian_lens import JacobianLens, LensConfig, fit_lens
+from remnant.registry import register
+
+LensFor = Callable[[Any], JacobianLens | None]
+
+
+def _probe_level(probes: Sequence[Probe]) -> str | None:
+    levels = sorted({p.level for p in probes} - {"unspecified"})
+    return levels[0] if len(levels) == 1 else ("mixed: " + " | ".join(levels) if levels else None)
+
+
+@register("audit", "j_access", "2.0")
+class JAccessAudit:
+    """JOcc between the original and retain-only anchors (seeds/002 eq. 6), read as the paper reads it.
+
+    ``decoder="fixed"`` (default) reads every model through the original model's J, fitted once; ``"own"`` refits
+    per model (prefer the named ``j_access_refit``). ``band_rule="calibrated"`` (default) chooses the band inside
+    the depth fractions ``band`` on ``calibration`` probes (other entities than the audited ones; runs of at least
+    ``min_band_width`` layers); ``"fixed"`` reads all of ``band``. With ``generic_max`` and ``decoys`` (questions
+    about people outside the forget set), a concept token that enters the original model's top-k on more than that
+    share of the decoys is dropped from every C_i (audited and calibration) first: algorithms.md §2.5's per-token
+    baseline. ``alpha`` is the Holm family-wise error rate of :meth:`run_many`.
+    """
+
+    surface = "latent"
+    adjudicating = False
+    jacobian = True
+
+    def __init__(
+        self,
+        k: int = 10,
+        band: tuple[float, float] = (0.25, 0.9),
+        positions: int = 8,
+        max_new_tokens: int = 32,
+        target_layer: int | None = None,
+        max_seq_len: int = 128,
+        skip_first: int = 16,
+        dim_batch: int = 8,
+        decoder: str = "fixed",
+        generic_max: float | None = None,
+        band_rule: str = "calibrated",
+        min_band_width: int = 3,
+        alpha: float = 0.05,
+    ) -> None:
+        if decoder not in ("own", "fixed"):
+            raise ConfigError(
+                f"j_access: decoder must be 'fixed' or 'own', not {decoder!r}", requirement="C-H7"
+            )
+        if band_rule not in ("calibrated", "fixed"):
+            raise ConfigError(
+                f"j_access: band_rule must be 'calibrated' or 'fixed', not {band_rule!r}", requirement="C-H7"
+            )
+        if generic_max is not None and not 0.0 <= generic_max <= 1.0:
+            raise ConfigError(
+                f"j_access: generic_max is a share of decoy prompts in [0, 1], not {generic_max}",
+                requirement="C-H7",
+            )
+        if min_band_width < 1 or not 0.0 < alpha < 1.0:
+            raise ConfigError(
+                f"j_access: min_band_width must be >= 1 and alpha in (0, 1), not {min_band_width}, {alpha}",
+                requirement="C-H7",
+            )
+        self.access = AccessConfig(k=k, band=band, positions=positions, max_new_tokens=max_new_tokens)
+        self.lens = LensConfig(
+            target_layer=target_layer, max_seq_len=max_seq_len, skip_first=skip_first, dim_batch=dim_batch
+        )
+        self.decoder = decoder
+        self.generic_max = generic_max
+        self.band_rule = band_rule
+        self.band = BandRule(region=band, min_width=min_band_width)
+        self.alpha = alpha
+
+    def run(
+        self,
+        audited: Any,
+        original: Any,
+        retain: Any,
+        tokenizer: Any,
+        probes: Sequence[Probe],
+        lens_prompts: Sequence[Sequence[int]] = (),
+        *,
+        decoys: Sequence[Sequence[int]] = (),
+        calibration: Sequence[Probe] = (),
+        lens: JacobianLens | None = None,
+        cache_dir: Path | str | None = None,
+    ) -> JAccessResult:
+        """J-Access of one audited model (:meth:`run_many` with one model; its p-value is unadjusted)."""
+        grid = self.run_many(
+            {"audited": audited},
+            original,
+            retain,
+            tokenizer,
+            probes,
+            lens_prompts,
+            decoys=decoys,
+            calibration=calibration,
+            lens=lens,
+            cache_dir=cache_dir,
+        )
+        return grid.rows[0].result
+
+    def run_many(
+        self,
+        audited: Mapping[str, Any],
+        original: Any,
+        retain: Any,
+        tokenizer: Any,
+        probes: Sequence[Probe],
+        lens_prompts: Sequence[Sequence[int]] = (),
+        *,
+        decoys: Sequence[Sequence[int]] = (),
+        calibration: Sequence[Probe] = (),
+        lens: JacobianLens | None = None,
+        cache_dir: Path | str | None = None,
+    ) -> JAccessGrid:
+        """J-Access of every audited model against the same anchors, probes, decoder and band, Holm-adjusted.
+
+        The original model's lens is fitted once (or ``lens`` is used: a lens already fitted on the reference
+        model, e.g. for checkpoints audited in several calls) and the band is chosen once, for all the models.
+        """
+        lens_for = self._lenses(original, lens_prompts, lens, cache_dir)
+        probes, calibration = self._specific(original, lens_for(original), probes, calibration, decoys)
+        cfg, selection = self._band(original, retain, probes, calibration, lens_for)
+        update = {"band_selection": selection, "probe_level": _probe_level(probes)}
+        return read_grid(
+            audited, original, retain, tokenizer, probes, cfg, lens_for, alpha=self.alpha, update=update
+        )
+
+    def _lenses(
+        self,
+        original: Any,
+        prompts: Sequence[Sequence[int]],
+        given: JacobianLens | None,
+        cache_dir: Path | str | None,
+    ) -> LensFor:
+        """Model -> the lens it is read through, each lens fitted at most once."""
+        if given is not None and (self.decoder != "fixed" or not self.jacobian):
+            raise ConfigError(
+                "j_access: a given lens is the fixed decoder; it cannot be used with decoder='own' or the logit lens",
+                requirement="C-H7",
+            )
+        fitted: dict[int, JacobianLens] = {id(original): given} if given is not None else {}
+
+        def own(model: Any) -> JacobianLens:
+            if id(model) not in fitted:
+                fitted[id(model)] = fit_lens(model, prompts, self.lens, cache_dir=cache_dir)
+            return fitted[id(model)]
+
+        def lens_for(model: Any) -> JacobianLens | None:
+            if not self.jacobian:
+                return None
+            return own(original) if self.decoder == "fixed" else own(model)
+
+        return lens_for
+
+    def _specific(
+        self,
+        original: Any,
+        original_lens: JacobianLens | None,
+        probes: Sequence[Probe],
+        calibration: Sequence[Probe],
+        decoys: Sequence[Sequence[int]],
+    ) -> tuple[list[Probe], list[Probe]]:
+        """The probes (and calibration probes) without generic concept tokens, when ``generic_max`` is set."""
+        if self.generic_max is None:
+            return list(probes), list(calibration)
+        if not decoys:
+            raise ConfigError(
+                "j_access: generic_max needs decoy prompts (questions outside the forget set)",
+                requirement="C-H7",
+            )
+        concepts = sorted(set().union(*(p.concept_ids for p in (*probes, *calibration))))
+        rates = token_hit_rates(original, decoys, concepts, original_lens, self.access)
+        return drop_generic(probes, rates, self.generic_max), drop_generic(
+            calibration, rates, self.generic_max
+        )
+
+    def _band(
+        self,
+        original: Any,
+        retain: Any,
+        probes: Sequence[Probe],
+        calibration: Sequence[Probe],
+        lens_for: LensFor,
+    ) -> tuple[AccessConfig, BandSelection | None]:
+        """The readout settings with the band fixed (depth fractions) or chosen on the calibration probes."""
+        if self.band_rule == "fixed":
+            return self.access, None
+        if not calibration:
+            raise ConfigError(
+                "j_access: band_rule='calibrated' chooses the band on calibration probes about held-out entities "
+                "(seeds/002); pass calibration=[...] (e.g. jaccess_probes for the forget_relearn people) or "
+                "band_rule='fixed'",
+                requirement="C-H7",
+            )
+        selection = select_band(
+            original,
+            retain,
+            calibration,
+            lens_for(original),
+            lens_for(retain),
+            self.access,
+            self.band,
+            audited=probes,
+        )
+        return replace(self.access, layers=tuple(selection.chosen)), selection
+
+
+@register("audit", "j_access_refit", "1.0")
+class JAccessRefitAudit(JAccessAudit):
+    """seeds/002's robustness variant: the lens refitted on every model (audited and anchors), each read through
+    its own J, "to account for possible representation shift" after unlearning. Otherwise ``j_access``."""
+
+    def __init__(
+        self,
+        k: int = 10,
+        band: tuple[float, float] = (0.25, 0.9),
+        positions: int = 8,
+        max_new_tokens: int = 32,
+        target_layer: int | None = None,
+        max_seq_len: int = 128,
+        skip_first: int = 16,
+        dim_batch: int = 8,
+        generic_max: float | None = None,
+        band_rule: str = "calibrated",
+        min_band_width: int = 3,
+        alpha: float = 0.05,
+    ) -> None:
+        super().__init__(
+            k=k,
+            band=band,
+            positions=positions,
+            max_new_tokens=max_new_tokens,
+            target_layer=target_layer,
+            max_seq_len=max_seq_len,
+            skip_first=skip_first,
+            dim_batch=dim_batch,
+            decoder="own",
+            generic_max=generic_max,
+            band_rule=band_rule,
+            min_band_width=min_band_width,
+            alpha=alpha,
+        )
+
+
+@register("audit", "logit_lens_access", "2.0")
+class LogitLensAccessAudit(JAccessAudit):
+    """The J-Access pipeline with J = I (the paper's logit-lens comparator); ``decoder`` has no effect."""
+
+    jacobian = False
+
+
+__all__ = ["JAccessAudit", "JAccessRefitAudit", "LogitLensAccessAudit"]
