@@ -25,6 +25,11 @@ Lines written before the chain (observation schema_version ≤ 2, the other type
 read, and :class:`ChainState` counts them (``unchained``), so a run folder written before the chain recomputes to
 the same figures and its statement says the records are not chained. A line at a chained schema version without
 ``prev``, or an unchained line after a chained one, is refused: a chain cannot be stripped line by line.
+
+**Writes.** Each chained line also carries ``rest``, the number of lines after it in the same write (0 on a write's
+last line). One cell's observations and records go in one write; a crash in the middle of it can leave complete
+lines of that write, and ``rest`` > 0 on the file's last line shows it: :meth:`RecordStore.repair` moves the whole
+cut write aside, so the cell is re-run rather than counted done with some of its records missing.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from remnant.atomic import fsync_dir
-from remnant.errors import IntegrityError, RecordError
+from remnant.errors import IntegrityError, RecordError, RemnantError
 from remnant.jsonio import loads_strict
 from remnant.statement.canonical import canonical_json
 
@@ -55,6 +60,10 @@ CHAINED_SINCE: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "devia
 
 #: ``prev`` of a file's first line: no line comes before it.
 GENESIS = "0" * 64
+
+#: On every chained line: how many lines follow it in the same write (0 on a write's last line). A file whose
+#: last line still expects more was cut in the middle of a write: that whole write is the torn tail.
+BATCH_FIELD = "rest"
 
 #: The requirement a records file that cannot be trusted breaks: the manifest's per-cell table is rebuilt from it.
 RECORDS_REQUIREMENT = "R23"
@@ -249,19 +258,23 @@ def line_digest(line: bytes) -> str:
     return hashlib.sha256(line).hexdigest()
 
 
-def record_line(record: BaseModel, *, prev: str) -> bytes:
+def record_line(record: BaseModel, *, prev: str, rest: int = 0) -> bytes:
     """One record as its canonical JSON line chained to ``prev`` (the digest of the line before it, or
-    :data:`GENESIS` for a first line), newline-terminated: the bytes the store appends."""
-    return canonical_json({**record.model_dump(mode="json"), "prev": prev}) + b"\n"
+    :data:`GENESIS` for a first line), with ``rest`` the number of lines that follow it in the same write;
+    newline-terminated: the bytes the store appends."""
+    line = {**record.model_dump(mode="json"), "prev": prev, BATCH_FIELD: rest}
+    return canonical_json(line) + b"\n"
 
 
 def chained_lines(records: Iterable[BaseModel], *, prev: str = GENESIS) -> list[bytes]:
-    """The lines of ``records`` appended after a line whose digest is ``prev``, each chained to the one before."""
+    """The lines of ``records`` appended (in one write) after a line whose digest is ``prev``, each chained to
+    the one before and counting the lines after it in the write."""
+    batch = list(records)
     out: list[bytes] = []
-    for record in records:
+    for index, record in enumerate(batch):
         if not isinstance(record, _RECORD_TYPES):
             raise RecordError(f"cannot write a {type(record).__name__}: not a record type")
-        out.append(record_line(record, prev=prev))
+        out.append(record_line(record, prev=prev, rest=len(batch) - index - 1))
         prev = line_digest(out[-1])
     return out
 
@@ -375,18 +388,28 @@ class RecordStore:
         """The records and the verified chain (module docstring): RecordIntegrityError names the first line whose
         link does not match the line before it; RecordError a line that cannot be read, or a torn tail."""
         data = self._bytes()
-        lines = data.split(b"\n")
-        complete, tail = lines[:-1], lines[-1]
+        complete, tail = data.split(b"\n")[:-1], data.split(b"\n")[-1]
+        out, chain, expected_rest = self._verify(complete, torn_tail=bool(tail))
+        if tail:
+            raise self._torn(len(complete) + 1, "no trailing newline: the write was cut short")
+        if expected_rest:
+            raise self._torn(
+                len(complete), f"its write was cut short ({expected_rest} more line(s) expected)"
+            )
+        return out, chain
+
+    def _verify(self, complete: list[bytes], *, torn_tail: bool) -> tuple[list[AnyRecord], ChainState, int]:
+        """Read and verify complete lines; also returns how many more lines the last line's write expected."""
         out: list[AnyRecord] = []
         digests: list[str] = []
-        unchained = 0
+        unchained = expected_rest = 0
         for number, raw in enumerate(complete, start=1):
             try:
-                record, link = self._parse(raw, number)
+                record, link, rest = self._parse(raw, number)
             except RecordIntegrityError:
                 raise
             except RecordError as exc:
-                if number == len(complete) and not tail:
+                if number == len(complete) and not torn_tail:
                     raise self._torn(number, str(exc)) from None
                 raise
             if link is _NO_LINK:
@@ -398,11 +421,15 @@ class RecordStore:
                 unchained += 1
             elif link != (digests[-1] if digests else GENESIS):
                 raise RecordIntegrityError(self._broken(number))
+            if expected_rest and rest != expected_rest - 1:
+                raise RecordIntegrityError(
+                    f"{self.path}: line {number}: line {number - 1} said {expected_rest} more line(s) of its "
+                    f"write follow, and this line says {rest}: the write was cut or lines were spliced in"
+                )
+            expected_rest = rest
             out.append(record)
             digests.append(line_digest(raw + b"\n"))
-        if tail:
-            raise self._torn(len(complete) + 1, "no trailing newline: the write was cut short")
-        return out, ChainState(tuple(digests), unchained)
+        return out, ChainState(tuple(digests), unchained), expected_rest
 
     def _bytes(self) -> bytes:
         if not self.path.exists():
@@ -424,13 +451,17 @@ class RecordStore:
             f"{number - 1} was edited or inserted, or lines were deleted or reordered before line {number})"
         )
 
-    def _parse(self, raw: bytes, number: int) -> tuple[AnyRecord, object]:
-        """One line's record and its link (``prev``, or _NO_LINK for a line that predates the chain)."""
+    def _parse(self, raw: bytes, number: int) -> tuple[AnyRecord, object, int]:
+        """One line's record, its link (``prev``, or _NO_LINK for a line that predates the chain) and how many
+        lines follow it in its write (0 for a line that predates the chain)."""
         where = f"{self.path}: line {number}"
         entry = loads_strict(raw, source=where, error=RecordError, requirement=RECORDS_REQUIREMENT)
         if not isinstance(entry, dict):
             raise RecordError(f"{where} is not a JSON object", requirement=RECORDS_REQUIREMENT)
         link = entry.pop("prev", _NO_LINK)
+        rest = entry.pop(BATCH_FIELD, 0)  # the chain covers it: stripping it changes the line's digest
+        if not isinstance(rest, int) or isinstance(rest, bool) or rest < 0:
+            raise RecordIntegrityError(f"{where}: '{BATCH_FIELD}' must be a count >= 0")
         try:
             etype, version = entry_version(entry)
             if (version >= CHAINED_SINCE[etype]) != (link is not _NO_LINK):
@@ -442,7 +473,7 @@ class RecordStore:
                         else "predates the chain but carries a link (prev)"
                     )
                 )
-            return parse_record(entry), link
+            return parse_record(entry), link, rest
         except RecordIntegrityError:
             raise
         except RecordError as exc:
@@ -456,32 +487,24 @@ class RecordStore:
         )
 
     def repair(self) -> TornTail | None:
-        """Move a torn last line into the side file and truncate it off; None when the tail is sound.
+        """Move a torn tail into the side file and truncate it off; None when the tail is sound.
 
-        The side file gets the torn bytes and a newline, and is fsync'd before the store is shortened, so the
-        bytes exist somewhere at every moment. A bad line that is not the last is not a crash artefact: that is
-        reported (RecordError), not repaired; nor is a whole last line whose chain link is wrong. The next append
-        chains to the last good line.
+        The torn tail is a last line cut short (no newline, or not a record), and with it every line of the write
+        it belonged to: a crash in the middle of a write of several lines (one cell's observations and records)
+        leaves complete lines whose last one still expects more (``rest`` > 0), and the whole write goes, so the
+        cell is re-run rather than half-recorded. The side file gets the torn bytes and is fsync'd before the
+        store is shortened, so the bytes exist somewhere at every moment. A bad line that is not the last is not a
+        crash artefact: that is reported (RecordError), not repaired; nor is a whole last line whose chain link is
+        wrong. The next append chains to the last good line.
         """
-        if not self.path.exists():
-            return None
         data = self._bytes()
         if not data:
             return None
-        if data.endswith(b"\n"):
-            start = data.rfind(b"\n", 0, len(data) - 1) + 1
-            number = data.count(b"\n")
-            try:
-                self._parse(data[start:-1], number)
-                return None
-            except RecordIntegrityError:
-                return None
-            except RecordError:
-                pass
-        else:
-            start = data.rfind(b"\n") + 1
-            number = data.count(b"\n") + 1
+        start = self._torn_start(data)
+        if start is None:
+            return None
         torn = data[start:]
+        number = data.count(b"\n", 0, start) + 1
         with open(self.side_file, "ab") as side:
             side.write(torn if torn.endswith(b"\n") else torn + b"\n")
             side.flush()
@@ -493,12 +516,51 @@ class RecordStore:
         self.read()  # what remains must read cleanly, or the damage was not a torn tail
         return TornTail(line=number, nbytes=len(torn), side_file=self.side_file)
 
+    def _torn_start(self, data: bytes) -> int | None:
+        """Byte offset where the torn tail starts (see :meth:`repair`), or None when the file ends cleanly or its
+        damage is not a crash's (an edited or spliced line is reported by :meth:`read`, never repaired)."""
+        start = len(data)
+        if not data.endswith(b"\n"):
+            start = data.rfind(b"\n") + 1
+        else:
+            last = data.rfind(b"\n", 0, len(data) - 1) + 1
+            try:
+                self._parse(data[last:-1], data.count(b"\n"))
+            except RecordIntegrityError:
+                return None
+            except RecordError:
+                start = last
+        complete = data[:start].split(b"\n")[:-1]
+        try:
+            _, _, expected_rest = self._verify(complete, torn_tail=True)
+        except RecordError:
+            return None
+        # a write cut between lines: its complete lines still expect more; the whole write is the torn tail
+        while expected_rest and complete:
+            rest_here = expected_rest
+            start -= len(complete.pop()) + 1
+            expected_rest = self._rest_of(complete[-1]) if complete else 0
+            if expected_rest != rest_here + 1:
+                break
+        return None if start == len(data) else start
+
+    @staticmethod
+    def _rest_of(raw: bytes) -> int:
+        """The ``rest`` count a complete line carries (0 when it has none or cannot be read)."""
+        try:
+            entry = loads_strict(raw, source="records line")
+        except RemnantError:
+            return 0
+        rest = entry.get(BATCH_FIELD) if isinstance(entry, dict) else None
+        return rest if isinstance(rest, int) and not isinstance(rest, bool) and rest > 0 else 0
+
     def completed_cells(self) -> set[str]:
         """Keys of every cell recorded (including diverged and failed ones), for ``--resume``."""
         return {r.cell_key for r in self.read() if isinstance(r, CellRecord)}
 
 
 __all__ = [
+    "BATCH_FIELD",
     "CHAINED_SINCE",
     "DEVIATIONS_FILE",
     "GENESIS",

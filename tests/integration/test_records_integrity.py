@@ -158,6 +158,27 @@ def test_a_rechained_file_is_caught_by_the_pinned_head(run: Path, capsys: pytest
     refused(run, capsys, len(lines), "is not the sha256:", "that manifest.json pins")
 
 
+def test_a_rewritten_run_folder_is_caught_by_the_head_the_assessor_holds(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A party that re-chains edited records and replaces manifest.json and statement.json passes the folder's own
+    pins; the records_head of the statement the assessor was given (--expect-head) still refuses it."""
+    signed_head = json.loads((run / "statement.json").read_text())["records_head"]
+    lines = read_lines(run)
+    lines[-1] = edited(lines[-1], at="2030-01-01T00:00:00Z")
+    write_lines(run, rechain(lines))
+    (run / "manifest.json").unlink()
+    (run / "statement.json").unlink()
+    capsys.readouterr()
+    code = main(["recompute", str(run), "--no-reports", "--expect-head", signed_head])
+    text = "".join(capsys.readouterr())
+    assert code == 1 and "that --expect-head pins" in text and "(R23)" in text, text
+    assert main(["recompute", str(run), "--no-reports", "--expect-head", "sha256:xyz"]) == 2
+    # the untampered head of the rewritten file is accepted: the option pins, it does not block
+    head = "sha256:" + hashlib.sha256(lines[-1]).hexdigest()
+    assert main(["recompute", str(run), "--no-reports", "--expect-head", head]) == 0
+
+
 def test_lines_cut_off_the_end_or_appended_are_caught_by_the_pin(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -49,7 +49,7 @@ def _recompute(args: argparse.Namespace) -> int:
     from remnant.cli_paths import run_folder
 
     run = run_folder(args.run, requirement="R24")
-    outcome = recompute(run, reports=not args.no_reports)
+    outcome = recompute(run, reports=not args.no_reports, expect_head=args.expect_head)
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK
 
@@ -103,4 +103,10 @@ def add_commands(subparsers: Any) -> None:
     )
     recompute.add_argument("run", metavar="RUN", help="run folder written by remnant assess")
     recompute.add_argument("--no-reports", action="store_true", help="skip the HTML reports")
+    recompute.add_argument(
+        "--expect-head",
+        metavar="sha256:HEX",
+        help="the records_head of the statement you hold (e.g. from its signed envelope): the records must end "
+        "there, whatever the run folder's own manifest and statement say (R23)",
+    )
     recompute.set_defaults(handler=_recompute)

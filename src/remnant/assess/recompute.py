@@ -29,6 +29,7 @@ run (not_applicable, not_run, failed, diverged) must count k = n = 0. Those rest
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,13 +54,28 @@ from remnant.records import (
 from remnant.score.rates import count_items
 
 
-def recompute(run_dir: str | Path, *, reports: bool = True) -> Outcome:
-    """Check the records (module docstring), then rebuild everything downstream of them in ``run_dir``."""
+def recompute(run_dir: str | Path, *, reports: bool = True, expect_head: str | None = None) -> Outcome:
+    """Check the records (module docstring), then rebuild everything downstream of them in ``run_dir``.
+
+    ``expect_head`` is a chain head the caller holds from elsewhere (the ``records_head`` of a signed statement):
+    a party who rewrote the records consistently, re-chained them and replaced manifest.json and statement.json
+    passes the run folder's own pins, never this one.
+    """
     run = Path(run_dir)
     records, chain = store(run).read_chain()
     check_cell_counts(records, run / RECORDS_FILE)
-    check_pins(run, chain)
+    check_pins(run, chain, extra=() if expect_head is None else (expected_pin(expect_head),))
     return finalize(run, load_run_config(run), reports=reports)
+
+
+def expected_pin(head: str) -> Pin:
+    """A pin given on the command line (``--expect-head sha256:HEX``); ConfigError when it is not one."""
+    if re.fullmatch(r"sha256:[0-9a-f]{64}", head) is None:
+        raise ConfigError(
+            f"--expect-head {head!r}: not a chain head (sha256: then 64 lowercase hex digits)",
+            requirement=RECORDS_REQUIREMENT,
+        )
+    return Pin("--expect-head", True, head)
 
 
 @dataclass(frozen=True)
@@ -113,11 +129,12 @@ def _json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def check_pins(run: Path, chain: ChainState) -> None:
-    """The records must be the ones the existing manifest and statement pinned (module docstring, step 2)."""
+def check_pins(run: Path, chain: ChainState, *, extra: Sequence[Pin] = ()) -> None:
+    """The records must be the ones the existing manifest and statement (and any ``extra`` pin) pinned (module
+    docstring, step 2)."""
     path = run / RECORDS_FILE
     head = f"sha256:{chain.head}" if chain.head is not None else None
-    for pin in read_pins(run):
+    for pin in [*read_pins(run), *extra]:
         if pin.chained and not chain.chained:
             raise RecordIntegrityError(
                 f"{path}: line 1: carries no chain link (prev), but {pin.source} pins these records as chained: "
@@ -237,6 +254,7 @@ __all__ = [
     "check_cell_counts",
     "check_pins",
     "count_problem",
+    "expected_pin",
     "read_pins",
     "recompute",
 ]

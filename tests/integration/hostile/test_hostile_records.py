@@ -150,7 +150,7 @@ def _last_line_deleted(lines: list[bytes]) -> tuple[list[bytes], int]:
 
 def _appended(lines: list[bytes]) -> tuple[list[bytes], int]:
     i = find(lines, is_run_cell)
-    forged = {**entry(lines[i]), "cell_key": "f" * 64, "k": 0}
+    forged = {**entry(lines[i]), "cell_key": "f" * 64, "k": 0, "rest": 0}
     return [*lines, _with_link([*lines, b""], len(lines), forged)], len(lines) + 1
 
 

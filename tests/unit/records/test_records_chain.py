@@ -90,8 +90,10 @@ def test_each_line_carries_the_digest_of_the_one_before(store: RecordStore) -> N
     assert records == RECORDS  # prev belongs to the line, not the record
     assert chain.chained and chain.unchained == 0 and chain.lines == 6
     assert chain.head == hashlib.sha256(lines[-1]).hexdigest()
-    # Two extends chain exactly as one: the second batch links to the first batch's last line.
-    assert b"".join(lines) == b"".join(chained_lines(RECORDS))
+    # The second write links to the first write's last line; each line counts the lines after it in its write.
+    first = chained_lines(RECORDS[:3])
+    assert b"".join(lines) == b"".join(first + chained_lines(RECORDS[3:], prev=line_digest(first[-1])))
+    assert [json.loads(line)["rest"] for line in lines] == [2, 1, 0, 2, 1, 0]
 
 
 def tampered(store: RecordStore, lines: list[bytes]) -> RecordIntegrityError:
@@ -188,6 +190,33 @@ def test_repair_leaves_a_whole_last_line_with_a_wrong_link(store: RecordStore) -
     assert store.repair() is None
     with pytest.raises(RecordIntegrityError, match="line 6: chain broken"):
         store.read()
+
+
+@pytest.mark.parametrize("kept", [3, 4, 5])
+def test_a_write_cut_between_its_lines_is_moved_aside_whole(store: RecordStore, kept: int) -> None:
+    """The second write (3 lines) cut after 0, 1 or 2 of its lines: the lines it left are one torn tail, so the
+    cell they belong to is re-run rather than half recorded (a crash costs at most the cell in flight)."""
+    lines = lines_of(store)
+    store.path.write_bytes(b"".join(lines[:kept]))
+    if kept > 3:
+        with pytest.raises(RecordError, match=f"line {kept} \\(the last\\) is torn: its write was cut short"):
+            store.read()
+        tail = store.repair()
+        assert tail is not None and tail.line == 4 and tail.side_file.read_bytes() == b"".join(lines[3:kept])
+    else:
+        assert store.repair() is None
+    assert store.read() == RECORDS[:3]
+    store.extend(RECORDS[3:])
+    assert store.read() == RECORDS
+
+
+def test_a_cut_write_with_a_torn_line_is_moved_aside_whole(store: RecordStore) -> None:
+    lines = lines_of(store)
+    store.path.write_bytes(b"".join(lines[:4]) + lines[4][:20])
+    tail = store.repair()
+    assert tail is not None and tail.line == 4
+    assert tail.side_file.read_bytes() == lines[3] + lines[4][:20] + b"\n"
+    assert store.read() == RECORDS[:3]
 
 
 def test_append_links_to_a_last_line_longer_than_the_read_window(tmp_path: Path) -> None:

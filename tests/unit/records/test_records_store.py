@@ -101,7 +101,7 @@ def test_append_and_read_round_trip(tmp_path: Path) -> None:
     # Canonical JSON lines: same records, same bytes (DESIGN §1 determinism); each chained to the line before.
     assert first["prev"] == GENESIS
     prev = line_digest(lines[0] + b"\n")
-    assert lines[1] == canonical_json({**records[1].model_dump(mode="json"), "prev": prev})
+    assert lines[1] == canonical_json({**records[1].model_dump(mode="json"), "prev": prev, "rest": 2})
     assert lines[1].startswith(b'{"attack":"relearning","cell_key":"k1",')
 
 
@@ -232,7 +232,8 @@ def test_every_cut_of_the_last_write_reads_or_repairs_to_the_prefix(
 ) -> None:
     """A crash may cut the last write at any byte; the earlier records always survive and nothing is lost."""
     monkeypatch.setattr("remnant.records.os.fsync", lambda fd: None)  # durability is not under test here
-    lines = chained_lines([cell("a"), obs(1), cell("b")])
+    first = chained_lines([cell("a"), obs(1)])
+    lines = first + chained_lines([cell("b")], prev=line_digest(first[-1]))
     good, last = lines[0] + lines[1], lines[2]
     for cut in range(len(last) + 1):
         path = tmp_path / f"r{cut}.jsonl"
