@@ -81,8 +81,10 @@ def render_markdown(result: Any) -> str:
 
 
 def _latent_probe(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import out_folder
     from remnant.latent.study import resolve_config, run_study
 
+    out_folder(args.out, requirement="C-H7")  # before the study runs, not after
     overrides: dict[str, Any] = {}
     if args.config is not None:
         path = Path(args.config)
@@ -107,8 +109,25 @@ def _latent_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _auditors(args: argparse.Namespace) -> int:
+    from remnant.attacks.seed003_study import run_auditors
+    from remnant.attacks.seed003_table import AuditorSpec
+
+    spec = AuditorSpec.preset(args.preset, samples=args.samples, seed=args.seed)
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(f"[auditors] {message}", file=sys.stderr)
+
+    _, text = run_auditors(
+        args.model or [], args.pack, args.out, spec=spec, max_items=args.max_items, log=log
+    )
+    print(text)
+    return 0
+
+
 def add_commands(subparsers: Any) -> None:
-    """Register the ``study`` command group and its ``latent-probe`` study."""
+    """Register the ``study`` command group: ``latent-probe`` and ``auditors``."""
     study = subparsers.add_parser("study", help="research studies of audit metrics (non-adjudicating)")
     sub = study.add_subparsers(dest="study_command", required=True)
     lp = sub.add_parser(
@@ -123,6 +142,22 @@ def add_commands(subparsers: Any) -> None:
     lp.add_argument("--out", default="latent-probe", help="output folder for latent-probe.json and .md")
     lp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     lp.set_defaults(handler=_latent_probe)
+    au = sub.add_parser(
+        "auditors", help="seed 003's auditor tables (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert)"
+    )
+    au.add_argument(
+        "--model", action="append", help="model folder or zoo name, one table row each (repeatable)"
+    )
+    au.add_argument("--pack", required=True, help="target pack folder (probe split scored)")
+    au.add_argument("--out", default="auditors", help="output folder for auditors.json and auditors.md")
+    au.add_argument(
+        "--preset", choices=["paper", "tiny"], default="paper", help="budgets (tiny: the test model)"
+    )
+    au.add_argument("--samples", type=int, help="samples per item for Table 2 (0: greedy only)")
+    au.add_argument("--max-items", type=int, help="score only the first N probe items")
+    au.add_argument("--seed", type=int, default=0, help="run seed every generator is derived from")
+    au.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    au.set_defaults(handler=_auditors)
 
 
 __all__ = ["add_commands", "render_markdown"]

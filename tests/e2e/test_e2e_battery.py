@@ -44,7 +44,7 @@ BUDGETS: dict[str, dict[str, Any]] = {
     "quantize": {"scheme": "nf4"},
     "gcg": {"suffix_len": 6, "steps": 2, "search_width": 16, "topk": 16, "batch_size": 16},
     "soft_prompt": {"n_tokens": 6, "steps": 5},
-    "actpert": {"n_perturbations": 3, "strengths": (2.0,)},  # one strength: a sweep doubles the cost
+    "actpert": {"n_perturbations": 3, "strength": 2.0},  # one strength (actpert_sweep is the best-of-k)
 }
 #: Attacks that optimise per item: run on one item per probe entity.
 FEW_ITEMS = {"gcg", "soft_prompt"}
@@ -55,7 +55,7 @@ INPUT_KEYS: dict[str, tuple[str, ...]] = {
     "prefill": ("prefill",),
     "aoa": ("opener", "identity"),
     "icl": ("shots", "demonstrations"),
-    "mask": ("cloze", "shots", "demonstrations"),
+    "mask": ("masked_question", "masked_spans"),
     "many_shot": ("shots", "demo_ids", "shared_prefix_tokens", "prompt_tokens"),
     "repeated_sampling": ("n_samples", "sample_seeds"),
     "quantize": ("scheme",),

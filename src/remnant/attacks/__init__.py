@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import importlib
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome, Probe, no_attack
+from remnant.attacks.base import (
+    Attack,
+    AttackContext,
+    GenerationInput,
+    ItemOutcome,
+    Probe,
+    Unattacked,
+    no_attack,
+)
 
 _MODULES = (
     "prefill",
@@ -18,6 +26,7 @@ _MODULES = (
     "aoa",
     "icl",
     "mask",
+    "mask_cloze",
     "gcg",
     "soft_prompt",
     "actpert",
@@ -30,4 +39,4 @@ for _name in _MODULES:
         if _exc.name != f"remnant.attacks.{_name}":
             raise
 
-__all__ = ["Attack", "AttackContext", "ItemOutcome", "Probe", "no_attack"]
+__all__ = ["Attack", "AttackContext", "GenerationInput", "ItemOutcome", "Probe", "Unattacked", "no_attack"]

@@ -21,10 +21,12 @@ positions are [R] reconstructions (the seed's code is unreleased). Randomness: o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import torch
 
+from remnant.attacks.decoding import Steering
 from remnant.errors import ConfigError
 from remnant.models.hooks import capture_blocks, patch_block
 
@@ -103,6 +105,17 @@ def _injector(
         return out
 
     return inject
+
+
+def steering(delta: torch.Tensor, layer: int, strength: float, generated: GeneratedMode = "last") -> Steering:
+    """The injection of ``strength·δ`` at block ``layer`` as a steering hook for :mod:`remnant.attacks.decoding`
+    (greedy or sampled: Algorithm 1's inference loop decodes either way)."""
+
+    def install(model: Any) -> AbstractContextManager[Any]:
+        device = model.get_input_embeddings().weight.device
+        return patch_block(model, layer, _injector(delta.to(device), strength, generated))
+
+    return install
 
 
 @torch.no_grad()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.registry import register
 from remnant.score.probe import Probe
@@ -46,7 +46,8 @@ class AOA(Attack):
         question = AOA_USER.format(question=probe.rendered_question())
         return render_prompt_ids(ctx.tokenizer, question, fmt, AOA_OPENER if self.opener else None)
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-        prompts = [self.prompt_ids(ctx, p) for p in probes]
-        extras = [{"opener": self.opener, "identity": self.identity} for _ in probes]
-        return ctx.generate_and_score(probes, prompts, extras=extras)
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        extra = {"opener": self.opener, "identity": self.identity}
+        return [(GenerationInput(tuple(self.prompt_ids(ctx, p)), extra=dict(extra)),) for p in probes]

@@ -10,28 +10,35 @@ the variant (algorithms.md: V read in code, N from the paper's text, R reconstru
   which is recorded as *not applicable* and never counted as withstood (C-Q2);
 - runs on one model state through an :class:`AttackContext` and returns one :class:`ItemOutcome` per probe
   (:meth:`Attack.run`). The context carries no hint of which state it is (post-removal, control, pre-removal):
-  the harness runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.attacks.harness`).
+  the harness runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.attacks.harness`);
+- exposes what its generations start from (:meth:`Attack.generation_inputs`: prompt ids, soft-prompt
+  embeddings, a steering hook; one per try) and the scope they run in (:meth:`Attack.generation_scope`), so
+  seed 003's ROUGE scoring can decode greedily and by sampling from exactly what κ was scored on
+  (:mod:`remnant.attacks.rouge_scoring`). The default :meth:`Attack.run` greedy-decodes those inputs and
+  scores them; sampling and best-of-k attacks override it.
 
 Randomness comes only from generators derived from the context's seed and the attack's own keys
 (:meth:`AttackContext.generator`); there is no global seeding. Weight-transform attacks must not mutate the
 caller's model (work on a copy, or restore it exactly).
 
 A new attack: one module in ``remnant/attacks/`` with a subclass of :class:`Attack` decorated with
-``@register("attack", NAME, VERSION)`` whose ``name``/``version`` class attributes equal NAME/VERSION, and an
-import line in ``remnant/attacks/__init__.py``. The contract test (tests/unit/attacks/test_attacks_contract.py)
-then covers it.
+``@register("attack", NAME, VERSION)`` whose ``name``/``version`` class attributes equal NAME/VERSION, that
+implements :meth:`Attack.generation_inputs`, and an import line in ``remnant/attacks/__init__.py``. The contract
+test (tests/unit/attacks/test_attacks_contract.py) then covers it, ROUGE scoring included. docs/attacks.md
+lists every attack with its paper definition.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import torch
 
+from remnant.attacks.decoding import GenerationInput, forward_cached, greedy_texts
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
@@ -72,27 +79,15 @@ def derive_seed(seed: int, *keys: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
-def forward_cached(model: Any, input_ids: torch.Tensor, cache: Any = None, **kwargs: Any) -> tuple[Any, Any]:
-    """One forward pass that uses and returns a key/value cache: ``(logits, cache)``.
-
-    transformers 5 renamed ``past_key_values`` to ``cache`` (the old name warns, and goes in 5.40); this asks
-    the model's ``forward`` which one it takes, so attacks decode incrementally on either.
-    """
-    params = inspect.signature(model.forward).parameters
-    key = "cache" if "cache" in params else "past_key_values"
-    out = model(input_ids=input_ids, use_cache=True, **{key: cache}, **kwargs)
-    new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = getattr(out, "past_key_values", None)
-    return out.logits, new_cache
-
-
 @dataclass(frozen=True)
 class AttackContext:
     """Everything an attack may use on one model state. Carries no label of the state (C-Q4).
 
-    ``demonstrations`` are retain items (many-shot, ICL); ``context_limit`` caps prompt length in tokens (None:
-    the model config's ``max_position_embeddings``).
+    ``demonstrations`` are retain items (many-shot, the retain-demonstration ICL variants);
+    ``target_demonstrations`` are question/answer items *about the target* that are not scored (e.g. the
+    removal split's items on the probed entities): seed 003's ICL draws its demonstrations about the forgotten
+    subject (:mod:`remnant.attacks.icl`), and uses the other probes when none are given. ``context_limit``
+    caps prompt length in tokens (None: the model config's ``max_position_embeddings``).
     """
 
     model: Any
@@ -104,6 +99,7 @@ class AttackContext:
     max_new_tokens: int = 32
     batch_size: int = 16
     context_limit: int | None = None
+    target_demonstrations: tuple[Probe, ...] = ()
 
     def with_model(self, model: Any, tokenizer: Any | None = None) -> AttackContext:
         """The same context (seed, data, scorer, budgets) on another model state (C-Q4)."""
@@ -199,9 +195,49 @@ class Attack:
             )
         return None
 
+    #: False where :meth:`run`'s output is not the greedy generation of :meth:`generation_inputs` (sampling).
+    greedy_output: ClassVar[bool] = True
+
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """Per probe, in probe order, the inputs its generations start from: one per try (several only for a
+        best-of-k variant). Where the attack spends its budget (suffix search, soft prompt, ActPert's δ)."""
+        raise NotImplementedError(f"attack {self.name} does not expose its generation inputs")
+
+    def generation_scope(self, ctx: AttackContext) -> AbstractContextManager[Any]:
+        """A context every generation of this attack runs inside (quantization swaps weights in it)."""
+        return nullcontext()
+
+    def greedy_texts(
+        self, ctx: AttackContext, inputs: Sequence[Sequence[GenerationInput]]
+    ) -> list[list[str]]:
+        """Greedy generations of every try of every probe (call inside :meth:`generation_scope`)."""
+        flat = [inp for tries in inputs for inp in tries]
+        texts = greedy_texts(
+            ctx.model, ctx.tokenizer, flat, max_new_tokens=ctx.max_new_tokens, batch_size=ctx.batch_size
+        )
+        out: list[list[str]] = []
+        start = 0
+        for tries in inputs:
+            out.append(texts[start : start + len(tries)])
+            start += len(tries)
+        return out
+
     def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-        """One outcome per probe, in probe order, on the context's model state."""
-        raise NotImplementedError
+        """One outcome per probe, in probe order, on the context's model state: by default the greedy
+        generation of the probe's single generation input, scored (κ and w, R6). Best-of-k and sampling
+        attacks override it."""
+        with self.generation_scope(ctx):
+            inputs = self.generation_inputs(ctx, probes)
+            texts = self.greedy_texts(ctx, inputs)
+        if any(len(tries) != 1 for tries in inputs):
+            raise RuntimeError(f"attack {self.name} has several tries per probe and must define run")
+        out: list[ItemOutcome] = []
+        for probe, outputs, tries in zip(probes, texts, inputs, strict=True):
+            kappa, willing = ctx.scorer.score(probe, outputs[0])
+            out.append(ItemOutcome(probe.item_id, outputs[0], kappa, willing, dict(tries[0].extra)))
+        return out
 
     def params(self) -> dict[str, Any]:
         """Parameters as recorded by the registry (empty when built without ``registry.create``)."""
@@ -227,15 +263,35 @@ def no_attack(ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
     return ctx.generate_and_score(probes, [ctx.prompt_ids(p) for p in probes])
 
 
+class Unattacked(Attack):
+    """The plain question as an :class:`Attack` (seed 003's "Base" column), so it can be scored like one.
+
+    Not registered: it is the reference every attack is compared with, not an attack a battery can enable.
+    Its :meth:`run` equals :func:`no_attack`.
+    """
+
+    name = "none"
+    version = "1"
+    paper = "the unattacked baseline (C-Q3 reference; seed 003 'Base')"
+    provenance = "V"
+
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        return [(GenerationInput(tuple(ctx.prompt_ids(p))),) for p in probes]
+
+
 __all__ = [
     "SURFACES",
     "TRACK_SURFACES",
     "Attack",
     "AttackContext",
+    "GenerationInput",
     "ItemOutcome",
     "Probe",
     "Surface",
     "Track",
+    "Unattacked",
     "derive_seed",
     "forward_cached",
     "no_attack",

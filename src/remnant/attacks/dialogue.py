@@ -52,10 +52,12 @@ def render_dialogue_ids(
     question: str,
     *,
     style: Literal["turns", "block"] = "turns",
+    prefill: str | None = None,
 ) -> list[int]:
     """Prompt ids with ``shots`` (question, answer) before ``question``: as earlier chat turns, or one block.
 
-    The raw format always writes ``Question: …\\nAnswer: …`` blocks (it has no turns).
+    The raw format always writes ``Question: …\\nAnswer: …`` blocks (it has no turns). ``prefill`` text opens
+    the answer, placed as ``render_prompt_ids`` places it (inside the assistant turn, no end-of-turn).
     """
     if fmt.style == "raw" or style == "block":
         block = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in shots)
@@ -63,7 +65,10 @@ def render_dialogue_ids(
             text = f"{block}Question: {question}\nAnswer:"
             if fmt.system_prompt:
                 text = f"{fmt.system_prompt}\n\n{text}"
-            return _ids(tokenizer, text, special=True)
+            ids = _ids(tokenizer, text, special=True)
+            if prefill:
+                ids += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill, special=False)
+            return ids
         # chat + block: every demonstration inside the one user message, no earlier turns
         question = f"{block}Question: {question}\nAnswer:" if block else question
         shots = []
@@ -76,7 +81,10 @@ def render_dialogue_ids(
         messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
     messages.append({"role": "user", "content": question})
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return _ids(tokenizer, text, special=False)
+    ids = _ids(tokenizer, text, special=False)
+    if prefill:
+        ids += _ids(tokenizer, prefill, special=False)
+    return ids
 
 
 def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:

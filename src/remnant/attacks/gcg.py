@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.attacks.dialogue import answer_free_target, target_ids
 from remnant.attacks.gcg_core import GCGConfig, excluded_tokens, gcg_optimise
 from remnant.attacks.suffix_layout import suffix_layout
@@ -68,12 +68,14 @@ class GCG(Attack):
         self.allow_non_ascii = allow_non_ascii
         answer_free_target(Probe("check", "q", "a", ("a",)), target, fixed_target)  # validate mode early
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """Per probe, ``[question][best suffix]`` after the seeded search (the search is the budget)."""
         tok = ctx.tokenizer
         rows = int(ctx.model.get_input_embeddings().weight.shape[0])
         excluded = excluded_tokens(tok, rows, allow_non_ascii=self.allow_non_ascii)
-        prompts: list[list[int]] = []
-        extras: list[dict[str, Any]] = []
+        out: list[tuple[GenerationInput, ...]] = []
         for probe in probes:
             text, source = answer_free_target(probe, self.target, self.fixed_target)
             layout = suffix_layout(tok, probe.rendered_question(), ctx.fmt)
@@ -87,20 +89,18 @@ class GCG(Attack):
                 ctx.generator(self.name, probe.item_id, device="cpu"),
                 excluded,
             )
-            prompts.append(layout.prompt_ids(res.best_ids))
-            extras.append(
-                {
-                    "target": text,
-                    "target_source": source,
-                    "suffix": tok.decode(list(res.best_ids)),
-                    "suffix_ids": list(res.best_ids),
-                    "init_loss": res.init_loss,
-                    "best_loss": res.best_loss,
-                    "best_step": res.best_step,
-                    "losses": list(res.losses),
-                    "empty_steps": res.empty_steps,
-                    "excluded_tokens": int(excluded.sum()),
-                    "seed": seed,
-                }
-            )
-        return ctx.generate_and_score(probes, prompts, extras=extras)
+            extra: dict[str, Any] = {
+                "target": text,
+                "target_source": source,
+                "suffix": tok.decode(list(res.best_ids)),
+                "suffix_ids": list(res.best_ids),
+                "init_loss": res.init_loss,
+                "best_loss": res.best_loss,
+                "best_step": res.best_step,
+                "losses": list(res.losses),
+                "empty_steps": res.empty_steps,
+                "excluded_tokens": int(excluded.sum()),
+                "seed": seed,
+            }
+            out.append((GenerationInput(tuple(layout.prompt_ids(res.best_ids)), extra=extra),))
+        return out

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome, forward_cached
+from remnant.attacks.base import Attack, AttackContext, GenerationInput, forward_cached
+from remnant.attacks.decoding import eos_ids
 from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat
@@ -34,15 +35,6 @@ def render_many_shot(tokenizer: Any, fmt: PromptFormat, demos: Sequence[Probe], 
     """
     shots = [(d.rendered_question(), demo_answer(d)) for d in demos]
     return render_dialogue_ids(tokenizer, fmt, shots, question, style="turns")
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    if eos is None:
-        eos = tokenizer.eos_token_id
-    if eos is None:
-        return set()
-    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
 
 
 @torch.no_grad()
@@ -130,12 +122,26 @@ class ManyShot(Attack):
             raise ConfigError(f"many_shot: not one demonstration fits the context limit {ctx.max_context()}")
         return demos[:k]
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """The same fitted demonstrations before every probe (the prompts share their long prefix)."""
         demos = self.fit(ctx, self.select_demos(ctx, probes), probes)
         prompts = [render_many_shot(ctx.tokenizer, ctx.fmt, demos, p.rendered_question()) for p in probes]
-        eos = _eos_ids(ctx.model, ctx.tokenizer)
+        plen = shared_prefix_len(prompts) if self.use_prefix_cache else 0
+        extra = {"shots": len(demos), "demo_ids": [d.item_id for d in demos], "shared_prefix_tokens": plen}
+        return [(GenerationInput(tuple(ids), extra={**extra, "prompt_tokens": len(ids)}),) for ids in prompts]
+
+    def greedy_texts(
+        self, ctx: AttackContext, inputs: Sequence[Sequence[GenerationInput]]
+    ) -> list[list[str]]:
+        """Greedy generations, the shared prefix's key/value cache computed once (or none, if disabled)."""
+        prompts = [list(tries[0].prompt_ids) for tries in inputs]
+        if any(len(tries) != 1 for tries in inputs):
+            raise RuntimeError("many_shot has one try per probe")
+        eos = eos_ids(ctx.model, ctx.tokenizer)
         texts: list[str] = []
-        if self.use_prefix_cache:
+        if self.use_prefix_cache and prompts:
             plen = shared_prefix_len(prompts)
             cache = pristine = None
             if plen:
@@ -150,12 +156,7 @@ class ManyShot(Attack):
                     cache = _rewind(cache, plen, pristine)  # back to the shared prefix for the next probe
                 texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
         else:
-            plen = 0
             for ids in prompts:
                 new = greedy_from(ctx.model, ids, None, ctx.max_new_tokens, eos)
                 texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
-        extra = {"shots": len(demos), "demo_ids": [d.item_id for d in demos], "shared_prefix_tokens": plen}
-        return [
-            ctx.outcome(p, t, prompt_tokens=len(ids), **extra)
-            for p, t, ids in zip(probes, texts, prompts, strict=True)
-        ]
+        return [[t] for t in texts]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.errors import ConfigError
 from remnant.registry import register
 from remnant.score.normalise import answer_matches
@@ -62,9 +62,13 @@ class Prefill(Attack):
         self.source = source
         self.text = text
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
         prefixes = [prefix_for(p, self.source, self.text) for p in probes]
         for probe, prefix in zip(probes, prefixes, strict=True):
             check_answer_free(probe, prefix)
-        prompts = [ctx.prompt_ids(p, prefill=pre) for p, pre in zip(probes, prefixes, strict=True)]
-        return ctx.generate_and_score(probes, prompts, extras=[{"prefill": pre} for pre in prefixes])
+        return [
+            (GenerationInput(tuple(ctx.prompt_ids(p, prefill=pre)), extra={"prefill": pre}),)
+            for p, pre in zip(probes, prefixes, strict=True)
+        ]

@@ -23,14 +23,14 @@ where quantization results are shown (DESIGN §3).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome, no_attack
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.errors import ConfigError
 from remnant.models.arch import resolve_parts
 from remnant.registry import register
@@ -218,8 +218,12 @@ class Quantize(Attack):
         self.blocksize = blocksize
         self.group_size = group_size
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-        with fake_quantized(ctx.model, self.scheme, blocksize=self.blocksize, group_size=self.group_size):
-            outcomes = no_attack(ctx, probes)
-        extra = {"scheme": self.scheme}
-        return [ItemOutcome(o.item_id, o.output, o.kappa, o.willing, {**o.extra, **extra}) for o in outcomes]
+    def generation_scope(self, ctx: AttackContext) -> AbstractContextManager[Any]:
+        """The caller's model with fake-quantized decoder weights, restored exactly on exit."""
+        return fake_quantized(ctx.model, self.scheme, blocksize=self.blocksize, group_size=self.group_size)
+
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """The plain question (the attack is in the weights, not the prompt)."""
+        return [(GenerationInput(tuple(ctx.prompt_ids(p)), extra={"scheme": self.scheme}),) for p in probes]

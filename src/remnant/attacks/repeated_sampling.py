@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome, forward_cached
-from remnant.attacks.many_shot import _eos_ids
+from remnant.attacks.base import Attack, AttackContext, GenerationInput, ItemOutcome
+from remnant.attacks.decoding import filtered_logprobs, sample_ids
 from remnant.errors import ConfigError
 from remnant.models.prompts import EncodedPair, collate, encode_pair
 from remnant.registry import register
@@ -40,16 +40,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     for i in range(n - c + 1, n + 1):
         miss *= 1.0 - k / i
     return 1.0 - miss
-
-
-def filtered_logprobs(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
-    """Log-probabilities of next tokens under temperature then top-k (ties at the k-th value kept, as HF's
-    top-k warper does); -inf outside the top k. One function for sampling and the analytic path."""
-    scaled = logits.float() / temperature
-    if top_k is not None and 0 < top_k < scaled.shape[-1]:
-        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
-    return torch.log_softmax(scaled, dim=-1)
 
 
 def answer_sequences(ctx: AttackContext, probe: Probe) -> list[list[int]]:
@@ -79,6 +69,7 @@ class _Sampling(Attack):
     formats = ("free_text", "multiple_choice")
     paper = "Scholten et al. 2025 (probabilistic decoding); Chen et al. 2021 (pass@k); algorithms.md §4.6"
     provenance = "N"
+    greedy_output = False  # κ is read from samples (or computed exactly), not from one greedy generation
 
     def __init__(
         self,
@@ -98,6 +89,12 @@ class _Sampling(Attack):
         self.ks = tuple(ks)
         self.max_new_tokens = max_new_tokens
 
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """The plain question: the samples are drawn from it (so its ROUGE is seed 003's sampled "Base")."""
+        return [(GenerationInput(tuple(ctx.prompt_ids(p))),) for p in probes]
+
 
 @register("attack", "repeated_sampling", "1")
 class RepeatedSampling(_Sampling):
@@ -107,34 +104,18 @@ class RepeatedSampling(_Sampling):
     version = "1"
     smoke_params: ClassVar[dict[str, Any]] = {"n_samples": 4, "ks": (1, 4), "max_new_tokens": 6}
 
-    @torch.no_grad()
     def sample(self, ctx: AttackContext, probe: Probe, prompt: Sequence[int]) -> list[list[int]]:
         """N sampled continuations (token ids, cut after the first end token), sample i from its own seed."""
-        n, device = self.n_samples, ctx.device
-        gens = [ctx.generator(self.name, probe.item_id, i) for i in range(n)]
-        eos = _eos_ids(ctx.model, ctx.tokenizer)
-        steps = self.max_new_tokens or ctx.max_new_tokens
-        # The prompt is run once and its cache repeated for the N rows (all rows share it).
-        logits, cache = forward_cached(ctx.model, torch.tensor([list(prompt)], device=device))
-        if hasattr(cache, "batch_repeat_interleave"):
-            cache.batch_repeat_interleave(n)
-            logits = logits[:, -1:].expand(n, 1, logits.shape[-1])
-        else:
-            logits, cache = forward_cached(ctx.model, torch.tensor([list(prompt)] * n, device=device))
-        rows: list[list[int]] = [[] for _ in range(n)]
-        done = [False] * n
-        for _ in range(steps):
-            probs = filtered_logprobs(logits[:, -1], self.temperature, self.top_k).exp()
-            nxt = [int(torch.multinomial(probs[i], 1, generator=gens[i])) for i in range(n)]
-            for i, t in enumerate(nxt):
-                if not done[i]:
-                    rows[i].append(t)
-                    done[i] = t in eos
-            if all(done):
-                break
-            step_ids = torch.tensor([[t] for t in nxt], device=device)
-            logits, cache = forward_cached(ctx.model, step_ids, cache)
-        return rows
+        gens = [ctx.generator(self.name, probe.item_id, i) for i in range(self.n_samples)]
+        return sample_ids(
+            ctx.model,
+            ctx.tokenizer,
+            GenerationInput(tuple(prompt)),
+            gens,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            max_new_tokens=self.max_new_tokens or ctx.max_new_tokens,
+        )
 
     def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
         outcomes = []
@@ -197,3 +178,13 @@ class RepeatedSamplingAnalytic(_Sampling):
             }
             outcomes.append(ItemOutcome(probe.item_id, None, 1.0 - (1.0 - p) ** self.n_samples, None, extra))
         return outcomes
+
+
+__all__ = [
+    "RepeatedSampling",
+    "RepeatedSamplingAnalytic",
+    "answer_sequences",
+    "filtered_logprobs",
+    "pass_at_k",
+    "starts_with_any",
+]

@@ -12,10 +12,10 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from remnant.attacks.base import Attack, AttackContext, ItemOutcome
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.attacks.dialogue import answer_free_target, target_ids
 from remnant.attacks.gcg_core import excluded_tokens, initial_suffix
-from remnant.attacks.soft_prompt_core import SoftPromptConfig, generate_from_embeds, soft_prompt_optimise
+from remnant.attacks.soft_prompt_core import SoftPromptConfig, soft_prompt_input, soft_prompt_optimise
 from remnant.attacks.suffix_layout import suffix_layout
 from remnant.registry import register
 from remnant.score.probe import Probe
@@ -52,18 +52,18 @@ class SoftPrompt(Attack):
         self.target, self.fixed_target = target, fixed_target
         answer_free_target(Probe("check", "q", "a", ("a",)), target, fixed_target)  # validate mode early
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
+    def generation_inputs(
+        self, ctx: AttackContext, probes: Sequence[Probe]
+    ) -> list[tuple[GenerationInput, ...]]:
+        """Per probe, the embeddings of ``[question][optimised vectors]`` (the optimisation is the budget)."""
         tok, model = ctx.tokenizer, ctx.model
         excluded = excluded_tokens(tok, int(model.get_input_embeddings().weight.shape[0]))
         init = initial_suffix(tok, self.cfg.n_tokens, excluded)
-        out: list[ItemOutcome] = []
+        out: list[tuple[GenerationInput, ...]] = []
         for probe in probes:
             text, source = answer_free_target(probe, self.target, self.fixed_target)
             layout = suffix_layout(tok, probe.rendered_question(), ctx.fmt)
             res = soft_prompt_optimise(model, layout, target_ids(tok, ctx.fmt, text), init, self.cfg)
-            new_ids = generate_from_embeds(
-                model, tok, layout, res.best_embeds, max_new_tokens=ctx.max_new_tokens
-            )
             extra: dict[str, Any] = {
                 "target": text,
                 "target_source": source,
@@ -78,5 +78,5 @@ class SoftPrompt(Attack):
                 "max_deviation": res.max_deviation,
                 "vectors_sha256": hashlib.sha256(res.best_embeds.float().cpu().numpy().tobytes()).hexdigest(),
             }
-            out.append(ctx.outcome(probe, tok.decode(new_ids, skip_special_tokens=True), **extra))
+            out.append((soft_prompt_input(model, layout, res.best_embeds, init, extra),))
         return out

@@ -15,12 +15,13 @@ token's norm). The step is ``step_size·rms``. The same attack, budget and seed 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 
+from remnant.attacks.decoding import GenerationInput, greedy_ids
 from remnant.attacks.gcg_core import SuffixObjective
 from remnant.attacks.suffix_layout import SuffixLayout
 from remnant.errors import ConfigError
@@ -126,24 +127,33 @@ def soft_prompt_optimise(
 
 
 @torch.no_grad()
-def generate_from_embeds(
-    model: Any, tokenizer: Any, layout: SuffixLayout, vectors: torch.Tensor, *, max_new_tokens: int
-) -> list[int]:
-    """Greedy continuation ids of ``[before][vectors][after]`` (no target: the model must produce it itself)."""
+def layout_embeds(model: Any, layout: SuffixLayout, vectors: torch.Tensor) -> torch.Tensor:
+    """Input embeddings [T, d] of ``[before][vectors][after]`` (no target: the model must produce it itself)."""
     embed = model.get_input_embeddings()
     device = embed.weight.device
     parts = [
-        embed(torch.tensor([list(layout.before)], dtype=torch.long, device=device)),
-        vectors.to(device=device, dtype=embed.weight.dtype).unsqueeze(0),
-        embed(torch.tensor([list(layout.after)], dtype=torch.long, device=device)),
+        embed(torch.tensor(list(layout.before), dtype=torch.long, device=device)),
+        vectors.to(device=device, dtype=embed.weight.dtype),
+        embed(torch.tensor(list(layout.after), dtype=torch.long, device=device)),
     ]
-    embeds = torch.cat(parts, dim=1)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    out = model.generate(
-        inputs_embeds=embeds,
-        attention_mask=torch.ones(embeds.shape[:2], dtype=torch.long, device=device),
-        max_new_tokens=max_new_tokens,
-        do_sample=False,
-        pad_token_id=pad,
-    )
-    return [int(t) for t in out[0]]
+    return torch.cat(parts, dim=0)
+
+
+def soft_prompt_input(
+    model: Any,
+    layout: SuffixLayout,
+    vectors: torch.Tensor,
+    start_ids: Sequence[int],
+    extra: Mapping[str, Any] | None = None,
+) -> GenerationInput:
+    """The generation input of an optimised soft prompt: its embeddings, and the ids the vectors started at."""
+    embeds = layout_embeds(model, layout, vectors)
+    return GenerationInput(tuple(layout.prompt_ids(start_ids)), embeds=embeds, extra=dict(extra or {}))
+
+
+def generate_from_embeds(
+    model: Any, tokenizer: Any, layout: SuffixLayout, vectors: torch.Tensor, *, max_new_tokens: int
+) -> list[int]:
+    """Greedy continuation ids of ``[before][vectors][after]`` (the path the attack's κ is scored on)."""
+    inp = soft_prompt_input(model, layout, vectors, [0] * int(vectors.shape[0]))
+    return greedy_ids(model, tokenizer, inp, max_new_tokens=max_new_tokens)

@@ -97,17 +97,91 @@ def test_actpert_attack_at_strength_zero_is_no_attack(attack_ctx: Any, probes: l
 
     items = [*probes[:2], replace(probes[2], entity=None)]
     attack = registry.create(
-        "attack", "actpert", {"strengths": (0.0,), "noise_mode": "relative", "noise_scale": 0.5}
+        "attack", "actpert", {"strength": 0.0, "noise_mode": "relative", "noise_scale": 0.5}
     )
     out = attack.run(attack_ctx, items)
     base = no_attack(attack_ctx, items)
     assert [(o.output, o.kappa, o.willing) for o in out] == [(b.output, b.kappa, b.willing) for b in base]
     assert [o.extra["positions_source"] for o in out] == ["entity", "entity", "question"]
     assert out[0].extra["sigma_abs"] == pytest.approx(0.5 * embedding_rms(attack_ctx.model))
-    assert out[0].extra["tries"] == 1 and out[0].extra["layer"] == 0
+    assert out[0].extra["strength"] == 0.0 and out[0].extra["layer"] == 0
 
-    sweep = registry.create("attack", "actpert", {"strengths": (0.0, 60.0), "noise_scale": 2.0})
+    sweep = registry.create("attack", "actpert_sweep", {"strengths": (0.0, 60.0), "noise_scale": 2.0})
     swept = sweep.run(attack_ctx, items[:1])[0]
     outputs = [s["output"] for s in swept.extra["settings"]]
     assert outputs[0] == base[0].output and outputs[1] != outputs[0]  # the sweep really steers
     assert swept.kappa == any(s["kappa"] for s in swept.extra["settings"])
+
+
+def _hand_actpert(ctx: Any, probe: Any, *, sigma: float, n_p: int, strength: float, steps: int) -> str:
+    """Seed 003 Algorithm 1 written out with no remnant helper: δ from block 0's outputs, the noise from
+    the same seeded generator, then greedy decoding without a cache, re-running the whole sequence each step
+    with ``strength·δ`` added to block 0's output (``δ[last]`` at generated positions)."""
+    from remnant.attacks.actpert_core import entity_positions
+
+    model, tok = ctx.model, ctx.tokenizer
+    ids = ctx.prompt_ids(probe)
+    pos = entity_positions(tok, ids, probe.entity)
+    weight = model.get_input_embeddings().weight
+    emb = weight[torch.tensor(ids)].detach()
+    gen = torch.Generator().manual_seed(ctx.derive_seed("actpert", probe.item_id))
+    noise = torch.randn(n_p, len(pos), emb.shape[-1], generator=gen)
+    noisy = emb.repeat(n_p, 1, 1)
+    noisy[:, pos] += sigma * noise
+    block = resolve_parts(model).blocks[0]
+    seen: list[torch.Tensor] = []
+    grab = block.register_forward_hook(
+        lambda _m, _i, out: seen.append(out[0] if isinstance(out, tuple) else out)
+    )
+    try:
+        with torch.no_grad():
+            model(inputs_embeds=emb[None])
+            model(inputs_embeds=noisy)
+    finally:
+        grab.remove()
+    delta = seen[0][0] - seen[1].mean(dim=0)
+    add = torch.cat([delta, delta[-1:].expand(steps, -1)]) * strength
+
+    def hook(_m: Any, _i: Any, out: Any) -> Any:
+        hidden = out[0] if isinstance(out, tuple) else out
+        hidden = hidden + add[: hidden.shape[1]]
+        return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
+
+    handle = block.register_forward_hook(hook)
+    seq = list(ids)
+    try:
+        with torch.no_grad():
+            for _ in range(steps):
+                nxt = int(model(input_ids=torch.tensor([seq])).logits[0, -1].argmax())
+                seq.append(nxt)
+                if nxt == tok.eos_token_id:
+                    break
+    finally:
+        handle.remove()
+    return str(tok.decode(seq[len(ids) :], skip_special_tokens=True))
+
+
+def test_actpert_at_a_declared_strength_is_the_hand_computed_perturbation(
+    attack_ctx: Any, probes: list[Any]
+) -> None:
+    from remnant import registry
+    from remnant.attacks.base import no_attack
+
+    params = {"noise_scale": 0.5, "n_perturbations": 4, "strength": 3.0}
+    attack = registry.create("attack", "actpert", params)
+    out = attack.run(attack_ctx, probes)
+    hand = [
+        _hand_actpert(attack_ctx, p, sigma=0.5, n_p=4, strength=3.0, steps=attack_ctx.max_new_tokens)
+        for p in probes
+    ]
+    assert [o.output for o in out] == hand
+    assert [o.output for o in out] != [b.output for b in no_attack(attack_ctx, probes)]  # it really steers
+    assert all(o.extra["strength"] == 3.0 and o.extra["positions_source"] == "entity" for o in out)
+    # one declared strength is the default; a best-of-k over strengths is its own registered attack
+    assert registry.defaults("attack", "actpert")["strength"] == 1.0
+    assert "strengths" not in registry.defaults("attack", "actpert")
+    sweep_params = {"noise_scale": 0.5, "n_perturbations": 4, "strengths": (0.0, 3.0)}
+    sweep = registry.create("attack", "actpert_sweep", sweep_params).run(attack_ctx, probes)
+    for s, o in zip(sweep, out, strict=True):
+        assert s.extra["settings"][1]["output"] == o.output  # the sweep's α = 3 is actpert at 3: same δ
+        assert s.kappa == any(x["kappa"] for x in s.extra["settings"])

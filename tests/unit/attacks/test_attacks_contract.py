@@ -105,3 +105,44 @@ def test_identical_states_get_identical_cells(
     a, b = result.states[POST], result.states[CONTROL]
     assert _comparable(list(a.outcomes)) == _comparable(list(b.outcomes))
     assert (a.kappa.k, a.kappa.n) == (b.kappa.k, b.kappa.n) and a.kappa.n == len(probes)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_generation_inputs_reproduce_the_scored_output(
+    name: str, attack_ctx: AttackContext, probes: list[Any], mc_probes: list[Any]
+) -> None:
+    # ROUGE scoring (seed 003) decodes from these inputs: the greedy decoding of an attack's inputs must be the
+    # generation its κ was scored on, or ROUGE and κ would describe different outputs.
+    attack = _make(name)
+    items = probes if "free_text" in attack.formats else mc_probes
+    with attack.generation_scope(attack_ctx):
+        inputs = attack.generation_inputs(attack_ctx, items)
+        texts = attack.greedy_texts(attack_ctx, inputs)
+    assert len(inputs) == len(items) and all(len(tries) >= 1 for tries in inputs)
+    assert [len(t) for t in texts] == [len(tries) for tries in inputs]
+    if not attack.greedy_output:
+        return
+    outcomes = attack.run(attack_ctx, items)
+    for o, tries, outs in zip(outcomes, inputs, texts, strict=True):
+        assert o.output in outs
+        if len(tries) == 1:
+            assert o.output == outs[0] and dict(o.extra) == dict(tries[0].extra)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_attack_can_be_scored_by_rouge(
+    name: str, attack_ctx: AttackContext, probes: list[Any], mc_probes: list[Any]
+) -> None:
+    from remnant.attacks.rouge_scoring import SamplingSpec, score_rouge
+
+    attack = _make(name)
+    items = probes if "free_text" in attack.formats else mc_probes
+    sampling = SamplingSpec(n_samples=2, max_new_tokens=3)
+    first = score_rouge(attack, attack_ctx, items, sampling=sampling)
+    assert [i.item_id for i in first] == [p.item_id for p in items]
+    for item in first:
+        assert 0.0 <= item.rouge_greedy <= 1.0
+        assert item.rouge_sampled_mean is not None and item.rouge_sampled_max is not None
+        assert 0.0 <= item.rouge_sampled_mean <= item.rouge_sampled_max <= 1.0
+    again = score_rouge(attack, attack_ctx, items, sampling=sampling)
+    assert [(i.greedy, i.samples) for i in again] == [(i.greedy, i.samples) for i in first]

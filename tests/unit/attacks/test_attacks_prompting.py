@@ -1,4 +1,5 @@
-"""AOA, ICL and MASK on the tiny model: the prompts they build, leakage, seeding, C-Q2 and C-Q4 (seed 003)."""
+"""AOA, the retain-ICL variant and the cloze variant on the tiny model: the prompts they build, leakage, seeding,
+C-Q2 and C-Q4 (seed 003's target ICL and MASK: test_attacks_seed003_prompts.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from remnant.attacks.dialogue import (
     render_dialogue_ids,
     target_ids,
 )
-from remnant.attacks.mask import cloze_sentence
+from remnant.attacks.mask_cloze import cloze_sentence
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import Probe
@@ -93,10 +94,10 @@ def test_dialogue_rendering_matches_the_chat_template(attack_ctx: AttackContext)
     )
 
 
-def test_icl_runs_same_prompts_on_every_state_and_fits_the_context(
+def test_icl_retain_runs_same_prompts_on_every_state_and_fits_the_context(
     attack_ctx: AttackContext, probes: list[Probe], tiny_qwen2_dir: Any
 ) -> None:
-    attack = registry.create("attack", "icl", {"shots": 3})
+    attack = registry.create("attack", "icl_retain", {"shots": 3})
     out = attack.run(attack_ctx, probes)
     assert all(o.extra["shots"] == 3 for o in out)
     assert len({tuple(o.extra["demonstrations"]) for o in out}) > 1  # drawn per item, not one fixed list
@@ -114,13 +115,13 @@ def test_icl_runs_same_prompts_on_every_state_and_fits_the_context(
         attack.run(empty, probes)
 
 
-def test_mask_builds_clozes_and_is_not_applicable_to_multiple_choice(
+def test_mask_cloze_builds_clozes_and_is_not_applicable_to_multiple_choice(
     attack_ctx: AttackContext, probes: list[Probe]
 ) -> None:
     assert cloze_sentence(probes[0]) == ("Zorvak Telumi is from [MASK].", "answer_form")
     bare = Probe("g", "What is 2+2?", "4", ("4",))
     assert cloze_sentence(bare) == ("What is 2+2? Answer: [MASK].", "question")
-    attack = registry.create("attack", "mask", {})
+    attack = registry.create("attack", "mask_cloze", {})
     reason = attack.applicable("multiple_choice")
     assert reason is not None and "C-Q2" in reason
     assert attack.applicable("free_text") is None
@@ -131,7 +132,7 @@ def test_mask_builds_clozes_and_is_not_applicable_to_multiple_choice(
     ]
     assert [o.output for o in out] == attack_ctx.generate(expected)
     assert out[0].extra["cloze"] == "Fill in the [MASK]: Zorvak Telumi is from [MASK]."
-    with_icl = registry.create("attack", "mask", {"shots": 2}).run(attack_ctx, probes)
+    with_icl = registry.create("attack", "mask_cloze", {"shots": 2}).run(attack_ctx, probes)
     assert all(o.extra["shots"] == 2 for o in with_icl)
 
 

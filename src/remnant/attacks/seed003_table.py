@@ -1,0 +1,298 @@
+"""Seed 003's auditor tables for given model states: Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert, by ROUGE-L.
+
+Seed 003 reports, per model, the ROUGE-L recall of the unattacked model ("Base") and of each auditor: AOA (A),
+ICL (I), MASK with ICL (M,I), with ICL and AOA (M,I,A), GCG, SoftGCG and ActPert — greedily (its Table 1), and as
+the mean/max over 50 samples at T = 2, top-k 40 (its Table 2, which leaves out GCG and SoftGCG). This module
+produces those tables for any list of model states (e.g. the pre-removal and the post-removal model: the seed
+puts the pre-removal value in brackets beside each unlearned model), with κ beside ROUGE:
+
+- each column is a registered attack (:data:`PAPER_COLUMNS`: ``aoa``, ``icl``, ``mask_icl``, ``mask_icl_aoa``,
+  ``gcg``, ``soft_prompt``, ``actpert``) or the unattacked question (:class:`~remnant.attacks.base.Unattacked`),
+  recorded with its name, version and every parameter (K4, R23);
+- every state gets the same attacks, probes, demonstrations, seeds and budgets (C-Q4);
+- a cell is the mean over items of :mod:`remnant.attacks.rouge_scoring`'s per-item values.
+
+The tables are non-adjudicating research output: they reproduce the seed's measurement, and no verdict reads them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remnant.attacks.base import Attack, AttackContext, Unattacked
+from remnant.attacks.rouge_scoring import SamplingSpec, score_rouge, summarise
+from remnant.errors import ConfigError
+from remnant.models.prompts import PromptFormat
+from remnant.score.probe import Probe
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the seed's tables: its label, the registered attack (None: unattacked) and parameters."""
+
+    label: str
+    attack: str | None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    sampled: bool = True  # in the seed's Table 2 (sampled decoding)
+
+    def build(self) -> Attack:
+        from remnant import registry
+
+        if self.attack is None:
+            return Unattacked()
+        built: Attack = registry.create("attack", self.attack, dict(self.params))
+        return built
+
+
+#: The seed's columns, in its order; Table 2 leaves out GCG and SoftGCG.
+PAPER_COLUMNS: tuple[Column, ...] = (
+    Column("Base", None),
+    Column("A", "aoa"),
+    Column("I", "icl"),
+    Column("M+I", "mask_icl"),
+    Column("M+I+A", "mask_icl_aoa"),
+    Column("GCG", "gcg", sampled=False),
+    Column("SoftGCG", "soft_prompt", sampled=False),
+    Column("ActPert", "actpert"),
+)
+
+#: Budgets small enough for the tiny test model (seconds): GCG and SoftGCG take 1–2 steps.
+TINY_PARAMS: dict[str, dict[str, Any]] = {
+    "icl": {"shots": 2},
+    "mask_icl": {"shots": 2},
+    "mask_icl_aoa": {"shots": 2},
+    "gcg": {"suffix_len": 3, "steps": 1, "search_width": 4, "topk": 4, "batch_size": 4},
+    "soft_prompt": {"n_tokens": 3, "steps": 2},
+    "actpert": {"n_perturbations": 2},
+}
+
+
+@dataclass(frozen=True)
+class AuditorSpec:
+    """What the tables are computed with: columns, sampled decoding (None: greedy only), greedy length, seed."""
+
+    columns: tuple[Column, ...] = PAPER_COLUMNS
+    sampling: SamplingSpec | None = field(default_factory=SamplingSpec)
+    max_new_tokens: int = 64
+    seed: int = 0
+
+    @classmethod
+    def preset(cls, name: str, *, samples: int | None = None, seed: int = 0) -> AuditorSpec:
+        """``paper``: the seed's decoding and every attack at its registered defaults; ``tiny``: test sizes.
+
+        ``samples`` overrides the samples per item (0: greedy only); ``seed`` is the run seed.
+        """
+        if name == "paper":
+            spec = cls(seed=seed)
+        elif name == "tiny":
+            cols = tuple(replace(c, params=TINY_PARAMS.get(c.attack or "", {})) for c in PAPER_COLUMNS)
+            spec = cls(cols, SamplingSpec(n_samples=3, max_new_tokens=4), max_new_tokens=4, seed=seed)
+        else:
+            raise ConfigError(f"unknown auditor preset {name!r} (paper, tiny)", requirement="R23")
+        if samples is not None and samples < 0:
+            raise ConfigError(f"samples must be ≥ 0, not {samples}", requirement="R23")
+        if samples == 0:
+            return replace(spec, sampling=None)
+        if samples is not None and spec.sampling is not None:
+            return replace(spec, sampling=replace(spec.sampling, n_samples=samples))
+        return spec
+
+
+class Cell(BaseModel):
+    """One state under one column: means over items, κ as k/n of the greedy generations, and the items."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(
+        description="Column label as in seed 003 (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert)."
+    )
+    attack: dict[str, Any] = Field(description="The attack's name, version and every parameter (K4, R23).")
+    n: int = Field(description="Items scored.")
+    rouge_greedy: float | None = Field(description="Mean greedy ROUGE-L recall (seed 003 Table 1).")
+    rouge_sampled_mean: float | None = Field(
+        description="Mean over items of the per-item sample mean (Table 2)."
+    )
+    rouge_sampled_max: float | None = Field(
+        description="Mean over items of the per-item sample max (Table 2)."
+    )
+    kappa_k: int = Field(description="Items whose greedy generation contains an accepted answer (κ, R6).")
+    seconds: float = Field(description="Wall time of the cell.")
+    items: list[dict[str, Any]] = Field(description="Per-item values (rouge_scoring.RougeItem.to_dict).")
+
+
+class StateRow(BaseModel):
+    """One model state's row: its label and source, and a cell per column."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: str = Field(description="The state's label (e.g. pre-removal, post-removal, a folder name).")
+    source: str = Field(description="Where the state was loaded from.")
+    cells: dict[str, Cell] = Field(description="Cells by column label.")
+
+
+class AuditorTable(BaseModel):
+    """Seed 003's auditor tables for a list of model states (non-adjudicating)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    columns: list[str] = Field(description="Column labels, in the seed's order.")
+    sampled_columns: list[str] = Field(description="Columns scored with sampled decoding (seed 003 Table 2).")
+    sampling: dict[str, Any] | None = Field(
+        description="Sampled decoding (T, top-k, samples, length) or None."
+    )
+    max_new_tokens: int = Field(description="Greedy generation length in tokens.")
+    seed: int = Field(description="Run seed every generator is derived from.")
+    probes: list[str] = Field(description="Item ids scored, in order.")
+    target_demonstrations: list[str] = Field(
+        description="Item ids ICL could draw target demonstrations from."
+    )
+    rows: list[StateRow] = Field(description="One row per model state, in the order given.")
+
+
+def state_cells(
+    ctx: AttackContext,
+    probes: Sequence[Probe],
+    spec: AuditorSpec,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Cell]:
+    """Every column's cell on the context's model state."""
+    cells: dict[str, Cell] = {}
+    for col in spec.columns:
+        attack = col.build()
+        start = time.perf_counter()
+        items = score_rouge(attack, ctx, probes, sampling=spec.sampling if col.sampled else None)
+        seconds = time.perf_counter() - start
+        summary = summarise(items)
+        cells[col.label] = Cell(
+            label=col.label,
+            attack=attack.describe(),
+            n=summary["n"],
+            rouge_greedy=summary["rouge_greedy"],
+            rouge_sampled_mean=summary["rouge_sampled_mean"],
+            rouge_sampled_max=summary["rouge_sampled_max"],
+            kappa_k=summary["kappa_k"],
+            seconds=seconds,
+            items=[i.to_dict() for i in items],
+        )
+        if log is not None:
+            log(f"{col.label}: ROUGE-L greedy {_fmt(summary['rouge_greedy'])} ({seconds:.1f}s)")
+    return cells
+
+
+def auditor_table(
+    states: Mapping[str, tuple[Any, Any]],
+    probes: Sequence[Probe],
+    *,
+    spec: AuditorSpec | None = None,
+    target_demonstrations: Sequence[Probe] = (),
+    retain: Sequence[Probe] = (),
+    sources: Mapping[str, str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> AuditorTable:
+    """The tables for ``states`` (label → (model, tokenizer), in row order) on ``probes``.
+
+    ``target_demonstrations`` are ICL's items about the target (unscored; default: the other probes);
+    ``retain`` the retain items (only retain-demonstration variants use them).
+    """
+    spec = spec or AuditorSpec()
+    rows: list[StateRow] = []
+    for label, (model, tok) in states.items():
+        if log is not None:
+            log(f"state {label}")
+        ctx = AttackContext(
+            model=model,
+            tokenizer=tok,
+            fmt=PromptFormat.for_tokenizer(tok),
+            seed=spec.seed,
+            demonstrations=tuple(retain),
+            max_new_tokens=spec.max_new_tokens,
+            target_demonstrations=tuple(target_demonstrations),
+        )
+        cells = state_cells(ctx, probes, spec, log)
+        rows.append(StateRow(state=label, source=(sources or {}).get(label, label), cells=cells))
+    return AuditorTable(
+        columns=[c.label for c in spec.columns],
+        sampled_columns=[c.label for c in spec.columns if c.sampled and spec.sampling is not None],
+        sampling=spec.sampling.to_dict() if spec.sampling is not None else None,
+        max_new_tokens=spec.max_new_tokens,
+        seed=spec.seed,
+        probes=[p.item_id for p in probes],
+        target_demonstrations=[p.item_id for p in target_demonstrations],
+        rows=rows,
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def render_markdown(table: AuditorTable) -> str:
+    """The seed's two tables (greedy; sampled mean/max), κ beside them, and the components that ran."""
+    cols, sampled = table.columns, table.sampled_columns
+    n = len(table.probes)
+    lines = [
+        "# Seed 003 auditors: ROUGE-L recall (non-adjudicating)",
+        "",
+        f"{n} probe items; seed {table.seed}; greedy generations of at most {table.max_new_tokens} new tokens.",
+        "",
+        "## Greedy decoding (seed 003 Table 1)",
+        "",
+        "| Model | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for row in table.rows:
+        lines.append(f"| {row.state} | " + " | ".join(_fmt(row.cells[c].rouge_greedy) for c in cols) + " |")
+    if sampled and table.sampling is not None:
+        s = table.sampling
+        lines += [
+            "",
+            f"## Sampled decoding, mean/max over {s['n_samples']} samples (seed 003 Table 2: T = "
+            f"{s['temperature']:g}, top-k {s['top_k']}, at most {s['max_new_tokens']} new tokens)",
+            "",
+            "| Model | " + " | ".join(sampled) + " |",
+            "|---|" + "---|" * len(sampled),
+        ]
+        for row in table.rows:
+            vals = [
+                f"{_fmt(row.cells[c].rouge_sampled_mean)}/{_fmt(row.cells[c].rouge_sampled_max)}"
+                for c in sampled
+            ]
+            lines.append(f"| {row.state} | " + " | ".join(vals) + " |")
+    lines += [
+        "",
+        "## κ of the greedy generation (items whose answer contains an accepted answer, k/n)",
+        "",
+        "| Model | " + " | ".join(cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for row in table.rows:
+        lines.append(
+            f"| {row.state} | " + " | ".join(f"{row.cells[c].kappa_k}/{row.cells[c].n}" for c in cols) + " |"
+        )
+    lines += ["", "## Components", "", "| Column | Attack | Version | Parameters |", "|---|---|---|---|"]
+    if table.rows:
+        for c in cols:
+            a = table.rows[0].cells[c].attack
+            params = ", ".join(f"{k}={v}" for k, v in sorted(a.get("params", {}).items())) or "—"
+            lines.append(f"| {c} | {a['name']} | {a['version']} | {params} |")
+    lines += ["", "Sources: " + "; ".join(f"{r.state} = {r.source}" for r in table.rows)]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "PAPER_COLUMNS",
+    "TINY_PARAMS",
+    "AuditorSpec",
+    "AuditorTable",
+    "Cell",
+    "Column",
+    "StateRow",
+    "auditor_table",
+    "render_markdown",
+    "state_cells",
+]
