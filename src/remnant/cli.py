@@ -5,7 +5,9 @@ Exit codes (DESIGN §4): 0 success, 1 a check failed / not conformant, 2 bad inp
 Each part of the package contributes its subcommands from a ``commands`` module exposing
 ``add_commands(subparsers)``; handlers are set with ``parser.set_defaults(handler=fn)`` where ``fn(args) -> int``.
 Handlers import heavy libraries (torch, transformers) inside themselves, so ``remnant verdict`` or
-``remnant validate`` start in well under a second and work where torch is not installed.
+``remnant validate`` start in well under a second and work where torch is not installed (``pip install remnant``,
+the pure core of DESIGN §2). A command that needs a model where the ``model`` extra is missing ends in one line,
+"needs the model extra: pip install 'remnant[model]'", and exit 2.
 """
 
 from __future__ import annotations
@@ -34,6 +36,25 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.metrics.commands",
     "remnant.demo",
 )
+
+#: Top-level modules that only the ``model`` extra installs (pyproject.toml; tokenizers and huggingface_hub come
+#: with transformers). A command that finds one of them missing needs the extra, not a traceback.
+MODEL_EXTRA_MODULES = frozenset(
+    {
+        "accelerate",
+        "filelock",
+        "gguf",
+        "huggingface_hub",
+        "peft",
+        "rouge_score",
+        "safetensors",
+        "tokenizers",
+        "torch",
+        "tqdm",
+        "transformers",
+    }
+)
+MODEL_EXTRA_HINT = "needs the model extra: pip install 'remnant[model]'"
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -125,6 +146,15 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return EXIT_BAD_INPUT
     except USER_PATH_ERRORS as exc:
         print(f"remnant {args.command}: error: {_path_error(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ModuleNotFoundError as exc:
+        # Only the package itself missing counts: a missing submodule of an installed torch is a bug.
+        if exc.name not in MODEL_EXTRA_MODULES:
+            raise
+        print(
+            f"remnant {args.command}: error: {MODEL_EXTRA_HINT} ({exc.name} is not installed)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(

@@ -18,11 +18,11 @@ from remnant.errors import ConfigError
 
 def run_files() -> dict[str, str]:
     """The files of a run folder (remnant.assess.runfiles), each with the requirement it serves."""
-    from remnant.assess.manifest import MANIFEST_FILE
     from remnant.assess.runfiles import CONFIG_COPY
     from remnant.prereg import PREREG_FILE
     from remnant.records import DEVIATIONS_FILE, RECORDS_FILE
     from remnant.report.runs import ENVELOPE_FILE, STATEMENT_FILE
+    from remnant.run_manifest import MANIFEST_FILE
 
     return {
         PREREG_FILE: "R14",

@@ -64,7 +64,7 @@ def find_vectors(directory: Path | None = None) -> Path:
 
 def _smallest_n(facts: Any) -> int | None:
     """The smallest n over admitted, adjudicating attacks that ran, post-removal and control (R19, R21)."""
-    from remnant.standard.verdict import ADMITTED_SURFACES
+    from remnant.standard.vocabulary import ADMITTED_SURFACES
 
     ns = [
         n

@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from remnant.atomic import fsync_dir
 from remnant.errors import IntegrityError, RecordError, RemnantError
 from remnant.jsonio import loads_strict
+from remnant.standard.vocabulary import Status
 from remnant.statement.canonical import canonical_json
 
 RECORDS_FILE = "records.jsonl"
@@ -122,7 +123,7 @@ class Observation(_Entry):
     seed: int = Field(description="Seed the observation was generated under (R23).")
 
 
-CellStatus = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
+CellStatus = Status
 
 
 class CellRecord(_Entry):

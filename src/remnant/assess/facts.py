@@ -32,8 +32,8 @@ from typing import Any
 
 from remnant import STANDARD_VERSION
 from remnant.config import AssessmentConfig
+from remnant.curves import CurvePoint, RelearningCurve
 from remnant.records import CellRecord
-from remnant.report.curves import CurvePoint, RelearningCurve
 from remnant.standard.derive import (
     behavioural_n,
     best_relearning_point,
@@ -43,7 +43,9 @@ from remnant.standard.derive import (
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS
-from remnant.standard.verdict import ADMITTED_SURFACES, net_rate
+from remnant.standard.verdict import net_rate
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS
+from remnant.standard.vocabulary import CONTROL_ENTITIES as CONTROL_ENTITIES
 from remnant.statement.schema import Cell
 
 POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
@@ -153,13 +155,11 @@ def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[st
 
 
 #: The metric of control-entity counts in the records (D4); remnant.assess.classd writes it.
-CONTROL_ENTITIES = "kappa_control_entities"
 _SURFACE_ORDER = ("inference_time", "relearning")
 
 
 def battery_names(cells: Sequence[CellRecord]) -> list[str]:
     """Class D measurement names in the records: by risk (D-2, D-3, D-4), surface, then first appearance."""
-    from remnant.standard.facts import CLASS_D_RISKS
 
     first: dict[str, tuple[int, int, int]] = {}
     for i, c in enumerate(cells):

@@ -21,18 +21,6 @@ from typing import Any
 
 from remnant import HARNESS_VERSION, STANDARD_VERSION
 from remnant.assess import facts as F
-from remnant.assess.manifest import (
-    MANIFEST_FILE,
-    ComponentRecord,
-    Environment,
-    ModelRecord,
-    PackRecord,
-    PrecisionReduction,
-    PreregRecord,
-    RecordsChain,
-    build_manifest,
-    write_manifest,
-)
 from remnant.assess.runfiles import (
     CONFIG_COPY,
     PACK_DIR,
@@ -49,6 +37,18 @@ from remnant.models.identity import ModelIdentity as StateIdentity
 from remnant.packs.schema import PACK_SCHEMA_VERSION
 from remnant.prereg import PREREG_FILE, check_against, deviations_for_statement, load_deviations, load_prereg
 from remnant.records import RECORDS_FILE, ChainState
+from remnant.run_manifest import (
+    MANIFEST_FILE,
+    ComponentRecord,
+    Environment,
+    ModelRecord,
+    PackRecord,
+    PrecisionReduction,
+    PreregRecord,
+    RecordsChain,
+    build_manifest,
+    write_manifest,
+)
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import VerdictResult, decide

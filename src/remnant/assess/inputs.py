@@ -175,7 +175,7 @@ class Inputs:
         )
 
     def pack_context(self) -> dict[str, Any]:
-        from remnant.assess.manifest import pack_record
+        from remnant.run_manifest import pack_record
 
         record = pack_record(self.pack.manifest, location=self.location)
         return {
@@ -229,7 +229,7 @@ class Inputs:
 
     def precision(self) -> list[dict[str, Any]]:
         """Precision reductions (R25): a GGUF-origin zoo model, and a reduced compute dtype."""
-        from remnant.assess.manifest import PrecisionReduction, gguf_origin
+        from remnant.run_manifest import PrecisionReduction, gguf_origin
 
         out: list[dict[str, Any]] = []
         zoo_name = self.cfg.models.control.zoo

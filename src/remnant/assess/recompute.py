@@ -38,7 +38,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from remnant.assess.finalize import STATEMENT_FILE, Outcome, finalize, load_run_config
-from remnant.assess.manifest import MANIFEST_FILE, RecordsChain
 from remnant.assess.runfiles import store
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
@@ -51,6 +50,7 @@ from remnant.records import (
     Observation,
     RecordIntegrityError,
 )
+from remnant.run_manifest import MANIFEST_FILE, RecordsChain
 from remnant.score.rates import count_items
 
 

@@ -318,7 +318,7 @@ def assess(
     earlier = read_context(records.read()).get("assessment", {})
     records.append(Event(run_id=run_id, stage="assess", kind="resumed" if earlier else "stage_started"))
     states = _load_states(cfg, inputs, run, session)
-    from remnant.assess.manifest import capture_environment
+    from remnant.run_manifest import capture_environment
 
     environment = capture_environment(device=str(states[F.CONTROL].identity.device), dtype=cfg.models.dtype)
     _append_context(

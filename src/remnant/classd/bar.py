@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.standard.facts import CLASS_D_RISKS, VerdictFacts
-from remnant.standard.verdict import ADMITTED_SURFACES
+from remnant.standard.facts import VerdictFacts
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, below_bar, net_of_control
 from remnant.stats import wilson_interval
 
 Risk = Literal["singling_out", "linkability", "inference"]
@@ -81,7 +81,7 @@ def net_rate(
         control_point = max(control_rate - b, 0.0)
 
     def net(x: float) -> float:
-        return max(max(x - b, 0.0) - control_point, 0.0)
+        return net_of_control(max(x - b, 0.0), control_point)
 
     return NetRate(
         name=name,
@@ -167,7 +167,7 @@ def evaluate_bar(threshold: float, justification: str, measurements: Iterable[Ne
     for risk in CLASS_D_RISKS:
         mine = tuple(m for m in rows if m.risk == risk)
         deciding = max(mine, key=lambda m: m.net_upper, default=None)
-        below = bool(mine) and all(m.net_upper < threshold for m in mine)
+        below = bool(mine) and all(below_bar(m.net_upper, threshold) for m in mine)
         label = risk.replace("_", " ")
         if deciding is None:
             reasons.append(f"{label}: no admitted measurement ran (D-5.1)")

@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from remnant.classd.canaries import RETAIN_SPLIT, RISKS, CanaryProbes, Risk, RiskCounts, count
+from remnant.classd.canaries import RETAIN_SPLIT, RISKS, CanaryProbes, RiskCounts, count
 from remnant.classd.linkability import score_by_likelihood
 from remnant.classd.singling_out import CONTEXT_ATTRIBUTE, IDENTIFIER, identifier_probes
 from remnant.score.probe import Probe, target_format
+from remnant.standard.vocabulary import Risk
 
 
 @dataclass(frozen=True)

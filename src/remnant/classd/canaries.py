@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from remnant.errors import PackError
 from remnant.score.probe import Probe
+from remnant.standard.vocabulary import CLASS_D_RISKS, Risk
 
-Risk = Literal["singling_out", "linkability", "inference"]
-RISKS: tuple[Risk, ...] = ("singling_out", "linkability", "inference")
+RISKS = CLASS_D_RISKS
 #: Pack splits: installed canaries the claim is about, never-installed controls (D4), retained entities.
 TARGET_SPLIT, CONTROL_SPLIT, RETAIN_SPLIT = "probe", "controls", "retain"
 

@@ -18,9 +18,10 @@ from remnant.config.fields import (
     RuleViolation,
     Text,
 )
+from remnant.standard.vocabulary import CQ1_REQUIRED
 
 #: Inference-time attacks C-Q1 requires on both tracks, wherever each is defined for the response format.
-REQUIRED_INFERENCE_ATTACKS: tuple[str, ...] = ("prefill", "many_shot", "repeated_sampling")
+REQUIRED_INFERENCE_ATTACKS = CQ1_REQUIRED
 
 
 class Attack(ConfigModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 from torch import nn
 
@@ -32,6 +32,16 @@ class ArchParts:
     family: str
 
 
+class _CausalLM(Protocol):
+    """The two methods of a transformers causal LM read here. torch's stubs type every attribute ``nn.Module``
+    does not declare as ``Tensor | Module`` (its ``__getattr__``), so calling them through the module type-checks
+    as calling a Tensor; the model is read through this protocol instead."""
+
+    def get_output_embeddings(self) -> nn.Module | None: ...
+
+    def get_input_embeddings(self) -> nn.Module | None: ...
+
+
 def _get(root: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         root = getattr(root, part, None)
@@ -57,8 +67,9 @@ def _fallback(model: nn.Module, family: str) -> ArchParts:
     norms = [
         m for n, m in parent.named_children() if "norm" in type(m).__name__.lower() or n.startswith("ln")
     ]
-    unembed = model.get_output_embeddings()
-    embed = model.get_input_embeddings()
+    lm = cast(_CausalLM, model)
+    unembed = lm.get_output_embeddings()
+    embed = lm.get_input_embeddings()
     if len(norms) != 1 or unembed is None or embed is None:
         raise UnsupportedArchitecture(f"{family}: cannot identify the final norm and unembedding")
     return ArchParts(blocks=blocks, final_norm=norms[0], unembed=unembed, embed=embed, family=family)
@@ -72,8 +83,16 @@ def resolve_parts(model: nn.Module) -> ArchParts:
         base = _get(model, stack)
         if family == "gemma3" and base is not None and _get(base, "language_model") is not None:
             base = base.language_model
-        parts = [_get(base, blocks), _get(base, norm), model.get_output_embeddings(), _get(base, embed)]
-        if all(p is not None for p in parts) and isinstance(parts[0], nn.ModuleList):
-            return ArchParts(*parts, family=family)
+        found_blocks, final_norm, found_embed = _get(base, blocks), _get(base, norm), _get(base, embed)
+        unembed = cast(_CausalLM, model).get_output_embeddings()
+        if (
+            isinstance(found_blocks, nn.ModuleList)
+            and final_norm is not None
+            and unembed is not None
+            and found_embed is not None
+        ):
+            return ArchParts(
+                blocks=found_blocks, final_norm=final_norm, unembed=unembed, embed=found_embed, family=family
+            )
         raise UnsupportedArchitecture(f"{family}: expected {stack}.{blocks} / {norm} / {embed} not found")
     return _fallback(model, family)

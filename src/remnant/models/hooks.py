@@ -12,11 +12,17 @@ from typing import Any
 
 import torch
 
+from remnant.errors import UnsupportedArchitecture
 from remnant.models.arch import resolve_parts
 
 
 def _hidden(output: Any) -> torch.Tensor:
-    return output[0] if isinstance(output, tuple) else output
+    hidden = output[0] if isinstance(output, tuple) else output
+    if not isinstance(hidden, torch.Tensor):
+        raise UnsupportedArchitecture(
+            f"a decoder block returned {type(hidden).__name__}, not a hidden-state tensor"
+        )
+    return hidden
 
 
 def _replace(output: Any, new: torch.Tensor) -> Any:

@@ -1,8 +1,9 @@
 """Reports: the technical HTML report, the customer register (V6, R18) and the comparison over several runs.
 
 Self-contained HTML from Jinja2 templates with inline SVG plots drawn by matplotlib: no JavaScript, no external
-assets. Public names resolve lazily so that building the CLI parser, or importing :mod:`remnant.report.curves`
-from the manifest, does not import Jinja2 or matplotlib.
+assets. Public names resolve lazily so that building the CLI parser does not import Jinja2 or matplotlib. The run
+manifest and the relearning curves a report reads are core data (:mod:`remnant.run_manifest`,
+:mod:`remnant.curves`): nothing here imports :mod:`remnant.assess`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ _EXPORTS = {
     "load_entry": "remnant.report.runs",
     "report_runs": "remnant.report.runs",
     "canary_strings": "remnant.report.redact",
-    "RelearningCurve": "remnant.report.curves",
-    "CurvePoint": "remnant.report.curves",
+    "RelearningCurve": "remnant.curves",
+    "CurvePoint": "remnant.curves",
 }
 
 __all__ = sorted(_EXPORTS)

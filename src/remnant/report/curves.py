@@ -1,21 +1,29 @@
-"""Relearning recovery curves of the post-removal model and the control, checkpoint by checkpoint (C-W5, C-W2).
+"""Relearning recovery curves as the reports show them: rates net of chance with Wilson bounds, and where the
+post-removal curve separates from the control's (C-W5, C-W2).
 
-This is the input the reports plot and the manifest records. The orchestrator converts what
-``remnant.train.relearn`` returns into :class:`RelearningCurve`; nothing here imports torch or matplotlib.
-
-C-W5 requires the never-modified control to be relearned under the identical procedure and its curve reported beside
-the post-removal model's at every scored checkpoint; C-W2 makes the relearning-set size (the budget) the headline,
-and the number of examples at which the post-removal model's recovery exceeds the control's the quantity a
-decision-maker needs (:func:`separation`).
+The curves themselves (:class:`CurvePoint`, :class:`RelearningCurve`) are core data recorded in the manifest; they
+live in :mod:`remnant.curves` and are re-exported here. C-W2 makes the number of examples at which the
+post-removal model's recovery exceeds the control's the quantity a decision-maker needs (:func:`separation`).
+Nothing here imports torch or matplotlib.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from remnant.curves import CurvePoint, RelearningCurve
 from remnant.stats import wilson_interval
+
+__all__ = [
+    "CurvePoint",
+    "PointView",
+    "RelearningCurve",
+    "Separation",
+    "net_of_chance",
+    "point_views",
+    "separation",
+    "wilson",
+]
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -27,56 +35,6 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def net_of_chance(rate: float, chance: float) -> float:
     """A rate net of the chance rate, floored at zero (C-Q3, DESIGN §4)."""
     return max(rate - chance, 0.0) if chance else rate
-
-
-class CurvePoint(BaseModel):
-    """One scored checkpoint: both models' k/n on the same held-out items after the same relearning (C-W5)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    checkpoint: str = Field(description="Checkpoint label, e.g. 'step-8' or 'epoch-0.25' (C-W3).")
-    step: int = Field(ge=0, description="Optimiser steps taken when this checkpoint was scored.")
-    examples: int = Field(ge=0, description="Relearning examples seen by this checkpoint (the x axis, C-W2).")
-    post_k: int = Field(ge=0, description="Post-removal model: items recovered.")
-    post_n: int = Field(ge=1, description="Post-removal model: items scored.")
-    control_k: int | None = Field(default=None, ge=0, description="Control: items recovered (None: not run).")
-    control_n: int | None = Field(default=None, ge=1, description="Control: items scored (None: not run).")
-
-    @model_validator(mode="after")
-    def _counts_fit(self) -> CurvePoint:
-        if self.post_k > self.post_n:
-            raise ValueError(f"checkpoint {self.checkpoint}: post_k {self.post_k} > post_n {self.post_n}")
-        if (self.control_k is None) != (self.control_n is None):
-            raise ValueError(f"checkpoint {self.checkpoint}: control_k and control_n go together")
-        if self.control_k is not None and self.control_n is not None and self.control_k > self.control_n:
-            raise ValueError(f"checkpoint {self.checkpoint}: control_k > control_n")
-        return self
-
-
-class RelearningCurve(BaseModel):
-    """One relearning arm at one budget: the post-removal model's and the control's curves (C-W5)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    attack: str = Field(default="relearning", description="Registered attack name of this arm.")
-    budget: int = Field(ge=1, description="Relearning-set size in examples, reported prominently (C-W2).")
-    split: str = Field(
-        default="item-disjoint", description="How the relearn set relates to the scored items."
-    )
-    adjudicating: bool = Field(
-        default=True, description="False for the arm that relearns on the scored items (C-W6)."
-    )
-    metric: str = Field(default="kappa", description="The gating metric scored at each checkpoint (R6).")
-    tau: float = Field(ge=0, le=1, description="Pre-registered τ drawn on the plot.")
-    chance_rate: float = Field(default=0.0, ge=0, le=1, description="Chance rate for a forced-choice target.")
-    points: list[CurvePoint] = Field(min_length=1, description="Scored checkpoints in training order.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> RelearningCurve:
-        steps = [p.step for p in self.points]
-        if steps != sorted(steps):
-            raise ValueError("curve points must be in training order (non-decreasing step)")
-        return self
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from remnant.assess.manifest import RunManifest
 from remnant.atomic import write_atomic
 from remnant.report.curves import PointView, RelearningCurve, Separation, point_views, separation
 from remnant.report.plots import IntervalRow, curve_svg, intervals_svg
 from remnant.report.redact import Redactor
+from remnant.run_manifest import RunManifest
 from remnant.statement.absent import Absent
 from remnant.statement.schema import Cell, ConformanceStatement
 

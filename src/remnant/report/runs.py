@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from remnant.assess.manifest import MANIFEST_FILE, check_manifest_ref, load_json_model, load_manifest
 from remnant.errors import ConfigError
 from remnant.report.redact import canary_strings
 from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
+from remnant.run_manifest import MANIFEST_FILE, check_manifest_ref, load_json_model, load_manifest
 from remnant.statement.absent import Absent
 from remnant.statement.schema import ConformanceStatement
 

@@ -10,7 +10,21 @@ Nothing here imports torch: verdicts and tiers recompute anywhere (DESIGN §2).
 
 from __future__ import annotations
 
-from remnant.standard.facts import AttackFact, VerdictFacts
-from remnant.standard.verdict import VerdictResult, decide
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from remnant.standard.facts import AttackFact, VerdictFacts
+    from remnant.standard.verdict import VerdictResult, decide
+
+#: Imported on first use, so a module that needs only the vocabulary does not load the verdict engine (scipy).
+_LAZY = {"AttackFact": "facts", "VerdictFacts": "facts", "VerdictResult": "verdict", "decide": "verdict"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"remnant.standard.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'remnant.standard' has no attribute {name!r}")
+
 
 __all__ = ["AttackFact", "VerdictFacts", "VerdictResult", "decide"]

@@ -23,13 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from remnant.standard.minima import upper_bound
 from remnant.standard.rules import GENERAL_REQUIREMENTS
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, CQ1_REQUIRED, Status
 
 Track = Literal["W", "Q"]
 ClaimClass = Literal["C", "D"]
 SurfaceName = Literal[
     "relearning", "inference_time", "weight_transform", "latent", "singling_out", "linkability", "inference"
 ]
-SurfaceStatus = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
+SurfaceStatus = Status
 VerdictName = Literal["removed", "hidden", "utility-collapsed", "partial"]
 
 #: Surfaces each track admits (R0.2, C1, C2, D-5.3); latent is never among them (C-H6).
@@ -40,17 +41,10 @@ ADMITTED: dict[str, frozenset[str]] = {
     "Q": frozenset({"inference_time", "singling_out", "linkability", "inference"}),
 }
 
-#: The attack surfaces of the verdict facts each track admits (DESIGN §4; the same as the verdict engine's).
-ATTACK_SURFACES: dict[str, tuple[str, ...]] = {
-    "W": ("relearning", "inference_time", "weight_transform"),
-    "Q": ("inference_time",),
-}
-
-#: The three Class D re-identification risks (D-2.1, D-3.1, D-4.1).
-RISKS: tuple[str, ...] = ("singling_out", "linkability", "inference")
-
-#: C-Q1's minimum inference-time attacks, each run or not applicable (C-Q2).
-C_Q1_ATTACKS = ("prefill", "many_shot", "repeated_sampling")
+#: The attack surfaces of the verdict facts each track admits (DESIGN §4): the verdict engine's table.
+ATTACK_SURFACES = ADMITTED_SURFACES
+RISKS = CLASS_D_RISKS
+C_Q1_ATTACKS = CQ1_REQUIRED
 
 
 class _Frozen(BaseModel):

@@ -20,12 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Surface = Literal["relearning", "inference_time", "weight_transform", "latent"]
-Status = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
-Risk = Literal["singling_out", "linkability", "inference"]
-
-#: The three Class D re-identification risks, in the Standard's order (§5.2–§5.4).
-CLASS_D_RISKS: tuple[Risk, ...] = ("singling_out", "linkability", "inference")
+from remnant.standard.vocabulary import Risk, Status, Surface
 
 
 class _Model(BaseModel):

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from remnant.standard.evidence import EvidenceSummary, SurfaceEvidence, Track
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS, Rule
+from remnant.standard.vocabulary import REQUIRED_SURFACES
 
 TIER_NAMES: dict[int, str] = {
     1: "Not Yet Defensible",
@@ -48,12 +49,7 @@ TIER_NAMES: dict[int, str] = {
 }
 
 #: The full battery for each class and track (C1, C2, D-2.1, D-3.1, D-4.1, D-5.3).
-REQUIRED: dict[tuple[str, str], tuple[str, ...]] = {
-    ("C", "W"): ("relearning", "inference_time"),
-    ("C", "Q"): ("inference_time",),
-    ("D", "W"): ("singling_out", "linkability", "inference", "relearning"),
-    ("D", "Q"): ("singling_out", "linkability", "inference"),
-}
+REQUIRED = REQUIRED_SURFACES
 
 #: The §3 requirements Tier 3 and Tier 4 ask to be met as process evidence. R18 and R21 are not asked here:
 #: R18 is a Tier 4 cap (public fixtures) and R21 is checked from the surfaces' bounds.

@@ -34,10 +34,11 @@ from pydantic import ValidationError
 
 from remnant.standard.derive import behavioural_n, unmet_without_utility
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
-from remnant.standard.facts import CLASS_D_RISKS, VerdictFacts
+from remnant.standard.facts import VerdictFacts
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.tier import Criterion, award_tier, parse_tier_label
-from remnant.standard.verdict import ADMITTED_SURFACES, CQ1_REQUIRED, decide
+from remnant.standard.verdict import decide
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, CQ1_REQUIRED
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.build import cells_from_facts, summarise_surfaces
 from remnant.statement.canonical import canonical_json

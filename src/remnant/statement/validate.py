@@ -23,6 +23,7 @@ from remnant.standard.scope import VERDICTS
 from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
 from remnant.standard.verdict import decide
+from remnant.standard.vocabulary import CLASS_D_RISKS
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.agreement import agreement_violations
 from remnant.statement.schema import ConformanceStatement
@@ -331,7 +332,7 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
         return []
     out: list[Violation] = []
     below_all: list[bool] = []
-    for risk in ("singling_out", "linkability", "inference"):
+    for risk in CLASS_D_RISKS:
         r = getattr(block, risk)
         where = f"class_d.{risk}"
         if r.k > r.n:

@@ -30,6 +30,7 @@ from remnant.train.loop import (
     CheckpointPoint,
     TrainConfig,
     TrainerSettings,
+    TrainOutcome,
     make_generator,
     prepare_model,
     train,
@@ -176,6 +177,37 @@ class RelearnResult:
         return out
 
 
+def relearn_order(seed: int, size: int) -> tuple[int, ...]:
+    """The one seeded permutation of a relearning set of ``size`` examples; budget b takes its first b (C-W1:
+    nested subsets). Every state relearns in this order (C-W5)."""
+    return tuple(torch.randperm(size, generator=make_generator(seed, "relearn-subset")).tolist())
+
+
+def relearn_budgets(spec: RelearnSpec, size: int) -> tuple[int, ...]:
+    """The declared budgets a relearning set of ``size`` examples can supply (C-W1)."""
+    return tuple(b for b in spec.budgets if b <= size)
+
+
+def relearn_copy(
+    start: Any,
+    tokenizer: Any,
+    pairs: Sequence[Any],
+    spec: RelearnSpec,
+    *,
+    label: str,
+    progress: bool,
+    on_checkpoint: Callable[[Any, CheckpointPoint], dict[str, Any]],
+) -> tuple[TrainOutcome, Any]:
+    """The one relearning procedure (C-W1, C-W3, C-W5): fine-tune a copy of ``start`` on ``pairs`` (encoded, in
+    order) under ``spec``, calling ``on_checkpoint`` at step 0 and at every declared checkpoint inside the first
+    epoch. ``start`` is never modified; the trained copy is returned beside the outcome (attack-stage utility
+    reads it, R12)."""
+    cfg = spec.train_config(progress, label)
+    model = prepare_model(copy.deepcopy(start), cfg)
+    outcome = train(model, PairsObjective(pairs, pad_id(tokenizer)), cfg, on_checkpoint=on_checkpoint)
+    return outcome, model
+
+
 def greedy_scorer(tokenizer: Any, items: Sequence[QA], fmt: PromptFormat, batch_size: int = 32) -> Scorer:
     """κ on ``items`` by teacher-forced greedy match: (correct, total)."""
     from remnant.score.capability import greedy_match
@@ -190,10 +222,8 @@ def greedy_scorer(tokenizer: Any, items: Sequence[QA], fmt: PromptFormat, batch_
 
 
 def _newcombe(k1: int, n1: int, k2: int, n2: int, level: float) -> tuple[float, float, float] | None:
-    try:  # remnant.stats is another part of the package; relearning works without it
-        from remnant.stats import newcombe_difference
-    except ImportError:
-        return None
+    from remnant.stats import newcombe_difference
+
     diff, lo, hi = newcombe_difference(k1, n1, k2, n2, level=level)
     return float(diff), float(lo), float(hi)
 
@@ -202,15 +232,13 @@ def _run_curve(
     start: Any,
     which: Literal["post_removal", "control"],
     pairs: Sequence[Any],
-    pad: int,
+    tokenizer: Any,
     spec: RelearnSpec,
     scorer: Scorer,
     utility: Utility | None,
     progress: bool,
     budget: int,
 ) -> Curve:
-    cfg = spec.train_config(progress, f"relearn {which} b={budget}")
-    model = prepare_model(copy.deepcopy(start), cfg)
     base_utility: list[float] = []
 
     def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
@@ -224,7 +252,15 @@ def _run_curve(
             out["attack_stage_utility"] = u / base_utility[0] if base_utility[0] else None
         return out
 
-    outcome = train(model, PairsObjective(pairs, pad), cfg, on_checkpoint=on_checkpoint)
+    outcome, model = relearn_copy(
+        start,
+        tokenizer,
+        pairs,
+        spec,
+        label=f"relearn {which} b={budget}",
+        progress=progress,
+        on_checkpoint=on_checkpoint,
+    )
     points = tuple(
         CurvePoint(
             step=c.step,
@@ -270,8 +306,7 @@ def relearn_attack(
                 f"relearn: relearning set repeats scored question {shared[0]!r}", requirement="C-W6"
             )
     scorer = scorer or greedy_scorer(tokenizer, probe, fmt)
-    order = torch.randperm(len(relearn_set), generator=make_generator(spec.seed, "relearn-subset")).tolist()
-    pad = pad_id(tokenizer)
+    order = relearn_order(spec.seed, len(relearn_set))
     results: list[BudgetResult] = []
     skipped: list[int] = []
     for budget in spec.budgets:
@@ -282,9 +317,9 @@ def relearn_attack(
         pairs = [encode_pair(tokenizer, relearn_set[i].question, relearn_set[i].answer, fmt) for i in chosen]
         # C-W5: the same pairs, order, seed, config, checkpoints and scorer for both models
         post_curve = _run_curve(
-            post_removal, "post_removal", pairs, pad, spec, scorer, utility, progress, budget
+            post_removal, "post_removal", pairs, tokenizer, spec, scorer, utility, progress, budget
         )
-        ctrl_curve = _run_curve(control, "control", pairs, pad, spec, scorer, utility, progress, budget)
+        ctrl_curve = _run_curve(control, "control", pairs, tokenizer, spec, scorer, utility, progress, budget)
         results.append(_compare(budget, chosen, post_curve, ctrl_curve, spec))
     return RelearnResult(
         spec=spec,

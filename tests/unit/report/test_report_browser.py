@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from report_helpers import hidden_facts, make_curve, make_statement
 
-from conftest import hidden_facts, make_curve, make_statement
 from remnant.report.plots import CONTROL_COLOUR, POST_COLOUR
 from remnant.report.render import ReportEntry, render_report, write_html
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from report_helpers import hidden_facts, make_curve, make_manifest, make_statement
 
-from conftest import hidden_facts, make_curve, make_manifest, make_statement
 from remnant.assess.manifest import pack_record, write_manifest
 from remnant.cli import main
 from remnant.packs import Pack, write_pack

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import html
 
-from conftest import collapsed_facts, hidden_facts, make_curve, make_statement
+from report_helpers import collapsed_facts, hidden_facts, make_curve, make_statement
+
 from remnant.packs import Pack
 from remnant.report.redact import REDACTED, WITHHELD, Redactor, canary_strings
 from remnant.report.render import ReportEntry, render_comparison, render_report

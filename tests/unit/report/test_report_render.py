@@ -8,7 +8,7 @@ import copy
 import html
 import re
 
-from conftest import (
+from report_helpers import (
     bf16,
     collapsed_facts,
     hidden_facts,
@@ -17,6 +17,7 @@ from conftest import (
     make_statement,
     near_tau_facts,
 )
+
 from remnant.report.curves import point_views, separation
 from remnant.report.render import ReportEntry, attack_rows, render_comparison, render_report
 from remnant.statement.example import example_facts, example_statement

@@ -1,0 +1,154 @@
+"""Attack measurements: one registered attack (or none: the unattacked baseline) on the probe set (C-Q1..C-Q4).
+
+The same attack instance, probes and context (seed, demonstrations, scorer, budgets) run on every state; only the
+model differs, and the attack is never told which state it has (C-Q4). Each state's cell records an observation
+per item, then κ and w as separate cell records (R6). An attack that crashes is a *failed* cell, not a crashed
+run (it blocks *removed*). An attack that does not apply is a :class:`NotApplicable` status record (C-Q2).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from remnant.engine.cell import CellTarget, cell_record, observation_record, status_record
+from remnant.engine.measurement import Measurement, Record
+
+BASELINE = "none"
+
+
+def score_outcomes(
+    target: CellTarget,
+    checkpoint: str,
+    seed: int,
+    outcomes: Sequence[Any],
+    probes: Sequence[Any],
+    params: dict[str, Any],
+    elapsed: float,
+) -> list[Record]:
+    """Observations, then κ and w cell records (R6), for one state's outcomes at one checkpoint.
+
+    An analytic κ counts round(Σp) and records Σp as ``expected_k`` (:func:`remnant.attacks.harness.cell`).
+    """
+    from remnant.attacks.harness import cell as rate_cell
+
+    out: list[Record] = [
+        observation_record(
+            target,
+            checkpoint=checkpoint,
+            seed=seed,
+            item_id=o.item_id,
+            value=o.kappa if o.is_analytic else bool(o.kappa),
+            willing=o.willing,
+            output=o.output,
+        )
+        for o in outcomes
+    ]
+    result = rate_cell(target.state, outcomes, probes, elapsed)
+    kappa_params = dict(params)
+    if result.expected_k is not None:
+        kappa_params["expected_k"] = result.expected_k
+    kappa, willing = result.kappa, result.willing
+    out.append(
+        cell_record(target, k=kappa.k, n=kappa.n, checkpoint=checkpoint, params=kappa_params, elapsed=elapsed)
+    )
+    if willing is not None and willing.n:
+        out.append(
+            cell_record(
+                target,
+                metric="w",
+                k=willing.k,
+                n=willing.n,
+                checkpoint=checkpoint,
+                params=params,
+                elapsed=elapsed,
+            )
+        )
+    return out
+
+
+class AttackMeasurement(Measurement):
+    """One attack (``attack`` None: the unattacked baseline) on the probe set, under ``ctx`` (C-Q4)."""
+
+    kind: ClassVar[str] = "attack"
+    failure_is_outcome: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        name: str,
+        attack: Any,
+        ctx: Any,
+        probes: Sequence[Any],
+        inputs: dict[str, Any],
+        *,
+        roles: tuple[str, ...] = ("post_removal", "control", "pre_removal"),
+    ) -> None:
+        self.name = name
+        self.attack = attack
+        self.ctx = ctx
+        self.probes = tuple(probes)
+        self.surface = attack.surface if attack is not None else "baseline"
+        self._inputs = dict(inputs)
+        self._roles = roles
+
+    @property
+    def component(self) -> dict[str, Any]:
+        """The attack's registered name, version and every parameter (R23)."""
+        spec = getattr(self.attack, "spec", None)
+        return spec.to_dict() if spec is not None else {"name": BASELINE}
+
+    def roles(self) -> tuple[str, ...]:
+        return self._roles
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {"attack": self.component, **self._inputs}
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"component": self.component}
+        if self.attack is not None and not getattr(self.attack, "adjudicating", True):
+            out["adjudicating"] = False
+        return out
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        from remnant.attacks.base import no_attack
+
+        sctx = self.ctx.with_model(state.model, state.tokenizer)
+        start = time.perf_counter()
+        run = self.attack.run if self.attack is not None else no_attack
+        outcomes = run(sctx, list(self.probes))
+        elapsed = time.perf_counter() - start
+        return score_outcomes(target, "final", self.ctx.seed, outcomes, self.probes, self.params(), elapsed)
+
+    def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:
+        reason = f"{type(exc).__name__}: {exc}"
+        return [status_record(target, status="failed", reason=reason, elapsed=elapsed, params=self.params())]
+
+
+class NotApplicable(Measurement):
+    """A declared attack that does not apply (C-Q2) or is disabled, with its reason: recorded, never withstood.
+
+    It reads no model state: one status record under the post-removal model."""
+
+    kind: ClassVar[str] = "not_applicable"
+
+    def __init__(self, name: str, surface: str, reason: str, inputs: dict[str, Any]) -> None:
+        self.name = name
+        self.surface = surface
+        self.reason = reason
+        self._inputs = dict(inputs)
+
+    def roles(self) -> tuple[str, ...]:
+        return ()
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {"attack": self.name, "reason": self.reason, **self._inputs}
+
+    def label(self, role: str) -> str:
+        return f"{self.name} (not applicable)"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        return [status_record(target, status="not_applicable", reason=self.reason)]
+
+
+__all__ = ["BASELINE", "AttackMeasurement", "NotApplicable", "score_outcomes"]

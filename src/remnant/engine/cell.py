@@ -1,0 +1,109 @@
+"""Where a cell's records go, and the one way a cell record is written (R6, R19, R22). Pure: no torch.
+
+A cell is one measurement on one state (one attack × state × checkpoint group). Every record it writes carries
+the same run, key, state, record name and surface (:class:`CellTarget`); :func:`cell_record` and
+:func:`status_record` build its cell records, :func:`observation_record` its per-item observations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.records import CellRecord, CellStatus, Observation
+
+#: How much of a model output an observation keeps (redacted in customer reports, R18).
+EXCERPT = 160
+
+
+@dataclass(frozen=True)
+class CellTarget:
+    """The fields every observation and cell record of one cell carries."""
+
+    run_id: str
+    key: str
+    state: str
+    attack: str
+    surface: str
+
+    def retarget(self, **changes: str) -> CellTarget:
+        """The same cell writing under another name or surface (e.g. a relearned copy's utility reading)."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+def cell_record(
+    target: CellTarget,
+    *,
+    checkpoint: str,
+    elapsed: float,
+    metric: str = "kappa",
+    k: int = 0,
+    n: int = 0,
+    params: dict[str, Any] | None = None,
+    status: CellStatus = "run",
+    reason: str | None = None,
+) -> CellRecord:
+    """One cell record of ``target``; ``k = n = 0`` with a status and reason for a cell that did not run (R19)."""
+    return CellRecord(
+        run_id=target.run_id,
+        cell_key=target.key,
+        attack=target.attack,
+        surface=target.surface,
+        model_state=target.state,
+        metric=metric,
+        k=k,
+        n=n,
+        checkpoint=checkpoint,
+        params={} if params is None else params,
+        elapsed_s=elapsed,
+        status=status,
+        reason=reason,
+    )
+
+
+def status_record(
+    target: CellTarget,
+    *,
+    status: CellStatus,
+    reason: str,
+    elapsed: float = 0.0,
+    checkpoint: str = "final",
+    params: dict[str, Any] | None = None,
+) -> CellRecord:
+    """The record of a cell that did not run: not applicable (C-Q2), not run, failed or diverged."""
+    return cell_record(
+        target, checkpoint=checkpoint, elapsed=elapsed, status=status, reason=reason, params=params
+    )
+
+
+def observation_record(
+    target: CellTarget,
+    *,
+    checkpoint: str,
+    seed: int,
+    item_id: str,
+    value: bool | float,
+    willing: bool | None,
+    output: str | None,
+) -> Observation:
+    """One scored item; an analytic probability goes to ``score`` with κ left null (R6)."""
+    analytic = not isinstance(value, bool)
+    return Observation(
+        run_id=target.run_id,
+        cell_key=target.key,
+        model_state=target.state,
+        attack=target.attack,
+        surface=target.surface,
+        item_id=item_id,
+        checkpoint=checkpoint,
+        kappa=None if analytic else bool(value),
+        willing=willing,
+        score=float(value) if analytic else None,
+        output_excerpt=(output or "")[:EXCERPT],
+        seed=seed,
+    )
+
+
+__all__ = ["EXCERPT", "CellTarget", "cell_record", "observation_record", "status_record"]

@@ -1,0 +1,353 @@
+"""Class D measurements: singling out, linkability and inference on target canaries and control entities (§5).
+
+One cell per (state, risk, method): the direct query, linkability by option likelihood, and each declared
+inference-time attack the battery runs under (``singling_out/prefill``, …), each measured on the target canaries
+(entities P) and on never-installed control entities in one call (D4), on the post-removal model and the
+control alike (R3, C-Q4). Under W-track the battery is also scored along the relearning curve (D-5.3): the one
+relearning procedure (:func:`remnant.train.relearn.relearn_copy`), one cell per (state, budget).
+
+A cell writes an observation per probe, then a ``kappa`` record on the target canaries and a
+``kappa_control_entities`` record on the control entities, each with the risk, method and no-extraction baseline
+(D-3 forced-choice chance, D-4.2 population baseline). An attack undefined for a risk's response format is a
+``not_applicable`` record (C-Q2); a crashing measurement is ``failed`` (it blocks *removed*, D-5.1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from remnant.engine.cell import CellTarget, observation_record, status_record
+from remnant.engine.measurement import Measurement, Record
+from remnant.engine.relearning import RelearnPlan, checkpoint_label
+from remnant.records import CellRecord
+from remnant.standard.vocabulary import CONTROL_ENTITIES
+
+#: (value, output text, willing) of one probe: what an observation records.
+ItemResult = tuple[bool | float, str | None, bool | None]
+
+
+def measurement_name(risk: str, method: str, surface: str = "inference_time") -> str:
+    """``risk[/relearning][/method]``: the name a battery measurement's records carry (direct is implicit)."""
+    parts = (
+        [risk] + ([surface] if surface != "inference_time" else []) + ([method] if method != "direct" else [])
+    )
+    return "/".join(parts)
+
+
+def count_records(
+    target: CellTarget, counts: Any, *, checkpoint: str, params: Mapping[str, Any], elapsed: float
+) -> list[CellRecord]:
+    """The target (``kappa``) and control-entity (``kappa_control_entities``) records of one measurement (D4)."""
+    common = {
+        "run_id": target.run_id,
+        "cell_key": target.key,
+        "attack": counts.name,
+        "surface": counts.surface,
+        "model_state": target.state,
+        "checkpoint": checkpoint,
+        "elapsed_s": elapsed,
+    }
+    base = {"risk": counts.risk, "method": counts.method, "baseline": counts.baseline, **params}
+    on_target = {**base, "entities": "target"}
+    on_control = {**base, "entities": "control"}
+    if counts.expected_k is not None:
+        on_target["expected_k"] = counts.expected_k
+    if counts.control_expected_k is not None:
+        on_control["expected_k"] = counts.control_expected_k
+    return [
+        CellRecord(**common, metric="kappa", k=counts.k, n=counts.n, params=on_target),
+        CellRecord(
+            **common, metric=CONTROL_ENTITIES, k=counts.control_k, n=counts.control_n, params=on_control
+        ),
+    ]
+
+
+def measurement_records(
+    target: CellTarget,
+    *,
+    checkpoint: str,
+    seed: int,
+    counts: Any,
+    items: Mapping[str, ItemResult],
+    params: Mapping[str, Any],
+    elapsed: float,
+) -> list[Record]:
+    """A measurement's per-item observations, then its target and control-entity count records (R6, D4)."""
+    out: list[Record] = [
+        observation_record(
+            target, checkpoint=checkpoint, seed=seed, item_id=i, value=v, willing=w, output=text
+        )
+        for i, (v, text, w) in items.items()
+    ]
+    out.extend(count_records(target, counts, checkpoint=checkpoint, params=params, elapsed=elapsed))
+    return out
+
+
+def risk_status(
+    target: CellTarget, name: str, status: Any, reason: str, checkpoint: str = "final", elapsed: float = 0.0
+) -> CellRecord:
+    """The status record of one measurement (``risk/…``) that did not run, under ``name``."""
+    return status_record(
+        target.retarget(attack=name),
+        status=status,
+        reason=reason,
+        checkpoint=checkpoint,
+        elapsed=elapsed,
+        params={"risk": name.split("/")[0]},
+    )
+
+
+def measure_risk(
+    ctx: Any, canary: Any, method: str, attack: Any, surface: str
+) -> tuple[Any, dict[str, ItemResult]]:
+    """One risk under one method on ``ctx``'s model: its counts and each item's (score, output, willing)."""
+    from remnant.attacks.base import no_attack
+    from remnant.classd import count, score_by_likelihood
+
+    if method == "likelihood":
+        counts = score_by_likelihood(ctx.model, ctx.tokenizer, ctx.fmt, canary, surface=surface)
+        return counts, {i: (v, None, None) for i, v in counts.hits.items()}
+    probes = list(canary.probes)
+    outcomes = attack.run(ctx, probes) if attack is not None else no_attack(ctx, probes)
+    if [o.item_id for o in outcomes] != [p.item_id for p in probes]:
+        raise RuntimeError(f"{canary.risk}/{method}: attack outcomes do not match its probes")
+    counts = count(canary, {o.item_id: o.kappa for o in outcomes}, method=method, surface=surface)
+    return counts, {o.item_id: (o.kappa, o.output, o.willing) for o in outcomes}
+
+
+class RiskMeasurement(Measurement):
+    """One Class D risk under one method (direct, likelihood, or an inference-time attack) on one state."""
+
+    kind: ClassVar[str] = "classd"
+    failure_is_outcome: ClassVar[bool] = True
+    surface = "inference_time"
+
+    def __init__(
+        self,
+        risk: str,
+        method: str,
+        attack: Any,
+        canary: Any,
+        context: Callable[[Any], Any],
+        component: dict[str, Any],
+        inputs: dict[str, Any],
+    ) -> None:
+        self.risk = risk
+        self.method = method
+        self.attack = attack
+        self.canary = canary
+        self.context = context  # state -> AttackContext (seed, tokens, batch, demonstrations)
+        self.component = component
+        self.name = measurement_name(risk, method)
+        self._inputs = dict(inputs)
+
+    @property
+    def attack_spec(self) -> dict[str, Any] | None:
+        spec = getattr(self.attack, "spec", None)
+        return spec.to_dict() if self.attack is not None and spec is not None else None
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {
+            "risk": self.risk,
+            "method": self.method,
+            "attack": self.attack_spec,
+            "component": self.component,
+            **self._inputs,
+        }
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        ctx = self.context(state)
+        start = time.perf_counter()
+        counts, items = measure_risk(ctx, self.canary, self.method, self.attack, "inference_time")
+        params: dict[str, Any] = {"component": self.component}
+        if self.attack_spec is not None:
+            params["attack"] = self.attack_spec
+        return measurement_records(
+            target,
+            checkpoint="final",
+            seed=ctx.seed,
+            counts=replace(counts, method=self.method),
+            items=items,
+            params=params,
+            elapsed=time.perf_counter() - start,
+        )
+
+    def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:
+        return [risk_status(target, self.name, "failed", f"{type(exc).__name__}: {exc}")]
+
+
+class RiskNotApplicable(Measurement):
+    """A battery attack undefined for a risk's response format (C-Q2), or disabled: one status record."""
+
+    kind: ClassVar[str] = "classd_not_applicable"
+    surface = "inference_time"
+
+    def __init__(self, risk: str, slot: str, reason: str, inputs: dict[str, Any]) -> None:
+        self.risk, self.slot, self.reason = risk, slot, reason
+        self.name = measurement_name(risk, slot)
+        self._inputs = dict(inputs)
+
+    def roles(self) -> tuple[str, ...]:
+        return ()
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {"risk": self.risk, "attack": self.slot, "reason": self.reason, **self._inputs}
+
+    def label(self, role: str) -> str:
+        return f"{self.name} (not applicable)"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        return [risk_status(target, self.name, "not_applicable", self.reason)]
+
+
+class BatteryRelearningNotRun(Measurement):
+    """Every relearning measurement of the battery, not run: the relearning set is smaller than every budget."""
+
+    kind: ClassVar[str] = "classd_relearning_not_run"
+    surface = "relearning"
+    name = "class D relearning"
+
+    def __init__(self, names: Sequence[str], budgets: Sequence[int], reason: str, inputs: dict[str, Any]):
+        self.names, self.budgets, self.reason = tuple(names), tuple(budgets), reason
+        self._inputs = dict(inputs)
+
+    def roles(self) -> tuple[str, ...]:
+        return ()
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {"budgets": list(self.budgets), **self._inputs}
+
+    def label(self, role: str) -> str:
+        return "class D relearning (not run)"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        return [risk_status(target, n, "not_run", self.reason) for n in self.names]
+
+
+class BatteryRelearning(Measurement):
+    """The battery's direct and likelihood measurements along one budget's relearning curve (D-5.3)."""
+
+    kind: ClassVar[str] = "classd_relearning"
+    surface = "relearning"
+
+    def __init__(
+        self,
+        plan: RelearnPlan,
+        budget: int,
+        battery: Any,
+        context: Callable[[Any], Any],
+        methods: Sequence[tuple[str, str]],
+        inputs: dict[str, Any],
+        *,
+        step0: Callable[[str], Mapping[str, Any]] | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.plan, self.budget, self.battery = plan, budget, battery
+        self.context = context  # state -> AttackContext at the relearning seed
+        self.methods = tuple(methods)  # (risk, method) pairs: direct and likelihood only
+        self.name = f"class D relearning b={budget}"
+        self.step0 = step0
+        self.progress = progress
+        self._inputs = dict(inputs)
+
+    @property
+    def names(self) -> list[str]:
+        return [measurement_name(r, m, "relearning") for r, m in self.methods]
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {
+            "budget": self.budget,
+            "spec": self.plan.spec_inputs(),
+            "examples": self.plan.examples(self.budget),
+            **self._inputs,
+        }
+
+    def label(self, role: str) -> str:
+        return f"class D relearning b={self.budget} on {role}"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        from remnant.models.prompts import encode_pair
+        from remnant.train.relearn import relearn_copy
+
+        tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
+        ctx = self.context(state)
+        pairs = [encode_pair(tok, q, a, ctx.fmt) for q, a in self.plan.examples(budget)]
+        reused = self.step0(state.role) if self.step0 is not None else {}
+        records: list[Record] = []
+        start = time.perf_counter()
+
+        def on_checkpoint(model: Any, point: Any) -> dict[str, Any]:
+            found = self._checkpoint(ctx.with_model(model, tok), point, target, reused, records, start)
+            return {"k": sum(c.k for c in found), "n": sum(c.n for c in found)}
+
+        outcome, model = relearn_copy(
+            state.model,
+            tok,
+            pairs,
+            spec,
+            label=self.label(state.role),
+            progress=self.progress,
+            on_checkpoint=on_checkpoint,
+        )
+        if outcome.status == "diverged":
+            reason = f"step {outcome.diverged_step}: {outcome.reason}"
+            label = checkpoint_label(budget, "diverged")
+            records += [risk_status(target, n, "diverged", reason, label) for n in self.names]
+        del model
+        return records
+
+    def _checkpoint(
+        self,
+        ctx: Any,
+        point: Any,
+        target: CellTarget,
+        reused: Mapping[str, Any],
+        records: list[Record],
+        start: float,
+    ) -> list[Any]:
+        """Score every (risk, method) at one checkpoint; step 0 reuses the direct measurements' counts."""
+        params = {
+            "budget": self.budget,
+            "step": point.step,
+            "epoch": point.epoch,
+            "examples": round(point.epoch * self.budget),
+        }
+        label = checkpoint_label(self.budget, point.step)
+        found: list[Any] = []
+        for risk, method in self.methods:
+            canary = self.battery.canaries[risk]
+            prior = reused.get(measurement_name(risk, method)) if point.step == 0 else None
+            if prior is not None:
+                counts = replace(prior, surface="relearning")
+                items: dict[str, ItemResult] = {i: (v, None, None) for i, v in counts.hits.items()}
+            else:
+                counts, items = measure_risk(ctx, canary, method, None, "relearning")
+            found.append(counts)
+            records.extend(
+                measurement_records(
+                    target.retarget(attack=measurement_name(risk, method, "relearning")),
+                    checkpoint=label,
+                    seed=self.plan.spec.seed,
+                    counts=counts,
+                    items=items,
+                    params={**params, "reused_step0": prior is not None},
+                    elapsed=time.perf_counter() - start,
+                )
+            )
+        return found
+
+
+__all__ = [
+    "BatteryRelearning",
+    "BatteryRelearningNotRun",
+    "RiskMeasurement",
+    "RiskNotApplicable",
+    "count_records",
+    "measure_risk",
+    "measurement_name",
+    "measurement_records",
+    "risk_status",
+]

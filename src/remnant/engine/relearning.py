@@ -1,0 +1,148 @@
+"""Relearning measurements: one budget of the declared relearning procedure on one state (C-W1..C-W6).
+
+Every state goes through :func:`remnant.train.relearn.relearn_copy` with the same plan — one seeded order of the
+relearning set (budget b takes its first b, nested subsets), the same hyper-parameters, checkpoints inside the
+first epoch and scorer (C-W5) — so the post-removal model and the control are measured identically. P is scored
+at step 0 (the state itself: its unattacked baseline is reused, greedy decoding being deterministic) and at every
+checkpoint (C-W3); a diverged curve is a ``diverged`` record (Annex B.6). With utility metrics, the relearned
+copy's utility is read once training ends (attack stage, R12, C-W4).
+
+A checkpoint's record carries its budget, step, epoch and examples seen as fields (C-W3), and the label
+``budget=B/step=S`` that the statement's cells show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from remnant.engine.attack import score_outcomes
+from remnant.engine.cell import CellTarget, status_record
+from remnant.engine.measurement import Measurement, Record
+from remnant.engine.utility import UtilityMeasurement
+
+
+def checkpoint_label(budget: int, step: int | str) -> str:
+    """The label of a relearning checkpoint (``budget=16/step=3``), its end (``final``) or divergence."""
+    return f"budget={budget}/step={step}" if isinstance(step, int) else f"budget={budget}/{step}"
+
+
+@dataclass(frozen=True)
+class RelearnPlan:
+    """The declared relearning procedure of one arm (C-W1, C-W3, C-W5): what every state goes through."""
+
+    arm: str
+    spec: Any  # remnant.train.relearn.RelearnSpec
+    relearn_set: tuple[Any, ...]  # QA pairs, in the pack's order
+    order: tuple[int, ...]  # relearn_order: budget b uses its first b (nested subsets, C-W1)
+    utility_at_end: bool
+
+    def chosen(self, budget: int) -> tuple[int, ...]:
+        return self.order[:budget]
+
+    def examples(self, budget: int) -> list[tuple[str, str]]:
+        """The (question, answer) pairs budget ``budget`` relearns on, in order (hashed into the key)."""
+        return [(self.relearn_set[i].question, self.relearn_set[i].answer) for i in self.chosen(budget)]
+
+    def spec_inputs(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self.spec).items() if k != "budgets"}
+
+
+class RelearningMeasurement(Measurement):
+    """P scored along the relearning curve of one budget (module docstring)."""
+
+    kind: ClassVar[str] = "relearning"
+    surface = "relearning"
+
+    def __init__(
+        self,
+        plan: RelearnPlan,
+        budget: int,
+        ctx: Any,
+        probes: Sequence[Any],
+        inputs: dict[str, Any],
+        *,
+        utility: Sequence[UtilityMeasurement] = (),
+        step0: Callable[[str], Sequence[Any] | None] | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.budget = budget
+        self.ctx = ctx
+        self.probes = tuple(probes)
+        self.name = plan.arm
+        self.utility = tuple(utility)
+        self.step0 = step0
+        self.progress = progress
+        self._inputs = dict(inputs)
+
+    def key_inputs(self) -> dict[str, Any]:
+        return {
+            "arm": self.plan.arm,
+            "budget": self.budget,
+            "spec": self.plan.spec_inputs(),
+            "examples": self.plan.examples(self.budget),
+            "utility": [u.metric_name for u in self.utility],
+            **self._inputs,
+        }
+
+    def label(self, role: str) -> str:
+        return f"{self.plan.arm} b={self.budget} on {role}"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        from remnant.attacks.base import no_attack
+        from remnant.models.prompts import encode_pair
+        from remnant.train.relearn import relearn_copy
+
+        tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
+        pairs = [encode_pair(tok, q, a, self.ctx.fmt) for q, a in self.plan.examples(budget)]
+        reused = self.step0(state.role) if self.step0 is not None else None
+        records: list[Record] = []
+        start = time.perf_counter()
+
+        def on_checkpoint(model: Any, point: Any) -> dict[str, Any]:
+            if point.step == 0 and reused is not None:
+                outcomes = list(reused)
+            else:
+                outcomes = no_attack(self.ctx.with_model(model, tok), list(self.probes))
+            params = {
+                "budget": budget,
+                "step": point.step,
+                "epoch": point.epoch,
+                "examples": round(point.epoch * budget),
+            }
+            label = checkpoint_label(budget, point.step)
+            elapsed = time.perf_counter() - start
+            records.extend(score_outcomes(target, label, spec.seed, outcomes, self.probes, params, elapsed))
+            return {"k": sum(bool(o.kappa) for o in outcomes), "n": len(outcomes)}
+
+        outcome, model = relearn_copy(
+            state.model,
+            tok,
+            pairs,
+            spec,
+            label=self.label(state.role),
+            progress=self.progress,
+            on_checkpoint=on_checkpoint,
+        )
+        if outcome.status == "diverged":
+            reason = f"step {outcome.diverged_step}: {outcome.reason}"
+            records.append(
+                status_record(
+                    target,
+                    status="diverged",
+                    reason=reason,
+                    elapsed=outcome.seconds,
+                    checkpoint=checkpoint_label(budget, "diverged"),
+                )
+            )
+        as_utility = target.retarget(surface="utility")
+        for metric in self.utility:
+            records.append(metric.read(model, state, as_utility, checkpoint_label(budget, "final")))
+        del model
+        return records
+
+
+__all__ = ["RelearnPlan", "RelearningMeasurement", "checkpoint_label"]

@@ -1,0 +1,83 @@
+"""The one cell runner: every measurement's cells run at most once per run, through one record store (DESIGN §7).
+
+:class:`CellRunner` skips a cell whose key the run's records already hold (``--resume``: a crash costs at most the
+cell in flight), imports one a :class:`CellCache` shared between runs holds (the demo's three assessments share
+one control), and computes the rest, appending each cell's records in one write (``RecordStore.extend``), so a
+cell is recorded whole or, after a crash, re-run whole (:meth:`remnant.records.RecordStore.repair`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.atomic import write_atomic
+from remnant.records import CellRecord, Observation, RecordStore, chained_lines
+
+Record = Observation | CellRecord
+
+
+class CellCache:
+    """Records of computed cells by key, shared between runs (``DIR/<key>.jsonl``)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+
+    def get(self, key: str) -> list[Any] | None:
+        path = self.dir / f"{key}.jsonl"
+        return RecordStore(path).read() if path.is_file() else None
+
+    def put(self, key: str, records: Sequence[Any]) -> None:
+        write_atomic(self.dir / f"{key}.jsonl", b"".join(chained_lines(records)))
+
+
+@dataclass
+class CellRunner:
+    """Runs cells at most once per run: skips completed keys, imports cached ones, computes the rest.
+
+    ``before_cell(label)`` is called before a cell is computed (a test raises there to simulate a kill).
+    """
+
+    store: RecordStore
+    run_id: str
+    cache: CellCache | None = None
+    before_cell: Callable[[str], None] | None = None
+    progress: Callable[[str], None] | None = None
+    _done: dict[str, list[CellRecord]] = field(default_factory=dict)
+    computed: int = 0
+    reused: int = 0
+
+    def __post_init__(self) -> None:
+        for record in self.store.read():
+            if isinstance(record, CellRecord):
+                self._done.setdefault(record.cell_key, []).append(record)
+
+    def run(self, key: str, label: str, compute: Callable[[], list[Record]]) -> list[CellRecord]:
+        """The cell records of ``key``: from this run, from the shared cache, or computed now."""
+        if key in self._done:
+            self.reused += 1
+            return self._done[key]
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached:
+            records = [r.model_copy(update={"run_id": self.run_id}) for r in cached]
+            self.reused += 1
+        else:
+            if self.before_cell is not None:
+                self.before_cell(label)
+            start = time.perf_counter()
+            records = compute()
+            self.computed += 1
+            if self.progress is not None:
+                self.progress(f"{label} ({time.perf_counter() - start:.1f}s)")
+            if self.cache is not None:
+                self.cache.put(key, records)
+        self.store.extend(records)
+        cells = [r for r in records if isinstance(r, CellRecord)]
+        self._done[key] = cells
+        return cells
+
+
+__all__ = ["CellCache", "CellRunner", "Record"]

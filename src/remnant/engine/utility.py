@@ -1,0 +1,99 @@
+"""Utility measurements: a registered utility metric on one state (R10, R11) or a relearned copy of it (R12, C-W4).
+
+Utility is measured on every state under identical conditions at the removal stage; the post-removal model's is
+compared with the pre-removal model's (R11, φ), never the attack-stage value (R13). A reading that is a proportion
+is recorded as its k/n; any other value (perplexity, a rate net of chance) with a nominal n and k = 0, the value
+in ``params["value"]`` (so recompute checks only its shape).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from remnant.engine.cell import CellTarget, cell_record
+from remnant.engine.measurement import Measurement, Record
+from remnant.records import CellRecord
+
+REMOVAL_STAGE = "removal_stage"
+
+
+def utility_record(
+    target: CellTarget, *, checkpoint: str, name: str, spec: dict[str, Any], reading: Any, start: float
+) -> CellRecord:
+    """A utility reading as a cell record (R10, R11): a proportion's k/n, else the value with a nominal n."""
+    rate = reading.rate
+    k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
+    return cell_record(
+        target,
+        metric="utility",
+        k=k,
+        n=n,
+        checkpoint=checkpoint,
+        params={"metric": name, "value": reading.value, "proportion": rate is not None, "component": spec},
+        elapsed=time.perf_counter() - start,
+    )
+
+
+def metric_spec(name: str, metric: Any) -> dict[str, Any]:
+    """A utility metric's registered name, version and parameters (R23), or its name alone."""
+    spec = getattr(metric, "spec", None)
+    return spec.to_dict() if spec is not None else {"name": name}
+
+
+class UtilityMeasurement(Measurement):
+    """One utility metric on a state at the removal stage (R10, R11)."""
+
+    kind: ClassVar[str] = "utility"
+
+    def __init__(
+        self,
+        metric_name: str,
+        metric: Any,
+        fmt: Any,
+        data: Sequence[Any],
+        inputs: dict[str, Any],
+        *,
+        attack: str = "none",
+        checkpoint: str = REMOVAL_STAGE,
+        roles: tuple[str, ...] = ("control", "pre_removal", "post_removal"),
+    ) -> None:
+        self.metric_name = metric_name
+        self.metric = metric
+        self.fmt = fmt
+        self.data = tuple(data)
+        self.name = attack
+        self.surface = "utility"
+        self.checkpoint = checkpoint
+        self._inputs = dict(inputs)
+        self._roles = roles
+
+    def roles(self) -> tuple[str, ...]:
+        return self._roles
+
+    def key_inputs(self) -> dict[str, Any]:
+        spec = metric_spec(self.metric_name, self.metric)
+        return {"metric": spec, "attack": self.name, "checkpoint": self.checkpoint, **self._inputs}
+
+    def label(self, role: str) -> str:
+        return f"utility {self.metric_name} on {role}"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        return [self.read(state.model, state, target)]
+
+    def read(self, model: Any, state: Any, target: CellTarget, checkpoint: str | None = None) -> CellRecord:
+        """The reading of ``model`` (the state's own, or a relearned copy of it) as a cell record."""
+        start = time.perf_counter()
+        reading = self.metric.measure(model, state.tokenizer, self.fmt, self.data, state=state.role)
+        return utility_record(
+            target,
+            checkpoint=checkpoint or self.checkpoint,
+            name=self.metric_name,
+            spec=metric_spec(self.metric_name, self.metric),
+            reading=reading,
+            start=start,
+        )
+
+
+__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "metric_spec", "utility_record"]
