@@ -24,18 +24,25 @@ An attack undefined for a risk's response format is a ``not_applicable`` record 
 
 from __future__ import annotations
 
-import copy
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from remnant.assess import facts as F
-from remnant.assess.cells import EXCERPT, CellRunner, Record
+from remnant.classd.canaries import measurement_name
 from remnant.config import AssessmentConfig, derive_seed
+from remnant.engine.classd import (
+    BatteryRelearning,
+    BatteryRelearningNotRun,
+    RiskMeasurement,
+    RiskNotApplicable,
+)
+from remnant.engine.measurement import Measurement, run_measurement, run_on_states
+from remnant.engine.relearning import RelearnPlan
+from remnant.engine.runner import CellRunner
 from remnant.errors import ConfigError
-from remnant.records import CellRecord, CellStatus, Observation, cell_key
+from remnant.records import CellRecord, Observation
 
 #: Metric of the control-entity counts (D4), beside ``kappa`` on the target canaries.
 CONTROL_ENTITIES = F.CONTROL_ENTITIES
@@ -126,151 +133,6 @@ def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
     )
 
 
-def _measurement_records(
-    runner: CellRunner,
-    key: str,
-    state: str,
-    name: str,
-    surface: str,
-    checkpoint: str,
-    seed: int,
-    counts: Any,
-    outcomes: Mapping[str, tuple[bool | float, str | None, bool | None]],
-    params: Mapping[str, Any],
-    elapsed: float,
-) -> list[Record]:
-    """A measurement's per-item observations, then its target and control-entity count records (R6, D4)."""
-    out: list[Record] = []
-    for item_id, (value, text, willing) in outcomes.items():
-        analytic = not isinstance(value, bool)
-        out.append(
-            Observation(
-                run_id=runner.run_id,
-                cell_key=key,
-                model_state=state,
-                attack=name,
-                surface=surface,
-                item_id=item_id,
-                checkpoint=checkpoint,
-                kappa=None if analytic else bool(value),
-                willing=willing,
-                score=float(value) if analytic else None,
-                output_excerpt=(text or "")[:EXCERPT],
-                seed=seed,
-            )
-        )
-    out.extend(
-        count_records(runner, key, state, counts, checkpoint=checkpoint, params=params, elapsed=elapsed)
-    )
-    return out
-
-
-def count_records(
-    runner: CellRunner,
-    key: str,
-    state: str,
-    counts: Any,
-    *,
-    checkpoint: str,
-    params: Mapping[str, Any],
-    elapsed: float,
-) -> list[CellRecord]:
-    """The target (``kappa``) and control-entity (``kappa_control_entities``) records of one measurement (D4)."""
-    common = {
-        "run_id": runner.run_id,
-        "cell_key": key,
-        "attack": counts.name,
-        "surface": counts.surface,
-        "model_state": state,
-        "checkpoint": checkpoint,
-        "elapsed_s": elapsed,
-    }
-    base = {"risk": counts.risk, "method": counts.method, "baseline": counts.baseline, **params}
-    target = {**base, "entities": "target"}
-    control = {**base, "entities": "control"}
-    if counts.expected_k is not None:
-        target["expected_k"] = counts.expected_k
-    if counts.control_expected_k is not None:
-        control["expected_k"] = counts.control_expected_k
-    return [
-        CellRecord(**common, metric="kappa", k=counts.k, n=counts.n, params=target),
-        CellRecord(**common, metric=CONTROL_ENTITIES, k=counts.control_k, n=counts.control_n, params=control),
-    ]
-
-
-def _status_record(
-    runner: CellRunner,
-    key: str,
-    state: str,
-    name: str,
-    risk: str,
-    surface: str,
-    status: CellStatus,
-    reason: str,
-    params: Mapping[str, Any] | None = None,
-    checkpoint: str = "final",
-) -> CellRecord:
-    return CellRecord(
-        run_id=runner.run_id,
-        cell_key=key,
-        attack=name,
-        surface=surface,
-        model_state=state,
-        metric="kappa",
-        k=0,
-        n=0,
-        checkpoint=checkpoint,
-        params={"risk": risk, **(params or {})},
-        elapsed_s=0.0,
-        status=status,
-        reason=reason,
-    )
-
-
-def _status_records(
-    runner: CellRunner,
-    key: str,
-    state: str,
-    names: Sequence[str],
-    surface: str,
-    status: CellStatus,
-    reason: str,
-    checkpoint: str = "final",
-) -> list[Record]:
-    """One status record per measurement name (``risk/…``), e.g. every relearning measurement not run."""
-    return [
-        _status_record(runner, key, state, n, n.split("/")[0], surface, status, reason, checkpoint=checkpoint)
-        for n in names
-    ]
-
-
-def _per_state(
-    states: Mapping[str, Any], key_inputs: Mapping[str, Any], **inputs: Any
-) -> Iterator[tuple[str, Any, str]]:
-    """(role, state, cell key) on the post-removal model, then the control: the same inputs but the state and its
-    weights, so both run identically (R3, C-Q4, C-W5)."""
-    for role in (F.POST, F.CONTROL):
-        state = states[role]
-        yield role, state, cell_key(state=role, weights=state.digest, **inputs, **key_inputs)
-
-
-def _measure(ctx: Any, canary: Any, method: str, attack: Any, surface: str) -> tuple[Any, dict[str, Any]]:
-    """One risk under one method on ``ctx``'s model: its counts and each item's (score, output, willing)."""
-    from remnant.attacks.base import no_attack
-    from remnant.classd import count, score_by_likelihood
-
-    if method == "likelihood":
-        counts = score_by_likelihood(ctx.model, ctx.tokenizer, ctx.fmt, canary, surface=surface)
-        return counts, {i: (v, None, None) for i, v in counts.hits.items()}
-    probes = list(canary.probes)
-    outcomes = attack.run(ctx, probes) if attack is not None else no_attack(ctx, probes)
-    if [o.item_id for o in outcomes] != [p.item_id for p in probes]:
-        raise RuntimeError(f"{canary.risk}/{method}: attack outcomes do not match its probes")
-    scores = {o.item_id: o.kappa for o in outcomes}
-    counts = count(canary, scores, method=method, surface=surface)
-    return counts, {o.item_id: (o.kappa, o.output, o.willing) for o in outcomes}
-
-
 def _methods(battery: BatteryInputs, risk: str) -> list[tuple[str, Any, str | None]]:
     """(method, attack instance or None, not-applicable reason) of one risk, in the battery's order."""
     spec = battery.spec
@@ -285,11 +147,39 @@ def _methods(battery: BatteryInputs, risk: str) -> list[tuple[str, Any, str | No
     return out
 
 
-def _name(risk: str, method: str, surface: str = "inference_time") -> str:
-    parts = (
-        [risk] + ([surface] if surface != "inference_time" else []) + ([method] if method != "direct" else [])
-    )
-    return "/".join(parts)
+def _risk_context(inputs: Any, seed: int, tokens: int, batch: int, demos: Sequence[Any], state: Any) -> Any:
+    """The attack context of one battery measurement on ``state``: its seed, budgets and demonstrations."""
+    ctx = inputs.context(state, seed=seed, max_new_tokens=tokens, batch_size=batch)
+    return replace(ctx, demonstrations=tuple(demos) if demos else tuple(inputs.retain))
+
+
+def _risk_measurements(
+    battery: BatteryInputs, inputs: Any, risk: str, canary: Any, key_inputs: dict[str, Any]
+) -> Iterator[Measurement]:
+    """The measurements of one risk: each method, or its not-applicable record (C-Q2)."""
+    from remnant.classd import demonstrations
+
+    master = inputs.cfg.seeds.master
+    demos = demonstrations(inputs.pack, canary.risk, battery.spec) if battery.spec.risk_demonstrations else ()
+    probe_ids = [p.item_id for p in canary.probes]
+    for method, attack, reason in _methods(battery, risk):
+        slot = method if method not in ("direct", "likelihood") else None
+        if slot is not None and attack is None:
+            yield RiskNotApplicable(risk, slot, reason or "disabled", key_inputs)
+            continue
+        seed = derive_seed(master, "classd", slot or method)
+        tokens = inputs.attack_tokens.get(slot, battery.max_new_tokens) if slot else battery.max_new_tokens
+        batch = inputs.attack_batch.get(slot, 16) if slot else 16
+        inputs_of = {
+            "probes": probe_ids,
+            "demonstrations": [d.item_id for d in demos] if slot else [],
+            "seed": seed,
+            "max_new_tokens": tokens,
+            "batch_size": batch,
+            **key_inputs,
+        }
+        context = partial(_risk_context, inputs, seed, tokens, batch, demos)
+        yield RiskMeasurement(risk, method, attack, canary, context, battery.spec.describe()[risk], inputs_of)
 
 
 def battery_cells(
@@ -302,119 +192,18 @@ def battery_cells(
     """Every inference-time battery cell on the post-removal model and the control (D-2 to D-4, D4, C-Q4).
 
     Returns, per state, the direct query's counts by measurement name (the relearning cells' step 0)."""
-    from remnant.classd import demonstrations
-
-    cfg = inputs.cfg
-    master = cfg.seeds.master
-    described = battery.spec.describe()
     direct: dict[str, dict[str, Any]] = {F.POST: {}, F.CONTROL: {}}
     for risk, canary in battery.canaries.items():
-        demos = (
-            demonstrations(inputs.pack, canary.risk, battery.spec) if battery.spec.risk_demonstrations else ()
-        )
-        probe_ids = [p.item_id for p in canary.probes]
-        for method, attack, reason in _methods(battery, risk):
-            name = _name(risk, method)
-            slot = method if method not in ("direct", "likelihood") else None
-            if slot is not None and attack is None:
-                key = cell_key(
-                    kind="classd_not_applicable", risk=risk, attack=slot, reason=reason, **key_inputs
-                )
-                na: list[Record] = [
-                    _status_record(
-                        runner,
-                        key,
-                        F.POST,
-                        name,
-                        risk,
-                        "inference_time",
-                        "not_applicable",
-                        reason or "disabled",
-                    )
-                ]
-                runner.run(key, f"{name} (not applicable)", partial(list, na))
+        for measurement in _risk_measurements(battery, inputs, risk, canary, key_inputs):
+            if isinstance(measurement, RiskNotApplicable):
+                run_measurement(runner, measurement, None)
                 continue
-            seed = derive_seed(master, "classd", slot or method)
-            tokens = (
-                inputs.attack_tokens.get(slot, battery.max_new_tokens) if slot else battery.max_new_tokens
-            )
-            batch = inputs.attack_batch.get(slot, 16) if slot else 16
-            spec = attack.spec.to_dict() if attack is not None and attack.spec is not None else None
-            for role, state, key in _per_state(
-                states,
-                key_inputs,
-                kind="classd",
-                risk=risk,
-                method=method,
-                attack=spec,
-                component=described[risk],
-                probes=probe_ids,
-                demonstrations=[d.item_id for d in demos] if slot else [],
-                seed=seed,
-                max_new_tokens=tokens,
-                batch_size=batch,
-            ):
-
-                def compute(
-                    key: str = key,
-                    state: Any = state,
-                    method: str = method,
-                    attack: Any = attack,
-                    seed: int = seed,
-                    tokens: int = tokens,
-                    batch: int = batch,
-                    name: str = name,
-                    canary: Any = canary,
-                    demos: Any = demos,
-                    spec: Any = spec,
-                    risk: str = risk,
-                ) -> list[Record]:
-                    ctx = replace(
-                        inputs.context(state, seed=seed, max_new_tokens=tokens, batch_size=batch),
-                        demonstrations=tuple(demos) if demos else tuple(inputs.retain),
-                    )
-                    start = time.perf_counter()
-                    try:
-                        counts, items = _measure(ctx, canary, method, attack, "inference_time")
-                    except (KeyboardInterrupt, MemoryError):
-                        raise
-                    except Exception as exc:  # a crashing measurement is failed (blocks removed), not a crash
-                        return [
-                            _status_record(
-                                runner,
-                                key,
-                                state.role,
-                                name,
-                                risk,
-                                "inference_time",
-                                "failed",
-                                f"{type(exc).__name__}: {exc}",
-                            )
-                        ]
-                    counts = replace(counts, method=method)
-                    elapsed = time.perf_counter() - start
-                    params: dict[str, Any] = {"component": described[risk]}
-                    if spec is not None:
-                        params["attack"] = spec
-                    return _measurement_records(
-                        runner,
-                        key,
-                        state.role,
-                        name,
-                        "inference_time",
-                        "final",
-                        seed,
-                        counts,
-                        items,
-                        params,
-                        elapsed,
-                    )
-
-                records = runner.run(key, f"{name} on {role}", compute)
-                if method == "direct" or method == "likelihood":
-                    counts = counts_from_records(runner, records, canary, name)
+            assert isinstance(measurement, RiskMeasurement)
+            for role, records in run_on_states(runner, measurement, dict(states)).items():
+                if measurement.method in ("direct", "likelihood"):
+                    counts = counts_from_records(runner, records, canary, measurement.name)
                     if counts is not None:
-                        direct[role][name] = counts
+                        direct[role][measurement.name] = counts
     return direct
 
 
@@ -445,11 +234,10 @@ def relearning_battery_cells(
     step0: Mapping[str, Mapping[str, Any]],
     progress: bool = False,
 ) -> None:
-    """D-5.3: relearn copies of both states on the first b examples of R and score the battery at every
-    checkpoint (C-W3), the control through the identical procedure (C-W5). Step 0 is the state itself, so its
-    counts are the inference-time direct measurements (greedy decoding and likelihood are deterministic)."""
-    from dataclasses import asdict
-
+    """D-5.3: relearn copies of both states on the first b examples of R (the one relearning procedure, the main
+    relearning set, order and checkpoints, C-W5) and score the battery at every checkpoint (C-W3). Step 0 is the
+    state itself, so its counts are the inference-time direct measurements (greedy decoding and likelihood are
+    deterministic)."""
     from remnant.assess.inputs import relearn_spec
 
     cfg = inputs.cfg
@@ -458,126 +246,42 @@ def relearning_battery_cells(
         return
     spec = relearn_spec(cfg, rel)
     relearn_set = inputs.relearn_set
-    order = inputs.relearn_order(spec, relearn_set)
-    names = [
-        _name(risk, method, "relearning")
+    plan = RelearnPlan("class_d", spec, relearn_set, inputs.relearn_order(spec, relearn_set), False)
+    methods = [
+        (risk, method)
         for risk in battery.canaries
         for method, _, _ in _methods(battery, risk)
         if method in ("direct", "likelihood")
     ]
     budgets = [b for b in battery.budgets if b <= len(relearn_set)]
     if not budgets:
-        key = cell_key(kind="classd_relearning_not_run", budgets=list(battery.budgets), **key_inputs)
+        names = [measurement_name(r, m, "relearning") for r, m in methods]
         reason = f"the relearning set holds {len(relearn_set)} examples, fewer than every budget"
-        not_run = _status_records(runner, key, F.POST, names, "relearning", "not_run", reason)
-        runner.run(key, "class D relearning (not run)", partial(list, not_run))
+        run_measurement(runner, BatteryRelearningNotRun(names, battery.budgets, reason, key_inputs), None)
         return
+    shared = {
+        "components": battery.spec.describe(),
+        "probes": {r: [p.item_id for p in c.probes] for r, c in battery.canaries.items()},
+        "max_new_tokens": battery.max_new_tokens,
+        **key_inputs,
+    }
+    context = partial(_relearn_context, inputs, spec.seed, battery.max_new_tokens)
     for budget in budgets:
-        chosen = order[:budget]
-        for role, state, key in _per_state(
-            states,
-            key_inputs,
-            kind="classd_relearning",
-            budget=budget,
-            spec={k: v for k, v in asdict(spec).items() if k != "budgets"},
-            examples=[(relearn_set[i].question, relearn_set[i].answer) for i in chosen],
-            components=battery.spec.describe(),
-            probes={r: [p.item_id for p in c.probes] for r, c in battery.canaries.items()},
-            max_new_tokens=battery.max_new_tokens,
-        ):
-            label = f"class D relearning b={budget} on {role}"
-            compute = partial(
-                _relearn_compute,
-                runner,
-                battery,
-                inputs,
-                spec,
-                state,
-                key,
-                chosen,
-                budget,
-                label,
-                names,
-                step0.get(state.role, {}),
-                progress,
-            )
-            runner.run(key, label, compute)
-
-
-def _relearn_compute(
-    runner: CellRunner,
-    battery: BatteryInputs,
-    inputs: Any,
-    spec: Any,
-    state: Any,
-    key: str,
-    chosen: Sequence[int],
-    budget: int,
-    label: str,
-    names: Sequence[str],
-    step0: Mapping[str, Any],
-    progress: bool,
-) -> list[Record]:
-    from remnant.models.prompts import encode_pair
-    from remnant.train.loop import CheckpointPoint, prepare_model, train
-    from remnant.train.objectives import PairsObjective
-    from remnant.train.removal import pad_id
-
-    tok = state.tokenizer
-    relearn_set = inputs.relearn_set
-    pairs = [encode_pair(tok, relearn_set[i].question, relearn_set[i].answer, inputs.fmt) for i in chosen]
-    train_cfg = spec.train_config(progress, label)
-    model = prepare_model(copy.deepcopy(state.model), train_cfg)
-    ctx = inputs.context(state, seed=spec.seed, max_new_tokens=battery.max_new_tokens)
-    records: list[Record] = []
-    start = time.perf_counter()
-
-    def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
-        checkpoint = f"budget={budget}/step={point.step}"
-        params = {
-            "budget": budget,
-            "step": point.step,
-            "epoch": point.epoch,
-            "examples": round(point.epoch * budget),
-        }
-        found: dict[str, Any] = {}
-        for risk, canary in battery.canaries.items():
-            for method, _, _ in _methods(battery, risk):
-                if method not in ("direct", "likelihood"):
-                    continue
-                name = _name(risk, method, "relearning")
-                reused = step0.get(_name(risk, method)) if point.step == 0 else None
-                if reused is not None:
-                    counts = replace(reused, surface="relearning")
-                    items = {i: (v, None, None) for i, v in counts.hits.items()}
-                else:
-                    counts, items = _measure(ctx.with_model(m, tok), canary, method, None, "relearning")
-                found[name] = counts
-                records.extend(
-                    _measurement_records(
-                        runner,
-                        key,
-                        state.role,
-                        name,
-                        "relearning",
-                        checkpoint,
-                        spec.seed,
-                        counts,
-                        items,
-                        {**params, "reused_step0": reused is not None},
-                        time.perf_counter() - start,
-                    )
-                )
-        return {"k": sum(c.k for c in found.values()), "n": sum(c.n for c in found.values())}
-
-    outcome = train(model, PairsObjective(pairs, pad_id(tok)), train_cfg, on_checkpoint=on_checkpoint)
-    if outcome.status == "diverged":
-        reason = f"step {outcome.diverged_step}: {outcome.reason}"
-        records += _status_records(
-            runner, key, state.role, names, "relearning", "diverged", reason, f"budget={budget}/diverged"
+        measurement = BatteryRelearning(
+            plan,
+            budget,
+            battery,
+            context,
+            methods,
+            shared,
+            step0=lambda role: step0.get(role, {}),
+            progress=progress,
         )
-    del model
-    return records
+        run_on_states(runner, measurement, dict(states))
+
+
+def _relearn_context(inputs: Any, seed: int, tokens: int, state: Any) -> Any:
+    return inputs.context(state, seed=seed, max_new_tokens=tokens)
 
 
 __all__ = [
@@ -585,7 +289,6 @@ __all__ = [
     "CONTROL_ENTITIES",
     "BatteryInputs",
     "battery_cells",
-    "count_records",
     "counts_from_records",
     "prepare_battery",
     "relearning_battery_cells",

@@ -30,17 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from remnant.assess import facts as F
-from remnant.assess.cells import (
-    CellCache,
-    CellRunner,
-    RelearnPlan,
-    attack_cell,
-    kept_general_ids,
-    not_applicable_cell,
-    outcomes_of,
-    relearning_cell,
-    utility_cell,
-)
 from remnant.assess.classd import (
     CLASSD_CONTEXT,
     battery_cells,
@@ -53,8 +42,6 @@ from remnant.assess.inputs import (
     check_utility_metrics,
     load_or_mint_pack,
     prepare_inputs,
-    relearn_spec,
-    utility_components,
 )
 from remnant.assess.runfiles import (
     CONFIG_COPY,
@@ -64,6 +51,7 @@ from remnant.assess.runfiles import (
     run_id_for,
     store,
 )
+from remnant.assess.schedule import run_cells
 from remnant.assess.states import (
     LoadedState,
     install_state,
@@ -74,6 +62,7 @@ from remnant.assess.states import (
 )
 from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig, derive_seed, load_config
+from remnant.engine.runner import CellCache, CellRunner
 from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
 from remnant.records import RECORDS_FILE, Event
@@ -152,133 +141,6 @@ def _append_context(run: Path, run_id: str, items: dict[str, dict[str, Any]]) ->
     records.extend(new)
 
 
-def _cells(
-    cfg: AssessmentConfig,
-    inputs: Inputs,
-    states: dict[str, LoadedState],
-    runner: CellRunner,
-    session: Session,
-) -> None:
-    master = cfg.seeds.master
-    shared = inputs.key_inputs()
-    ctx = inputs.context(
-        states[F.CONTROL], seed=derive_seed(master, "baseline"), max_new_tokens=inputs.scoring_tokens
-    )
-    probe_inputs = {**shared, "probes": inputs.probe_ids, "max_new_tokens": inputs.scoring_tokens}
-    # Unattacked baselines: installed strength (R2), the control's own knowledge (R5), and the removal's effect.
-    baseline: dict[str, list[Any] | None] = {}
-    for role in (F.CONTROL, F.PRE, F.POST):
-        done = attack_cell(
-            runner,
-            state=states[role],
-            attack_name=F.NONE,
-            attack=None,
-            ctx=ctx,
-            probes=inputs.probes,
-            key_inputs=probe_inputs,
-        )
-        ok = bool(done) and done[0].status == "run"
-        baseline[role] = outcomes_of(runner, done[0].cell_key, inputs.probes) if ok else None
-    # Utility at the removal stage on every state, identical conditions (R10, R11).
-    if inputs.needs_general_set():
-        general_ctx = inputs.context(
-            states[F.CONTROL], seed=derive_seed(master, "general"), max_new_tokens=16
-        )
-        kept = kept_general_ids(
-            runner, control=states[F.CONTROL], ctx=general_ctx, general=inputs.general, key_inputs=shared
-        )
-        inputs.set_general_kept(kept)
-    metrics = utility_components(cfg, inputs)
-    for name, metric, _ in metrics:
-        if metric.spec is not None:
-            inputs.components.append({"role": f"utility:{name}", **metric.spec.to_dict()})
-    for role in (F.CONTROL, F.PRE, F.POST):
-        for name, metric, data in metrics:
-            utility_cell(
-                runner,
-                state=states[role],
-                metric_name=name,
-                metric=metric,
-                fmt=inputs.fmt,
-                data=data,
-                key_inputs=shared,
-            )
-    # Inference-time and other declared attacks, post-removal and control alike (C-Q1, C-Q2, C-Q4), and on the
-    # pre-removal model, whose score under the attack tells format disruption from robustness (C-Q3).
-    for name, attack, reason, surface in inputs.attacks:
-        if attack is None:
-            not_applicable_cell(
-                runner, attack_name=name, surface=surface, reason=reason or "disabled", key_inputs=shared
-            )
-            continue
-        actx = inputs.context(
-            states[F.CONTROL],
-            seed=derive_seed(master, "attack", name),
-            max_new_tokens=inputs.attack_tokens.get(name, inputs.scoring_tokens),
-            batch_size=inputs.attack_batch.get(name, 16),
-        )
-        for role in (F.POST, F.CONTROL, F.PRE):
-            attack_cell(
-                runner,
-                state=states[role],
-                attack_name=name,
-                attack=attack,
-                ctx=actx,
-                probes=inputs.probes,
-                key_inputs={**probe_inputs, "slot": name},
-            )
-    # Relearning: both models, identical procedure, every budget and checkpoint (C-W1..C-W6).
-    rel = cfg.attacks.relearning
-    if rel is None or not rel.enabled:
-        if rel is not None:
-            not_applicable_cell(
-                runner,
-                attack_name=F.RELEARNING,
-                surface="relearning",
-                reason=rel.reason or "disabled",
-                key_inputs=shared,
-            )
-        return
-    spec = relearn_spec(cfg, rel)
-    arms = [
-        RelearnPlan(
-            F.RELEARNING, spec, inputs.relearn_set, inputs.relearn_order(spec, inputs.relearn_set), True
-        )
-    ]
-    if rel.scored_items_arm:
-        arms.append(
-            RelearnPlan(
-                F.SCORED_ARM, spec, inputs.scored_set, inputs.relearn_order(spec, inputs.scored_set), False
-            )
-        )
-    for plan in arms:
-        budgets = [b for b in spec.budgets if b <= len(plan.relearn_set)]
-        if not budgets:
-            not_applicable_cell(
-                runner,
-                attack_name=plan.arm,
-                surface="relearning",
-                reason=f"the relearning set holds {len(plan.relearn_set)} examples, fewer than every budget",
-                key_inputs=shared,
-            )
-            continue
-        for budget in budgets:
-            for role in (F.POST, F.CONTROL):
-                with_utility = plan.utility_at_end and role == F.POST and budget == budgets[-1]
-                relearning_cell(
-                    runner,
-                    plan=plan,
-                    budget=budget,
-                    state=states[role],
-                    ctx=ctx,
-                    probes=inputs.probes,
-                    utility=metrics if with_utility else [],
-                    key_inputs=probe_inputs,
-                    progress=session.progress,
-                    step0=baseline.get(role),
-                )
-
-
 def assess(
     config: str | Path | AssessmentConfig,
     run_dir: str | Path,
@@ -340,7 +202,7 @@ def assess(
     )
     runner = CellRunner(records, run_id, cache=session.cell_cache, before_cell=session.before_cell)
     runner.progress = lambda label: session.log(f"  cell: {label}")
-    _cells(cfg, inputs, states, runner, session)
+    run_cells(cfg, inputs, states, runner, progress=session.progress)
     battery = prepare_battery(cfg, inputs)
     if battery is not None:  # Class D battery, post-removal model and control alike (D-2 to D-5.3, D4)
         _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})

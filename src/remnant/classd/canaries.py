@@ -60,6 +60,16 @@ class CanaryProbes:
         return (*self.target, *self.control)
 
 
+def measurement_name(risk: str, method: str, surface: str = "inference_time") -> str:
+    """The attack name of a Class D measurement in the verdict facts: ``risk``, then ``/relearning`` on that
+    surface (D-5.3), then ``/method`` unless it is the direct query: ``singling_out``, ``linkability/likelihood``,
+    ``singling_out/prefill``, ``inference/relearning``."""
+    parts = (
+        [risk] + ([surface] if surface != "inference_time" else []) + ([method] if method != "direct" else [])
+    )
+    return "/".join(parts)
+
+
 @dataclass(frozen=True)
 class RiskCounts:
     """One measurement of one risk on one model state: k/n on target canaries beside control entities (D4).
@@ -84,15 +94,8 @@ class RiskCounts:
 
     @property
     def name(self) -> str:
-        """The attack name in the verdict facts: ``risk``, then ``/relearning`` on that surface (D-5.3), then
-        ``/method`` unless it is the direct query: ``singling_out``, ``linkability/likelihood``,
-        ``singling_out/prefill``, ``inference/relearning``."""
-        parts: list[str] = [self.risk]
-        if self.surface != "inference_time":
-            parts.append(self.surface)
-        if self.method != "direct":
-            parts.append(self.method)
-        return "/".join(parts)
+        """The attack name in the verdict facts (:func:`measurement_name`)."""
+        return measurement_name(self.risk, self.method, self.surface)
 
     @property
     def rate(self) -> float:

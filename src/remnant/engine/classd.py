@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from remnant.classd.canaries import measurement_name
 from remnant.engine.cell import CellTarget, observation_record, status_record
 from remnant.engine.measurement import Measurement, Record
 from remnant.engine.relearning import RelearnPlan, checkpoint_label
@@ -27,14 +28,6 @@ from remnant.standard.vocabulary import CONTROL_ENTITIES
 
 #: (value, output text, willing) of one probe: what an observation records.
 ItemResult = tuple[bool | float, str | None, bool | None]
-
-
-def measurement_name(risk: str, method: str, surface: str = "inference_time") -> str:
-    """``risk[/relearning][/method]``: the name a battery measurement's records carry (direct is implicit)."""
-    parts = (
-        [risk] + ([surface] if surface != "inference_time" else []) + ([method] if method != "direct" else [])
-    )
-    return "/".join(parts)
 
 
 def count_records(

@@ -1,0 +1,185 @@
+"""Which measurements an assessment runs, on which states, in which order (R3, R10-R12, C-Q1..C-Q4, C-W1..C-W6).
+
+Every cell is a :class:`remnant.engine.measurement.Measurement` run by the one cell runner; this module only
+decides the schedule, so the post-removal model and the control get identical measurements (R3, C-Q4, C-W5):
+
+1. the unattacked baseline on every state (installed strength R2, the control's own knowledge R5);
+2. utility at the removal stage on every state (R10, R11), after the control's general-question set (R10);
+3. every declared inference-time or weight-level attack on the post-removal model, the control and the
+   pre-removal model (C-Q3), a not-applicable one recorded with its reason (C-Q2);
+4. relearning at every budget on the post-removal model and the control, attack-stage utility on the
+   post-removal model's last budget (C-W1..C-W6, R12), and the C-W6 scored-items arm when declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from remnant.assess.cells import kept_general_ids, outcomes_of
+from remnant.assess.inputs import Inputs, relearn_spec, utility_components
+from remnant.config import AssessmentConfig, derive_seed
+from remnant.engine.attack import BASELINE, AttackMeasurement, NotApplicable
+from remnant.engine.measurement import run_measurement, run_on_states
+from remnant.engine.relearning import RelearningMeasurement, RelearnPlan
+from remnant.engine.runner import CellRunner
+from remnant.engine.utility import UtilityMeasurement
+from remnant.standard.vocabulary import CONTROL, POST, PRE
+
+RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
+Outcomes = list[Any] | None
+
+
+def run_cells(
+    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner, *, progress: bool
+) -> None:
+    """Every cell of the assessment but the Class D battery (module docstring)."""
+    baseline = baseline_cells(cfg, inputs, states, runner)
+    utility = utility_cells(cfg, inputs, states, runner)
+    attack_cells(cfg, inputs, states, runner)
+    relearning_cells(cfg, inputs, states, runner, utility=utility, step0=baseline.get, progress=progress)
+
+
+def probe_inputs(inputs: Inputs) -> dict[str, Any]:
+    """What every probe-set cell's key holds besides its component: the shared inputs, P and the scoring length."""
+    return {**inputs.key_inputs(), "probes": inputs.probe_ids, "max_new_tokens": inputs.scoring_tokens}
+
+
+def baseline_context(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any]) -> Any:
+    """The unattacked scoring context: greedy generation at the scoring length, the baseline seed."""
+    seed = derive_seed(cfg.seeds.master, "baseline")
+    return inputs.context(states[CONTROL], seed=seed, max_new_tokens=inputs.scoring_tokens)
+
+
+def baseline_cells(
+    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner
+) -> dict[str, Outcomes]:
+    """The unattacked baseline on every state; returns each state's item outcomes (relearning's step 0)."""
+    ctx = baseline_context(cfg, inputs, states)
+    measurement = AttackMeasurement(
+        BASELINE, None, ctx, inputs.probes, probe_inputs(inputs), roles=(CONTROL, PRE, POST)
+    )
+    out: dict[str, Outcomes] = {}
+    for role, done in run_on_states(runner, measurement, states).items():
+        ok = bool(done) and done[0].status == "run"
+        out[role] = outcomes_of(runner, done[0].cell_key, inputs.probes) if ok else None
+    return out
+
+
+def utility_cells(
+    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner
+) -> list[UtilityMeasurement]:
+    """Utility at the removal stage on every state, identical conditions (R10, R11); returns the metrics."""
+    shared = inputs.key_inputs()
+    if inputs.needs_general_set():
+        seed = derive_seed(cfg.seeds.master, "general")
+        general_ctx = inputs.context(states[CONTROL], seed=seed, max_new_tokens=16)
+        kept = kept_general_ids(
+            runner, control=states[CONTROL], ctx=general_ctx, general=inputs.general, key_inputs=shared
+        )
+        inputs.set_general_kept(kept)
+    measurements = []
+    for name, metric, data in utility_components(cfg, inputs):
+        if metric.spec is not None:
+            inputs.components.append({"role": f"utility:{name}", **metric.spec.to_dict()})
+        measurements.append(UtilityMeasurement(name, metric, inputs.fmt, data, shared))
+    for role in (CONTROL, PRE, POST):
+        for measurement in measurements:
+            run_measurement(runner, measurement, states[role])
+    return measurements
+
+
+def attack_cells(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner) -> None:
+    """Every declared attack on the post-removal model, the control and the pre-removal model, whose score under
+    the attack tells format disruption from robustness (C-Q1..C-Q4); not-applicable ones recorded (C-Q2)."""
+    shared = inputs.key_inputs()
+    for name, attack, reason, surface in inputs.attacks:
+        if attack is None:
+            run_measurement(runner, NotApplicable(name, surface, reason or "disabled", shared), None)
+            continue
+        ctx = inputs.context(
+            states[CONTROL],
+            seed=derive_seed(cfg.seeds.master, "attack", name),
+            max_new_tokens=inputs.attack_tokens.get(name, inputs.scoring_tokens),
+            batch_size=inputs.attack_batch.get(name, 16),
+        )
+        measurement = AttackMeasurement(
+            name,
+            attack,
+            ctx,
+            inputs.probes,
+            {**probe_inputs(inputs), "slot": name},
+            roles=(POST, CONTROL, PRE),
+        )
+        run_on_states(runner, measurement, states)
+
+
+def relearning_plans(cfg: AssessmentConfig, inputs: Inputs) -> list[RelearnPlan]:
+    """The held-out arm and, when declared, the C-W6 arm on the scored items (never adjudicating)."""
+    rel = cfg.attacks.relearning
+    assert rel is not None
+    spec = relearn_spec(cfg, rel)
+    arms = [
+        RelearnPlan(
+            RELEARNING, spec, inputs.relearn_set, inputs.relearn_order(spec, inputs.relearn_set), True
+        )
+    ]
+    if rel.scored_items_arm:
+        order = inputs.relearn_order(spec, inputs.scored_set)
+        arms.append(RelearnPlan(SCORED_ARM, spec, inputs.scored_set, order, False))
+    return arms
+
+
+def relearning_cells(
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    states: dict[str, Any],
+    runner: CellRunner,
+    *,
+    utility: Sequence[UtilityMeasurement],
+    step0: Callable[[str], Outcomes],
+    progress: bool,
+) -> None:
+    """Relearning on both models, identical procedure, every budget and checkpoint (C-W1..C-W6)."""
+    rel = cfg.attacks.relearning
+    shared = inputs.key_inputs()
+    if rel is None or not rel.enabled:
+        if rel is not None:
+            na = NotApplicable(RELEARNING, "relearning", rel.reason or "disabled", shared)
+            run_measurement(runner, na, None)
+        return
+    ctx = baseline_context(cfg, inputs, states)
+    for plan in relearning_plans(cfg, inputs):
+        budgets = [b for b in plan.spec.budgets if b <= len(plan.relearn_set)]
+        if not budgets:
+            reason = f"the relearning set holds {len(plan.relearn_set)} examples, fewer than every budget"
+            run_measurement(runner, NotApplicable(plan.arm, "relearning", reason, shared), None)
+            continue
+        for budget in budgets:
+            for role in (POST, CONTROL):
+                at_end = plan.utility_at_end and role == POST and budget == budgets[-1]
+                measurement = RelearningMeasurement(
+                    plan,
+                    budget,
+                    ctx,
+                    inputs.probes,
+                    probe_inputs(inputs),
+                    utility=utility if at_end else (),
+                    step0=step0,
+                    progress=progress,
+                )
+                run_measurement(runner, measurement, states[role])
+
+
+__all__ = [
+    "RELEARNING",
+    "SCORED_ARM",
+    "attack_cells",
+    "baseline_cells",
+    "baseline_context",
+    "probe_inputs",
+    "relearning_cells",
+    "relearning_plans",
+    "run_cells",
+    "utility_cells",
+]
