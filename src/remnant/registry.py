@@ -50,7 +50,7 @@ class ComponentSpec:
             "kind": self.kind,
             "name": self.name,
             "version": self.version,
-            "params": _jsonable(self.params),
+            "params": jsonable(self.params),
         }
 
 
@@ -152,12 +152,12 @@ def create(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any
     return instance
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Parameters as JSON-ready values (tuples become lists; anything else unknown becomes its repr)."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     try:
         json.dumps(value)
     except TypeError:
@@ -172,6 +172,7 @@ __all__ = [
     "create",
     "defaults",
     "get",
+    "jsonable",
     "names",
     "register",
     "version",

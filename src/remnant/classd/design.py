@@ -18,13 +18,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.packs.digest import canonical_json, sha256_text
+from remnant.packs.digest import sha256_text
 from remnant.standard.minima import (
     max_recoveries_for_removed,
     min_n_for_zero_recoveries,
     r21_row,
     upper_bound,
 )
+from remnant.statement.canonical import canonical_text
 
 #: The fields two designs must share for their rates to be compared without a stated difference (D5).
 COMPARED = (
@@ -103,7 +104,7 @@ def design_of(pack: Any, *, install_epochs: float | None = None) -> CanaryDesign
             "answer_forms": total("answer_forms"),
         },
         surface_forms_digest="sha256:"
-        + sha256_text(canonical_json({k: v for k, v in forms.items() if k != "link_options"})),
+        + sha256_text(canonical_text({k: v for k, v in forms.items() if k != "link_options"})),
         link_options=forms.get("link_options"),
         sector_affinity=design.get("population", {}).get("sector_affinity"),
         entities=sum(n for role, n in roles.items() if role != "control"),

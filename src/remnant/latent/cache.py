@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_atomic
+from remnant.registry import jsonable
+from remnant.statement.canonical import canonical_json
 
 
 def digest_inputs(inputs: Any) -> str:
     """sha256 of the canonical JSON of ``inputs`` (sorted keys, no whitespace)."""
-    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(jsonable(inputs))).hexdigest()
 
 
 def model_digest(model: Any, given: str | None = None) -> str:

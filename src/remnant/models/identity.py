@@ -55,9 +55,9 @@ def sha256_text(text: str) -> str:
 
 
 def _digest(fields: dict[str, Any]) -> str:
-    import json
+    from remnant.statement.canonical import canonical_text
 
-    return sha256_text(json.dumps(fields, sort_keys=True, separators=(",", ":")))
+    return sha256_text(canonical_text(fields))
 
 
 def weights_digest_of(model: Any) -> str:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from remnant.packs.digest import canonical_json, sha256_text
+from remnant.packs.digest import sha256_text
 from remnant.packs.schema import Item, Pack, write_json_atomic
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
+from remnant.statement.canonical import canonical_text
 
 R5_NEAR_ZERO = 0.05
 
@@ -87,9 +88,9 @@ def identity_digest(identity: Any) -> str:
         if isinstance(value, str):
             return value
     if hasattr(identity, "model_dump"):
-        return "sha256:" + sha256_text(canonical_json(identity.model_dump(mode="json")))
+        return "sha256:" + sha256_text(canonical_text(identity.model_dump(mode="json")))
     if isinstance(identity, dict):
-        return "sha256:" + sha256_text(canonical_json(identity))
+        return "sha256:" + sha256_text(canonical_text(identity))
     return "sha256:" + sha256_text(str(identity))
 
 

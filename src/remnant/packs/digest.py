@@ -1,4 +1,4 @@
-"""Pack digests: per-item sha256 over canonical JSON, rolled up with the manifest (issue 3, Z1, R23).
+"""Pack digests: per-item sha256 over canonical JSON (RFC 8785), rolled up with the manifest (Z1, R23).
 
 Any change to any item, or to any manifest field other than the digest itself, changes the pack digest.
 """
@@ -6,14 +6,10 @@ Any change to any item, or to any manifest field other than the digest itself, c
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON text: sorted keys, no whitespace, UTF-8 characters kept (stable across runs)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+from remnant.statement.canonical import canonical_text
 
 
 def sha256_text(text: str) -> str:
@@ -23,10 +19,10 @@ def sha256_text(text: str) -> str:
 
 def item_digest(item: Mapping[str, Any]) -> str:
     """sha256 of one item's canonical JSON."""
-    return sha256_text(canonical_json(dict(item)))
+    return sha256_text(canonical_text(dict(item)))
 
 
 def pack_digest(manifest: Mapping[str, Any], item_digests: Iterable[str]) -> str:
     """Roll up the manifest (without ``digest``) and the ordered per-item digests into the pack digest."""
     body = {k: v for k, v in manifest.items() if k != "digest"}
-    return "sha256:" + sha256_text(canonical_json({"manifest": body, "items": list(item_digests)}))
+    return "sha256:" + sha256_text(canonical_text({"manifest": body, "items": list(item_digests)}))

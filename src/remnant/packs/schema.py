@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from remnant.atomic import write_atomic
 from remnant.errors import PackError
 from remnant.jsonio import loads_strict
-from remnant.packs.digest import canonical_json, item_digest, pack_digest
+from remnant.packs.digest import item_digest, pack_digest
+from remnant.statement.canonical import canonical_text
 
 #: Version of the target-pack schema; one of the Z1 triple (Standard, pack schema, harness).
 PACK_SCHEMA_VERSION = "1.0"
@@ -217,7 +218,7 @@ def write_pack(pack: Pack, directory: str | Path) -> Path:
     """Write ``items.jsonl`` then ``pack.json`` atomically into ``directory`` (created if needed)."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    lines = "".join(canonical_json(item_dict(it)) + "\n" for it in pack.items)
+    lines = "".join(canonical_text(item_dict(it)) + "\n" for it in pack.items)
     write_atomic(out / "items.jsonl", lines)
     write_atomic(
         out / "items.sha256", "".join(f"{item_digest(item_dict(it))}  {it.id}\n" for it in pack.items)

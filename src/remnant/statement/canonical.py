@@ -112,8 +112,13 @@ def _serialise(value: Any, out: list[str]) -> None:
         raise ConfigError(f"canonical JSON cannot hold a {type(value).__name__}", requirement="K5")
 
 
-def canonical_json(value: Any) -> bytes:
-    """Serialise a JSON value to its RFC 8785 canonical UTF-8 bytes (the signed form, K5)."""
+def canonical_text(value: Any) -> str:
+    """A JSON value in its RFC 8785 canonical form, as text: what remnant hashes and signs (K5, R23)."""
     out: list[str] = []
     _serialise(value, out)
-    return "".join(out).encode("utf-8")
+    return "".join(out)
+
+
+def canonical_json(value: Any) -> bytes:
+    """Serialise a JSON value to its RFC 8785 canonical UTF-8 bytes (the signed form, K5)."""
+    return canonical_text(value).encode("utf-8")

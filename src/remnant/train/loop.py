@@ -35,6 +35,8 @@ import torch
 
 from remnant.atomic import replace_dir
 from remnant.errors import ConfigError, DivergedError
+from remnant.registry import jsonable
+from remnant.statement.canonical import canonical_json
 
 if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
     from remnant.train.methods.base import LossTerms
@@ -99,7 +101,7 @@ class TrainConfig:
         d = asdict(self)
         for k in ("progress", "desc", "save_every"):
             d.pop(k)
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(jsonable(d))).hexdigest()
 
 
 class Objective(Protocol):
