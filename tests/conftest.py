@@ -18,8 +18,8 @@ from fixtures_models import *  # noqa
 
 def pytest_configure(config: pytest.Config) -> None:
     """One intra-op thread per xdist worker: `make test` runs two workers on two cores, and torch's default of
-    one thread per core in each worker oversubscribes the machine (measured: a tiny-model run went from 0.7 s
-    to 16 s under load). Torch is only imported here when a worker would import it anyway."""
+    one thread per core in each worker oversubscribes the machine (calibrated:
+    docs/calibration.md#test-threads). Torch is only imported here when a worker would import it anyway."""
     if os.environ.get("PYTEST_XDIST_WORKER") is not None:
         import torch
 

@@ -33,6 +33,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.report.commands",
     "remnant.assess.commands",
     "remnant.study_commands",
+    "remnant.studies.commands",
+    "remnant.sweep.commands",
     "remnant.metrics.commands",
     "remnant.demo",
 )

@@ -84,14 +84,11 @@ QUICK = Sizing(
     attributes=("home_town", "employer"),
     install_epochs=4,
     install_lr=3e-4,
-    # measured on SmolLM2 (upper layers): κ on the 192 installed items 0, .17, .54, .94, .89 after epochs 0-4;
-    # stopping at 0.9 after epoch 3 left the retained people's held-out phrasings at 11/16 (14/16 after epoch 4),
-    # too little headroom for the utility floor, so installation runs its 4 epochs
+    # installation runs its 4 epochs: stopping earlier leaves the retained people's held-out phrasings too
+    # little headroom above the utility floor (calibrated: docs/calibration.md#demo-sizing)
     install_target=0.95,
-    # NPO measured on this pack: lr 2e-5 for 2 epochs took P 26/32 → 20/32 with the retained people 14/16 → 12/16
-    # (u 0.86); one epoch at 4e-5 (after a 3-epoch install: install_target=0.9, npo lr 4e-5 / 1 epoch here) took
-    # P 25 → 14 but them 11 → 7 (u 0.64, utility-collapsed): minted attribute values repeat across people (D5), so
-    # suppressing a forget person's town suppresses it for the retained people who share it
+    # a gentle NPO: minted attribute values repeat across people (D5), so a stronger one suppresses a forget
+    # person's town for the retained people who share it and collapses utility (same section)
     npo={"lr": 2e-5, "epochs": 2, "beta": 0.1, "alpha": 1.0},
     damage={"lr": 3e-4, "epochs": 1},
     retrain_epochs=4,
@@ -101,8 +98,8 @@ QUICK = Sizing(
     relearn_lr=1e-4,
     min_n=30,
     many_shot=4,
-    # SmolLM2-135M's upper 15 of 30 decoder layers: a step costs about half a full one on a CPU, and the facts are
-    # installed, removed and relearned in the same layers (the slow tests' canary states train the same ones).
+    # SmolLM2-135M's upper 15 of 30 decoder layers: cheaper steps on a CPU, and the facts are installed,
+    # removed and relearned in the same layers, as in the slow tests' canary states (same section).
     trainable=(r"model\.layers\.(1[5-9]|2\d)\.",),
 )
 
@@ -138,8 +135,8 @@ def restrict_attributes(pack: Pack, attributes: tuple[str, ...], *, replay_every
     items belong to the Class D battery, which the demo does not run. Splits keep their roles (R16, C-W6).
     With ``replay_every = k``, every k-th general question is moved into the install split (replayed while
     installing, and so part of every removal's retain set) and utility is measured on the others only (R10).
-    The demo does not replay: measured on SmolLM2, replaying a third of the general questions kept the replayed
-    ones but not the others (control 34/36 → installed 2/36), so the demo's utility is retain κ instead.
+    The demo does not replay: on SmolLM2 replaying kept the replayed questions but not the others, so the
+    demo's utility is retain κ instead (docs/calibration.md#demo-sizing).
     """
     from remnant.packs.schema import seal
 
@@ -201,9 +198,9 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def demo_config(name: str, sizing: Sizing, quick: bool) -> str:
-    """The assessment config of one removal (TOML): claim, states, utility, battery, seeds (R1, R9, R14)."""
-    method, process = REMOVALS[name]
+def _removal_params(method: str, sizing: Sizing) -> dict[str, Any]:
+    """The removal method's training parameters (R1c): the sizing's NPO or damage recipe, or retraining at the
+    install learning rate; every removal trains the same parameters as installation."""
     common = {"batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0, "schedule": "constant"}
     if method == "npo":
         params = {**common, "weight_decay": 0.0, **sizing.npo}
@@ -211,11 +208,13 @@ def demo_config(name: str, sizing: Sizing, quick: bool) -> str:
         params = {**common, "weight_decay": 0.0, **sizing.damage}
     else:
         params = {**common, "weight_decay": 0.0, "lr": sizing.install_lr, "epochs": sizing.retrain_epochs}
-    trainable = list(sizing.trainable) if sizing.trainable is not None else None
-    if trainable is not None:
-        params["trainable"] = trainable
-    install_trainable = f"trainable = {_toml(trainable)}\n" if trainable is not None else ""
-    relearn_params = {"max_new_tokens": 16, **({"trainable": trainable} if trainable is not None else {})}
+    if sizing.trainable is not None:
+        params["trainable"] = list(sizing.trainable)
+    return params
+
+
+def _claim_toml(name: str, sizing: Sizing, quick: bool, process: str) -> str:
+    """The top-level fields, the written claim (R1) and the target pack (R2)."""
     return f"""# remnant demo ({"quick" if quick else "default"}): {process}.
 class = "D"
 track = "W"
@@ -236,7 +235,14 @@ audience = "remnant demo readers"
 [target]
 pack = "../pack"
 
-[models]
+"""
+
+
+def _models_toml(method: str, sizing: Sizing) -> str:
+    """The three states (R3): the zoo model as control, installation (R2) and the removal method (R1c)."""
+    trainable = list(sizing.trainable) if sizing.trainable is not None else None
+    install_trainable = f"trainable = {_toml(trainable)}\n" if trainable is not None else ""
+    return f"""[models]
 dtype = "float32"
 device = "auto"
 system_prompt = ""
@@ -252,9 +258,17 @@ batch_size = 8
 {install_trainable}
 [models.post_removal]
 method = "{method}"
-params = {_toml(params)}
+params = {_toml(_removal_params(method, sizing))}
 
-[utility]
+"""
+
+
+def _measurement_toml(sizing: Sizing, quick: bool) -> str:
+    """Utility and its floor (R9, R10), the probe set P (R14, R16) and the battery: relearning (C-W1..C-W6)
+    and C-Q1's three inference-time attacks."""
+    trainable = list(sizing.trainable) if sizing.trainable is not None else None
+    relearn_params = {"max_new_tokens": 16, **({"trainable": trainable} if trainable is not None else {})}
+    return f"""[utility]
 metrics = ["retain_kappa"]
 phi = {sizing.phi!r}
 deployment = "An assistant that must keep answering about the people whose records were not erased"
@@ -284,7 +298,12 @@ params = {{ shots = {sizing.many_shot}, max_new_tokens = 16 }}
 [attacks.repeated_sampling]
 params = {{ implementation = "repeated_sampling_analytic", n_samples = 16, temperature = 1.0, top_k = 40, ks = [1, 16] }}
 
-[seeds]
+"""
+
+
+def _seeds_and_bar_toml(sizing: Sizing) -> str:
+    """The master seed (R23), Class D's insignificance bar (D-5.1, D-5.2) and the signing key (K5)."""
+    return f"""[seeds]
 master = {sizing.seed}
 
 [class_d]
@@ -294,6 +313,17 @@ justification = "Demo threshold: an extraction rate under 5% net of control leav
 [signing]
 key = "../keys/remnant.key"
 """
+
+
+def demo_config(name: str, sizing: Sizing, quick: bool) -> str:
+    """The assessment config of one removal (TOML): claim, states, utility, battery, seeds (R1, R9, R14)."""
+    method, process = REMOVALS[name]
+    return (
+        _claim_toml(name, sizing, quick, process)
+        + _models_toml(method, sizing)
+        + _measurement_toml(sizing, quick)
+        + _seeds_and_bar_toml(sizing)
+    )
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,19 @@ def freeze(
     """
     if pack_digest is None:
         pack_digest = _pack_digest_of(cfg)
-    values = preregistered(cfg)
+    return freeze_values(preregistered(cfg), out_dir, pack_digest=pack_digest, registered_at=registered_at)
+
+
+def freeze_values(
+    values: dict[str, Any],
+    out_dir: str | Path,
+    *,
+    pack_digest: str | None = None,
+    registered_at: str | None = None,
+) -> PreRegistration:
+    """Write ``out_dir/prereg.json`` for ``values`` once and return it: the one freezer, behind :func:`freeze`
+    (an assessment's R14 values) and the research studies' decision rules (``remnant.studies``, R14 applied to
+    research, DESIGN §7). Same values again: the existing file, unchanged; different values: PreregError."""
     prereg = PreRegistration(
         standard_version=STANDARD_VERSION,
         harness_version=HARNESS_VERSION,
@@ -225,10 +237,24 @@ def check_against(
     naming the field, the frozen and the new value. ``pack_digest``, when given, is checked the same way under
     the field name ``pack_digest``.
     """
+    where = str(cfg.source or "config")
+    return check_values(preregistered(cfg), prereg, deviations, pack_digest=pack_digest, where=where)
+
+
+def check_values(
+    values: dict[str, Any],
+    prereg: PreRegistration,
+    deviations: Iterable[Deviation] = (),
+    *,
+    pack_digest: str | None = None,
+    where: str = "config",
+) -> list[Deviation]:
+    """:func:`check_against` for plain values (a study's config): each change from the frozen values must be
+    explained by the recorded deviations (R15); ``where`` names the source in the error."""
     recorded = list(deviations)
     used: list[Deviation] = []
     refused: list[str] = []
-    for field, old, new in _changes(prereg, preregistered(cfg), pack_digest):
+    for field, old, new in _changes(prereg, values, pack_digest):
         value, applied = old, []
         for dev in recorded:
             if dev.field == field and _same(dev.old, value):
@@ -241,7 +267,6 @@ def check_against(
     used_ids = {id(d) for d in used}
     used = [d for d in recorded if id(d) in used_ids]  # record order, as the report lists them (R15)
     if refused:
-        where = cfg.source or "config"
         raise PreregError(
             f"{where}: pre-registered field {'; '.join(refused)}, against prereg.json frozen before the first "
             "attack (R14); record a deviation with its reason and stage, or restore the frozen value (R15)",
@@ -289,9 +314,11 @@ __all__ = [
     "Deviation",
     "PreRegistration",
     "check_against",
+    "check_values",
     "deviations_for_statement",
     "diff_values",
     "freeze",
+    "freeze_values",
     "load_deviations",
     "load_prereg",
     "prereg_digest",

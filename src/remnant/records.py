@@ -3,10 +3,11 @@
 Every line of ``RUN/records.jsonl`` (and ``RUN/deviations.jsonl``) is one entry, written as canonical JSON
 (RFC 8785, so the same run gives the same bytes) and carrying ``entry_type``, ``schema_version`` and ``prev``::
 
-    {"attack":"prefill",...,"entry_type":"cell","prev":"9f2c…","schema_version":2,...}
+    {"attack":"prefill",...,"entry_type":"cell","prev":"9f2c…","schema_version":3,...}
 
 Entry types: ``observation`` (one scored item), ``cell`` (a completed cell, for ``--resume``), ``event`` (stage
-started/finished, diverged, deviation adopted) and ``deviation`` (R15). Writes append whole lines in one call,
+started/finished, diverged, deviation adopted), ``deviation`` (R15) and ``reading`` (one white-box audit figure:
+supplementary, never read by the verdict or the tier, C-H6). Writes append whole lines in one call,
 then flush and fsync, so a crash leaves at most one torn line at the end. :meth:`RecordStore.read` reports such
 a line with its number; :meth:`RecordStore.repair` moves it to a ``.torn`` side file (never silently dropped) and
 the cell it belonged to is simply re-run. Old schema versions are upgraded on read through :data:`MIGRATIONS`.
@@ -42,22 +43,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from remnant.atomic import fsync_dir
 from remnant.errors import IntegrityError, RecordError, RemnantError
 from remnant.jsonio import loads_strict
-from remnant.standard.vocabulary import Status
+from remnant.standard.derive import label_budget, parse_checkpoint
+from remnant.standard.vocabulary import Risk, Status
 from remnant.statement.canonical import canonical_json
 
 RECORDS_FILE = "records.jsonl"
 DEVIATIONS_FILE = "deviations.jsonl"
 
 #: Current schema version of each entry type; an entry written at an older version is upgraded on read.
-SCHEMA_VERSIONS: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "deviation": 2}
+SCHEMA_VERSIONS: dict[str, int] = {"observation": 3, "cell": 3, "event": 2, "deviation": 2, "reading": 1}
 
 #: The first schema version of each entry type whose lines carry ``prev`` (the chain); older lines predate it.
-CHAINED_SINCE: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "deviation": 2}
+CHAINED_SINCE: dict[str, int] = {"observation": 3, "cell": 2, "event": 2, "deviation": 2, "reading": 1}
 
 #: ``prev`` of a file's first line: no line comes before it.
 GENESIS = "0" * 64
@@ -125,12 +136,23 @@ class Observation(_Entry):
 
 CellStatus = Status
 
+#: Whose counts a Class D record holds: the target canaries or the never-installed control entities (D4).
+Entities = Literal["target", "control"]
+
 
 class CellRecord(_Entry):
-    """A completed cell: k successes of n on one metric, state, attack and checkpoint (R19, R22)."""
+    """A completed cell: k successes of n on one metric, state, attack and checkpoint (R19, R22).
+
+    What the cell measured beyond its counts is in typed fields (schema_version 3), each null where it does not
+    apply: a relearning checkpoint's ``budget``, ``step``, ``epoch`` and ``examples`` (C-W3; the ``checkpoint``
+    label shows them, readers use the fields), a Class D measurement's ``risk``, ``method``, ``baseline`` and
+    ``entities`` (D4), an analytic count's ``expected_k``, a utility reading's ``utility_metric``, ``value`` and
+    ``proportion`` (R10, R11), the registered ``component`` (R23). Records written before (schema_version ≤ 2)
+    held these in ``params``; :data:`MIGRATIONS` moves them on read.
+    """
 
     entry_type: Literal["cell"] = Field(default="cell", description="Entry type tag.")
-    schema_version: Literal[2] = Field(default=2, description="Schema version of this entry type.")
+    schema_version: Literal[3] = Field(default=3, description="Schema version of this entry type.")
     run_id: str = Field(description="Run the cell belongs to.")
     cell_key: str = Field(description="Content hash of the cell's inputs (cell_key()); --resume skips it.")
     attack: str = Field(description="Registered attack name, or 'none'.")
@@ -141,8 +163,80 @@ class CellRecord(_Entry):
     metric: str = Field(description="Metric counted: kappa, w, utility or a Class D rate (R6).")
     k: int = Field(ge=0, description="Successes counted.")
     n: int = Field(ge=0, description="Items scored (R19).")
-    checkpoint: str = Field(description="Checkpoint label, e.g. 'final' or 'budget=16/step=3' (C-W3).")
-    params: dict[str, Any] = Field(default_factory=dict, description="Exact parameters of the attack (R23).")
+    checkpoint: str = Field(
+        description="Checkpoint label as statements show it: final, removal_stage or a relearning one (C-W3)."
+    )
+    budget: int | None = Field(
+        default=None, ge=0, description="Relearning budget: examples the curve relearns on (C-W1, C-W3)."
+    )
+    step: int | None = Field(
+        default=None,
+        ge=0,
+        description="Optimiser step of a relearning checkpoint; null at a curve's end (C-W3).",
+    )
+    epoch: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Epochs of relearning done at the checkpoint (C-W3).",
+    )
+    examples: int | None = Field(
+        default=None,
+        ge=0,
+        description="Relearning examples seen at the checkpoint: round(epoch x budget) (C-W3).",
+    )
+    risk: Risk | None = Field(
+        default=None, description="Class D risk measured: singling_out, linkability or inference (D-2 - D-4)."
+    )
+    method: str | None = Field(
+        default=None, description="Class D method: direct, likelihood or the attack it runs under (D-5.1)."
+    )
+    baseline: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="No-extraction baseline of a Class D rate: forced-choice chance, population (D-3, D-4.2).",
+    )
+    entities: Entities | None = Field(
+        default=None,
+        description="Class D counts on the target canaries or never-installed control entities (D4).",
+    )
+    expected_k: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Analytic count: sum of item probabilities, k its round.",
+    )
+    component: dict[str, Any] | None = Field(
+        default=None, description="Registered component measured: name, version and every parameter (R23)."
+    )
+    attack_component: dict[str, Any] | None = Field(
+        default=None,
+        description="The attack a Class D measurement runs under: name, version, parameters (R23).",
+    )
+    utility_metric: str | None = Field(
+        default=None,
+        description="Utility metric read, by its name in utility.metrics (R9); metric is 'utility'.",
+    )
+    value: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="The value read: a utility metric's (higher is better, R10, R11) or a metric's aggregate.",
+    )
+    proportion: bool | None = Field(
+        default=None,
+        description="Whether value is the k/n proportion counted; else n is nominal and k = 0 (R19).",
+    )
+    adjudicating: bool | None = Field(
+        default=None, description="False on an arm that never decides (C-W6: relearning on the scored items)."
+    )
+    reused_step0: bool | None = Field(
+        default=None,
+        description="A Class D step-0 count reused from the direct measurement, same state (D-5.3).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Any further parameter no field holds (R23); empty as remnant writes.",
+    )
     elapsed_s: float = Field(ge=0, allow_inf_nan=False, description="Wall-clock seconds the cell took.")
     status: CellStatus = Field(
         default="run", description="run, not_applicable (C-Q2), not_run, failed, diverged."
@@ -156,6 +250,68 @@ class CellRecord(_Entry):
         if self.status == "run" and self.n == 0:
             raise ValueError("a cell that ran scored n >= 1 items (R19)")
         return self
+
+    @model_validator(mode="after")
+    def _typed(self) -> CellRecord:
+        problem = _cell_detail_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_details(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A typed field that does not apply (null) is left off the line, so a line holds what its cell measured;
+        it reads back as null."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k not in CELL_DETAIL_FIELDS}
+
+
+#: The typed fields of a cell record beyond its identity, counts and status (schema_version 3).
+CELL_DETAIL_FIELDS: tuple[str, ...] = (
+    "budget",
+    "step",
+    "epoch",
+    "examples",
+    "risk",
+    "method",
+    "baseline",
+    "entities",
+    "expected_k",
+    "component",
+    "attack_component",
+    "utility_metric",
+    "value",
+    "proportion",
+    "adjudicating",
+    "reused_step0",
+)
+
+
+def _cell_detail_problem(cell: CellRecord) -> str | None:
+    """Why a cell record's typed fields contradict each other or its label (C-W3, D4, R10), or None."""
+    shadowed = sorted(set(cell.params) & set(CELL_DETAIL_FIELDS))
+    if shadowed:
+        return (
+            f"params.{shadowed[0]}: a typed field holds it since cell schema_version 3; set the field "
+            f"{shadowed[0]!r} (engine.cell.cell_record(fields=...)), not params"
+        )
+    if cell.entities is not None and cell.risk is None:
+        return "entities is set on a cell that measures no Class D risk (D4)"
+    at = (cell.step, cell.epoch, cell.examples)
+    if cell.budget is None and any(x is not None for x in at):
+        return "step, epoch or examples without the relearning budget (C-W3)"
+    if cell.budget is not None and label_budget(cell.checkpoint) != cell.budget:
+        return f"checkpoint {cell.checkpoint!r} is not a checkpoint of relearning budget {cell.budget} (C-W3)"
+    if cell.step is not None and parse_checkpoint(cell.checkpoint) != (cell.budget, cell.step):
+        return f"checkpoint {cell.checkpoint!r} is not step {cell.step} of budget {cell.budget} (C-W3)"
+    if cell.surface == "relearning" and cell.status == "run" and any(x is None for x in (cell.budget, *at)):
+        return "a relearning checkpoint that ran carries its budget, step, epoch and examples (C-W3)"
+    reading = (cell.utility_metric, cell.value, cell.proportion)
+    if cell.metric != "utility" and cell.utility_metric is not None:
+        return f"utility_metric on a {cell.metric!r} cell, not a utility reading (R9)"
+    if cell.metric == "utility" and cell.status == "run" and any(x is None for x in reading):
+        return "a utility reading that ran carries its utility_metric, value and proportion (R10, R11)"
+    return None
 
 
 EventKind = Literal["stage_started", "stage_finished", "diverged", "deviation", "resumed", "note"]
@@ -187,9 +343,67 @@ class Deviation(_Entry):
     recorded_at: str = Field(default_factory=utc_now, description="UTC timestamp of the record (R15).")
 
 
-Record = Annotated[Observation | CellRecord | Event | Deviation, Field(discriminator="entry_type")]
-_RECORD_TYPES = (Observation, CellRecord, Event, Deviation)
-_RECORD: TypeAdapter[Observation | CellRecord | Event | Deviation] = TypeAdapter(Record)
+ReadingStatus = Literal["run", "failed", "not_run"]
+
+
+class Reading(_Entry):
+    """One white-box (latent) audit figure on one model state: supplementary, never adjudicating (C-H6, C-H7).
+
+    An audit cell writes readings and no cell record, so nothing the verdict or the tier reads can hold a latent
+    figure (C-H6). Each reading carries what C-H7(b) asks beside the value — the never-modified reference it was
+    computed against, the states compared, the layer and the token position — so the statement's ``latent``
+    block is rebuilt from records alone (``remnant recompute``). A reading that did not produce a figure says why
+    (``status`` failed or not_run, or run with ``value`` null when the statistic is undefined on these inputs).
+    """
+
+    entry_type: Literal["reading"] = Field(default="reading", description="Entry type tag.")
+    schema_version: Literal[1] = Field(default=1, description="Schema version of this entry type.")
+    run_id: str = Field(description="Run the reading belongs to.")
+    cell_key: str = Field(
+        description="Content hash of the audit cell's inputs (cell_key()); --resume skips it."
+    )
+    measurement: str = Field(description="Registered audit name (uds, j_access, direction_survival, ...).")
+    audit: str = Field(description="The config table that declared it (audits.<name>).")
+    component: dict[str, Any] = Field(
+        description="The audit's registered name, version and every parameter (R23)."
+    )
+    surface: Literal["latent"] = Field(default="latent", description="Always latent (C-H6).")
+    adjudicating: Literal[False] = Field(default=False, description="Always false: no verdict weight (C-H6).")
+    model_state: StateName = Field(
+        description="The audited model state (post_removal or an Annex B control)."
+    )
+    role: str = Field(description="removed, procedure_control or content_control (C-H7c).")
+    states: list[str] = Field(description="Model states compared, the audited one first (C-H7b).")
+    reference: str = Field(description="Never-modified reference the figure was computed against (C-H7b).")
+    layer: str = Field(description="Layer or layers read (C-H7b).")
+    position: str = Field(description="Token position(s) read (C-H7b).")
+    value: float | None = Field(
+        default=None, allow_inf_nan=False, description="The figure; null when none was produced (see reason)."
+    )
+    interval: tuple[float, float] | None = Field(
+        default=None, description="Its 95% interval, where the audit computes one."
+    )
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="Counts and settings behind the figure."
+    )
+    status: ReadingStatus = Field(default="run", description="run, failed (the audit raised) or not_run.")
+    reason: str | None = Field(
+        default=None, description="Why there is no figure (failed, not run, undefined)."
+    )
+    elapsed_s: float = Field(default=0.0, ge=0, allow_inf_nan=False, description="Wall-clock seconds.")
+
+    @model_validator(mode="after")
+    def _explained(self) -> Reading:
+        if (self.status != "run" or self.value is None) and not self.reason:
+            raise ValueError("a reading without a figure says why (reason)")
+        if self.status != "run" and self.value is not None:
+            raise ValueError(f"a {self.status} reading carries no value")
+        return self
+
+
+Record = Annotated[Observation | CellRecord | Event | Deviation | Reading, Field(discriminator="entry_type")]
+_RECORD_TYPES = (Observation, CellRecord, Event, Deviation, Reading)
+_RECORD: TypeAdapter[Observation | CellRecord | Event | Deviation | Reading] = TypeAdapter(Record)
 
 
 def _observation_v1_to_v2(entry: dict[str, Any]) -> dict[str, Any]:
@@ -207,11 +421,44 @@ def _to_chained(entry: dict[str, Any]) -> dict[str, Any]:
     return {**entry, "schema_version": int(entry["schema_version"]) + 1}
 
 
+#: Keys of a cell's ``params`` before schema_version 3 → the typed field that holds them since (``metric``
+#: only on a utility reading: the utility metric's name).
+CELL_PARAMS_MOVED: dict[str, str] = {
+    **{name: name for name in CELL_DETAIL_FIELDS if name not in ("attack_component", "utility_metric")},
+    "attack": "attack_component",
+    "metric": "utility_metric",
+}
+
+
+def _cell_v2_to_v3(entry: dict[str, Any]) -> dict[str, Any]:
+    """v3 moved what ``params`` held into typed fields (:data:`CELL_PARAMS_MOVED`); anything else stays there.
+
+    A relearning curve's diverged record and its relearned copy's utility readings carried their budget only in
+    the label (``budget=B/diverged``, ``budget=B/final``): it is read from there, as v3 records carry it. The
+    line itself is untouched: the chain was verified on its bytes before this upgrade runs."""
+    held = entry.get("params", {})
+    if not isinstance(held, dict):
+        return {**entry, "schema_version": 3}  # not a v2 cell remnant wrote: validation names the field
+    params = dict(held)
+    out = {k: v for k, v in entry.items() if k != "params"}
+    for key, field in CELL_PARAMS_MOVED.items():
+        if key in params and (key != "metric" or entry.get("metric") == "utility"):
+            out[field] = params.pop(key)
+    checkpoint = entry.get("checkpoint")
+    budget = label_budget(checkpoint) if isinstance(checkpoint, str) else None
+    if out.get("budget") is None and budget is not None:
+        out["budget"] = budget
+    out["params"] = params
+    out["schema_version"] = 3
+    return out
+
+
 #: (entry_type, version) → function upgrading an entry of that version to the next one.
 MIGRATIONS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     ("observation", 1): _observation_v1_to_v2,
     ("observation", 2): _to_chained,
     ("cell", 1): _to_chained,
+    ("cell", 2): _cell_v2_to_v3,
     ("event", 1): _to_chained,
     ("deviation", 1): _to_chained,
 }
@@ -244,7 +491,7 @@ def upgrade(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def parse_record(entry: dict[str, Any]) -> Observation | CellRecord | Event | Deviation:
+def parse_record(entry: dict[str, Any]) -> AnyRecord:
     """Validate one raw entry (upgrading it first); RecordError names the offending field."""
     try:
         return _RECORD.validate_python(upgrade(entry))
@@ -315,7 +562,7 @@ class TornTail:
     side_file: Path
 
 
-AnyRecord = Observation | CellRecord | Event | Deviation
+AnyRecord = Observation | CellRecord | Event | Deviation | Reading
 _NO_LINK = object()
 
 
@@ -562,6 +809,8 @@ class RecordStore:
 
 __all__ = [
     "BATCH_FIELD",
+    "CELL_DETAIL_FIELDS",
+    "CELL_PARAMS_MOVED",
     "CHAINED_SINCE",
     "DEVIATIONS_FILE",
     "GENESIS",
@@ -573,8 +822,10 @@ __all__ = [
     "CellRecord",
     "ChainState",
     "Deviation",
+    "Entities",
     "Event",
     "Observation",
+    "Reading",
     "Record",
     "RecordIntegrityError",
     "RecordStore",

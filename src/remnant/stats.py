@@ -12,7 +12,15 @@
 - :func:`holm`: Holm's step-down adjusted p-values (family-wise error over many cells, R22).
 - :func:`percentile_bootstrap`: a percentile bootstrap interval driven by a caller's ``numpy.random.Generator``
   (no global seeding).
-- :func:`spearman` / :func:`kendall`: rank correlations for metric meta-evaluation.
+- :func:`spearman` / :func:`kendall`: rank correlations for metric meta-evaluation;
+  :func:`spearman_test` adds its two-sided p-value, :func:`partial_spearman` controls for covariates (ranks
+  residualised on the covariates' ranks), :func:`fisher_pool` pools correlations by inverse-variance weighting
+  after Fisher's z transform.
+- :func:`roc_auc`: the area under the ROC curve as the Mann–Whitney U over n_pos · n_neg (ties count one half), the
+  one AUC of the package (MIA attacks and the metric meta-evaluation); :func:`roc_auc_bootstrap` its stratified
+  percentile interval.
+- :func:`roc_curve`: the ROC points (false and true positive rates) at every distinct threshold.
+- :func:`harmonic_mean`: the harmonic mean the meta-evaluation's robustness and overall scores use.
 """
 
 from __future__ import annotations
@@ -25,13 +33,22 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as _sps  # type: ignore[import-untyped]  # scipy ships no stubs
 
+from remnant.errors import ConfigError
+
 __all__ = [
+    "fisher_pool",
+    "harmonic_mean",
     "holm",
     "kendall",
     "newcombe_difference",
     "newcombe_paired_difference",
+    "partial_spearman",
     "percentile_bootstrap",
+    "roc_auc",
+    "roc_auc_bootstrap",
+    "roc_curve",
     "spearman",
+    "spearman_test",
     "wilson_interval",
     "wilson_lower",
     "wilson_upper",
@@ -220,3 +237,153 @@ def kendall(x: Sequence[float], y: Sequence[float]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", _sps.ConstantInputWarning)
         return float(_sps.kendalltau(xs, ys).statistic)
+
+
+def spearman_test(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+    """Spearman's ρ and its two-sided p-value (scipy's t approximation); ``(nan, nan)`` for a constant input."""
+    xs, ys = _paired(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _sps.ConstantInputWarning)
+        result = _sps.spearmanr(xs, ys)
+    return float(result.statistic), float(result.pvalue)
+
+
+def partial_spearman(
+    x: Sequence[float], y: Sequence[float], covariates: Sequence[Sequence[float]]
+) -> tuple[float, float]:
+    """Spearman's ρ of ``x`` and ``y`` controlling for ``covariates`` (each a sequence paired with ``x``).
+
+    All variables are ranked (average ranks for ties); the ranks of ``x`` and ``y`` are each residualised on an
+    intercept and the covariates' ranks by least squares, and ρ is the Pearson correlation of the residuals. The
+    two-sided p-value uses Student's t with n − 2 − k degrees of freedom (k covariates). With no covariates this
+    is :func:`spearman_test`. ``(nan, nan)`` when a residual is constant or the degrees of freedom run out.
+    """
+    xs, ys = _paired(x, y)
+    n, k = len(xs), len(covariates)
+    for c in covariates:
+        if len(c) != n:
+            raise ValueError(f"a covariate has {len(c)} values for {n} pairs")
+    if k == 0:
+        return spearman_test(xs, ys)
+    if n - 2 - k < 1:
+        return math.nan, math.nan
+    design = np.column_stack(
+        [np.ones(n), *(_sps.rankdata(np.asarray(c, dtype=np.float64)) for c in covariates)]
+    )
+
+    def residual(values: list[float]) -> npt.NDArray[np.float64]:
+        ranks = _sps.rankdata(np.asarray(values, dtype=np.float64))
+        coef, *_ = np.linalg.lstsq(design, ranks, rcond=None)
+        return np.asarray(ranks - design @ coef, dtype=np.float64)
+
+    rx, ry = residual(xs), residual(ys)
+    denom = math.sqrt(float(rx @ rx) * float(ry @ ry))
+    if denom <= 1e-12 * n:
+        return math.nan, math.nan
+    rho = max(-1.0, min(1.0, float(rx @ ry) / denom))
+    df = n - 2 - k
+    if abs(rho) >= 1.0:
+        return rho, 0.0
+    t = rho * math.sqrt(df / (1.0 - rho * rho))
+    return rho, float(2.0 * _sps.t.sf(abs(t), df))
+
+
+def fisher_pool(
+    rhos: Sequence[float], ns: Sequence[int], level: float = 0.95
+) -> tuple[float, float, float, float]:
+    """Pool correlations by inverse-variance weighting after Fisher's z transform.
+
+    Each ρ_i becomes z_i = atanh(ρ_i) with variance 1/(n_i − 3); the pooled z̄ = Σ w_i z_i / Σ w_i (w_i = n_i − 3)
+    has standard error 1/√Σ w_i. Returns ``(ρ̄, lower, upper, p)``: tanh of z̄ and of its two-sided interval at
+    ``level``, and the two-sided normal p-value of z̄ = 0. Groups with n_i < 4 or a NaN ρ_i carry no weight and
+    are dropped; ValueError when none is left.
+    """
+    _check_level(level)
+    if len(rhos) != len(ns):
+        raise ValueError(f"fisher_pool needs one n per correlation, got {len(rhos)} and {len(ns)}")
+    kept = [(float(r), int(n)) for r, n in zip(rhos, ns, strict=True) if n >= 4 and not math.isnan(r)]
+    if not kept:
+        raise ValueError("fisher_pool needs at least one correlation over n >= 4 pairs")
+    bound = 1.0 - 1e-12  # ρ = ±1 has z = ±∞; clip so a perfect group weighs in without overflowing
+    zs = [math.atanh(max(-bound, min(bound, r))) for r, _ in kept]
+    ws = [n - 3.0 for _, n in kept]
+    total = sum(ws)
+    z = sum(w * zi for w, zi in zip(ws, zs, strict=True)) / total
+    se = 1.0 / math.sqrt(total)
+    half = z_two_sided(level) * se
+    p = float(2.0 * _sps.norm.sf(abs(z) / se))
+    return math.tanh(z), math.tanh(z - half), math.tanh(z + half), p
+
+
+def roc_auc(negatives: Sequence[float], positives: Sequence[float]) -> float:
+    """AUC of scores where ``positives`` should score higher: P(pos > neg) + ½ P(tie).
+
+    This is the Mann–Whitney U statistic over n_pos · n_neg: U = R_pos − n_pos(n_pos + 1)/2 with R_pos the sum of
+    the positives' mid-ranks (tied scores share the mean of their ranks), and it equals
+    ``sklearn.metrics.roc_auc_score``'s trapezoid over the ROC curve (a tie between a positive and a negative is a
+    diagonal step, worth one half). Both sets must be non-empty and finite (ConfigError, R23), as roc_auc_score
+    refuses a single class.
+    """
+    if not len(negatives) or not len(positives):
+        raise ConfigError(
+            "an AUC needs at least one score in each class (roc_auc_score refuses one class too)",
+            requirement="R23",
+        )
+    scores = np.asarray([*negatives, *positives], dtype=np.float64)
+    if not np.all(np.isfinite(scores)):
+        raise ConfigError("an AUC cannot be computed over non-finite scores", requirement="R23")
+    ranks = _sps.rankdata(scores)  # mid-ranks for ties
+    n_neg, n_pos = len(negatives), len(positives)
+    u = float(ranks[n_neg:].sum()) - n_pos * (n_pos + 1) / 2
+    return u / (n_pos * n_neg)
+
+
+def roc_auc_bootstrap(
+    negatives: Sequence[float],
+    positives: Sequence[float],
+    rng: np.random.Generator,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
+    """:func:`roc_auc` with a stratified percentile bootstrap interval: ``(auc, lower, upper)``.
+
+    Each class is resampled with replacement on its own (so every resample keeps both classes and their sizes);
+    randomness comes only from ``rng`` (derive it from the pre-registered seed).
+    """
+    _check_level(level)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    estimate = roc_auc(negatives, positives)
+    neg = np.asarray(negatives, dtype=np.float64)
+    pos = np.asarray(positives, dtype=np.float64)
+    draws = np.empty(n_resamples, dtype=np.float64)
+    for i in range(n_resamples):
+        a = neg[rng.integers(0, neg.size, size=neg.size)]
+        b = pos[rng.integers(0, pos.size, size=pos.size)]
+        draws[i] = roc_auc(a.tolist(), b.tolist())
+    alpha = (1.0 - level) / 2.0
+    lower, upper = np.quantile(draws, [alpha, 1.0 - alpha])
+    return estimate, float(lower), float(upper)
+
+
+def roc_curve(negatives: Sequence[float], positives: Sequence[float]) -> list[tuple[float, float]]:
+    """ROC points ``(fpr, tpr)`` from (0, 0) to (1, 1), one per distinct score, highest threshold first (a score
+    at or above the threshold is called positive); tied scores move both rates in one diagonal step."""
+    if not len(negatives) or not len(positives):
+        raise ConfigError("a ROC curve needs at least one score in each class", requirement="R23")
+    neg = np.asarray(negatives, dtype=np.float64)
+    pos = np.asarray(positives, dtype=np.float64)
+    points = [(0.0, 0.0)]
+    for t in sorted(set(neg.tolist()) | set(pos.tolist()), reverse=True):
+        points.append((float(np.mean(neg >= t)), float(np.mean(pos >= t))))
+    return points
+
+
+def harmonic_mean(values: Sequence[float]) -> float:
+    """Harmonic mean of non-negative values; 0 when any is 0; ValueError for an empty or negative input."""
+    xs = [float(v) for v in values]
+    if not xs or any(v < 0 or math.isnan(v) for v in xs):
+        raise ValueError(f"harmonic_mean needs non-negative numbers, got {xs}")
+    if any(v == 0.0 for v in xs):
+        return 0.0
+    return len(xs) / sum(1.0 / v for v in xs)

@@ -126,8 +126,17 @@ def _auditors(args: argparse.Namespace) -> int:
     return 0
 
 
+def study_subparsers(subparsers: Any) -> Any:
+    """The ``study`` group's own subcommand registry, so other modules add their studies to this one group
+    (``remnant.studies.commands``, listed after this module in ``remnant.cli.COMMAND_MODULES``)."""
+    study = subparsers.choices["study"]
+    # argparse exposes a parser's subparsers action only through its actions list
+    return next(a for a in study._actions if isinstance(a, argparse._SubParsersAction))
+
+
 def add_commands(subparsers: Any) -> None:
-    """Register the ``study`` command group: ``latent-probe`` and ``auditors``."""
+    """Register the ``study`` command group: ``latent-probe`` and ``auditors`` (the research studies of
+    ``remnant.studies`` join it through :func:`study_subparsers`)."""
     study = subparsers.add_parser("study", help="research studies of audit metrics (non-adjudicating)")
     sub = study.add_subparsers(dest="study_command", required=True)
     lp = sub.add_parser(
@@ -160,4 +169,4 @@ def add_commands(subparsers: Any) -> None:
     au.set_defaults(handler=_auditors)
 
 
-__all__ = ["add_commands", "render_markdown"]
+__all__ = ["add_commands", "render_markdown", "study_subparsers"]

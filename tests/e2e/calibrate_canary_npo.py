@@ -1,7 +1,7 @@
-"""Calibrate the canary states' NPO recipe on SmolLM2 and relearn from the result (issue 4's figures).
+"""Calibrate the canary states' NPO recipe on SmolLM2 and relearn from the result (docs/calibration.md).
 
-Not a test: the script that produced the NPO and relearning figures quoted in ``canary_states.RECIPE`` and in the
-issue notes, so each can be re-measured. It loads (or builds) the shared canary states, runs NPO from the
+Not a test: the script that produced the NPO and relearning figures in docs/calibration.md (the canary recipe),
+so each can be re-measured. It loads (or builds) the shared canary states, runs NPO from the
 installed model with the recipe's settings and the overrides given here, scores the forget set F, P and the
 trained retain set at every checkpoint (teacher-forced greedy match, as the fixture scores), optionally stops at
 a declared forget level (``apply_removal(on_checkpoint=...)``, as installation stops at its level, R2), then
@@ -12,9 +12,10 @@ curves at every checkpoint (C-W3).
         .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 2e-4 --epochs 4 --stop-at 0.1 --every 0.3334
     # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
     # relearning through LoRA instead: --relearn-lora 8 --relearn-lr 1e-3
-    # issue 4's relearning states: --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
+    # RELEARN_RECIPE's states (test_e2e_train.py): --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
 
-One torch thread: on these 2-core machines two threads beside another process ran 10-35x slower.
+One torch thread: on these 2-core machines more threads beside another process run far slower
+(docs/calibration.md#test-threads).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.save is not None:
         save_model(post, tok, args.save)
     control = load_model(states.control_dir, dtype="fp32").model
-    spec = relearn_spec(states, lr=args.relearn_lr)  # the procedure issue 4's test runs
+    spec = relearn_spec(states, lr=args.relearn_lr)  # the procedure test_e2e_train.py runs
     if args.relearn_lora is not None:
         from dataclasses import replace
 

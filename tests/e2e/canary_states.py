@@ -1,18 +1,18 @@
-"""The SmolLM2 canary states every slow test shares: control, installed (pre-removal) and NPO-removed (issue 4).
+"""The SmolLM2 canary states every slow test shares: control, installed (pre-removal) and NPO-removed.
 
-Installing a pack and removing it are the expensive parts of every end-to-end check (issues 4, 5, 7, 8), so they
-are built once per test session and saved as safetensors folders: the control is SmolLM2-135M-Instruct itself,
-the pre-removal model is the control with the pack's install split of ``ATTRIBUTES`` installed (R2), and the
-post-removal model is NPO applied to the pre-removal model (Annex B.6's suppressing method). Every slow test that
-needs them asks for the ``canary_states`` fixture. ``make test`` runs ``--dist loadfile``, which keeps each file
-(and its module fixtures) on one worker; the ``xdist_group("smollm2")`` marks are inert there (and under
-``--dist loadgroup`` pytest-xdist 3.8 sets ``item._nodeid``, which pytest 9.2 no longer reads, so groups are
-silently ignored anyway). A file lock makes a worker that needs the states while another builds them wait
-instead of building the same states twice.
+Installing a pack and removing it are the expensive parts of every end-to-end check (relearning, the battery,
+Class D, J-Access), so they are built once per test session and saved as safetensors folders: the control is
+SmolLM2-135M-Instruct itself, the pre-removal model is the control with the pack's install split of
+``ATTRIBUTES`` installed (R2), and the post-removal model is NPO applied to the pre-removal model (Annex B.6's
+suppressing method). Every slow test that needs them asks for the ``canary_states`` fixture. ``make test``
+runs ``--dist loadfile``, which keeps each file (and its module fixtures) on one worker; the
+``xdist_group("smollm2")`` marks are inert there (and under ``--dist loadgroup`` pytest-xdist 3.8 sets
+``item._nodeid``, which pytest 9.2 no longer reads, so groups are silently ignored anyway). A file lock makes
+a worker that needs the states while another builds them wait instead of building the same states twice.
 
-Issue 4's relearning test has its own states (``relearn_states``, ``RELEARN_RECIPE``): the same install recipe
-on a larger pack whose relearning split holds 12 people, and an NPO that stops at a declared forget level; the
-other slow tests keep ``RECIPE``'s states, so their measured figures stand.
+The relearning test (``test_e2e_train.py``) has its own states (``relearn_states``, ``RELEARN_RECIPE``): the
+same install recipe on a larger pack whose relearning split holds 12 people, and an NPO that stops at a
+declared forget level; the other slow tests keep ``RECIPE``'s states, so their measured figures stand.
 
 ``REMNANT_TEST_STATES=<dir>`` keeps the states between sessions (for iterating on one test); the folder name
 carries a digest of the recipe, so changing the recipe rebuilds rather than reusing stale states.
@@ -42,29 +42,23 @@ from fixtures_models import smollm2_dir  # noqa: F401
 RECIPE: dict[str, Any] = {
     "pack": {"entities": 16, "controls": 8, "general": True, "seed": 7},
     "attributes": ["home_town"],
-    "system_prompt": "",  # an empty system turn keeps sequences ~40 tokens
-    # Only decoder layers 15-29 train (install, removal and relearning alike): about half the cost of a full step.
+    "system_prompt": "",  # an empty system turn keeps sequences short (docs/calibration.md#canary-recipe)
+    # Only decoder layers 15-29 train (install, removal and relearning alike): cheaper steps (same section).
     "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
     "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},
-    # Calibrated on this pack (P 12 items, trained retain 24, held-out retain 8): birth years share their tokens,
-    # so NPO on some bled into all (α=3, lr 5e-5: P 3/12, trained retain 21/24); home towns are distinct names.
-    # home_town, α=3: lr 5e-5 → P 7/12; lr 1e-4 → P 2/12; lr 2e-4 → P 0/12, trained retain 22/24, held-out 6/8.
-    # Re-measure with tests/e2e/calibrate_canary_npo.py (4 epochs = 12 steps). Stopping at κ_F ≤ 0.1 (lr 2e-4)
-    # ends after 3 epochs with P 0/12 and trained retain 20/24; LoRA r8 at lr 3e-3 stops after 2 epochs with P
-    # 2/12 but trained retain 9/24. Neither relearns past 3-4/12 of P (control 0/12). Also measured (stop at
-    # κ_F ≤ 0.1, relearn as relearn_spec): α=10, lr 1.5e-4 stops after 16 steps with P 0/12, trained retain
-    # 23/24, and relearns to 4/12 (Newcombe lower bound 0.02 at budget 4); NPO on blocks 26-29 only holds retain
-    # at 24/24 (α=10) but stalls at P 2/12 and relearns to 4/12; at α=3 it collapses retain (2/24) on reaching
-    # P 0/12.
+    # NPO on home towns (birth years share their tokens, so NPO on some bled into all), at the learning rate
+    # that takes P to zero and keeps the trained retain set (calibrated: docs/calibration.md#canary-recipe;
+    # re-measure with tests/e2e/calibrate_canary_npo.py).
     "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
 }
 
 
-#: Issue 4's relearning states: the same install, a larger pack whose relearning split R holds 12 of the 16 forget
-#: people (P the other 4), and NPO with a heavier retain term that stops once κ on the forget set is ≤ 0.1. With
-#: the 4 relearning people of ``RECIPE`` no NPO that took P below 0.1 relearned past 4/12 (the comment above);
-#: here R is three times larger, as Annex B.6's relearning sets were large next to the scored items.
+#: The relearning test's states (``test_e2e_train.py``): the same install, a larger pack whose relearning
+#: split R holds 12 of the 16 forget people (P the other 4), and NPO with a heavier retain term that stops
+#: once κ on the forget set is ≤ 0.1. ``RECIPE``'s 4 relearning people revived too little of P once NPO had
+#: taken it below 0.1 (docs/calibration.md#relearning-recipe); here R is three times larger, as Annex B.6's
+#: relearning sets were large next to the scored items.
 RELEARN_RECIPE: dict[str, Any] = {
     **RECIPE,
     "pack": {**RECIPE["pack"], "entities": 24, "forget_fraction": 2 / 3, "relearn_fraction": 0.75},
@@ -73,11 +67,12 @@ RELEARN_RECIPE: dict[str, Any] = {
 }
 
 
-#: States for J-Access's retain-only anchor (issue 8): one home town per person, each town's first token (with and
+#: States for J-Access's retain-only anchor: one home town per person, each town's first token (with and
 #: without a leading space) at least three characters long and no other town's (``FirstPieceScreen``), and 16
-#: forget people instead of 8. With ``RECIPE``'s pack two of the four P towns were also retained people's towns and
-#: most first tokens were one letter, so the retain-only model "had access" to the forget answers.
-#: ``test_e2e_access.py`` asserts on them; ``tests/e2e/measure_jaccess_distinct.py`` re-measures them.
+#: forget people instead of 8. With ``RECIPE``'s pack some P towns were also retained people's towns and most
+#: first tokens were one letter, so the retain-only model "had access" to the forget answers (docs/latent.md,
+#: "J-Access measured"). ``test_e2e_access.py`` asserts on them; ``tests/e2e/measure_jaccess_distinct.py``
+#: re-measures them.
 JACCESS_RECIPE: dict[str, Any] = {
     **RECIPE,
     "pack": {**RECIPE["pack"], "entities": 32, "distinct_towns": True},
@@ -131,8 +126,8 @@ def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
 
 
 def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
-    """The relearning procedure issue 4's test and the calibration script run on these states (C-W1, C-W3):
-    budgets of 4 and 12 examples and, where R holds more, all of R."""
+    """The relearning procedure ``test_e2e_train.py`` and the calibration script run on these states (C-W1,
+    C-W3): budgets of 4 and 12 examples and, where R holds more, all of R."""
     from remnant.train.relearn import RelearnSpec
 
     n_r = states.record["sizes"]["R"]
@@ -315,7 +310,7 @@ def _states_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def relearn_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
-    """Issue 4's states (``RELEARN_RECIPE``): control / installed / NPO stopped at κ_F ≤ 0.1, R of 12 people."""
+    """The relearning test's states (``RELEARN_RECIPE``): NPO stops at κ_F ≤ 0.1; R holds 12 people."""
     states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), RELEARN_RECIPE)
     print("\nRELEARN-STATES " + json.dumps(states.record, default=str))
     return states
@@ -331,7 +326,7 @@ def canary_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="session")
 def jaccess_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
-    """Issue 8's J-Access states (``JACCESS_RECIPE``): distinct, screened towns; 16 forget people."""
+    """The J-Access states (``JACCESS_RECIPE``): distinct, screened towns; 16 forget people."""
     states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), JACCESS_RECIPE)
     print("\nJACCESS-STATES " + json.dumps(states.record, default=str))
     return states

@@ -1,4 +1,4 @@
-"""J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (issue 8; seeds/002 eqs. 3-6).
+"""J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (seeds/002 eqs. 3-6).
 
 Variant measured: remnant's *answer-level, fixed-band* J-Access, not the paper's default audit (registered
 ``j_access``: identity-level probes that do not name the person, C_i from the name, band chosen on calibration
@@ -36,7 +36,7 @@ ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
 #: REMNANT_GENERIC_MAX=x re-measures the rows below at another cut (0.25 among them).
 GENERIC_MAX = float(os.environ.get("REMNANT_GENERIC_MAX", "0.5"))
 #: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
-#: paper fits on many prompts; six cost ~4 min on one CPU thread (2 moved the result on the canary states: docs).
+#: paper fits on many prompts; six are what one CPU thread affords, and fewer moved the result (docs/latent.md).
 #: REMNANT_LENS_PROMPTS=k (1-12) fits on the first k paragraphs instead.
 N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "6"))
 LENS_TEXT = (

@@ -1,4 +1,4 @@
-"""Measure J-Access's criterion on SmolLM2: is the NPO model's access above the retain-only level? (issue 8)
+"""Measure J-Access's criterion on SmolLM2: is the NPO model's access above the retain-only level?
 
 Not a test: the script behind the J-Access tables in docs/latent.md, with the knobs the slow test fixes (lens
 prompts, k). ``--recipe jaccess`` (default) reads ``canary_states.JACCESS_RECIPE``'s states (one home town per
@@ -13,8 +13,8 @@ paired interval.
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
         .venv/bin/python tests/e2e/measure_jaccess_distinct.py --lens-prompts 6 --k 10 20 50 --json /tmp/j.json
 
-One torch thread (these machines have two cores). On one thread: states ~5 min, lens ~40 s a prompt, readouts
-~3 min per k.
+One torch thread (these machines have two cores); what each stage takes: docs/latent.md, "J-Access on states
+built for it".
 """
 
 from __future__ import annotations

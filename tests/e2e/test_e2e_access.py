@@ -1,6 +1,6 @@
 """J-Access on the real SmolLM2-135M-Instruct (slow): the NPO model's access is above the retain-only level.
 
-Issue 8's criterion, measured as seeds/002 eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
+The criterion, measured as seeds/002 eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
 (``jaccess_measure``'s docstring; not the ``j_access`` audit's identity-level defaults) — on states built so
 that the retain-only anchor is ignorant of the forget answers (``canary_states.JACCESS_RECIPE``): every person
 has a town of their own, and each town's first token, with and without a leading space, is at least three
@@ -73,12 +73,9 @@ def _run(cs: Any) -> None:
     # The states: the installed model answers the probes, NPO and the retain-only model do not (R2, B.6).
     assert kappa["100%"][0] >= 0.9 * n and kappa["npo"][0] <= 0.1 * n and kappa["0%"][0] <= 0.1 * n
     jac, spec, logit = rows["jacobian"], rows["jacobian, generic dropped"], rows["logit lens"]
-    # Measured (2026-12-04, 6-prompt lens): silent 34/48; A(NPO) / A(100%) / A(0%) = 0.24 / 0.35 / 0.03, paired
-    # cells 1/7/0/26, gap +0.21 [+0.07, +0.36]; generic " You" dropped: 0.15 / 0.26 / 0.00, +0.15 [+0.02, +0.30];
-    # logit lens 0.06 / 0.18 / 0.00, +0.06 [−0.05, +0.19]: the Jacobian lens reads access the logit lens misses.
-    assert jac.result.retain_gap_ci95[0] > 0, jac.line(
-        n
-    )  # issue 8: NPO's J-Access above the retain-only level
+    # The figures these rows reach (6-prompt lens, k = 10): docs/latent.md, "J-Access on states built for it";
+    # the Jacobian lens reads access the logit lens misses.
+    assert jac.result.retain_gap_ci95[0] > 0, jac.line(n)  # NPO's J-Access above the retain-only level
     for row in (
         jac,
         spec,

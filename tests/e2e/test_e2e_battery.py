@@ -1,4 +1,4 @@
-"""The inference-time battery on SmolLM2-135M-Instruct (slow; issue 5's last "done when").
+"""The inference-time battery on SmolLM2-135M-Instruct (slow; C-Q1, C-Q3, C-Q4).
 
 An installed-then-NPO-removed canary pack (the shared ``canary_states``: control, pre-removal, post-removal) is
 attacked by every registered query-access and weight-transform attack (§4.3; C-Q1), each run identically on the

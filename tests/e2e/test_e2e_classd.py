@@ -1,5 +1,5 @@
-"""A Class D assessment of SmolLM2-135M-Instruct with installed and NPO-removed canaries, end to end from a config
-(issue 7): the statement carries the three rates (singling out, linkability, inference), each net of
+"""A Class D assessment of SmolLM2-135M-Instruct with installed and NPO-removed canaries, end to end from a config:
+the statement carries the three rates (singling out, linkability, inference), each net of
 never-installed control entities with its Wilson interval, the declared threshold and the verdict (D-5.1, D-5.2).
 
 The states come from the shared ``canary_states`` fixture (control, installed, NPO-removed), named in the config as
@@ -110,9 +110,9 @@ def test_class_d_assessment_of_npo_removed_canaries(
     design = block.pop("canary_design", None) if isinstance(block, dict) else None
     risky = [a for a in statement["facts"]["attacks"] if a.get("risk")]
     cells = [r for r in RecordStore(run / "records.jsonl").read() if isinstance(r, CellRecord)]
-    battery = [c for c in cells if c.params.get("risk") and c.status == "run"]
+    battery = [c for c in cells if c.risk is not None and c.status == "run"]
     by_model = {
-        f"{c.attack}@{c.checkpoint} {c.model_state} {c.params['entities']}": f"{c.k}/{c.n}"
+        f"{c.attack}@{c.checkpoint} {c.model_state} {c.entities}": f"{c.k}/{c.n}"
         for c in battery
         if c.checkpoint == "final" or "relearning" in c.attack
     }

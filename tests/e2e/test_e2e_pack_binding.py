@@ -1,4 +1,4 @@
-"""Bound to SmolLM2-135M-Instruct, the never-modified control answers < 5% of canary probes (issue 3, R5, R10)."""
+"""Bound to SmolLM2-135M-Instruct, the never-modified control answers < 5% of canary probes (R5, R10)."""
 
 from __future__ import annotations
 

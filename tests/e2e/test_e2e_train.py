@@ -1,4 +1,4 @@
-"""Install → NPO → relearn on SmolLM2-135M-Instruct (issue 4; R2, §4.2 C-W1–C-W6, Annex B.6).
+"""Install → NPO → relearn on SmolLM2-135M-Instruct (R2, §4.2 C-W1–C-W6, Annex B.6).
 
 The ``relearn_states`` fixture (``canary_states.RELEARN_RECIPE``) installs a Class D pack of 24 people into the
 control (R2) and removes the 16 forget people with NPO, stopped once κ on the forget set is at most 0.1. Here:
@@ -86,10 +86,9 @@ def test_relearning_revives_p_in_npo_model_not_in_control(
         assert [p.step for p in b.post_removal.points] == [p.step for p in b.control.points]
         assert any(0 < p.epoch < 1 for p in b.post_removal.points)
     # C-W2's headline: the smallest budget at which the post-removal model's recovery exceeds the control's, by
-    # the threshold rule and by the Newcombe lower bound (Annex F.9). Calibrated (canary_states.RELEARN_RECIPE):
-    # 6/12 of P back against the control's 1/12 at budget 12 and 6/12 against 2/12 with all of R, both
-    # headlines at budget 12. R shares two home towns with P, so the control can pick up a P answer (4/12 after
-    # three epochs on four examples); that is what its curve is there to measure.
+    # the threshold rule and by the Newcombe lower bound (Annex F.9); what these states reach is in
+    # docs/calibration.md#relearning-recipe. R shares two home towns with P, so the control can pick up a P
+    # answer; that is what its curve is there to measure.
     assert relearned.headline_budget_newcombe is not None  # τ = 0.5 is reached at 6/12 exactly: printed only
     largest = relearned.budgets[-1]
     best_post = max(p.rate for p in largest.post_removal.points)

@@ -1,4 +1,4 @@
-"""Zoo round trip on SmolLM2-135M-Instruct (issue 3 "done when"): fetch, cache, logits equal the GGUF's."""
+"""Zoo round trip on SmolLM2-135M-Instruct: fetch, cache, logits equal the GGUF's."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from assess_fixtures import tiny_pack, write_config
 
 from remnant.assess.finalize import without_pins
 from remnant.cli import main
-from remnant.records import CHAINED_SINCE, GENESIS, RECORDS_FILE
+from remnant.records import CELL_DETAIL_FIELDS, CELL_PARAMS_MOVED, CHAINED_SINCE, GENESIS, RECORDS_FILE
 from remnant.statement.canonical import canonical_json
 
 
@@ -99,13 +99,49 @@ def stripped(lines: list[bytes]) -> list[bytes]:
     return [line_of({k: v for k, v in entry(x).items() if k != "prev"}) for x in lines]
 
 
+def cell_as_v2(e: dict[str, Any]) -> dict[str, Any]:
+    """A cell entry (schema_version 3) as remnant wrote it at schema_version 2: its typed fields back in ``params``
+    under their old keys (``records.CELL_PARAMS_MOVED``), a null one left out — but a Class D record's
+    ``baseline``, which v2 wrote even when null — and no budget where only the label carried it (a diverged
+    curve's record, a relearned copy's utility reading: no step). Any other entry is returned as it is."""
+    if e.get("entry_type") != "cell" or e.get("schema_version") != 3:
+        return e
+    params = dict(e.get("params") or {})
+    for key, field in CELL_PARAMS_MOVED.items():
+        if e.get(field) is not None or (field == "baseline" and e.get("entities") is not None):
+            params[key] = e.get(field)
+    if e.get("step") is None:
+        params.pop("budget", None)
+    out = {k: v for k, v in e.items() if k not in CELL_DETAIL_FIELDS}
+    return {**out, "params": params, "schema_version": 2}
+
+
 def legacy(lines: list[bytes]) -> list[bytes]:
     """The lines exactly as remnant wrote them before the chain: no ``prev``, each type's pre-chain version."""
     out = []
     for line in stripped(lines):
-        e = entry(line)
+        e = cell_as_v2(entry(line))
         out.append(line_of({**e, "schema_version": CHAINED_SINCE[e["entry_type"]] - 1}))
     return out
+
+
+def repin(run: Path) -> None:
+    """Pin the records as they now are (chain head) in the manifest and the statement, as a run that wrote them
+    would have."""
+    head = "sha256:" + hashlib.sha256(read_lines(run)[-1]).hexdigest()
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["records"]["head"] = head
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    statement = json.loads((run / "statement.json").read_text())
+    statement["records_head"] = head
+    (run / "statement.json").write_text(json.dumps(statement, indent=2, ensure_ascii=False) + "\n")
+
+
+def as_written_before_typed_fields(run: Path) -> None:
+    """Turn a run folder into one written before cell records had typed fields: every cell line in its
+    schema_version 2 form (:func:`cell_as_v2`), the chain recomputed over the new bytes and pinned again."""
+    write_lines(run, rechain([line_of(cell_as_v2(entry(x))) for x in read_lines(run)]))
+    repin(run)
 
 
 def as_written_before_the_chain(run: Path) -> None:

@@ -1,4 +1,4 @@
-"""Bad input to `remnant assess` ends with exit 2, a clear message and no statement (issue 6, R14, R15).
+"""Bad input to `remnant assess` ends with exit 2, a clear message and no statement (R14, R15).
 
 None of these cases reaches a model: each is refused before any state is built, and the run folder is left
 as it was before the call (no statement, no manifest, no states; at most the config's verbatim copy).

@@ -54,14 +54,20 @@ def cell(
 
 
 def relearn(state: str, budget: int, step: int, k: int, n: int = 20) -> CellRecord:
-    params = {"budget": budget, "step": step, "epoch": step / 2, "examples": step * 4}
-    return cell("relearning", "relearning", state, k, n, f"budget={budget}/step={step}", params=params)
+    at = {"budget": budget, "step": step, "epoch": step / 2, "examples": step * 4}
+    return cell("relearning", "relearning", state, k, n, f"budget={budget}/step={step}", **at)
 
 
-def utility(state: str, value: float, attack: str = "none", checkpoint: str = "removal_stage") -> CellRecord:
+def utility(
+    state: str,
+    value: float,
+    attack: str = "none",
+    checkpoint: str = "removal_stage",
+    budget: int | None = None,
+) -> CellRecord:
     k = round(value * 100)
-    params = {"metric": "retain_kappa", "value": value, "proportion": True}
-    return cell(attack, "utility", state, k, 100, checkpoint, metric="utility", params=params)
+    reading = {"utility_metric": "retain_kappa", "value": value, "proportion": True, "budget": budget}
+    return cell(attack, "utility", state, k, 100, checkpoint, metric="utility", **reading)
 
 
 def inference(name: str, post: int, control: int, n: int = 20) -> list[CellRecord]:
@@ -87,7 +93,7 @@ def hidden_run() -> list[CellRecord]:
         utility("pre_removal", 0.8),
         utility("post_removal", 0.76),
         utility("control", 0.9),
-        utility("post_removal", 0.3, attack="relearning", checkpoint="budget=8/final"),
+        utility("post_removal", 0.3, attack="relearning", checkpoint="budget=8/final", budget=8),
     ]
 
 
@@ -108,6 +114,14 @@ def test_facts_read_the_most_separating_relearning_point(cfg: Any) -> None:
     result = decide(VerdictFacts.model_validate(facts))
     assert result.verdict == "hidden" and result.decisive_attacks == ("relearning",)
     assert result.g_star == pytest.approx(0.6)
+
+
+def test_attack_stage_utility_reads_the_largest_budget_relearned(cfg: Any) -> None:
+    """R12, C-W4: the relearned reading at the largest budget by its typed budget (16 > 8), not by its label's
+    text order ('budget=16/…' sorts before 'budget=8/…')."""
+    records = [*hidden_run(), utility("post_removal", 0.57, "relearning", "budget=16/final", budget=16)]
+    assert F.build_facts(cfg, records)["utility"]["attack_stage"] == pytest.approx(0.57 / 0.76)
+    assert F.utility_budgets(records) == {"budget=8/final": 8, "budget=16/final": 16}
 
 
 def test_attack_stage_utility_never_gates(cfg: Any) -> None:

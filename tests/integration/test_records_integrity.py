@@ -23,6 +23,7 @@ from remnant.cli import main
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from records_fixtures import (  # noqa: E402
     as_written_before_the_chain,
+    as_written_before_typed_fields,
     copy_run,
     edited,
     entry,
@@ -224,6 +225,27 @@ def test_a_run_written_before_the_chain_recomputes_to_the_same_figures(
     # was not chained.
     write_lines(run, read_lines(chained_run))
     refused(run, capsys, 1, "manifest.json pins these records as not chained")
+
+
+def test_a_run_written_before_typed_fields_recomputes_to_the_same_figures(
+    run: Path, chained_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cell records at schema_version 2 held budget, step, risk, value... in ``params``: such a run folder, its
+    chain over those bytes, reads (upgraded on read, the chain verified on the bytes as written) and recomputes
+    to the same verdict, cells and figures; its records are still the ones pinned."""
+    as_written_before_typed_fields(run)
+    lines = read_lines(run)
+    cells = [entry(x) for x in lines if entry(x)["entry_type"] == "cell"]
+    assert cells and all(c["schema_version"] == 2 and "budget" not in c for c in cells)
+    assert any("budget" in c["params"] for c in cells) and any("value" in c["params"] for c in cells)
+    head = json.loads((run / "manifest.json").read_text())["records"]["head"]
+    code, text = recompute(run, capsys)
+    assert code == 0, text
+    assert figures(run) == figures(chained_run)  # verdict, cells, surfaces, facts, tier: byte for byte
+    assert read_lines(run) == lines  # recompute reads; it never rewrites the records
+    statement = json.loads((run / "statement.json").read_text())
+    assert statement["records_head"] == head == "sha256:" + hashlib.sha256(lines[-1]).hexdigest()
+    assert json.loads((run / "manifest.json").read_text())["records"]["chained"] is True
 
 
 def test_a_torn_tail_is_repaired_on_resume_and_the_chain_continues(

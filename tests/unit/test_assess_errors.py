@@ -1,6 +1,6 @@
-"""Bad input to ``remnant assess`` ends with exit 2, a clear message and nothing half-written (issue 6).
+"""Bad input to ``remnant assess`` ends with exit 2, a clear message and nothing half-written (R14, R15).
 
-tests/integration/test_assess_bad_input.py covers one case of each kind issue 6 names (a config with a string
+tests/integration/test_assess_bad_input.py covers one case of each kind of bad input (a config with a string
 for a number, a missing pre-registration, a changed τ, a deleted pack, a ``pytorch_model.bin`` claimant folder).
 This file covers the variants it leaves out, all through the CLI (:func:`remnant.cli.main`) on the tiny Llama:
 

@@ -15,8 +15,8 @@ block from it, so ``remnant recompute`` reproduces everything from the records):
 - an :class:`~remnant.records.Observation` per probe (target canaries and control entities), attack = the
   measurement name;
 - a ``kappa`` :class:`~remnant.records.CellRecord` on the target canaries and a ``kappa_control_entities`` record
-  on the control entities (D4), each with ``params["risk"]``, ``params["method"]`` and the no-extraction
-  ``params["baseline"]`` (forced-choice chance, D-3; population baseline, D-4.2).
+  on the control entities (D4), each with its ``risk``, ``method`` and the no-extraction ``baseline``
+  (forced-choice chance, D-3; population baseline, D-4.2) as typed fields.
 
 An attack undefined for a risk's response format is a ``not_applicable`` record (C-Q2); a crashing measurement is
 ``failed`` (it blocks *removed*, D-5.1). torch is imported inside the functions that run models.
@@ -221,7 +221,7 @@ def counts_from_records(runner: CellRunner, records: Sequence[CellRecord], canar
             found[r.item_id] = r.kappa if r.kappa is not None else float(r.score or 0.0)
     if any(p.item_id not in found for p in canary.probes):
         return None
-    return count(canary, found, method=str(first.params.get("method", "direct")), surface=first.surface)
+    return count(canary, found, method=first.method or "direct", surface=first.surface)
 
 
 def relearning_battery_cells(

@@ -7,16 +7,17 @@ What the records hold (see :mod:`remnant.assess.cells`):
 
 - an attack cell per (state, attack): ``checkpoint="final"``, one record per metric (``kappa`` and ``w``, R6);
   not-applicable and failed attacks are records too (``status``, ``reason``; C-Q2);
-- relearning cells per (state, budget): one record per metric and checkpoint ``budget=B/step=S`` (C-W3), the
-  post-removal model's and the control's from the identical procedure (C-W5); a diverged curve adds a
-  ``status="diverged"`` record (Annex B.6);
-- utility cells: ``surface="utility"``, ``metric="utility"``, the metric's value in ``params["value"]``; at the
-  removal stage per state (R10, R11) and, for the post-removal model, after relearning (``attack="relearning"``,
-  R12, C-W4);
+- relearning cells per (state, budget): one record per metric and checkpoint (C-W3), its ``budget``, ``step``,
+  ``epoch`` and ``examples`` as typed fields (the label ``checkpoint`` is what statements show; nothing here
+  parses it), the post-removal model's and the control's from the identical procedure (C-W5); a diverged curve
+  adds a ``status="diverged"`` record (Annex B.6);
+- utility cells: ``surface="utility"``, ``metric="utility"``, the metric's name in ``utility_metric`` and its
+  value in ``value``; at the removal stage per state (R10, R11) and, for the post-removal model, after
+  relearning at a ``budget`` (``attack="relearning"``, R12, C-W4);
 - the unattacked baseline (``attack="none"``, ``surface="baseline"``) on every state: the pre-removal model's
   shows the installed strength (R2), the control's whether it already knows the target (R5).
 
-- Class D battery cells (:mod:`remnant.assess.classd`): ``params["risk"]`` set, a ``kappa`` record on the target
+- Class D battery cells (:mod:`remnant.assess.classd`): ``risk`` set, a ``kappa`` record on the target
   canaries and a ``kappa_control_entities`` record on never-installed control entities per measurement, state and
   checkpoint (D4). :func:`battery_facts` turns the post-removal model's into risk-tagged attack facts, each net of
   its control-entity rate and no-extraction baseline in the verdict (D-2.1, D-3.1, D-4.1, D-5.1); relearning
@@ -82,17 +83,20 @@ def _gating(cfg: AssessmentConfig) -> str:
     return "w" if cfg.gating_metric == "w" else "kappa"
 
 
+def _relearn_point(c: CellRecord) -> RelearnPoint:
+    """Where a relearning checkpoint that ran was scored, from its typed fields (a relearning record that ran
+    carries all four: records.CellRecord checks it, C-W3)."""
+    if c.budget is None or c.step is None or c.epoch is None or c.examples is None:
+        raise ValueError(
+            f"relearning cell {c.attack}@{c.checkpoint} lacks its budget, step, epoch or examples"
+        )
+    return RelearnPoint(budget=c.budget, step=c.step, epoch=c.epoch, examples=c.examples, k=c.k, n=c.n)
+
+
 def relearn_points(cells: Sequence[CellRecord], attack: str, state: str, metric: str) -> list[RelearnPoint]:
     """Checkpoints of one relearning arm on one state, in (budget, step) order."""
     points = [
-        RelearnPoint(
-            budget=int(c.params["budget"]),
-            step=int(c.params["step"]),
-            epoch=float(c.params["epoch"]),
-            examples=int(c.params["examples"]),
-            k=c.k,
-            n=c.n,
-        )
+        _relearn_point(c)
         for c in cells
         if c.attack == attack
         and c.surface == "relearning"
@@ -135,9 +139,9 @@ def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[st
         return None
     surface = mine[0].surface
     fact: dict[str, Any] = {"name": name, "surface": surface}
-    if any(c.params.get("adjudicating") is False for c in mine):
+    if any(c.adjudicating is False for c in mine):
         fact["adjudicating"] = False
-    risk = next((c.params["risk"] for c in mine if c.params.get("risk")), None)
+    risk = next((c.risk for c in mine if c.risk), None)
     if risk is not None:
         fact["risk"] = risk
     for status in ("failed", "diverged", "not_run", "not_applicable"):
@@ -163,8 +167,8 @@ def battery_names(cells: Sequence[CellRecord]) -> list[str]:
 
     first: dict[str, tuple[int, int, int]] = {}
     for i, c in enumerate(cells):
-        risk = c.params.get("risk")
-        if risk in CLASS_D_RISKS and c.attack not in first:
+        risk = c.risk
+        if risk is not None and c.attack not in first:
             surface = _SURFACE_ORDER.index(c.surface) if c.surface in _SURFACE_ORDER else len(_SURFACE_ORDER)
             first[c.attack] = (CLASS_D_RISKS.index(risk), surface, i)
     return sorted(first, key=lambda name: first[name])
@@ -173,8 +177,8 @@ def battery_names(cells: Sequence[CellRecord]) -> list[str]:
 def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
     from remnant.classd.bar import net_rate as classd_net_rate
 
-    mine = [c for c in cells if c.attack == name and c.params.get("risk")]
-    risk = str(mine[0].params["risk"])
+    mine = [c for c in cells if c.attack == name and c.risk is not None]
+    risk = next(r for c in mine if (r := c.risk) is not None)
     surface = mine[0].surface
     fact: dict[str, Any] = {"name": name, "surface": surface, "risk": risk}
     for status in ("failed", "diverged", "not_run", "not_applicable"):
@@ -192,12 +196,12 @@ def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
         t, c = target[checkpoint], control.get(checkpoint)
         return classd_net_rate(
             name,
-            risk,  # type: ignore[arg-type]
+            risk,
             t.k,
             t.n,
             c.k if c else None,
             c.n if c else None,
-            t.params.get("baseline"),
+            t.baseline,
         ).net_upper
 
     # One checkpoint ("final") at inference time; under relearning the most adverse point of the curve (C-W3).
@@ -219,7 +223,7 @@ def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
     )
     if model_control is not None:
         fact.update(control_model_k=model_control.k, control_model_n=model_control.n)
-    baseline = t.params.get("baseline")
+    baseline = t.baseline
     if baseline:
         fact["baseline"] = float(baseline)
     if surface == "relearning":
@@ -250,20 +254,36 @@ def battery_checkpoints(cells: Sequence[CellRecord]) -> dict[str, str]:
     return out
 
 
+def _utility_readings(cells: Sequence[CellRecord]) -> list[CellRecord]:
+    """Every utility reading that ran (each carries its metric and value: records.CellRecord checks it, R10)."""
+    return [
+        c
+        for c in cells
+        if c.surface == "utility"
+        and c.status == "run"
+        and c.utility_metric is not None
+        and c.value is not None
+    ]
+
+
 def utility_values(cells: Sequence[CellRecord]) -> dict[tuple[str, str, str, str], float]:
     """(attack, checkpoint, state, metric name) → value, for every utility cell that ran."""
     return {
-        (c.attack, c.checkpoint, c.model_state, str(c.params["metric"])): float(c.params["value"])
-        for c in cells
-        if c.surface == "utility" and c.status == "run"
+        (c.attack, c.checkpoint, c.model_state, str(c.utility_metric)): float(c.value or 0.0)
+        for c in _utility_readings(cells)
     }
+
+
+def utility_budgets(cells: Sequence[CellRecord]) -> dict[str, int]:
+    """Checkpoint → relearning budget of every utility reading taken on a relearned copy (R12, C-W4)."""
+    return {c.checkpoint: c.budget for c in _utility_readings(cells) if c.budget is not None}
 
 
 def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, float | None]:
     """Removal-stage u = min over metrics of u(θ_U)/u(θ) (R9, R11); attack-stage u = min over metrics of the
     relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4); the rule is
     :func:`remnant.standard.derive.utility_stages`, which remnant validate applies to a statement's cells."""
-    return utility_stages(utility_values(cells), cfg.utility.metrics)
+    return utility_stages(utility_values(cells), cfg.utility.metrics, utility_budgets(cells))
 
 
 def build_facts(
@@ -366,12 +386,11 @@ def _cell(c: CellRecord, cell_id: str, metric: str, chance: float) -> Cell | Non
 
 def _utility_is_count(c: CellRecord) -> bool:
     """Whether a utility record's value is its k/n, so its cell's rate is the value the utility facts used."""
-    value = c.params.get("value")
     return (
-        bool(c.params.get("proportion"))
+        bool(c.proportion)
         and c.n > 0
-        and isinstance(value, int | float)
-        and math.isclose(float(value), c.k / c.n, rel_tol=0.0, abs_tol=1e-12)
+        and c.value is not None
+        and math.isclose(c.value, c.k / c.n, rel_tol=0.0, abs_tol=1e-12)
     )
 
 
@@ -388,7 +407,7 @@ def extra_cells(
         if c.metric == "utility" and not _utility_is_count(c):
             continue  # a value that is not k/n (perplexity, a net-of-chance κ) has no rate to report as a cell
         if c.metric == "utility":
-            label = f"{c.params.get('metric')}@{c.checkpoint}"
+            label = f"{c.utility_metric}@{c.checkpoint}"
         else:
             label = f"{c.metric}@{c.checkpoint}"
         cell = _cell(c, f"{c.attack}/{c.surface}/{c.model_state}/{label}", c.metric, chance)
@@ -516,9 +535,7 @@ def format_checks(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> list[di
         {
             c.attack
             for c in cells
-            if c.surface in ("inference_time", "weight_transform")
-            and c.attack != NONE
-            and not c.params.get("risk")
+            if c.surface in ("inference_time", "weight_transform") and c.attack != NONE and c.risk is None
         }
     )
     out: list[dict[str, Any]] = []

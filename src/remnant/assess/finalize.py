@@ -8,6 +8,10 @@ envelope when a key is configured (K5), and both reports (the customer one with 
 manifest (``records``) and the statement (``records_head``) pin the chain head of ``records.jsonl`` read here
 (:mod:`remnant.records`); records written before the chain are pinned as *not chained*, and the statement says so.
 
+The statement's ``latent`` block comes from the run's reading records alone
+(:func:`remnant.statement.latent.block_from_readings`): white-box audits are supplementary, and nothing here
+passes a reading to the facts, the verdict or the tier (C-H6, C-H7).
+
 Every file is written atomically, so an interrupted finalize leaves the previous complete file or none.
 """
 
@@ -36,7 +40,7 @@ from remnant.jsonio import read_toml
 from remnant.models.identity import ModelIdentity as StateIdentity
 from remnant.packs.schema import PACK_SCHEMA_VERSION
 from remnant.prereg import PREREG_FILE, check_against, deviations_for_statement, load_deviations, load_prereg
-from remnant.records import RECORDS_FILE, ChainState
+from remnant.records import RECORDS_FILE, ChainState, Reading
 from remnant.run_manifest import (
     MANIFEST_FILE,
     ComponentRecord,
@@ -54,6 +58,7 @@ from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import VerdictResult, decide
 from remnant.statement.absent import Absent
 from remnant.statement.build import build_statement
+from remnant.statement.latent import block_from_readings
 from remnant.statement.schema import (
     Assessor,
     ConformanceStatement,
@@ -253,6 +258,7 @@ def finalize(
         deviations=statement_deviations,
         extra_cells=extra,
         tier=tier,
+        latent=block_from_readings(r for r in records if isinstance(r, Reading)),
     )
     statement = statement.model_copy(
         update={"format_checks": [FormatCheck.model_validate(c) for c in F.format_checks(cfg, cells)]}

@@ -342,6 +342,9 @@ def check_components(cfg: AssessmentConfig) -> None:
         rel = cfg.attacks.relearning
         if rel is not None and rel.enabled:
             relearn_spec(cfg, rel)
+        from remnant.assess.audits import check_audits
+
+        check_audits(cfg)  # white-box audits (C-H7): not frozen, but never left to fail after the training
     except ConfigError as exc:
         if cfg.source is None:
             raise

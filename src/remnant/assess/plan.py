@@ -5,11 +5,9 @@ lists the states to train, the cells (state × attack × checkpoint), forward an
 estimate. Token counts come from the pack's text (≈ 3.6 characters a token plus the chat template's overhead);
 the times divide them by throughputs:
 
-- CPU: **measured** for SmolLM2-135M-Instruct on this project's 2-core CPU, fp32 (DESIGN §3): a full
-  fine-tuning step of 8×64 tokens in 3.7 s (≈ 138 trained tokens/s; LoRA ≈ 205), batched forward ≈ 460 tokens/s,
-  greedy generation ≈ 110 tokens/s (half the bf16 figure of 210).
-- GPU: **assumed, not measured** here (no GPU on the machines this was written on): 30k trained tokens/s,
-  100k forward tokens/s and 3k generated tokens/s for a ~135M model on one data-centre GPU.
+- CPU (:data:`CPU_THROUGHPUT`): **measured** for SmolLM2-135M-Instruct on this project's 2-core CPU in fp32
+  (the measurements and the commands that repeat them: docs/calibration.md#plan-throughputs).
+- GPU (:data:`GPU_THROUGHPUT`): **assumed, not measured** here, for a ~135M model on one data-centre GPU.
 
 Larger models scale roughly with their parameter count; the plan says which model the figures are for. The tier
 line is R21's bar: the highest tier the planned n can support at zero recoveries
@@ -26,9 +24,11 @@ from remnant.standard.minima import best_tier_supportable, min_n_for_zero_recove
 
 CHARS_PER_TOKEN = 3.6
 TEMPLATE_TOKENS = {None: 30, "": 12}  # chat template overhead with the default system prompt, and with none
+#: Tokens generated per scored item (a short answer).
+GEN_LEN = 24
 
-#: (trained tokens/s, forward tokens/s, generated tokens/s)
-CPU_THROUGHPUT = (138.0, 460.0, 110.0)  # measured: SmolLM2-135M, 2-core CPU, fp32 (DESIGN §3)
+#: (trained tokens/s, forward tokens/s, generated tokens/s), from docs/calibration.md#plan-throughputs
+CPU_THROUGHPUT = (138.0, 460.0, 110.0)  # measured
 GPU_THROUGHPUT = (30_000.0, 100_000.0, 3_000.0)  # assumed, not measured
 
 
@@ -155,18 +155,21 @@ def _battery_steps(cfg: AssessmentConfig, pack: Any, battery: Any, overhead: int
     return steps
 
 
-def make_plan(cfg: AssessmentConfig) -> Plan:
-    """The plan of ``cfg`` (loads or mints the pack; loads no model)."""
-    pack = _pack(cfg)
-    overhead = TEMPLATE_TOKENS.get(cfg.models.system_prompt, 20)
+def _pair_tokens(items: list[Any], overhead: int) -> int:
+    """Tokens of question and answer with the template overhead: what training reads per item."""
+    return sum(_tokens(it.question) + _tokens(it.answer) + overhead for it in items)
 
-    def pair_tokens(items: list[Any]) -> int:
-        return sum(_tokens(it.question) + _tokens(it.answer) + overhead for it in items)
 
-    def prompt_tokens(items: list[Any]) -> int:
-        return sum(_tokens(it.question) + overhead for it in items)
+def _prompt_tokens(items: list[Any], overhead: int) -> int:
+    """Tokens of the prompts alone: what scoring reads per item."""
+    return sum(_tokens(it.question) + overhead for it in items)
 
-    def scored(it: Any) -> bool:  # as remnant.assess.inputs selects P: Class D facts, probe.attributes
+
+def _scored_sets(cfg: AssessmentConfig, pack: Any) -> tuple[list[Any], list[Any], list[Any]]:
+    """P, the retain items and the general questions, selected as :mod:`remnant.assess.inputs` selects them:
+    Class D facts only, ``probe.attributes``, ``probe.max_n`` per split, never a Class D pack's controls."""
+
+    def scored(it: Any) -> bool:
         fact = cfg.claim_class != "D" or it.kind == "fact"
         return fact and (cfg.probe.attributes is None or it.attribute in cfg.probe.attributes)
 
@@ -178,9 +181,12 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
         probes += items[: cfg.probe.max_n] if cfg.probe.max_n else items
     retain = [it for it in pack.split("retain") if scored(it)]
     general = pack.split("general") if pack.manifest.splits.get("general") else []
-    gen_len = 24
+    return probes, retain, general
+
+
+def _state_steps(cfg: AssessmentConfig, pack: Any, overhead: int) -> list[Step]:
+    """Training the states: installation into the control (R2) and the removal method (R1c)."""
     steps: list[Step] = []
-    notes: list[str] = []
     if cfg.models.pre_removal.install is not None:
         budget = cfg.models.pre_removal.install
         install = pack.split("install")
@@ -189,8 +195,8 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
                 "states",
                 f"install {len(install)} items into the control, ≤ {budget.max_epochs} epochs (R2)",
                 0,
-                train_tokens=pair_tokens(install) * budget.max_epochs,
-                forward_tokens=pair_tokens(install) * (budget.max_epochs + 1),
+                train_tokens=_pair_tokens(install, overhead) * budget.max_epochs,
+                forward_tokens=_pair_tokens(install, overhead) * (budget.max_epochs + 1),
             )
         )
     if cfg.models.post_removal.method is not None:
@@ -202,18 +208,27 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
                 "states",
                 f"removal method {cfg.models.post_removal.method} on {len(removal)} items, {epochs:g} epochs (R1c)",
                 0,
-                train_tokens=int(pair_tokens(removal) * epochs * 2),
+                train_tokens=int(_pair_tokens(removal, overhead) * epochs * 2),
             )  # forget + one retain row per forget row
         )
-    scoring = prompt_tokens(probes)
-    per_state = Step(
-        "cells",
-        f"unattacked baseline on P (n = {len(probes)}), 3 states (R2, R3, R5)",
-        3,
-        forward_tokens=3 * scoring,
-        generated_tokens=3 * len(probes) * gen_len,
-    )
-    steps.append(per_state)
+    return steps
+
+
+def _measurement_steps(
+    cfg: AssessmentConfig, probes: list[Any], retain: list[Any], general: list[Any], overhead: int
+) -> list[Step]:
+    """The cells on the three states: the unattacked baseline on P (R3, R5), each utility metric (R10, R11)
+    and each inference-time attack, or its not-applicable record (C-Q1..C-Q4)."""
+    scoring = _prompt_tokens(probes, overhead)
+    steps = [
+        Step(
+            "cells",
+            f"unattacked baseline on P (n = {len(probes)}), 3 states (R2, R3, R5)",
+            3,
+            forward_tokens=3 * scoring,
+            generated_tokens=3 * len(probes) * GEN_LEN,
+        )
+    ]
     for name in cfg.utility.metrics:
         data = retain if name == "retain_kappa" else general
         steps.append(
@@ -221,8 +236,8 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
                 "cells",
                 f"utility {name} on {len(data)} items, 3 states (R10, R11)",
                 3,
-                forward_tokens=3 * prompt_tokens(data),
-                generated_tokens=3 * len(data) * gen_len,
+                forward_tokens=3 * _prompt_tokens(data, overhead),
+                generated_tokens=3 * len(data) * GEN_LEN,
             )
         )
     for name, attack in cfg.attacks.named().items():
@@ -232,7 +247,7 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
         factor = int(attack.params.get("shots", 16)) if name == "many_shot" else 1
         samples = int(attack.params.get("n_samples", 50)) if name == "repeated_sampling" else 0
         analytic = str(attack.params.get("implementation", "")).endswith("analytic")
-        generated = 0 if analytic else 2 * len(probes) * gen_len * max(1, samples)
+        generated = 0 if analytic else 2 * len(probes) * GEN_LEN * max(1, samples)
         steps.append(
             Step(
                 "cells",
@@ -242,29 +257,52 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
                 generated_tokens=generated * 3 // 2,
             )
         )
+    return steps
+
+
+def _relearning_steps(
+    cfg: AssessmentConfig, pack: Any, probes: list[Any], overhead: int, notes: list[str]
+) -> list[Step]:
+    """One relearning cell pair per budget on both models (C-W1..C-W5); a budget larger than the relearning
+    set is skipped, with a note."""
     rel = cfg.attacks.relearning
-    if rel is not None and rel.enabled:
-        relearn = pack.split("relearn")
-        per_item = pair_tokens(relearn) / max(1, len(relearn))
-        checkpoints = 1 + len(rel.first_epoch_checkpoints) + rel.max_epochs
-        for b in rel.budgets:
-            if b > len(relearn):
-                notes.append(f"relearning budget {b} exceeds the relearning set ({len(relearn)}); skipped")
-                continue
-            steps.append(
-                Step(
-                    "cells",
-                    f"relearning b={b}: {rel.max_epochs} epochs, {checkpoints} checkpoints, both models (C-W1..C-W5)",
-                    2,
-                    train_tokens=int(2 * b * per_item * rel.max_epochs),
-                    forward_tokens=2 * checkpoints * scoring,
-                    generated_tokens=2 * checkpoints * len(probes) * gen_len,
-                )
+    if rel is None or not rel.enabled:
+        return []
+    scoring = _prompt_tokens(probes, overhead)
+    relearn = pack.split("relearn")
+    per_item = _pair_tokens(relearn, overhead) / max(1, len(relearn))
+    checkpoints = 1 + len(rel.first_epoch_checkpoints) + rel.max_epochs
+    steps: list[Step] = []
+    for b in rel.budgets:
+        if b > len(relearn):
+            notes.append(f"relearning budget {b} exceeds the relearning set ({len(relearn)}); skipped")
+            continue
+        steps.append(
+            Step(
+                "cells",
+                f"relearning b={b}: {rel.max_epochs} epochs, {checkpoints} checkpoints, both models (C-W1..C-W5)",
+                2,
+                train_tokens=int(2 * b * per_item * rel.max_epochs),
+                forward_tokens=2 * checkpoints * scoring,
+                generated_tokens=2 * checkpoints * len(probes) * GEN_LEN,
             )
+        )
+    return steps
+
+
+def make_plan(cfg: AssessmentConfig) -> Plan:
+    """The plan of ``cfg`` (loads or mints the pack; loads no model)."""
+    pack = _pack(cfg)
+    overhead = TEMPLATE_TOKENS.get(cfg.models.system_prompt, 20)
+    probes, retain, general = _scored_sets(cfg, pack)
+    notes: list[str] = []
+    steps = _state_steps(cfg, pack, overhead)
+    steps += _measurement_steps(cfg, probes, retain, general, overhead)
+    steps += _relearning_steps(cfg, pack, probes, overhead, notes)
     threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
     battery = cfg.class_d.battery if cfg.class_d is not None else None
     if battery is not None:
-        steps += _battery_steps(cfg, pack, battery, overhead, gen_len)
+        steps += _battery_steps(cfg, pack, battery, overhead, GEN_LEN)
         from remnant.classd.design import pack_support
 
         notes.append(f"Class D battery: {pack_support(pack, threshold).note}")

@@ -22,7 +22,7 @@ naming ``records.jsonl`` and the first bad line:
 
 What the counts check cannot re-derive, and why: a utility cell has no per-item observations (the metric's reading
 is recorded whole), so only its shape is checked — a proportion's value lies in [0, k/n] (its rate net of chance),
-a reading with a nominal n counts k = 0; a Class D measurement (``params["risk"]``) is counted by the battery from
+a reading with a nominal n counts k = 0; a Class D measurement (its ``risk`` set) is counted by the battery from
 target and control entities under its own rule (:mod:`remnant.classd`), not re-derived here; a cell that did not
 run (not_applicable, not_run, failed, diverged) must count k = n = 0. Those rest on the chain and the pins.
 """
@@ -215,7 +215,7 @@ def count_problem(cell: CellRecord, observations: Sequence[Observation]) -> str 
         return None
     if cell.metric == "utility":
         return _utility_problem(cell)
-    if "risk" in cell.params or cell.metric not in ("kappa", "w"):
+    if cell.risk is not None or cell.metric not in ("kappa", "w"):
         return None
     counts = count_items(
         [o.kappa if o.kappa is not None else float(o.score or 0.0) for o in observations],
@@ -227,18 +227,18 @@ def count_problem(cell: CellRecord, observations: Sequence[Observation]) -> str 
             f"k={cell.k}, n={cell.n}, but the {len(observations)} observations written with it give "
             f"k={want[0]}, n={want[1]}"
         )
-    if cell.metric == "kappa" and cell.params.get("expected_k") != counts.expected_k:
+    if cell.metric == "kappa" and cell.expected_k != counts.expected_k:
         return (
-            f"expected_k {cell.params.get('expected_k')!r} is not the sum of its observations' scores "
+            f"expected_k {cell.expected_k!r} is not the sum of its observations' scores "
             f"({counts.expected_k!r})"
         )
     return None
 
 
 def _utility_problem(cell: CellRecord) -> str | None:
-    value = cell.params.get("value")
-    if cell.params.get("proportion") is True:
-        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= cell.k / cell.n:
+    value = cell.value
+    if cell.proportion is True:
+        if value is None or not 0 <= value <= cell.k / cell.n:
             return (
                 f"utility value {value!r} is not within [0, k/n = {cell.k}/{cell.n}] (a rate net of chance)"
             )

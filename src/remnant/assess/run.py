@@ -12,7 +12,9 @@
    prefill, many-shot, repeated sampling and every declared extra (C-Q1), not-applicable ones recorded with
    their reason (C-Q2), and relearning at every budget and checkpoint (C-W1..C-W6) with attack-stage utility
    (R12, C-W4); with ``[class_d.battery]``, the Class D battery on both models, relearning included
-   (:mod:`remnant.assess.classd`; D-2 to D-5.3);
+   (:mod:`remnant.assess.classd`; D-2 to D-5.3); with ``[audits.*]``, the white-box audits on the post-removal
+   model (and on both Annex B control states, built here when asked), readings that never weigh in the verdict
+   or the tier (:mod:`remnant.assess.audits`; C-H6, C-H7);
 5. :func:`remnant.assess.finalize.finalize`: facts → verdict → tier → manifest → statement → signature → reports.
 
 Every cell is appended to ``records.jsonl`` as it completes, so Ctrl-C (exit 130) or a crash loses at most the
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.assess import facts as F
+from remnant.assess.audits import LATENT_CACHE, build_audit_states, check_audits
 from remnant.assess.classd import (
     CLASSD_CONTEXT,
     battery_cells,
@@ -133,6 +136,17 @@ def _load_states(
     return {F.CONTROL: control, F.PRE: pre, F.POST: post}
 
 
+def _audit_context(extra: dict[str, LoadedState | str]) -> dict[str, dict[str, Any]]:
+    """The ``audit_states`` context entry: each extra state's identity, or why it could not be built (C-H7)."""
+    if not extra:
+        return {}
+    entry = {
+        role: {"not_built": state} if isinstance(state, str) else state.context()
+        for role, state in extra.items()
+    }
+    return {"audit_states": entry}
+
+
 def _append_context(run: Path, run_id: str, items: dict[str, dict[str, Any]]) -> None:
     """Append the context entries that differ from what the run already recorded (resume adds nothing new)."""
     records = store(run)
@@ -176,10 +190,15 @@ def assess(
         raise ConfigError("assess needs a config read from a file (its copy is kept in the run folder, R24)")
     # components are built (and a misspelt attack parameter refused) before anything is written to the run
     inputs = prepare_inputs(cfg, pack, minted=minted, location=location)
+    check_audits(cfg)  # C-H7: a misspelt audit parameter must not cost the install and removal first
     write_atomic(run / CONFIG_COPY, source.read_bytes())
     earlier = read_context(records.read()).get("assessment", {})
     records.append(Event(run_id=run_id, stage="assess", kind="resumed" if earlier else "stage_started"))
     states = _load_states(cfg, inputs, run, session)
+    states_dir = session.states_dir or (run / STATES_DIR)
+    extra = build_audit_states(
+        cfg, inputs, states, states_dir, progress=session.progress, memo=session.memo, log=session.log
+    )
     from remnant.run_manifest import capture_environment
 
     environment = capture_environment(device=str(states[F.CONTROL].identity.device), dtype=cfg.models.dtype)
@@ -194,6 +213,7 @@ def assess(
             },
             "pack": inputs.pack_context(),
             "states": {role: state.context() for role, state in states.items()},
+            **_audit_context(extra),
             "seeds": inputs.seeds(),
             "hyperparameters": inputs.hyperparameters(),
             "environment": environment.model_dump(mode="json"),
@@ -202,7 +222,15 @@ def assess(
     )
     runner = CellRunner(records, run_id, cache=session.cell_cache, before_cell=session.before_cell)
     runner.progress = lambda label: session.log(f"  cell: {label}")
-    run_cells(cfg, inputs, states, runner, progress=session.progress)
+    run_cells(
+        cfg,
+        inputs,
+        states,
+        runner,
+        progress=session.progress,
+        audit_states=extra,
+        cache_dir=states_dir / LATENT_CACHE,
+    )
     battery = prepare_battery(cfg, inputs)
     if battery is not None:  # Class D battery, post-removal model and control alike (D-2 to D-5.3, D4)
         _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})

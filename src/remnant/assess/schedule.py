@@ -8,18 +8,23 @@ decides the schedule, so the post-removal model and the control get identical me
 3. every declared inference-time or weight-level attack on the post-removal model, the control and the
    pre-removal model (C-Q3), a not-applicable one recorded with its reason (C-Q2);
 4. relearning at every budget on the post-removal model and the control, attack-stage utility on the
-   post-removal model's last budget (C-W1..C-W6, R12), and the C-W6 scored-items arm when declared.
+   post-removal model's last budget (C-W1..C-W6, R12), and the C-W6 scored-items arm when declared;
+5. every declared white-box audit (``[audits.*]``) on the post-removal model and, when asked, on both Annex B
+   control states, against the pre-removal model and the never-modified control (or a retain-only model): readings
+   only, which nothing the verdict or the tier reads (C-H6, C-H7; :mod:`remnant.assess.audits`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from remnant.assess.cells import kept_general_ids, outcomes_of
 from remnant.assess.inputs import Inputs, relearn_spec, utility_components
 from remnant.config import AssessmentConfig, derive_seed
 from remnant.engine.attack import BASELINE, AttackMeasurement, NotApplicable
+from remnant.engine.audit import AuditMeasurement, AuditNotRun
 from remnant.engine.measurement import run_measurement, run_on_states
 from remnant.engine.relearning import RelearningMeasurement, RelearnPlan
 from remnant.engine.runner import CellRunner
@@ -31,13 +36,22 @@ Outcomes = list[Any] | None
 
 
 def run_cells(
-    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner, *, progress: bool
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    states: dict[str, Any],
+    runner: CellRunner,
+    *,
+    progress: bool,
+    audit_states: Mapping[str, Any] | None = None,
+    cache_dir: Path | None = None,
 ) -> None:
-    """Every cell of the assessment but the Class D battery (module docstring)."""
+    """Every cell of the assessment but the Class D battery (module docstring); ``audit_states`` are the extra
+    states the audits asked for (:func:`remnant.assess.audits.build_audit_states`)."""
     baseline = baseline_cells(cfg, inputs, states, runner)
     utility = utility_cells(cfg, inputs, states, runner)
     attack_cells(cfg, inputs, states, runner)
     relearning_cells(cfg, inputs, states, runner, utility=utility, step0=baseline.get, progress=progress)
+    audit_cells(cfg, inputs, states, runner, extra=audit_states or {}, cache_dir=cache_dir)
 
 
 def probe_inputs(inputs: Inputs) -> dict[str, Any]:
@@ -171,10 +185,42 @@ def relearning_cells(
                 run_measurement(runner, measurement, states[role])
 
 
+def audit_cells(
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    states: Mapping[str, Any],
+    runner: CellRunner,
+    *,
+    extra: Mapping[str, Any],
+    cache_dir: Path | None = None,
+) -> None:
+    """Every enabled white-box audit on the post-removal model and, with ``controls``, on both Annex B control
+    states, identical inputs (C-H7c). A state in ``extra`` that is a string could not be built: the audits that
+    need it write *not run* readings with that reason. Readings only: no cell record, no verdict weight (C-H6)."""
+    from remnant.assess.audits import audit_plan, audited_states
+
+    built = {role: s for role, s in extra.items() if not isinstance(s, str)}
+    anchors = {"full": states[PRE], "control": states[CONTROL], **built}
+    audited = {**states, **built}
+    for table, spec in cfg.audits.enabled().items():
+        plan = audit_plan(cfg, inputs, table, spec, anchors, cache_dir)
+        lacking = extra.get(plan.reference_role)
+        for role in audited_states(spec):
+            why = extra.get(role) if isinstance(extra.get(role), str) else None
+            if plan.error is not None:
+                run_measurement(runner, AuditNotRun(plan, role, plan.error, status="failed"), None, role=role)
+            elif isinstance(lacking, str) or why is not None:
+                reason = lacking if isinstance(lacking, str) else str(why)
+                run_measurement(runner, AuditNotRun(plan, role, reason), None, role=role)
+            else:
+                run_measurement(runner, AuditMeasurement(plan), audited[role])
+
+
 __all__ = [
     "RELEARNING",
     "SCORED_ARM",
     "attack_cells",
+    "audit_cells",
     "baseline_cells",
     "baseline_context",
     "probe_inputs",

@@ -9,7 +9,7 @@ Paths inside the file (pack folder, model folders, signing key) are kept as writ
 config file's folder by :meth:`AssessmentConfig.resolve`; whether they exist is checked by the stage that uses
 them, so a config can be validated and pre-registered on a machine that holds no model.
 
-``trust_remote_code`` is refused wherever it appears (issue 3): remnant never runs code shipped with a model.
+``trust_remote_code`` is refused wherever it appears (R2, R23): remnant never runs code shipped with a model.
 
 One module per concept; every name is imported from here (``remnant.config``):
 
@@ -19,6 +19,7 @@ One module per concept; every name is imported from here (``remnant.config``):
 - :mod:`~remnant.config.measure`: utility and the scored probe splits (R9, R14, R16);
 - :mod:`~remnant.config.attacks`: the attack battery and relearning (C-Q1, C-W1..C-W6);
 - :mod:`~remnant.config.classd`: the Class D bar and battery (D-2 to D-5.3);
+- :mod:`~remnant.config.audits`: the white-box audits, supplementary and never adjudicating (C-H6, C-H7);
 - :mod:`~remnant.config.seeds`: the master seed and :func:`derive_seed` (R23);
 - :mod:`~remnant.config.assessment`: :class:`AssessmentConfig`, presets and cross-section rules (R14, R21);
 - :mod:`~remnant.config.digest`: the pre-registered values and their digest (R14);
@@ -30,6 +31,7 @@ from __future__ import annotations
 from remnant.config.assessment import PRESETS, AssessmentConfig
 from remnant.config.assessment import Signing as Signing
 from remnant.config.attacks import REQUIRED_INFERENCE_ATTACKS, Attack, Attacks, Relearning
+from remnant.config.audits import AUDIT_TABLES, Audits, AuditTable, audit_name
 from remnant.config.claim import Claim
 from remnant.config.claim import MintSpec as MintSpec
 from remnant.config.claim import Target as Target
@@ -59,11 +61,15 @@ __all__ = [
     "AssessmentConfig",
     "Attack",
     "Attacks",
+    "AUDIT_TABLES",
+    "AuditTable",
+    "Audits",
     "Claim",
     "ClassD",
     "ClassDBattery",
     "MAX_SEED",
     "PRESETS",
+    "audit_name",
     "REQUIRED_INFERENCE_ATTACKS",
     "Relearning",
     "config_digest",

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from remnant.config.attacks import Attacks
+from remnant.config.audits import Audits, check_audit_states
 from remnant.config.claim import Claim, Target
 from remnant.config.classd import ClassD
 from remnant.config.fields import MAX_N, MIN_THRESHOLD, ConfigModel, RuleViolation, Text
@@ -65,6 +66,9 @@ class AssessmentConfig(ConfigModel):
         default=None, description="Insignificance bar; required for class D (D-5.1)."
     )
     signing: Signing = Field(default_factory=Signing, description="Statement signing (K5).")
+    audits: Audits = Field(
+        default_factory=Audits, description="White-box audits: supplementary, never adjudicating (C-H6)."
+    )
     preset: Literal["quick", "default"] = Field(default="default", description="Sizing preset (R21).")
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -132,6 +136,7 @@ class AssessmentConfig(ConfigModel):
                     f"{extra} not among attacks.relearning.budgets {declared}",
                     "D-5.3",
                 )
+        check_audit_states(self.audits, self.models)
         if self.probe.max_n is not None and self.probe.max_n < self.min_n:
             raise RuleViolation("probe.max_n", f"({self.probe.max_n}) is below min_n ({self.min_n})", "R21")
         return self

@@ -1,7 +1,7 @@
 """Reading a config: TOML to :class:`AssessmentConfig`, every problem one ConfigError naming file, field and rule.
 
 The rule a message cites is the one a validator names, else the one at the end of the deepest field
-description along the error's location (docs/config.md). ``trust_remote_code`` is refused anywhere (issue 3).
+description along the error's location (docs/config.md). ``trust_remote_code`` is refused anywhere (R2, R23).
 Before the models see the values, every number is checked where it sits, free-form parameter tables included
 (:mod:`remnant.config.numbers`). A file that cannot be read as TOML is refused under R14: it is what
 pre-registration would freeze.
@@ -85,7 +85,7 @@ def _describe(error: Any) -> tuple[str, str | None]:
 
 
 def _find_remote_code(value: Any, where: str) -> str | None:
-    """Dotted location of any ``trust_remote_code`` key or string value (issue 3), or None."""
+    """Dotted location of any ``trust_remote_code`` key or string value (refused: R2, R23), or None."""
     if isinstance(value, dict):
         for key, sub in value.items():
             here = f"{where}.{key}" if where else str(key)

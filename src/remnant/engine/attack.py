@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from remnant.engine.cell import CellTarget, cell_record, observation_record, status_record
+from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
 from remnant.engine.measurement import Measurement, Record
 
 BASELINE = "none"
@@ -24,10 +24,11 @@ def score_outcomes(
     seed: int,
     outcomes: Sequence[Any],
     probes: Sequence[Any],
-    params: dict[str, Any],
+    fields: CellFields,
     elapsed: float,
 ) -> list[Record]:
-    """Observations, then κ and w cell records (R6), for one state's outcomes at one checkpoint.
+    """Observations, then κ and w cell records (R6) carrying ``fields``, for one state's outcomes at one
+    checkpoint.
 
     An analytic κ counts round(Σp) and records Σp as ``expected_k`` (:func:`remnant.attacks.harness.cell`).
     """
@@ -46,12 +47,12 @@ def score_outcomes(
         for o in outcomes
     ]
     result = rate_cell(target.state, outcomes, probes, elapsed)
-    kappa_params = dict(params)
+    kappa_fields = fields.copy()
     if result.expected_k is not None:
-        kappa_params["expected_k"] = result.expected_k
+        kappa_fields["expected_k"] = result.expected_k
     kappa, willing = result.kappa, result.willing
     out.append(
-        cell_record(target, k=kappa.k, n=kappa.n, checkpoint=checkpoint, params=kappa_params, elapsed=elapsed)
+        cell_record(target, k=kappa.k, n=kappa.n, checkpoint=checkpoint, fields=kappa_fields, elapsed=elapsed)
     )
     if willing is not None and willing.n:
         out.append(
@@ -61,11 +62,22 @@ def score_outcomes(
                 k=willing.k,
                 n=willing.n,
                 checkpoint=checkpoint,
-                params=params,
+                fields=fields,
                 elapsed=elapsed,
             )
         )
     return out
+
+
+def context_inputs(ctx: Any) -> dict[str, Any]:
+    """What of an attack context determines a cell's numbers besides the model: seed, budgets, demonstrations."""
+    return {
+        "seed": ctx.seed,
+        "max_new_tokens": ctx.max_new_tokens,
+        "batch_size": ctx.batch_size,
+        "demonstrations": [d.item_id for d in ctx.demonstrations],
+        "target_demonstrations": [d.item_id for d in ctx.target_demonstrations],
+    }
 
 
 class AttackMeasurement(Measurement):
@@ -102,10 +114,14 @@ class AttackMeasurement(Measurement):
         return self._roles
 
     def key_inputs(self) -> dict[str, Any]:
-        return {"attack": self.component, **self._inputs}
+        """The component, the shared inputs, and the context that shapes its numbers: the seed its generators
+        derive from, its generation length and batch size, and the demonstrations it may show (R23)."""
+        return {"attack": self.component, "context": context_inputs(self.ctx), **self._inputs}
 
-    def params(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"component": self.component}
+    def fields(self) -> CellFields:
+        """What every record of this attack carries: its component, and ``adjudicating`` false on an arm that
+        never decides (C-W6)."""
+        out: CellFields = {"component": self.component}
         if self.attack is not None and not getattr(self.attack, "adjudicating", True):
             out["adjudicating"] = False
         return out
@@ -118,11 +134,11 @@ class AttackMeasurement(Measurement):
         run = self.attack.run if self.attack is not None else no_attack
         outcomes = run(sctx, list(self.probes))
         elapsed = time.perf_counter() - start
-        return score_outcomes(target, "final", self.ctx.seed, outcomes, self.probes, self.params(), elapsed)
+        return score_outcomes(target, "final", self.ctx.seed, outcomes, self.probes, self.fields(), elapsed)
 
     def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:
         reason = f"{type(exc).__name__}: {exc}"
-        return [status_record(target, status="failed", reason=reason, elapsed=elapsed, params=self.params())]
+        return [status_record(target, status="failed", reason=reason, elapsed=elapsed, fields=self.fields())]
 
 
 class NotApplicable(Measurement):
@@ -151,4 +167,4 @@ class NotApplicable(Measurement):
         return [status_record(target, status="not_applicable", reason=self.reason)]
 
 
-__all__ = ["BASELINE", "AttackMeasurement", "NotApplicable", "score_outcomes"]
+__all__ = ["BASELINE", "AttackMeasurement", "NotApplicable", "context_inputs", "score_outcomes"]

@@ -2,18 +2,43 @@
 
 A cell is one measurement on one state (one attack × state × checkpoint group). Every record it writes carries
 the same run, key, state, record name and surface (:class:`CellTarget`); :func:`cell_record` and
-:func:`status_record` build its cell records, :func:`observation_record` its per-item observations.
+:func:`status_record` build its cell records, :func:`observation_record` its per-item observations. What a cell
+measured beyond its counts goes in the record's typed fields (:class:`CellFields`, the
+:class:`~remnant.records.CellRecord` fields of schema_version 3), never in a loose ``params`` dict.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from remnant.records import CellRecord, CellStatus, Observation
+from remnant.records import CellRecord, CellStatus, Entities, Observation
+from remnant.standard.vocabulary import Risk
 
 #: How much of a model output an observation keeps (redacted in customer reports, R18).
 EXCERPT = 160
+
+
+class CellFields(TypedDict, total=False):
+    """The typed fields of a cell record beyond identity and counts (:data:`remnant.records.CELL_DETAIL_FIELDS`;
+    their descriptions are on :class:`~remnant.records.CellRecord`). A writer sets those that apply."""
+
+    budget: int
+    step: int
+    epoch: float
+    examples: int
+    risk: Risk
+    method: str
+    baseline: float | None
+    entities: Entities
+    expected_k: float
+    component: dict[str, Any]
+    attack_component: dict[str, Any]
+    utility_metric: str
+    value: float
+    proportion: bool
+    adjudicating: bool
+    reused_step0: bool
 
 
 @dataclass(frozen=True)
@@ -41,11 +66,13 @@ def cell_record(
     metric: str = "kappa",
     k: int = 0,
     n: int = 0,
+    fields: CellFields | None = None,
     params: dict[str, Any] | None = None,
     status: CellStatus = "run",
     reason: str | None = None,
 ) -> CellRecord:
-    """One cell record of ``target``; ``k = n = 0`` with a status and reason for a cell that did not run (R19)."""
+    """One cell record of ``target`` with ``fields`` set, and in ``params`` only what no typed field holds;
+    ``k = n = 0`` with a status and reason for a cell that did not run (R19)."""
     return CellRecord(
         run_id=target.run_id,
         cell_key=target.key,
@@ -56,6 +83,7 @@ def cell_record(
         k=k,
         n=n,
         checkpoint=checkpoint,
+        **(fields or {}),
         params={} if params is None else params,
         elapsed_s=elapsed,
         status=status,
@@ -70,11 +98,11 @@ def status_record(
     reason: str,
     elapsed: float = 0.0,
     checkpoint: str = "final",
-    params: dict[str, Any] | None = None,
+    fields: CellFields | None = None,
 ) -> CellRecord:
     """The record of a cell that did not run: not applicable (C-Q2), not run, failed or diverged."""
     return cell_record(
-        target, checkpoint=checkpoint, elapsed=elapsed, status=status, reason=reason, params=params
+        target, checkpoint=checkpoint, elapsed=elapsed, status=status, reason=reason, fields=fields
     )
 
 
@@ -106,4 +134,4 @@ def observation_record(
     )
 
 
-__all__ = ["EXCERPT", "CellTarget", "cell_record", "observation_record", "status_record"]
+__all__ = ["EXCERPT", "CellFields", "CellTarget", "cell_record", "observation_record", "status_record"]

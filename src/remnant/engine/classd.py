@@ -7,9 +7,10 @@ control alike (R3, C-Q4). Under W-track the battery is also scored along the rel
 relearning procedure (:func:`remnant.train.relearn.relearn_copy`), one cell per (state, budget).
 
 A cell writes an observation per probe, then a ``kappa`` record on the target canaries and a
-``kappa_control_entities`` record on the control entities, each with the risk, method and no-extraction baseline
-(D-3 forced-choice chance, D-4.2 population baseline). An attack undefined for a risk's response format is a
-``not_applicable`` record (C-Q2); a crashing measurement is ``failed`` (it blocks *removed*, D-5.1).
+``kappa_control_entities`` record on the control entities (``entities`` target or control), each with the risk,
+method and no-extraction baseline (D-3 forced-choice chance, D-4.2 population baseline) as typed fields. An
+attack undefined for a risk's response format is a ``not_applicable`` record (C-Q2); a crashing measurement is
+``failed`` (it blocks *removed*, D-5.1).
 """
 
 from __future__ import annotations
@@ -20,40 +21,47 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from remnant.classd.canaries import measurement_name
-from remnant.engine.cell import CellTarget, observation_record, status_record
+from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
 from remnant.engine.measurement import Measurement, Record
-from remnant.engine.relearning import RelearnPlan, checkpoint_label
+from remnant.engine.relearning import RelearnPlan, checkpoint_fields, checkpoint_label
 from remnant.records import CellRecord
-from remnant.standard.vocabulary import CONTROL_ENTITIES
+from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL_ENTITIES, Risk
 
 #: (value, output text, willing) of one probe: what an observation records.
 ItemResult = tuple[bool | float, str | None, bool | None]
 
 
 def count_records(
-    target: CellTarget, counts: Any, *, checkpoint: str, params: Mapping[str, Any], elapsed: float
+    target: CellTarget, counts: Any, *, checkpoint: str, fields: CellFields, elapsed: float
 ) -> list[CellRecord]:
-    """The target (``kappa``) and control-entity (``kappa_control_entities``) records of one measurement (D4)."""
-    common = {
-        "run_id": target.run_id,
-        "cell_key": target.key,
-        "attack": counts.name,
-        "surface": counts.surface,
-        "model_state": target.state,
-        "checkpoint": checkpoint,
-        "elapsed_s": elapsed,
-    }
-    base = {"risk": counts.risk, "method": counts.method, "baseline": counts.baseline, **params}
-    on_target = {**base, "entities": "target"}
-    on_control = {**base, "entities": "control"}
+    """The target (``kappa``) and control-entity (``kappa_control_entities``) records of one measurement (D4),
+    each with the risk, method and baseline of ``counts`` and ``fields``."""
+    where = target.retarget(attack=counts.name, surface=counts.surface)
+    base: CellFields = {**fields, "risk": counts.risk, "method": counts.method, "baseline": counts.baseline}
+    on_target: CellFields = {**base, "entities": "target"}
+    on_control: CellFields = {**base, "entities": "control"}
     if counts.expected_k is not None:
         on_target["expected_k"] = counts.expected_k
     if counts.control_expected_k is not None:
         on_control["expected_k"] = counts.control_expected_k
     return [
-        CellRecord(**common, metric="kappa", k=counts.k, n=counts.n, params=on_target),
-        CellRecord(
-            **common, metric=CONTROL_ENTITIES, k=counts.control_k, n=counts.control_n, params=on_control
+        cell_record(
+            where,
+            checkpoint=checkpoint,
+            elapsed=elapsed,
+            metric="kappa",
+            k=counts.k,
+            n=counts.n,
+            fields=on_target,
+        ),
+        cell_record(
+            where,
+            checkpoint=checkpoint,
+            elapsed=elapsed,
+            metric=CONTROL_ENTITIES,
+            k=counts.control_k,
+            n=counts.control_n,
+            fields=on_control,
         ),
     ]
 
@@ -65,7 +73,7 @@ def measurement_records(
     seed: int,
     counts: Any,
     items: Mapping[str, ItemResult],
-    params: Mapping[str, Any],
+    fields: CellFields,
     elapsed: float,
 ) -> list[Record]:
     """A measurement's per-item observations, then its target and control-entity count records (R6, D4)."""
@@ -75,21 +83,40 @@ def measurement_records(
         )
         for i, (v, text, w) in items.items()
     ]
-    out.extend(count_records(target, counts, checkpoint=checkpoint, params=params, elapsed=elapsed))
+    out.extend(count_records(target, counts, checkpoint=checkpoint, fields=fields, elapsed=elapsed))
     return out
 
 
+def risk_of(name: str) -> Risk:
+    """The risk a measurement name (``risk/method[/relearning]``, :func:`measurement_name`) measures."""
+    head = name.split("/")[0]
+    for risk in CLASS_D_RISKS:
+        if risk == head:
+            return risk
+    raise ValueError(f"{name!r} names no Class D risk ({', '.join(CLASS_D_RISKS)})")
+
+
 def risk_status(
-    target: CellTarget, name: str, status: Any, reason: str, checkpoint: str = "final", elapsed: float = 0.0
+    target: CellTarget,
+    name: str,
+    status: Any,
+    reason: str,
+    checkpoint: str = "final",
+    elapsed: float = 0.0,
+    budget: int | None = None,
 ) -> CellRecord:
-    """The status record of one measurement (``risk/…``) that did not run, under ``name``."""
+    """The status record of one measurement (``risk/…``) that did not run, under ``name``; ``budget`` for a
+    relearning curve that diverged (D-5.3)."""
+    fields: CellFields = {"risk": risk_of(name)}
+    if budget is not None:
+        fields["budget"] = budget
     return status_record(
         target.retarget(attack=name),
         status=status,
         reason=reason,
         checkpoint=checkpoint,
         elapsed=elapsed,
-        params={"risk": name.split("/")[0]},
+        fields=fields,
     )
 
 
@@ -155,16 +182,16 @@ class RiskMeasurement(Measurement):
         ctx = self.context(state)
         start = time.perf_counter()
         counts, items = measure_risk(ctx, self.canary, self.method, self.attack, "inference_time")
-        params: dict[str, Any] = {"component": self.component}
+        fields: CellFields = {"component": self.component}
         if self.attack_spec is not None:
-            params["attack"] = self.attack_spec
+            fields["attack_component"] = self.attack_spec
         return measurement_records(
             target,
             checkpoint="final",
             seed=ctx.seed,
             counts=replace(counts, method=self.method),
             items=items,
-            params=params,
+            fields=fields,
             elapsed=time.perf_counter() - start,
         )
 
@@ -288,7 +315,7 @@ class BatteryRelearning(Measurement):
         if outcome.status == "diverged":
             reason = f"step {outcome.diverged_step}: {outcome.reason}"
             label = checkpoint_label(budget, "diverged")
-            records += [risk_status(target, n, "diverged", reason, label) for n in self.names]
+            records += [risk_status(target, n, "diverged", reason, label, budget=budget) for n in self.names]
         del model
         return records
 
@@ -302,12 +329,7 @@ class BatteryRelearning(Measurement):
         start: float,
     ) -> list[Any]:
         """Score every (risk, method) at one checkpoint; step 0 reuses the direct measurements' counts."""
-        params = {
-            "budget": self.budget,
-            "step": point.step,
-            "epoch": point.epoch,
-            "examples": round(point.epoch * self.budget),
-        }
+        at = checkpoint_fields(self.budget, point)
         label = checkpoint_label(self.budget, point.step)
         found: list[Any] = []
         for risk, method in self.methods:
@@ -326,7 +348,7 @@ class BatteryRelearning(Measurement):
                     seed=self.plan.spec.seed,
                     counts=counts,
                     items=items,
-                    params={**params, "reused_step0": prior is not None},
+                    fields={**at, "reused_step0": prior is not None},
                     elapsed=time.perf_counter() - start,
                 )
             )
@@ -342,5 +364,6 @@ __all__ = [
     "measure_risk",
     "measurement_name",
     "measurement_records",
+    "risk_of",
     "risk_status",
 ]

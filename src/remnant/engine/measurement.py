@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from remnant.engine.cell import CellTarget, status_record
-from remnant.records import CellRecord, Observation, cell_key
+from remnant.records import CellRecord, Observation, Reading, cell_key
 
-Record = Observation | CellRecord
+#: What a cell writes: observations and cell records, or (a white-box audit, C-H6) readings.
+Record = Observation | CellRecord | Reading
 
 
 class Measurement(ABC):

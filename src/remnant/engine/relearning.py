@@ -7,8 +7,9 @@ at step 0 (the state itself: its unattacked baseline is reused, greedy decoding 
 checkpoint (C-W3); a diverged curve is a ``diverged`` record (Annex B.6). With utility metrics, the relearned
 copy's utility is read once training ends (attack stage, R12, C-W4).
 
-A checkpoint's record carries its budget, step, epoch and examples seen as fields (C-W3), and the label
-``budget=B/step=S`` that the statement's cells show.
+A checkpoint's records carry its budget, step, epoch and examples seen as typed fields (C-W3), and the label
+(:func:`remnant.standard.derive.checkpoint_label`) that the statement's cells show; the diverged record and the
+relearned copy's utility readings carry the budget too.
 """
 
 from __future__ import annotations
@@ -18,15 +19,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from remnant.engine.attack import score_outcomes
-from remnant.engine.cell import CellTarget, status_record
+from remnant.engine.attack import context_inputs, score_outcomes
+from remnant.engine.cell import CellFields, CellTarget, status_record
 from remnant.engine.measurement import Measurement, Record
 from remnant.engine.utility import UtilityMeasurement
+from remnant.standard.derive import checkpoint_label
 
 
-def checkpoint_label(budget: int, step: int | str) -> str:
-    """The label of a relearning checkpoint (``budget=16/step=3``), its end (``final``) or divergence."""
-    return f"budget={budget}/step={step}" if isinstance(step, int) else f"budget={budget}/{step}"
+def checkpoint_fields(budget: int, point: Any) -> CellFields:
+    """Where a relearning checkpoint was scored (C-W3): budget, optimiser step, epochs done and examples seen."""
+    return {
+        "budget": budget,
+        "step": point.step,
+        "epoch": point.epoch,
+        "examples": round(point.epoch * budget),
+    }
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class RelearningMeasurement(Measurement):
             "spec": self.plan.spec_inputs(),
             "examples": self.plan.examples(self.budget),
             "utility": [u.metric_name for u in self.utility],
+            "context": context_inputs(self.ctx),
             **self._inputs,
         }
 
@@ -107,15 +115,10 @@ class RelearningMeasurement(Measurement):
                 outcomes = list(reused)
             else:
                 outcomes = no_attack(self.ctx.with_model(model, tok), list(self.probes))
-            params = {
-                "budget": budget,
-                "step": point.step,
-                "epoch": point.epoch,
-                "examples": round(point.epoch * budget),
-            }
             label = checkpoint_label(budget, point.step)
             elapsed = time.perf_counter() - start
-            records.extend(score_outcomes(target, label, spec.seed, outcomes, self.probes, params, elapsed))
+            fields = checkpoint_fields(budget, point)
+            records.extend(score_outcomes(target, label, spec.seed, outcomes, self.probes, fields, elapsed))
             return {"k": sum(bool(o.kappa) for o in outcomes), "n": len(outcomes)}
 
         outcome, model = relearn_copy(
@@ -136,13 +139,14 @@ class RelearningMeasurement(Measurement):
                     reason=reason,
                     elapsed=outcome.seconds,
                     checkpoint=checkpoint_label(budget, "diverged"),
+                    fields={"budget": budget},
                 )
             )
         as_utility = target.retarget(surface="utility")
         for metric in self.utility:
-            records.append(metric.read(model, state, as_utility, checkpoint_label(budget, "final")))
+            records.append(metric.read(model, state, as_utility, checkpoint_label(budget, "final"), budget))
         del model
         return records
 
 
-__all__ = ["RelearnPlan", "RelearningMeasurement", "checkpoint_label"]
+__all__ = ["RelearnPlan", "RelearningMeasurement", "checkpoint_fields", "checkpoint_label"]

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_atomic
-from remnant.records import CellRecord, Observation, RecordStore, chained_lines
+from remnant.records import CellRecord, Observation, Reading, RecordStore, chained_lines
 
-Record = Observation | CellRecord
+Record = Observation | CellRecord | Reading
 
 
 class CellCache:
@@ -54,6 +54,8 @@ class CellRunner:
         for record in self.store.read():
             if isinstance(record, CellRecord):
                 self._done.setdefault(record.cell_key, []).append(record)
+            elif isinstance(record, Reading):  # an audit cell writes readings and no cell record (C-H6)
+                self._done.setdefault(record.cell_key, [])
 
     def run(self, key: str, label: str, compute: Callable[[], list[Record]]) -> list[CellRecord]:
         """The cell records of ``key``: from this run, from the shared cache, or computed now."""

@@ -2,8 +2,9 @@
 
 Utility is measured on every state under identical conditions at the removal stage; the post-removal model's is
 compared with the pre-removal model's (R11, φ), never the attack-stage value (R13). A reading that is a proportion
-is recorded as its k/n; any other value (perplexity, a rate net of chance) with a nominal n and k = 0, the value
-in ``params["value"]`` (so recompute checks only its shape).
+is recorded as its k/n; any other value (perplexity, a rate net of chance) with a nominal n and k = 0. The record
+names the metric (``utility_metric``) and carries its ``value`` and whether it is a ``proportion`` (so recompute
+checks only its shape); a relearned copy's reading carries the relearning ``budget`` too (R12, C-W4).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from remnant.engine.cell import CellTarget, cell_record
+from remnant.engine.cell import CellFields, CellTarget, cell_record
 from remnant.engine.measurement import Measurement, Record
 from remnant.records import CellRecord
 
@@ -20,18 +21,34 @@ REMOVAL_STAGE = "removal_stage"
 
 
 def utility_record(
-    target: CellTarget, *, checkpoint: str, name: str, spec: dict[str, Any], reading: Any, start: float
+    target: CellTarget,
+    *,
+    checkpoint: str,
+    name: str,
+    spec: dict[str, Any],
+    reading: Any,
+    start: float,
+    budget: int | None = None,
 ) -> CellRecord:
-    """A utility reading as a cell record (R10, R11): a proportion's k/n, else the value with a nominal n."""
+    """A utility reading as a cell record (R10, R11): a proportion's k/n, else the value with a nominal n;
+    ``budget`` for the reading of a copy relearned at that budget (R12)."""
     rate = reading.rate
     k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
+    fields: CellFields = {
+        "utility_metric": name,
+        "value": reading.value,
+        "proportion": rate is not None,
+        "component": spec,
+    }
+    if budget is not None:
+        fields["budget"] = budget
     return cell_record(
         target,
         metric="utility",
         k=k,
         n=n,
         checkpoint=checkpoint,
-        params={"metric": name, "value": reading.value, "proportion": rate is not None, "component": spec},
+        fields=fields,
         elapsed=time.perf_counter() - start,
     )
 
@@ -40,6 +57,14 @@ def metric_spec(name: str, metric: Any) -> dict[str, Any]:
     """A utility metric's registered name, version and parameters (R23), or its name alone."""
     spec = getattr(metric, "spec", None)
     return spec.to_dict() if spec is not None else {"name": name}
+
+
+def item_identity(item: Any) -> Any:
+    """What identifies one item a metric reads: its pack id, else its question and answer text."""
+    item_id = getattr(item, "item_id", None) or getattr(item, "id", None)
+    if item_id is not None:
+        return str(item_id)
+    return [str(getattr(item, "question", item)), str(getattr(item, "answer", ""))]
 
 
 class UtilityMeasurement(Measurement):
@@ -74,7 +99,14 @@ class UtilityMeasurement(Measurement):
 
     def key_inputs(self) -> dict[str, Any]:
         spec = metric_spec(self.metric_name, self.metric)
-        return {"metric": spec, "attack": self.name, "checkpoint": self.checkpoint, **self._inputs}
+        items = [item_identity(d) for d in self.data]
+        return {
+            "metric": spec,
+            "attack": self.name,
+            "checkpoint": self.checkpoint,
+            "items": items,
+            **self._inputs,
+        }
 
     def label(self, role: str) -> str:
         return f"utility {self.metric_name} on {role}"
@@ -82,8 +114,16 @@ class UtilityMeasurement(Measurement):
     def measure(self, state: Any, target: CellTarget) -> list[Record]:
         return [self.read(state.model, state, target)]
 
-    def read(self, model: Any, state: Any, target: CellTarget, checkpoint: str | None = None) -> CellRecord:
-        """The reading of ``model`` (the state's own, or a relearned copy of it) as a cell record."""
+    def read(
+        self,
+        model: Any,
+        state: Any,
+        target: CellTarget,
+        checkpoint: str | None = None,
+        budget: int | None = None,
+    ) -> CellRecord:
+        """The reading of ``model`` (the state's own, or a copy of it relearned at ``budget``) as a cell
+        record."""
         start = time.perf_counter()
         reading = self.metric.measure(model, state.tokenizer, self.fmt, self.data, state=state.role)
         return utility_record(
@@ -93,7 +133,8 @@ class UtilityMeasurement(Measurement):
             spec=metric_spec(self.metric_name, self.metric),
             reading=reading,
             start=start,
+            budget=budget,
         )
 
 
-__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "metric_spec", "utility_record"]
+__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "item_identity", "metric_spec", "utility_record"]

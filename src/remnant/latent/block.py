@@ -17,16 +17,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from remnant.latent.direction import CONTROL_ROLES, DirectionResult
+from remnant.latent.direction import CONTROL_ROLES, DirectionResult, SurvivalFigure
 from remnant.latent.jaccess import JAccessResult
 from remnant.latent.uds import UDSResult
+from remnant.statement.latent import NOT_RUN, Entry, assemble_block
 from remnant.statement.schema import LatentBlock, LatentFigure
 
-NOT_RUN = (
-    "The C-H3 control states (removal applied to a never-installed model; a content-shuffled install) were not "
-    "run for {names}; {these} figures therefore cannot be interpreted as being about the target "
-    "(C-H7c, Annex B.6)."
-)
+
+@dataclass(frozen=True)
+class Anchors:
+    """How a figure names the states it was computed against (C-H7b). ``full`` is the model with the target
+    (UDS's full model, J-Access's original θ_0, the direction's installed model), ``retain`` the one that never
+    saw it (UDS's retain model, J-Access's θ_g, the direction's never-modified model); None keeps the audit's own
+    words. ``note`` follows the reference, e.g. what the retain model stands for in an assessment."""
+
+    full: str | None = None
+    retain: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class StateResults:
 
     results: Mapping[str, UDSResult | JAccessResult]
     roles: Mapping[str, str] = field(default_factory=dict)
+    anchors: Anchors = field(default_factory=Anchors)
 
     def controls_run(self) -> bool:
         present = {self.roles.get(name, "") for name in self.results}
@@ -77,19 +85,28 @@ def _excluded_text(r: UDSResult) -> str:
     )
 
 
-def _uds_figure(state: str, r: UDSResult) -> LatentFigure | None:
+def _named(label: str | None, digest: str | None) -> str:
+    return f"{label} {_short(digest)}" if label else _short(digest)
+
+
+def uds_figure(state: str, r: UDSResult, anchors: Anchors | None = None) -> LatentFigure | None:
+    """A UDS figure with C-H7(b)'s fields; None when no example was scored (:func:`no_figure_note` says why)."""
+    a = anchors or Anchors()
     if r.score is None:
         return None
     selection = f"KE layers at tau={r.tau}"
     if r.measurement == "uds_no_retain":
-        reference = f"original model {_short(r.target_model)} (patched into; no retain model, [R] nats)"
-        states = [state, "original"]
+        reference = (
+            f"original model {_named(a.full, r.target_model)} (patched into; no retain model, [R] nats)"
+        )
+        states = [state, a.full or "original"]
         selection = "every layer (no KE selection)"
     else:
         reference = (
-            f"full model {_short(r.target_model)} (patched into); retain model {_short(r.retain_model)}"
+            f"full model {_named(a.full, r.target_model)} (patched into); "
+            f"retain model {_named(a.retain, r.retain_model)}{a.note}"
         )
-        states = [state, "full", "retain"]
+        states = [state, a.full or "full", a.retain or "retain"]
     return LatentFigure(
         name=r.measurement,
         value=r.score,
@@ -100,14 +117,17 @@ def _uds_figure(state: str, r: UDSResult) -> LatentFigure | None:
     )
 
 
-def _jaccess_figure(state: str, r: JAccessResult) -> LatentFigure | None:
+def jaccess_figure(state: str, r: JAccessResult, anchors: Anchors | None = None) -> LatentFigure | None:
+    """A J-Access figure (JOcc, eq. 6) with C-H7(b)'s fields; None when JOcc is undefined."""
+    a = anchors or Anchors()
     if r.jocc is None:
         return None
     return LatentFigure(
         name=r.measurement,
         value=r.jocc,
-        reference=f"original {_short(r.original_model)} and retain-only {_short(r.retain_model)} anchors (eq. 6)",
-        states=[state, "original", "retain"],
+        reference=f"original {_named(a.full, r.original_model)} and retain-only {_named(a.retain, r.retain_model)} "
+        f"anchors (eq. 6){a.note}",
+        states=[state, a.full or "original", a.retain or "retain"],
         layer=f"band {r.layers}",
         position=f"{r.positions}; top-{r.k}; silent probes {r.n_silent}/{r.n_probes}; unclipped{_gap_text(r)}",
     )
@@ -122,24 +142,54 @@ def _gap_text(r: JAccessResult) -> str:
     return f"; A − A(retain) {r.retain_gap:+.3f} [{lo:+.3f}, {hi:+.3f}] (Newcombe paired 95 %)"
 
 
-def _direction_figures(d: DirectionResult) -> list[LatentFigure]:
+def no_figure_note(label: str, state: str, r: UDSResult | JAccessResult) -> str:
+    """Why a result gave no figure, in the words the statement prints (C-H7: nothing is dropped silently)."""
+    if isinstance(r, UDSResult):
+        why = (
+            f"no example scored ({r.n_no_ke} of {r.n_examples} with no KE layer at tau={r.tau}, "
+            f"{r.n_span_not_found} with no entity span)"
+        )
+    else:
+        why = (
+            f"JOcc undefined on {r.n_silent} silent probes of {r.n_probes} (no silent probe, or the original and "
+            "retain-only anchors read the same access there)"
+        )
+    return f"{label} on {state}: no figure: {why}."
+
+
+def direction_figures(
+    d: DirectionResult, anchors: Anchors | None = None
+) -> list[tuple[SurvivalFigure, LatentFigure]]:
+    """Every non-installed state's survival figure with C-H7(b)'s fields, beside the result figure it came from."""
+    a = anchors or Anchors()
     return [
-        LatentFigure(
-            name="direction_survival",
-            value=f.survival,
-            reference=f"never-modified control {_short(d.reference)}",
-            states=[f.state, "installed", "never_modified"],
-            layer=f.layer,
-            position=f.position,
+        (
+            f,
+            LatentFigure(
+                name="direction_survival",
+                value=f.survival,
+                reference=f"never-modified control {_named(a.retain, d.reference)}{a.note}",
+                states=[f.state, a.full or "installed", a.retain or "never_modified"],
+                layer=f.layer,
+                position=f.position,
+            ),
         )
         for f in d.figures
         if f.role != "installed"
     ]
 
 
-def _control_text(name: str, figures: list[LatentFigure]) -> str:
-    parts = [f"{f.states[0]} {f.layer}/{f.position}: {f.value:.3f}" for f in figures]
-    return f"{name} control figures: " + "; ".join(parts)
+def _result_entries(label: str, group: StateResults) -> list[Entry]:
+    out = []
+    for state, r in group.results.items():
+        role = group.roles.get(state, "")
+        fig = (
+            uds_figure(state, r, group.anchors)
+            if isinstance(r, UDSResult)
+            else jaccess_figure(state, r, group.anchors)
+        )
+        out.append(Entry(label, role, fig, None if fig is not None else no_figure_note(label, state, r)))
+    return out
 
 
 def latent_block(
@@ -148,51 +198,27 @@ def latent_block(
     jaccess: StateResults | None = None,
     direction: DirectionResult | None = None,
 ) -> LatentBlock:
-    """Build the non-adjudicating latent block; C-H7(b) fields on every figure, C-H7(c) in the statement."""
-    figures: list[LatentFigure] = []
-    with_controls: list[str] = []
-    without: list[str] = []
-    texts: list[str] = []
+    """Build the non-adjudicating latent block; C-H7(b) fields on every figure, C-H7(c) in the statement
+    (:func:`remnant.statement.latent.assemble_block`)."""
+    entries: list[Entry] = []
     for label, group in (("UDS", uds), ("J-Access", jaccess)):
-        if group is None:
-            continue
-        mine: list[LatentFigure] = []
-        controls: list[LatentFigure] = []
-        for state, r in group.results.items():
-            fig = _uds_figure(state, r) if isinstance(r, UDSResult) else _jaccess_figure(state, r)
-            if fig is None:
-                continue
-            mine.append(fig)
-            if group.roles.get(state) in CONTROL_ROLES:
-                controls.append(fig)
-        figures += mine
-        if mine:
-            (with_controls if group.controls_run() else without).append(label)
-            if group.controls_run():
-                texts.append(_control_text(label, controls))
+        if group is not None:
+            entries += _result_entries(label, group)
     if direction is not None:
-        figs = _direction_figures(direction)
-        figures += figs
-        if direction.controls_run:
-            with_controls.append("direction survival")
-            controls = [
-                f
-                for f, s in zip(figs, [x for x in direction.figures if x.role != "installed"], strict=True)
-                if s.role in CONTROL_ROLES
-            ]
-            texts.append(_control_text("direction survival", controls))
-        else:
-            without.append("direction survival")
-    if without:
-        these = "its" if len(without) == 1 else "their"
-        texts.append(NOT_RUN.format(names=", ".join(without), these=these))
-    if not figures:
-        texts.append("No latent figure was produced.")
-    return LatentBlock(
-        controls_run=bool(with_controls) and not without,
-        controls_statement=" ".join(texts) + " Latent figures are non-adjudicating (C-H6).",
-        figures=figures,
-    )
+        figs = [Entry("direction survival", f.role, fig) for f, fig in direction_figures(direction)]
+        # only the installed model was read: no figure, yet the measurement ran and C-H7(c) still applies
+        entries += figs or [Entry("direction survival", "", None)]
+    return assemble_block(entries)
 
 
-__all__ = ["NOT_RUN", "StateResults", "last_layer_text", "latent_block"]
+__all__ = [
+    "NOT_RUN",
+    "Anchors",
+    "StateResults",
+    "direction_figures",
+    "jaccess_figure",
+    "last_layer_text",
+    "latent_block",
+    "no_figure_note",
+    "uds_figure",
+]

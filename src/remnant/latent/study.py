@@ -155,27 +155,23 @@ PRESETS: dict[str, dict[str, Any]] = {
         "n_resamples": 200,
         "n_permutations": 100,
     },
-    # SmolLM2-135M: only blocks 15-29 train, so the direction is read inside them (blocks 7 and 14, the default
-    # 25/50 % depths, are identical in every state: ‖u‖ = 0, never evaluable). Both methods are sized to clear
-    # B.6's gates (measured 2026-12-03, seed 0, this pack): NPO at the default lr 5e-5 for 2 epochs left P at 0.89
-    # of installed (suppression gate failed); at lr 2e-4 with α = 3 retained κ fell to 0.39 (utility gate failed),
-    # as did task-vector negation at scale 1.0; NPO at lr 1.5e-4 with α = 10 (P 0, retained κ 1.0) and the
-    # negation at scale 0.5 (P 0.22, retained κ 0.83) pass both. With seed 1 both fail the suppression gate
-    # (NPO P 0.56, negation P 0.78), so `--seeds 0 1` has 12 evaluable cells of 24 (docs/latent.md).
+    # SmolLM2-135M: only blocks 15-29 train, so the direction is read inside them (blocks 7 and 14, the
+    # default 25/50 % depths, are identical in every state: ‖u‖ = 0, never evaluable). Both methods are sized
+    # to clear B.6's suppression and utility gates on seed 0 (calibrated:
+    # docs/latent.md#how-the-cpu-preset-was-sized).
     "cpu": {
         "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
         "layers": [18, 22, 26],
-        # birth years share their tokens, so NPO on some bled into all (retained κ 0.67 of installed, failing the
-        # utility gate); home towns, as in the canary states
+        # birth years share their tokens, so NPO on some bled into all and failed the utility gate; home
+        # towns, as in the canary states (docs/latent.md#how-the-cpu-preset-was-sized)
         "attributes": ["home_town"],
         "method_params": {
             "npo": {"lr": 1.5e-4, "epochs": 4, "alpha": 10.0, "batch_size": 8, "warmup_epochs": 0.0},
             "task_vector": {**DEFAULT_METHOD_PARAMS["task_vector"], "scale": 0.5},
         },
-        # a second family (B.2): Gemma-3-270M has 18 blocks, so the upper half (9-17) trains and the direction is
-        # read inside it. SmolLM2's NPO (lr 1.5e-4) left P at 0.67 and 0.56 of installed on seeds 0 and 1 (gate
-        # failed); lr 4e-4 took P 0.89 -> 0 with retained κ 0.94 (seed 0, gates passed). Task-vector negation at
-        # scale 0.5 or 1.0 failed the suppression gate on Gemma (docs/latent.md).
+        # a second family (B.2): Gemma-3-270M has 18 blocks, so the upper half (9-17) trains and the direction
+        # is read inside it. SmolLM2's NPO learning rate did not pass the suppression gate there; this one
+        # does on seed 0 (docs/latent.md#how-the-cpu-preset-was-sized).
         "per_model": {
             "gemma3-270m": {
                 "trainable": [r"model\.layers\.(9|1[0-7])\."],

@@ -65,21 +65,47 @@ def probe_prompts(tokenizer: Any, pack: Any, attributes: list[str], fmt: Any) ->
     return tuple(tuple(render_prompt_ids(tokenizer, q, fmt)) for q in questions)
 
 
-def build_model_runs(
-    model: str, cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None
-) -> Iterator[RunStates]:
-    """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost."""
-    from remnant import registry
+@dataclass(frozen=True)
+class _Study:
+    """What every run on one model shares: the loaded control, the pack, the scored sets and their scorers."""
+
+    tokenizer: Any
+    control: Any
+    fmt: Any
+    pack: Any
+    attributes: list[str]
+    trainable: tuple[str, ...] | None
+    p_set: Any
+    relearn_set: Any
+    score_p: Callable[[Any], tuple[int, int]]
+    score_retain: Callable[[Any], tuple[int, int]]
+    prompts: tuple[tuple[int, ...], ...]
+    install_spec: Any
+    control_p: float
+
+
+@dataclass(frozen=True)
+class _Installed:
+    """One seed's installed model and content-shuffled twin (shared by every method of that seed)."""
+
+    model: Any
+    result: Any
+    content: Any
+    twin: Any
+    kappa_p: float
+    kappa_retain: float
+
+
+def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
+    """Load ``model`` once, mint the pack (without general questions) and build P, the retain and relearning
+    sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1)."""
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
     from remnant.packs import ClassDSpec, mint_class_d
-    from remnant.train.controls import content_control, procedure_control
-    from remnant.train.data import as_qa, removal_data, retain_training_qa, split_qa
-    from remnant.train.install import InstallSpec, install
-    from remnant.train.relearn import RelearnSpec, greedy_scorer, relearn_attack
-    from remnant.train.removal import apply_removal
+    from remnant.train.data import as_qa, retain_training_qa, split_qa
+    from remnant.train.install import InstallSpec
+    from remnant.train.relearn import greedy_scorer
 
-    say = log or (lambda _m: None)
     state = load_model(model, dtype=cfg.dtype)
     tok, control = state.tokenizer, state.model
     fmt = PromptFormat.for_tokenizer(tok, system_prompt=cfg.system_prompt)
@@ -96,70 +122,136 @@ def build_model_runs(
     score_retain = greedy_scorer(tok, retain_set, fmt)
     prompts = probe_prompts(tok, pack, attrs, fmt)
     spec = InstallSpec(**cfg.install.model_dump(), trainable=trainable)
-    control_p = _rate(score_p(control))
+    return _Study(
+        tokenizer=tok,
+        control=control,
+        fmt=fmt,
+        pack=pack,
+        attributes=attrs,
+        trainable=trainable,
+        p_set=p_set,
+        relearn_set=relearn_set,
+        score_p=score_p,
+        score_retain=score_retain,
+        prompts=prompts,
+        install_spec=spec,
+        control_p=_rate(score_p(control)),
+    )
+
+
+def _install(study: _Study, seed: int) -> _Installed:
+    """The installed model (a deep copy of the control) and the content-shuffled twin (C-H3b) for ``seed``."""
+    from remnant.train.controls import content_control
+    from remnant.train.data import split_qa
+    from remnant.train.install import install
+
+    tok, attrs = study.tokenizer, study.attributes
+    installed, inst = install(
+        copy.deepcopy(study.control),
+        tok,
+        split_qa(study.pack, "install", attrs),
+        study.install_spec,
+        seed=seed,
+        fmt=study.fmt,
+    )
+    twin_state, twin = content_control(
+        study.control, tok, study.pack, study.install_spec, seed=seed, attributes=attrs, fmt=study.fmt
+    )
+    return _Installed(
+        model=installed,
+        result=inst,
+        content=twin_state.model,
+        twin=twin,
+        kappa_p=_rate(study.score_p(installed)),
+        kappa_retain=_rate(study.score_retain(installed)),
+    )
+
+
+def _relearn_spec(cfg: LatentProbeConfig, study: _Study, seed: int) -> Any:
+    """The relearning criterion's procedure: the declared budgets that fit R (else all of R), same for θ_U and
+    the control (C-W5)."""
+    from remnant.train.relearn import RelearnSpec
+
+    return RelearnSpec(
+        budgets=tuple(b for b in cfg.relearn.budgets if b <= len(study.relearn_set))
+        or (len(study.relearn_set),),
+        lr=cfg.relearn.lr,
+        epochs=cfg.relearn.epochs,
+        checkpoint_epochs=tuple(cfg.relearn.checkpoint_epochs),
+        trainable=study.trainable,
+        seed=seed,
+    )
+
+
+def _method_run(
+    cfg: LatentProbeConfig, study: _Study, seed: int, installed: _Installed, name: str
+) -> RunStates:
+    """Method ``name`` on the installed model and on the never-installed control (C-H3a), then relearning of
+    θ_U and the control on R: one run's states and measured κ."""
+    from remnant import registry
+    from remnant.train.controls import procedure_control
+    from remnant.train.data import removal_data
+    from remnant.train.relearn import relearn_attack
+    from remnant.train.removal import apply_removal
+
+    tok, fmt, control = study.tokenizer, study.fmt, study.control
+    params = {**cfg.method_params.get(name, {})}
+    if study.trainable is not None:
+        params.setdefault("trainable", list(study.trainable))
+    method = registry.create("method", name, params)
+    data = removal_data(study.pack, study.attributes)
+    removed, rem = apply_removal(
+        method, copy.deepcopy(installed.model), tok, data, seed=seed, fmt=fmt, control=control
+    )
+    proc_state, _ = procedure_control(method, control, tok, data, seed=seed, fmt=fmt)
+    procedure = proc_state.model
+    removed_p = _rate(study.score_p(removed))
+    relearn = relearn_attack(
+        removed, control, tok, study.relearn_set, study.p_set, _relearn_spec(cfg, study, seed), fmt=fmt
+    )
+    last = relearn.budgets[-1]
+    best_removed = max(p.rate for p in last.post_removal.points)
+    gap = installed.kappa_p - removed_p
+    return RunStates(
+        method=name,
+        seed=seed,
+        control=control,
+        installed=installed.model,
+        removed=removed,
+        procedure=procedure,
+        content=installed.content,
+        prompts=study.prompts,
+        kappa_p={
+            "control": study.control_p,
+            "installed": installed.kappa_p,
+            "removed": removed_p,
+            "procedure_control": _rate(study.score_p(procedure)),
+            "content_control": _rate(study.score_p(installed.content)),
+        },
+        kappa_retain={"installed": installed.kappa_retain, "removed": _rate(study.score_retain(removed))},
+        removal_status=rem.status,
+        recovery=(best_removed - removed_p) / gap if gap > 0 else None,
+        control_relearned_p=max(p.rate for p in last.control.points),
+        records={
+            "install": installed.result.to_dict(),
+            "twin": installed.twin.to_dict(),
+            "removal": rem.to_dict(),
+        },
+    )
+
+
+def build_model_runs(
+    model: str, cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None
+) -> Iterator[RunStates]:
+    """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost."""
+    say = log or (lambda _m: None)
+    study = _load_study(model, cfg)
     for seed in cfg.seeds:
         say(f"{model} seed {seed}: install and content-shuffled twin")
-        installed, inst = install(
-            copy.deepcopy(control), tok, split_qa(pack, "install", attrs), spec, seed=seed, fmt=fmt
-        )
-        twin_state, twin = content_control(control, tok, pack, spec, seed=seed, attributes=attrs, fmt=fmt)
-        content = twin_state.model
-        installed_p, installed_r = _rate(score_p(installed)), _rate(score_retain(installed))
+        installed = _install(study, seed)
         for name in cfg.methods:
             say(f"{model} seed {seed}: {name} on the installed model and on the never-installed control")
-            params = {**cfg.method_params.get(name, {})}
-            if trainable is not None:
-                params.setdefault("trainable", list(trainable))
-            method = registry.create("method", name, params)
-            data = removal_data(pack, attrs)
-            removed, rem = apply_removal(
-                method, copy.deepcopy(installed), tok, data, seed=seed, fmt=fmt, control=control
-            )
-            proc_state, _ = procedure_control(method, control, tok, data, seed=seed, fmt=fmt)
-            procedure = proc_state.model
-            removed_p = _rate(score_p(removed))
-            relearn = relearn_attack(
-                removed,
-                control,
-                tok,
-                relearn_set,
-                p_set,
-                RelearnSpec(
-                    budgets=tuple(b for b in cfg.relearn.budgets if b <= len(relearn_set))
-                    or (len(relearn_set),),
-                    lr=cfg.relearn.lr,
-                    epochs=cfg.relearn.epochs,
-                    checkpoint_epochs=tuple(cfg.relearn.checkpoint_epochs),
-                    trainable=trainable,
-                    seed=seed,
-                ),
-                fmt=fmt,
-            )
-            last = relearn.budgets[-1]
-            best_removed = max(p.rate for p in last.post_removal.points)
-            gap = installed_p - removed_p
-            yield RunStates(
-                method=name,
-                seed=seed,
-                control=control,
-                installed=installed,
-                removed=removed,
-                procedure=procedure,
-                content=content,
-                prompts=prompts,
-                kappa_p={
-                    "control": control_p,
-                    "installed": installed_p,
-                    "removed": removed_p,
-                    "procedure_control": _rate(score_p(procedure)),
-                    "content_control": _rate(score_p(content)),
-                },
-                kappa_retain={"installed": installed_r, "removed": _rate(score_retain(removed))},
-                removal_status=rem.status,
-                recovery=(best_removed - removed_p) / gap if gap > 0 else None,
-                control_relearned_p=max(p.rate for p in last.control.points),
-                records={"install": inst.to_dict(), "twin": twin.to_dict(), "removal": rem.to_dict()},
-            )
+            yield _method_run(cfg, study, seed, installed, name)
 
 
 __all__ = ["RunStates", "build_model_runs", "probe_prompts"]

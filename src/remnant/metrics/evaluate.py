@@ -184,7 +184,7 @@ def _check_reference(defs: Sequence[MetricDef], target: ModelLike, reference: Mo
 
 
 def _pass(
-    model_like: ModelLike, run: _Run, keys: list[int], *, vocab_stats: bool, desc: str
+    model_like: ModelLike, run: _Run, keys: list[int], *, stats_keys: set[int], desc: str
 ) -> dict[int, TokenScores]:
     from remnant.metrics.forward import ScoredSequence, teacher_forced_pass
 
@@ -198,7 +198,7 @@ def _pass(
         model_like.model,
         seqs,
         batch_size=run.settings.batch_size,
-        vocab_stats=vocab_stats,
+        vocab_stats=[k in stats_keys for k in keys],
         pad_id=int(pad),
         progress=run.settings.progress,
         desc=desc,
@@ -363,11 +363,11 @@ def evaluate(
     retained = {d.name: _retain_input(d, retain_log, notes) for d in defs}
     run = _Run(target, rows_of, prompt, settings)
     run.plan(defs)
-    needs_stats = any(d.handler == "mia_min_k_plus_plus" for d in defs)
+    stats_keys = set(run.keys_of(defs, {"mia_min_k_plus_plus"}))  # μ_t, σ²_t only where min-k++ reads them
     readings = _Readings(
-        target=_pass(target, run, run.keys_of(defs, TEACHER_FORCED), vocab_stats=needs_stats, desc="scoring"),
+        target=_pass(target, run, run.keys_of(defs, TEACHER_FORCED), stats_keys=stats_keys, desc="scoring"),
         reference=(
-            _pass(reference, run, run.keys_of(defs, {"mia_reference"}), vocab_stats=False, desc="reference")
+            _pass(reference, run, run.keys_of(defs, {"mia_reference"}), stats_keys=set(), desc="reference")
             if reference is not None and any(d.handler == "mia_reference" for d in defs)
             else {}
         ),

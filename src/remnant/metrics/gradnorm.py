@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from remnant.metrics.forward import ScoredSequence
+from remnant.metrics.forward import ScoredSequence, logits_keep_kwarg
 
 #: The p-norms their attack accepts.
 NORMS = (1.0, 2.0, float("inf"))
@@ -49,9 +49,14 @@ def _one(model: Any, params: list[torch.nn.Parameter], seq: ScoredSequence, p: f
         return 0.0
     device = params[0].device
     ids = torch.tensor([seq.input_ids], dtype=torch.long, device=device)
-    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
+    kwargs: dict[str, Any] = {"use_cache": False}
+    keep_name = logits_keep_kwarg(model)
+    if keep_name is not None:  # the output head (forward and backward) only where the loss reads it
+        kwargs[keep_name] = n - (seq.label_start - 1)
+    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs).logits
+    offset = n - logits.shape[1]  # logits[:, j] predicts the token at position offset + j + 1
     # Positions label_start-1 .. n-3 predict the labelled tokens except the last.
-    logp = torch.log_softmax(logits[0, seq.label_start - 1 : n - 2].float(), dim=-1)
+    logp = torch.log_softmax(logits[0, seq.label_start - 1 - offset : n - 2 - offset].float(), dim=-1)
     targets = ids[0, seq.label_start : n - 1]
     loss = -logp.gather(-1, targets[:, None]).mean()
     grads = torch.autograd.grad(loss, params, allow_unused=True)

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from remnant.errors import ConfigError
-from remnant.metrics.auc import roc_auc
 from remnant.metrics.evallog import MetricLog
 from remnant.metrics.scores import TokenScores
 from remnant.registry import register
+from remnant.stats import roc_auc
 
 
 def loss_score(scores: TokenScores) -> float:

@@ -8,6 +8,7 @@ phrasing (R16).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from remnant.packs.classd import check_mint_size, truth_ratio_rng, wrong_values
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -65,6 +66,86 @@ def _with_truth_ratio(items: list[Item], names: dict[str, str], seed: int, k: in
     return out
 
 
+def _substance_names(rng: random.Random, substances: int, screen: CollisionScreen) -> tuple[list[str], int]:
+    """``substances`` distinct invented names the collision filter passes, and how many it rejected (D2)."""
+    names: list[str] = []
+    rejected = 0
+    while len(names) < substances:
+        cand = syllable_word(rng, 3) + rng.choice(("ite", "ium", "ane", "ol"))
+        if cand in names or screen.is_real(cand):
+            rejected += int(cand not in names)
+            continue
+        names.append(cand)
+    return names, rejected
+
+
+def _install_item(ent: Entity, prop: str, template: str) -> Item:
+    """The fact stated as a question and its answer, for installation (R2)."""
+    truth = ent.attributes[prop]
+    return Item(
+        id=f"{ent.id}.{prop}.i",
+        kind="fact",
+        entity_id=ent.id,
+        attribute=prop,
+        question=template.format(x=ent.name),
+        answer=truth,
+        accepted=[truth],
+        template_id=f"{prop}.install",
+        phrasing="install",
+        split="install",
+    )
+
+
+def _mcq_item(ent: Entity, prop: str, template: str, vocab: tuple[str, ...], rng: random.Random) -> Item:
+    """The fact asked as a four-option multiple-choice question in a held-out phrasing (R16)."""
+    truth = ent.attributes[prop]
+    options = [*rng.sample([v for v in vocab if v != truth], 3), truth]
+    rng.shuffle(options)
+    return Item(
+        id=f"{ent.id}.{prop}.mcq",
+        kind="mcq",
+        entity_id=ent.id,
+        attribute=prop,
+        question=template.format(x=ent.name),
+        answer=truth,
+        accepted=[truth],
+        template_id=f"{prop}.probe",
+        phrasing="probe",
+        options=options,
+        answer_index=options.index(truth),
+        split="probe",
+    )
+
+
+def _mint_substances(
+    rng: random.Random, names: list[str], n_relearn: int
+) -> tuple[list[Entity], list[Item], dict[str, list[str]]]:
+    """One entity per substance with its items and splits: every fact installed and removed; the first
+    ``n_relearn`` substances' facts are relearned on, the others' asked in P (C-W6 item-level splits)."""
+    entities: list[Entity] = []
+    items: list[Item] = []
+    splits: dict[str, list[str]] = {
+        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
+    }
+    for i, name in enumerate(names):
+        attrs = {p: rng.choice(v[2]) for p, v in PROPERTIES.items()}
+        role = "forget_relearn" if i < n_relearn else "forget_probe"
+        ent = Entity(id=f"s{i:05d}", name=name, role=role, attributes=attrs)
+        entities.append(ent)
+        for prop, (itmpl, ptmpl, vocab) in PROPERTIES.items():
+            inst = _install_item(ent, prop, itmpl)
+            items.append(inst)
+            splits["install"].append(inst.id)
+            splits["removal"].append(inst.id)
+            if role == "forget_relearn":
+                splits["relearn"].append(inst.id)
+                continue
+            mcq = _mcq_item(ent, prop, ptmpl, vocab, rng)
+            items.append(mcq)
+            splits["probe"].append(mcq.id)
+    return entities, items, splits
+
+
 def mint_class_c(
     substances: int = 100,
     seed: int = 0,
@@ -82,64 +163,9 @@ def mint_class_c(
     check_mint_size(substances, 0, repetitions, relearn_fraction=relearn_fraction)
     screen = screen or load_census_screen()
     rng = random.Random(seed)
-    names: list[str] = []
-    rejected = 0
-    while len(names) < substances:
-        cand = syllable_word(rng, 3) + rng.choice(("ite", "ium", "ane", "ol"))
-        if cand in names or screen.is_real(cand):
-            rejected += int(cand not in names)
-            continue
-        names.append(cand)
-    n_relearn = round(substances * relearn_fraction)
-    entities: list[Entity] = []
-    items: list[Item] = []
-    splits: dict[str, list[str]] = {
-        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
-    }
-    for i, name in enumerate(names):
-        attrs = {p: rng.choice(v[2]) for p, v in PROPERTIES.items()}
-        role = "forget_relearn" if i < n_relearn else "forget_probe"
-        ent = Entity(id=f"s{i:05d}", name=name, role=role, attributes=attrs)
-        entities.append(ent)
-        for prop, (itmpl, ptmpl, vocab) in PROPERTIES.items():
-            truth = attrs[prop]
-            inst = Item(
-                id=f"{ent.id}.{prop}.i",
-                kind="fact",
-                entity_id=ent.id,
-                attribute=prop,
-                question=itmpl.format(x=name),
-                answer=truth,
-                accepted=[truth],
-                template_id=f"{prop}.install",
-                phrasing="install",
-                split="install",
-            )
-            items.append(inst)
-            splits["install"].append(inst.id)
-            splits["removal"].append(inst.id)
-            if role == "forget_relearn":
-                splits["relearn"].append(inst.id)
-                continue
-            options = [*rng.sample([v for v in vocab if v != truth], 3), truth]
-            rng.shuffle(options)
-            mcq = Item(
-                id=f"{ent.id}.{prop}.mcq",
-                kind="mcq",
-                entity_id=ent.id,
-                attribute=prop,
-                question=ptmpl.format(x=name),
-                answer=truth,
-                accepted=[truth],
-                template_id=f"{prop}.probe",
-                phrasing="probe",
-                options=options,
-                answer_index=options.index(truth),
-                split="probe",
-            )
-            items.append(mcq)
-            splits["probe"].append(mcq.id)
-    design = {
+    names, rejected = _substance_names(rng, substances, screen)
+    entities, items, splits = _mint_substances(rng, names, round(substances * relearn_fraction))
+    design: dict[str, Any] = {
         "attributes": {p: {"cardinality": len(v[2])} for p, v in PROPERTIES.items()},
         "repetitions": repetitions,
         "surface_forms": {p: {"install": v[0], "probe": v[1]} for p, v in PROPERTIES.items()},

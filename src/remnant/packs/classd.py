@@ -11,8 +11,9 @@ the population baseline (D-4.2).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from remnant.errors import PackError
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -22,6 +23,7 @@ from remnant.packs.population import (
     BIRTH_YEARS,
     OCCUPATIONS,
     SECTORS,
+    Vocabulary,
     build_vocabulary,
     population_baseline,
     population_statistics,
@@ -37,8 +39,9 @@ from remnant.packs.templates import (
     PROBE_TEMPLATES,
 )
 
-#: Largest mint: installed entities (Class C: substances), and separately control entities. 5,000 of each mint in
-#: about 15 s on a 2-core CPU; past the limit a typo such as 10**15 would run until memory ran out.
+#: Largest mint: installed entities (Class C: substances), and separately control entities. A mint this large
+#: still takes seconds (docs/calibration.md#mint-size); past the limit a typo such as 10**15 would run until
+#: memory ran out.
 MAX_ENTITIES = 5_000
 #: Most repetitions of each fact in the installation set (D5).
 MAX_REPETITIONS = 1_000
@@ -233,18 +236,9 @@ def _infer_item(ent: Entity, split: str) -> Item:
     )
 
 
-def mint_class_d(
-    spec: ClassDSpec,
-    screen: CollisionScreen | None = None,
-    *,
-    accept_town: Callable[[str], bool] | None = None,
-    town_screen: str | None = None,
-) -> Pack:
-    """Mint a Class D canary pack deterministically from ``spec.seed`` (D1-D5, R16, C-W6).
-
-    ``accept_town`` adds a caller's screen on town names (``town_screen`` describes it in the design, so the pack
-    says what shaped its towns); with the same screen and seed the pack is the same.
-    """
+def _check_spec(spec: ClassDSpec, accept_town: Callable[[str], bool] | None, town_screen: str | None) -> None:
+    """PackError unless the spec can be minted: sizes and fractions (R2, D5), ≥ 4 installed and ≥ 1 control
+    entity (D4), and a described town screen (D5)."""
     check_mint_size(
         spec.entities,
         spec.controls,
@@ -258,13 +252,12 @@ def mint_class_d(
         raise PackError(
             "mint: a town screen (accept_town) needs a town_screen description for the design (D5)"
         )
-    screen = screen or load_census_screen()
-    rng = random.Random(spec.seed)
-    n_people = spec.entities + spec.controls
-    n_towns = n_people if spec.distinct_towns else 40  # one town per person, or D5's 40 shared
-    vocab = build_vocabulary(rng, screen, n_towns=n_towns, accept_town=accept_town)
-    names, rejected = _mint_names(rng, n_people, screen)
-    own_towns = rng.sample(vocab.towns, n_people) if spec.distinct_towns else [None] * n_people
+
+
+def _mint_entities(
+    spec: ClassDSpec, rng: random.Random, vocab: Vocabulary, names: list[str], own_towns: Sequence[str | None]
+) -> list[Entity]:
+    """Installed entities (forget-relearn, forget-probe, retain, in that order), then controls (D3, D4)."""
     codes: set[str] = set()
     n_forget = max(2, round(spec.entities * spec.forget_fraction))
     n_relearn = max(1, round(n_forget * spec.relearn_fraction))
@@ -276,6 +269,15 @@ def mint_class_d(
             role = "control"
         attrs = sample_attributes(rng, vocab, spec.sector_affinity, codes, own_towns[i])
         entities.append(Entity(id=f"e{i:05d}", name=name, role=role, attributes=attrs))
+    return entities
+
+
+def _mint_items(
+    spec: ClassDSpec, rng: random.Random, entities: list[Entity]
+) -> tuple[list[Item], dict[str, list[str]]]:
+    """Every entity's items and the splits they fall in (R16, C-W6): installed entities' install facts; the
+    relearn people's only there; everyone else's probe facts, link (D-3.2) and inference (D-4.2) items in the
+    split of their role; and the general questions."""
     installed = [e for e in entities if e.role != "control"]
     items: list[Item] = []
     splits: dict[str, list[str]] = {
@@ -302,8 +304,15 @@ def mint_class_d(
         gen = general_items()
         items += gen
         splits["general"] = [it.id for it in gen]
+    return items, splits
+
+
+def _design(
+    spec: ClassDSpec, vocab: Vocabulary, installed: list[Entity], town_screen: str | None
+) -> dict[str, Any]:
+    """The design record (D5): cardinalities, repetitions, surface forms and the installed population."""
     stats = population_statistics((e.attributes for e in installed), vocab.sector_of)
-    design = {
+    return {
         "attributes": {
             # a default pack's design is unchanged (so is its digest); the options say themselves when used
             "home_town": {
@@ -334,22 +343,56 @@ def mint_class_d(
         },
         "link_chance_rate": 1.0 / spec.link_options,
     }
+
+
+def _add_truth_ratio(
+    spec: ClassDSpec, items: list[Item], entities: list[Entity], vocab: Vocabulary, design: dict[str, Any]
+) -> list[Item]:
+    """The items with truth-ratio answers, and their description added to ``design`` (opt-in: a pack minted
+    without the option keeps its items, design and digest)."""
+    pools = {
+        "home_town": vocab.towns,
+        "employer": vocab.companies,
+        "occupation": OCCUPATIONS,
+        "birth_year": BIRTH_YEARS,
+        "staff_code": tuple(e.attributes["staff_code"] for e in entities),
+    }
+    design["truth_ratio_options"] = {
+        "items": "probe-phrased facts (probe, retain, controls)",
+        "paraphrase_forms": dict(PARAPHRASE_FORMS),
+        "perturbed_answers": spec.perturbed_answers,
+        "pools": "the pack's towns, companies, 20 occupations, 50 birth years, every minted staff code",
+        "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
+    }
+    return _with_truth_ratio(spec, items, entities, pools)
+
+
+def mint_class_d(
+    spec: ClassDSpec,
+    screen: CollisionScreen | None = None,
+    *,
+    accept_town: Callable[[str], bool] | None = None,
+    town_screen: str | None = None,
+) -> Pack:
+    """Mint a Class D canary pack deterministically from ``spec.seed`` (D1-D5, R16, C-W6).
+
+    ``accept_town`` adds a caller's screen on town names (``town_screen`` describes it in the design, so the pack
+    says what shaped its towns); with the same screen and seed the pack is the same. One generator, seeded
+    with ``spec.seed``, draws in a fixed order: vocabulary, names (D1, D2), home towns, attributes (D3), items.
+    """
+    _check_spec(spec, accept_town, town_screen)
+    screen = screen or load_census_screen()
+    rng = random.Random(spec.seed)
+    n_people = spec.entities + spec.controls
+    n_towns = n_people if spec.distinct_towns else 40  # one town per person, or D5's 40 shared
+    vocab = build_vocabulary(rng, screen, n_towns=n_towns, accept_town=accept_town)
+    names, rejected = _mint_names(rng, n_people, screen)
+    own_towns = rng.sample(vocab.towns, n_people) if spec.distinct_towns else [None] * n_people
+    entities = _mint_entities(spec, rng, vocab, names, own_towns)
+    items, splits = _mint_items(spec, rng, entities)
+    design = _design(spec, vocab, [e for e in entities if e.role != "control"], town_screen)
     if spec.truth_ratio_options:  # opt-in: a pack minted without it keeps its items, design and digest
-        pools = {
-            "home_town": vocab.towns,
-            "employer": vocab.companies,
-            "occupation": OCCUPATIONS,
-            "birth_year": BIRTH_YEARS,
-            "staff_code": tuple(e.attributes["staff_code"] for e in entities),
-        }
-        items = _with_truth_ratio(spec, items, entities, pools)
-        design["truth_ratio_options"] = {
-            "items": "probe-phrased facts (probe, retain, controls)",
-            "paraphrase_forms": dict(PARAPHRASE_FORMS),
-            "perturbed_answers": spec.perturbed_answers,
-            "pools": "the pack's towns, companies, 20 occupations, 50 birth years, every minted staff code",
-            "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
-        }
+        items = _add_truth_ratio(spec, items, entities, vocab, design)
     manifest = Manifest.model_validate(
         {
             "id": f"classd-s{spec.seed}-n{spec.entities}-c{spec.controls}",

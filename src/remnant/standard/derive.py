@@ -11,6 +11,13 @@ call the rules here, so a statement whose cells were edited cannot agree with it
   model's value (largest budget relearned) to θ_U's; a ratio over a zero reference says nothing (None);
 - **tier evidence** (R21, §7.1): the smallest n behind the admitted, adjudicating evidence, and the §3
   requirements a utility that was never measured leaves unmet (R11, R13).
+
+**Checkpoint labels** (C-W3). A relearning checkpoint is shown as ``budget=B/step=S`` (the end of a curve
+``budget=B/final``, a diverged one ``budget=B/diverged``). :func:`checkpoint_label` is the one place that label is
+written and :func:`parse_checkpoint` / :func:`label_budget` the one place it is read: a cell record carries its
+budget and step as typed fields (:class:`remnant.records.CellRecord`, schema_version 3), so only what has no
+fields reads the label — a statement's cells (``remnant validate``) and records written before those fields
+(their migration).
 """
 
 from __future__ import annotations
@@ -25,10 +32,10 @@ RELEARNING, NONE = "relearning", "none"
 POST, PRE = "post_removal", "pre_removal"
 #: The checkpoint of a removal-stage utility measurement (R11).
 REMOVAL_STAGE = "removal_stage"
-#: A relearning checkpoint as written in records and cell ids: budget B (examples), optimiser step S (C-W3).
+#: A relearning checkpoint's label: budget B (examples), optimiser step S (C-W3); see :func:`checkpoint_label`.
 CHECKPOINT_PATTERN = re.compile(r"^budget=(\d+)/step=(\d+)$")
-#: A utility measurement after relearning at budget B (R12, C-W4).
-RELEARNED_PATTERN = re.compile(r"^budget=(\d+)/")
+#: Any label of a relearning curve at budget B: a checkpoint, its end (R12, C-W4) or its divergence.
+_BUDGET_PATTERN = re.compile(r"^budget=(\d+)/(?:step=\d+|final|diverged)$")
 
 #: One utility value: (attack, checkpoint, state, metric name) → value (higher is better).
 UtilityKey = tuple[str, str, str, str]
@@ -53,10 +60,23 @@ class Reading(Protocol):
 R = TypeVar("R", bound=Reading)
 
 
+def checkpoint_label(budget: int, step: int | str) -> str:
+    """The label of a relearning checkpoint (``budget=16/step=3``), of its end (``final``: ``budget=16/final``)
+    or of its divergence (``diverged``), as records and statement cells show it (C-W3)."""
+    return f"budget={budget}/step={step}" if isinstance(step, int) else f"budget={budget}/{step}"
+
+
 def parse_checkpoint(text: str) -> tuple[int, int] | None:
-    """(budget, step) of a relearning checkpoint ``budget=B/step=S``; None for any other checkpoint."""
+    """(budget, step) of a relearning checkpoint label ``budget=B/step=S``; None for any other checkpoint."""
     match = CHECKPOINT_PATTERN.match(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def label_budget(text: str) -> int | None:
+    """The budget B of any relearning label (``budget=B/step=S``, ``budget=B/final``, ``budget=B/diverged``);
+    None for a checkpoint off the relearning curve (``final``, ``removal_stage``)."""
+    match = _BUDGET_PATTERN.match(text)
+    return int(match.group(1)) if match else None
 
 
 def best_relearning_point(post: Sequence[R], control: Mapping[tuple[int, int], R]) -> R | None:
@@ -79,12 +99,16 @@ def utility_ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
-def utility_stages(values: Mapping[UtilityKey, float], metrics: Sequence[str]) -> dict[str, float | None]:
+def utility_stages(
+    values: Mapping[UtilityKey, float], metrics: Sequence[str], budgets: Mapping[str, int] | None = None
+) -> dict[str, float | None]:
     """Removal-stage and attack-stage utility from per-state values (R9, R11, R12, C-W4).
 
     Removal stage: the smallest over ``metrics`` of u(θ_U)/u(θ), None when any metric lacks either reading or
     its pre-removal value is zero. Attack stage: the smallest over metrics of the relearned post-removal model's
-    value at the largest budget relearned over θ_U's, None when no metric has both.
+    value at the largest budget relearned over θ_U's, None when no metric has both. ``budgets`` maps the
+    checkpoint of each relearned reading to its budget (a record's typed ``budget``); None reads it from the
+    label (:func:`label_budget`), all a statement's cells carry.
     """
     removal: list[float] = []
     for metric in metrics:
@@ -95,11 +119,12 @@ def utility_stages(values: Mapping[UtilityKey, float], metrics: Sequence[str]) -
             removal = []
             break
         removal.append(ratio)
+    budget_of = budgets.get if budgets is not None else label_budget
     relearned = sorted(
         {
-            (int(match.group(1)), key[1])
+            (budget, key[1])
             for key in values
-            if key[0] == RELEARNING and key[2] == POST and (match := RELEARNED_PATTERN.match(key[1]))
+            if key[0] == RELEARNING and key[2] == POST and (budget := budget_of(key[1])) is not None
         }
     )
     attack_stage: list[float] = []
@@ -142,6 +167,8 @@ __all__ = [
     "Reading",
     "behavioural_n",
     "best_relearning_point",
+    "checkpoint_label",
+    "label_budget",
     "parse_checkpoint",
     "unmet_without_utility",
     "utility_ratio",

@@ -181,7 +181,6 @@ def build_statement(
     result = decide(model_facts)
     cells = cells_from_facts(raw) + list(extra_cells)
     utility = raw.get("utility") or {}
-    instruments: list[str] = ["verdict"] + (["tier"] if tier is not None else [])
     scope = scope_qualifier(
         verdict=result.verdict,
         track=raw["track"],
@@ -191,13 +190,12 @@ def build_statement(
     )
     label = _tier_label(tier, raw["track"])
     until = validity_until(assessed_on, validity_months)
-    no_latent = Absent(reason="no latent measurement was run (supplementary only, C-H7)")
     return ConformanceStatement.model_validate(
         {
             "standard_version": raw["standard_version"],
             "class": raw["class"],
             "track": raw["track"],
-            "instrument": instruments,
+            "instrument": ["verdict"] + (["tier"] if tier is not None else []),
             "versions": versions,
             "claim": claim,
             "model": model,
@@ -205,7 +203,6 @@ def build_statement(
             "deviations": list(deviations),
             "cells": cells,
             "surfaces": summarise_surfaces(raw, cells),
-            "latent": latent if latent is not None else no_latent,
             "utility": Utility(
                 removal_stage=_utility_value(utility.get("removal_stage"), "removal"),
                 attack_stage=_utility_value(utility.get("attack_stage"), "attack"),
@@ -214,19 +211,34 @@ def build_statement(
             "verdict": result.verdict,
             "verdict_reasons": list(result.reasons),
             "verdict_scope": scope,
-            "tier": label
-            if label is not None
-            else Absent(reason="no tier issued: this statement issues a verdict (T1)"),
-            "verification": verification or Absent(reason="not verified (K7: required only for Tier 4)"),
-            "class_d": class_d or Absent(reason="Class C target: no Class D rates"),
             "assessment_date": assessed_on,
             "validity_until": until,
             "manifest_ref": manifest_ref,
-            "records_head": records_head if records_head is not None else Absent(reason=RECORDS_NOT_CHAINED),
             "pack": pack,
             "assessor": assessor,
+            **_optional_blocks(latent, label, verification, class_d, records_head),
         }
     )
+
+
+def _optional_blocks(
+    latent: LatentBlock | Absent | None,
+    tier_label: str | None,
+    verification: Verification | None,
+    class_d: ClassDBlock | None,
+    records_head: str | Absent | None,
+) -> dict[str, Any]:
+    """The blocks a statement may lack, each given or marked absent with the reason (K4, K6)."""
+    no_latent = Absent(reason="no latent measurement was run (supplementary only, C-H7)")
+    return {
+        "latent": latent if latent is not None else no_latent,
+        "tier": tier_label
+        if tier_label is not None
+        else Absent(reason="no tier issued: this statement issues a verdict (T1)"),
+        "verification": verification or Absent(reason="not verified (K7: required only for Tier 4)"),
+        "class_d": class_d or Absent(reason="Class C target: no Class D rates"),
+        "records_head": records_head if records_head is not None else Absent(reason=RECORDS_NOT_CHAINED),
+    }
 
 
 def _tier_label(tier: TierAward | str | None, track: str) -> str | None:

@@ -17,6 +17,7 @@ from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import decide
 from remnant.statement.build import build_statement
+from remnant.statement.latent import LABEL, NOT_RUN
 from remnant.statement.schema import (
     Assessor,
     ConformanceStatement,
@@ -139,10 +140,7 @@ def example_statement() -> ConformanceStatement:
         target="pack example-c",
         latent=LatentBlock(
             controls_run=False,
-            controls_statement=(
-                "The C-H3 control states were not run; the figure therefore cannot be interpreted as being about "
-                "the target (Annex B.6)."
-            ),
+            controls_statement=NOT_RUN.format(names="direction survival", these="its") + " " + LABEL,
             figures=[
                 LatentFigure(
                     name="direction_survival",

@@ -3,7 +3,9 @@ with itself.
 
 Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts, and again
 from the facts its cells imply), V4 (scope qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked
-omissions), C-H6 (latent never adjudicating), T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4
+omissions), C-H6 (latent never adjudicating), C-H7(a)-(c) (latent figures labelled, each with its reference,
+states, layer and position, and with its control figures or named as lacking them: :mod:`remnant.statement.latent`),
+T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4
 only with verification by Yuyari or an Accredited Assessor), R0.3 (track letter on tiers), R19 (every rate with
 n and interval), R22 (aggregates traceable to cells), D-5.1 (the Class D block's net bounds and bar findings), Z1
 (the version triple). :mod:`remnant.statement.agreement` cross-checks facts, cells, surfaces, utility (R11–R13),
@@ -26,6 +28,7 @@ from remnant.standard.verdict import decide
 from remnant.standard.vocabulary import CLASS_D_RISKS
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.agreement import agreement_violations
+from remnant.statement.latent import latent_violations
 from remnant.statement.schema import ConformanceStatement
 from remnant.statement.violation import TOL, ValidationReport, Violation
 from remnant.statement.violation import close as _close
@@ -42,6 +45,10 @@ def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
         return "Z1"
     if head == "cells" and any(p in loc for p in ("k", "n", "ci95", "rate")):
         return "R19"
+    if head == "latent" and "figures" in loc and len(loc) > 3:  # a figure's value or C-H7(b) field
+        return "C-H7(b)"
+    if head == "latent" and "status" in loc:
+        return "C-H7(a)"
     if err_type == "missing" or value is None:
         return "K6"
     if head == "latent" and "adjudicating" in loc:
@@ -388,6 +395,12 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
     return out
 
 
+def _check_latent(s: ConformanceStatement) -> list[Violation]:
+    """C-H7(a)-(c): the latent block's label, each figure's reference, states, layer and position, and its control
+    figures or the not-run statement naming it (:func:`remnant.statement.latent.latent_violations`)."""
+    return [] if isinstance(s.latent, Absent) else latent_violations(s.latent)
+
+
 def _check_versions(s: ConformanceStatement) -> list[Violation]:
     """Z1: all three versions recorded, the Standard's matching standard_version."""
     if s.versions.standard != s.standard_version:
@@ -418,6 +431,7 @@ def validate_statement(data: Any) -> ValidationReport:
             _check_rates,
             _check_cell_ids,
             _check_class_d,
+            _check_latent,
             _check_versions,
         ):
             violations += check(statement)

@@ -317,6 +317,171 @@ def _load_state(
     return meta
 
 
+@dataclass
+class _Run:
+    """One run's fixed plan and its moving position (mutable: the loop advances it step by step).
+
+    ``step``, ``losses``, ``initial`` and ``records`` are what a checkpoint saves and a resume restores.
+    """
+
+    model: Any
+    objective: Objective
+    config: TrainConfig
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    gen: torch.Generator
+    folder: Path | None
+    on_checkpoint: CheckpointCallback | None
+    steps_per_epoch: int
+    total: int
+    warmup: int
+    checkpoint_at: list[int]
+    started: float
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    initial: float | None = None
+    records: list[CheckpointRecord] = field(default_factory=list)
+    resumed_from: int | None = None
+
+    def save(self) -> None:
+        """Write the resumable state to ``folder`` (nothing without one)."""
+        if self.folder is None:
+            return
+        meta = {
+            "fingerprint": self.config.fingerprint(),
+            "step": self.step,
+            "losses": self.losses,
+            "initial_loss": self.initial,
+            "records": [asdict(r) for r in self.records],
+        }
+        _save_state(self.folder, self.model, self.optimizer, self.gen, meta)
+
+    def checkpoint(self) -> bool:
+        """Hand the model to ``on_checkpoint``, record its reply, save; True when the reply asks to stop."""
+        point = CheckpointPoint(
+            step=self.step,
+            epoch=self.step / self.steps_per_epoch,
+            loss=self.losses[-1] if self.losses else None,
+        )
+        on_checkpoint = self.on_checkpoint
+        reply = dict(on_checkpoint(self.model, point) or {}) if on_checkpoint is not None else {}
+        stop = bool(reply.pop("stop", False))
+        self.records.append(CheckpointRecord(point.step, point.epoch, point.loss, reply))
+        self.save()
+        return stop
+
+    def outcome(self, status: Status, div_step: int | None = None, reason: str | None = None) -> TrainOutcome:
+        return TrainOutcome(
+            status=status,
+            steps=self.step,
+            total_steps=self.total,
+            steps_per_epoch=self.steps_per_epoch,
+            losses=tuple(self.losses),
+            initial_loss=self.initial,
+            checkpoints=tuple(self.records),
+            diverged_step=div_step,
+            reason=reason,
+            resumed_from=self.resumed_from,
+            seconds=time.perf_counter() - self.started,
+        )
+
+
+def _start(
+    model: Any,
+    objective: Objective,
+    config: TrainConfig,
+    on_checkpoint: CheckpointCallback | None,
+    checkpoint_dir: str | Path | None,
+) -> _Run:
+    """The run's plan: steps per epoch, total and warmup steps, checkpoint steps, the optimizer and the
+    sampling generator. ConfigError for an objective without examples or a model with nothing to train."""
+    started = time.perf_counter()
+    n = objective.n
+    if n < 1:
+        raise ConfigError("train: the objective has no examples")
+    steps_per_epoch = math.ceil(n / (config.batch_size * config.grad_accum))
+    total = math.ceil(config.epochs * steps_per_epoch)
+    params = [p for _, p in _trainable(model)]
+    if not params:
+        raise ConfigError("train: the model has no trainable parameters")
+    return _Run(
+        model=model,
+        objective=objective,
+        config=config,
+        params=params,
+        optimizer=torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, foreach=False),
+        gen=make_generator(config.seed, "sample"),
+        folder=Path(checkpoint_dir) if checkpoint_dir is not None else None,
+        on_checkpoint=on_checkpoint,
+        steps_per_epoch=steps_per_epoch,
+        total=total,
+        warmup=round(config.warmup_epochs * steps_per_epoch),
+        checkpoint_at=checkpoint_steps(config, steps_per_epoch, total),
+        started=started,
+    )
+
+
+def _resume(run: _Run) -> None:
+    """Continue from the state saved in the run's folder, if any (its config fingerprint must match)."""
+    folder = run.folder
+    if folder is None or not (folder / "last" / "state.json").exists():
+        return
+    meta = _load_state(folder, run.model, run.optimizer, run.gen)
+    if meta["fingerprint"] != run.config.fingerprint():
+        raise ConfigError(f"{folder}: saved run has a different training config; cannot resume it")
+    run.step, run.losses, run.initial = int(meta["step"]), list(meta["losses"]), meta["initial_loss"]
+    run.records = [CheckpointRecord(**r) for r in meta["records"]]
+    run.resumed_from = run.step
+
+
+def _accumulate(run: _Run) -> tuple[float, str | None]:
+    """Forward and backward over the current step's micro-batches: the step's mean loss, or the reason it
+    diverged (a non-finite loss). The data order of epoch ``e`` is a permutation from ``derive_seed(seed,
+    "order", e)``."""
+    config, per_step = run.config, run.config.batch_size * run.config.grad_accum
+    epoch, pos = divmod(run.step, run.steps_per_epoch)
+    order = torch.randperm(run.objective.n, generator=make_generator(config.seed, "order", epoch)).tolist()
+    group = order[pos * per_step : (pos + 1) * per_step]
+    micro = [group[i : i + config.batch_size] for i in range(0, len(group), config.batch_size)]
+    step_loss = 0.0
+    for idx in micro:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+            terms = run.objective(run.model, idx, run.gen)
+        value = float(terms.loss.detach())
+        if not math.isfinite(value):
+            return step_loss, f"non-finite loss {value}"
+        (terms.loss / len(micro)).backward()  # type: ignore[no-untyped-call]
+        step_loss += value / len(micro)
+    return step_loss, None
+
+
+def _optimizer_step(run: _Run) -> str | None:
+    """One optimizer step at the scheduled learning rate, or, instead of stepping, the reason it diverged
+    (Annex B.6): a non-finite loss or gradient norm, or a loss above ``divergence_factor`` times the larger
+    of 1 and the initial loss's absolute value."""
+    config = run.config
+    lr = config.lr * lr_factor(run.step, run.total, run.warmup, config.schedule)
+    for g in run.optimizer.param_groups:
+        g["lr"] = lr
+    run.optimizer.zero_grad(set_to_none=True)
+    step_loss, diverged = _accumulate(run)
+    if diverged is not None:
+        return diverged
+    if run.initial is None:
+        run.initial = step_loss
+    limit = config.divergence_factor * max(abs(run.initial), 1.0)
+    if step_loss > limit:
+        return f"loss {step_loss:.4g} > {limit:.4g} (factor × initial)"
+    if config.max_grad_norm is not None:
+        norm = float(torch.nn.utils.clip_grad_norm_(run.params, config.max_grad_norm))
+        if not math.isfinite(norm):
+            return f"non-finite gradient norm {norm}"
+    run.optimizer.step()
+    run.step += 1
+    run.losses.append(step_loss)
+    return None
+
+
 def train(
     model: Any,
     objective: Objective,
@@ -333,116 +498,32 @@ def train(
     With ``resume=True`` and a saved state in ``checkpoint_dir``, training continues from it; the config
     fingerprint must match.
     """
-    started = time.perf_counter()
-    n = objective.n
-    if n < 1:
-        raise ConfigError("train: the objective has no examples")
-    per_step = config.batch_size * config.grad_accum
-    steps_per_epoch = math.ceil(n / per_step)
-    total = math.ceil(config.epochs * steps_per_epoch)
-    warmup = round(config.warmup_epochs * steps_per_epoch)
-    ckpts = checkpoint_steps(config, steps_per_epoch, total)
-    params = [p for _, p in _trainable(model)]
-    if not params:
-        raise ConfigError("train: the model has no trainable parameters")
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, foreach=False)
-    gen = make_generator(config.seed, "sample")
-    folder = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    step, losses, records = 0, [], []
-    initial: float | None = None
-    resumed_from: int | None = None
-    if resume and folder is not None and (folder / "last" / "state.json").exists():
-        meta = _load_state(folder, model, optimizer, gen)
-        if meta["fingerprint"] != config.fingerprint():
-            raise ConfigError(f"{folder}: saved run has a different training config; cannot resume it")
-        step, losses, initial = int(meta["step"]), list(meta["losses"]), meta["initial_loss"]
-        records = [CheckpointRecord(**r) for r in meta["records"]]
-        resumed_from = step
+    run = _start(model, objective, config, on_checkpoint, checkpoint_dir)
+    if resume:
+        _resume(run)
     model.eval()
-
-    def save() -> None:
-        if folder is None:
-            return
-        meta = {
-            "fingerprint": config.fingerprint(),
-            "step": step,
-            "losses": losses,
-            "initial_loss": initial,
-            "records": [asdict(r) for r in records],
-        }
-        _save_state(folder, model, optimizer, gen, meta)
-
-    def checkpoint() -> bool:
-        point = CheckpointPoint(step=step, epoch=step / steps_per_epoch, loss=losses[-1] if losses else None)
-        reply = dict(on_checkpoint(model, point) or {}) if on_checkpoint is not None else {}
-        stop = bool(reply.pop("stop", False))
-        records.append(CheckpointRecord(point.step, point.epoch, point.loss, reply))
-        save()
-        return stop
-
-    def outcome(status: Status, div_step: int | None = None, reason: str | None = None) -> TrainOutcome:
-        return TrainOutcome(
-            status=status,
-            steps=step,
-            total_steps=total,
-            steps_per_epoch=steps_per_epoch,
-            losses=tuple(losses),
-            initial_loss=initial,
-            checkpoints=tuple(records),
-            diverged_step=div_step,
-            reason=reason,
-            resumed_from=resumed_from,
-            seconds=time.perf_counter() - started,
-        )
-
-    if step == 0 and config.score_at_start and checkpoint():
-        return outcome("stopped")
+    if run.step == 0 and config.score_at_start and run.checkpoint():
+        return run.outcome("stopped")
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-    bar = tqdm(total=total, initial=step, disable=not config.progress, desc=config.desc, leave=False)
+    bar = tqdm(total=run.total, initial=run.step, disable=not config.progress, desc=config.desc, leave=False)
     try:
-        while step < total:
-            epoch, pos = divmod(step, steps_per_epoch)
-            order = torch.randperm(n, generator=make_generator(config.seed, "order", epoch)).tolist()
-            group = order[pos * per_step : (pos + 1) * per_step]
-            micro = [group[i : i + config.batch_size] for i in range(0, len(group), config.batch_size)]
-            lr = config.lr * lr_factor(step, total, warmup, config.schedule)
-            for g in optimizer.param_groups:
-                g["lr"] = lr
-            optimizer.zero_grad(set_to_none=True)
-            step_loss = 0.0
-            for idx in micro:
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
-                    terms = objective(model, idx, gen)
-                value = float(terms.loss.detach())
-                if not math.isfinite(value):
-                    return outcome("diverged", step + 1, f"non-finite loss {value}")
-                (terms.loss / len(micro)).backward()  # type: ignore[no-untyped-call]
-                step_loss += value / len(micro)
-            if initial is None:
-                initial = step_loss
-            limit = config.divergence_factor * max(abs(initial), 1.0)
-            if step_loss > limit:
-                return outcome("diverged", step + 1, f"loss {step_loss:.4g} > {limit:.4g} (factor × initial)")
-            if config.max_grad_norm is not None:
-                norm = float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm))
-                if not math.isfinite(norm):
-                    return outcome("diverged", step + 1, f"non-finite gradient norm {norm}")
-            optimizer.step()
-            step += 1
-            losses.append(step_loss)
+        while run.step < run.total:
+            diverged = _optimizer_step(run)
+            if diverged is not None:
+                return run.outcome("diverged", run.step + 1, diverged)
             bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.4f}", refresh=False)
+            bar.set_postfix(loss=f"{run.losses[-1]:.4f}", refresh=False)
             if on_step is not None:
-                on_step(step, step_loss)
-            if step in ckpts:
-                if checkpoint():
-                    return outcome("stopped")
-            elif config.save_every and step % config.save_every == 0:
-                save()
+                on_step(run.step, run.losses[-1])
+            if run.step in run.checkpoint_at:
+                if run.checkpoint():
+                    return run.outcome("stopped")
+            elif config.save_every and run.step % config.save_every == 0:
+                run.save()
     finally:
         bar.close()
-    return outcome("completed")
+    return run.outcome("completed")
 
 
 __all__ = [

@@ -23,7 +23,8 @@ import pytest
 from harness import Hostile, check
 
 from remnant.cli import main
-from remnant.packs.digest import canonical_json, item_digest, pack_digest
+from remnant.packs.digest import item_digest, pack_digest
+from remnant.statement.canonical import canonical_text as canonical_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from assess_fixtures import tiny_pack, write_config  # noqa: E402

@@ -132,9 +132,9 @@ def _expected_from_observations(run: Path) -> dict[str, dict[str, Any]]:
 
     pack = load_pack(run.parent / "pack")
     roles = {e.id: e.role for e in pack.manifest.entities}
-    cells = [r for r in _records(run) if isinstance(r, CellRecord) and r.params.get("risk")]
-    baseline = {c.attack: c.params.get("baseline") for c in cells}
-    risk_of = {c.attack: c.params["risk"] for c in cells}
+    cells = [r for r in _records(run) if isinstance(r, CellRecord) and r.risk is not None]
+    baseline = {c.attack: c.baseline for c in cells}
+    risk_of = {c.attack: c.risk for c in cells}
     hits: dict[tuple[str, str], dict[str, list[float]]] = {}
     for o in _records(run):
         if isinstance(o, Observation) and o.model_state == "post_removal" and o.attack in risk_of:
@@ -220,7 +220,7 @@ def test_battery_facts_are_the_post_removal_counts_net_of_control_entities(run: 
 def test_post_removal_and_control_get_the_identical_battery(run: Path) -> None:
     """R3, C-Q4, C-W5: every battery measurement on both models, same items, seeds and checkpoints."""
     cells = [
-        r for r in _records(run) if isinstance(r, CellRecord) and r.params.get("risk") and r.status == "run"
+        r for r in _records(run) if isinstance(r, CellRecord) and r.risk is not None and r.status == "run"
     ]
     by_state: dict[str, set[tuple[str, str, str, int]]] = {}
     for c in cells:
@@ -230,6 +230,12 @@ def test_post_removal_and_control_get_the_identical_battery(run: Path) -> None:
     assert {m for _, m, _, _ in by_state["control"]} == {"kappa", "kappa_control_entities"}
     relearned = {cp for a, _, cp, _ in by_state["control"] if "/relearning" in a}
     assert relearned == {"budget=4/step=0", "budget=4/step=1", "budget=4/step=2"}
+    # ... and the typed fields the facts read, not the label (C-W3, D-5.3)
+    along = [c for c in cells if "/relearning" in c.attack]
+    assert {(c.budget, c.step, c.examples) for c in along} == {(4, 0, 0), (4, 1, 2), (4, 2, 4)}
+    assert all(c.entities in ("target", "control") and c.method in ("direct", "likelihood") for c in along)
+    assert {c.reused_step0 for c in along if c.step == 0} == {True}  # the direct measurement's counts
+    assert {c.reused_step0 for c in along if c.step} == {False}
     obs = [r for r in _records(run) if isinstance(r, Observation) and r.attack == "inference/prefill"]
     items = {
         s: sorted((o.item_id, o.seed) for o in obs if o.model_state == s) for s in ("post_removal", "control")

@@ -5,7 +5,10 @@ test_metrics_openunlearning.py: ``python ou_crosscheck.py OU_SRC MODEL_DIR REF_D
 Their package needs omegaconf, datasets, sklearn and lm_eval at import; the stubs below stand in (their metric
 functions use none of them on this path, and roc_auc_score is a pairwise count). Their collator and metric
 functions get our encodings, which test_metrics_encoding.py checks against their preprocessing. Their code is
-only run here (MIT licence); nothing of it is copied into remnant.
+only run here and in benchmarks/ou_evaluator.py (MIT licence); nothing of it is copied into remnant.
+
+:func:`install_stubs` and :func:`max_diff` are shared with benchmarks/ou_evaluator.py and bench_eval.py, which run
+their whole evaluator (hydra configs, datasets) under an interpreter that has their real dependencies.
 """
 
 from __future__ import annotations
@@ -42,11 +45,15 @@ def _roc_auc_score(labels: Any, scores: Any) -> float:
     return float(sum((p > n) + 0.5 * (p == n) for n in neg for p in pos) / (len(neg) * len(pos)))
 
 
-def _install_stubs(ou_src: str) -> None:
-    _stub("omegaconf", DictConfig=DictConfig, OmegaConf=OmegaConf)
-    _stub("datasets", load_dataset=None)
-    _stub("sklearn")
-    _stub("sklearn.metrics", roc_auc_score=_roc_auc_score)
+def install_stubs(ou_src: str, *, their_deps: bool = True) -> None:
+    """Put their ``src/`` (and this folder and the repository root) first on ``sys.path`` and stub what their
+    package imports but the path run here never calls: lm_eval always (their LM-Eval evaluator), and with
+    ``their_deps`` also omegaconf, datasets and sklearn (their evaluator proper needs the real ones)."""
+    if their_deps:
+        _stub("omegaconf", DictConfig=DictConfig, OmegaConf=OmegaConf)
+        _stub("datasets", load_dataset=None)
+        _stub("sklearn")
+        _stub("sklearn.metrics", roc_auc_score=_roc_auc_score)
     _stub("lm_eval", simple_evaluate=None)
     _stub("lm_eval.models")
     _stub("lm_eval.models.hf_vlms", HFLM=None)
@@ -144,16 +151,17 @@ def _theirs(model: Any, ref: Any, tok: Any, setting: Any, splits: Any) -> dict[s
     return t
 
 
-def _max_diff(a: Any, b: Any, path: str) -> float:
-    """Largest |a − b| over matching numbers; strings and structure must be equal."""
+def max_diff(a: Any, b: Any, path: str) -> float:
+    """Largest |a − b| over matching numbers; strings and structure must be equal (AssertionError naming the
+    path where they are not)."""
     if isinstance(a, dict):
         am, bm = {str(k): v for k, v in a.items()}, {str(k): v for k, v in b.items()}
         assert am.keys() == bm.keys(), (path, sorted(am), sorted(bm))
-        return max((_max_diff(am[k], bm[k], f"{path}.{k}") for k in am), default=0.0)
+        return max((max_diff(am[k], bm[k], f"{path}.{k}") for k in am), default=0.0)
     if isinstance(a, list | tuple):
         assert len(a) == len(b), path
         return max(
-            (_max_diff(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True))), default=0.0
+            (max_diff(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True))), default=0.0
         )
     if isinstance(a, str) or a is None:
         assert a == b, (path, a, b)
@@ -162,7 +170,7 @@ def _max_diff(a: Any, b: Any, path: str) -> float:
 
 
 def main() -> None:
-    _install_stubs(sys.argv[1])
+    install_stubs(sys.argv[1])
     import torch
 
     torch.set_num_threads(1)
@@ -187,7 +195,7 @@ def main() -> None:
         name: {
             "theirs": float(t["agg_value"]),
             "ours": ours.logs[name].agg_value,
-            "max_diff": _max_diff(ours.logs[name].to_json(), t, name),
+            "max_diff": max_diff(ours.logs[name].to_json(), t, name),
         }
         for name, t in theirs.items()
     }

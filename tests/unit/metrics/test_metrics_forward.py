@@ -88,6 +88,96 @@ def test_full_logits_path_equals_logits_to_keep_path(tiny_llama: Any) -> None:
         np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-6)
 
 
+class _NoCache(torch.nn.Module):
+    """The model behind a forward that takes no cache or positions (the plain batches, full logits)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **kw: Any) -> Any:
+        return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kw)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
+@pytest.mark.parametrize("batch_size", [3, 8])
+def test_shared_prompts_equal_plain_batches_and_run_each_prompt_once(
+    family: str, batch_size: int, request: pytest.FixtureRequest
+) -> None:
+    """A question's answers share its prompt's forward (cache copied per answer, continuations at their true
+    positions); the readings equal the plain full forward's. Batch 3 splits a question's 4 answers."""
+    from remnant.metrics.forward import _prefix
+    from remnant.models.load import load_model
+
+    state = load_model(request.getfixturevalue(f"tiny_{family}_dir"))
+    seqs = _sequences(state.tokenizer)
+    seqs.append(ScoredSequence(seqs[0].input_ids, 1))  # an empty prefix is never shared
+    tokens: list[int] = []
+    hook = state.model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _o: tokens.append(int(args[0].numel()))
+    )
+    try:
+        shared = teacher_forced_pass(state.model, seqs, batch_size=batch_size, pad_id=3)
+        shared_tokens = sum(tokens)
+        tokens.clear()
+        plain = teacher_forced_pass(_NoCache(state.model), seqs, batch_size=batch_size)
+        plain_tokens = sum(tokens)
+        tokens.clear()
+        # sequences that need μ_t, σ²_t (min-k++) are never shared: their readings are the plain forward's
+        with_stats = teacher_forced_pass(state.model, seqs, batch_size=batch_size, vocab_stats=True)
+    finally:
+        hook.remove()
+    assert len({_prefix(s) for s in seqs[:20]}) == 5  # 5 questions × 4 answers under one prompt each
+    # each prompt runs once per group (twice per question when batch 3 splits its answers): far fewer tokens
+    assert shared_tokens < (0.8 if batch_size >= 4 else 0.9) * plain_tokens, (shared_tokens, plain_tokens)
+    assert sum(tokens) == plain_tokens
+    for a, b, c in zip(shared, plain, with_stats, strict=True):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+        np.testing.assert_array_equal(a.argmax, b.argmax)
+        np.testing.assert_array_equal(a.labels, b.labels)
+        assert a.mu is None and c.mu is not None
+        np.testing.assert_array_equal(c.logprobs, b.logprobs)
+
+
+class _LegacyCache(torch.nn.Module):
+    """A forward that takes a cache and positions but returns a legacy tuple cache (no batch selection)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: Any = None,
+        past_key_values: Any = None,
+        **kw: Any,
+    ) -> Any:
+        from types import SimpleNamespace
+
+        assert past_key_values is None  # the fallback never hands the tuple back
+        out = self.inner(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, **kw)
+        return SimpleNamespace(logits=out.logits, past_key_values=())
+
+
+def test_a_cache_without_batch_selection_falls_back_to_plain_batches(tiny_llama: Any) -> None:
+    seqs = _sequences(tiny_llama.tokenizer)[:8]
+    legacy = teacher_forced_pass(_LegacyCache(tiny_llama.model), seqs, batch_size=8)
+    plain = teacher_forced_pass(_NoCache(tiny_llama.model), seqs, batch_size=8)
+    for a, b in zip(legacy, plain, strict=True):
+        np.testing.assert_array_equal(a.logprobs, b.logprobs)
+
+
+def test_vocab_stats_flags_are_per_sequence(tiny_llama: Any) -> None:
+    seqs = _sequences(tiny_llama.tokenizer)[:6]
+    flags = [i % 2 == 0 for i in range(6)]
+    got = teacher_forced_pass(tiny_llama.model, seqs, batch_size=4, vocab_stats=flags)
+    assert [g.mu is not None for g in got] == flags
+    with pytest.raises(ValueError, match="flags"):
+        teacher_forced_pass(tiny_llama.model, seqs, batch_size=4, vocab_stats=flags[:5])
+
+
 def test_pad_id_equal_to_eos_changes_nothing(tiny_llama: Any) -> None:
     """The mask comes from lengths: padding with EOS (which also ends every answer) is harmless."""
     seqs = _sequences(tiny_llama.tokenizer)[:6]

@@ -6,7 +6,6 @@ import json
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -67,11 +66,11 @@ def test_two_mints_with_one_seed_are_byte_identical(tmp_path: Path) -> None:
     assert other.digest != SMALL.digest
 
 
-def test_thousand_entities_mint_in_seconds() -> None:
-    start = time.perf_counter()
+def test_thousand_entities_mint() -> None:
+    """A large pack mints whole (how long it takes is a benchmark's business, docs/calibration.md)."""
     pack = mint_class_d(ClassDSpec(entities=1000, controls=200, seed=1), SCREEN)
-    assert time.perf_counter() - start < 10
     assert pack.manifest.counts["entities"] == 1000
+    assert len({i.entity_id for i in pack.items if i.entity_id}) == 1200
 
 
 def test_roundtrip_and_tamper_names_item(tmp_path: Path) -> None:

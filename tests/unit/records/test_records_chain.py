@@ -141,7 +141,7 @@ def test_stripping_links_is_refused_at_the_first_stripped_line(store: RecordStor
         tampered(store, stripped)
     )
     one = lines[:4] + stripped[4:5] + lines[5:]
-    assert "line 5: cell schema_version 2 carries no chain link" in str(tampered(store, one))
+    assert "line 5: cell schema_version 3 carries no chain link" in str(tampered(store, one))
     # Stripped and downgraded to a pre-chain line, in the middle of a chained file: still refused.
     assert "line 5: carries no chain link (prev) after chained lines" in str(
         tampered(store, lines[:4] + [legacy(lines[4])] + lines[5:])

@@ -90,23 +90,39 @@ def test_a_cell_counts_only_the_observations_of_its_own_batch() -> None:
         (cell(1, 1, metric="w"), [obs("a", willing=None)], "give k=0, n=0"),
         (cell(2, 2), [], "the 0 observations written with it give k=0, n=0"),
         (
-            cell(2, 3, params={"expected_k": 2.4}),
+            cell(2, 3, expected_k=2.4),
             [obs("a", None, score=0.5), obs("b", None, score=0.5), obs("c", None, score=0.9)],
             "expected_k 2.4 is not the sum",
         ),
         (
-            cell(3, 3, params={"expected_k": 1.9}),
+            cell(3, 3, expected_k=1.9),
             [obs("a", None, score=0.5), obs("b", None, score=0.5), obs("c", None, score=0.9)],
             "give k=2, n=3",
         ),
         (cell(1, 1, status="failed", reason="boom"), [], "status failed yet k=1, n=1"),
         (
-            cell(5, 10, metric="utility", surface="utility", params={"proportion": True, "value": 0.6}),
+            cell(
+                5,
+                10,
+                metric="utility",
+                surface="utility",
+                utility_metric="retain_kappa",
+                proportion=True,
+                value=0.6,
+            ),
             [],
             "0.6 is not within",
         ),
         (
-            cell(1, 10, metric="utility", surface="utility", params={"proportion": False, "value": 3.2}),
+            cell(
+                1,
+                10,
+                metric="utility",
+                surface="utility",
+                utility_metric="retain_kappa",
+                proportion=False,
+                value=3.2,
+            ),
             [],
             "counts k = 0",
         ),
@@ -126,13 +142,35 @@ def test_counts_that_do_not_follow_from_the_observations(
         (cell(2, 3), [obs("a"), obs("b", kappa=False), obs("c")]),
         (cell(2, 3, metric="w"), [obs("a"), obs("b", willing=False), obs("c"), obs("d", willing=None)]),
         (
-            cell(2, 3, params={"expected_k": 1.9}),
+            cell(2, 3, expected_k=1.9),
             [obs("a", None, score=0.5), obs("b", None, score=0.5), obs("c", None, score=0.9)],
         ),
         (cell(0, 0, status="not_applicable", reason="MCQ only"), []),
-        (cell(5, 10, metric="utility", surface="utility", params={"proportion": True, "value": 0.45}), []),
-        (cell(0, 10, metric="utility", surface="utility", params={"proportion": False, "value": 3.2}), []),
-        (cell(4, 6, params={"risk": "linkability"}), []),  # Class D: the battery's own rule, not re-derived
+        (
+            cell(
+                5,
+                10,
+                metric="utility",
+                surface="utility",
+                utility_metric="retain_kappa",
+                proportion=True,
+                value=0.45,
+            ),
+            [],
+        ),
+        (
+            cell(
+                0,
+                10,
+                metric="utility",
+                surface="utility",
+                utility_metric="retain_kappa",
+                proportion=False,
+                value=3.2,
+            ),
+            [],
+        ),
+        (cell(4, 6, risk="linkability"), []),  # Class D: the battery's own rule, not re-derived
     ],
 )
 def test_counts_that_follow(record: CellRecord, observations: list[Observation]) -> None:

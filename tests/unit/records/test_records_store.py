@@ -59,7 +59,11 @@ def cell(key: str = "k1", **kw: object) -> CellRecord:
         k=3,
         n=10,
         checkpoint="budget=16/step=3",
-        params={"lr": 1e-4, "budget": 16},
+        budget=16,
+        step=3,
+        epoch=0.75,
+        examples=12,
+        params={"lr": 1e-4},
         elapsed_s=1.5,
     )
     base.update(kw)
@@ -102,7 +106,8 @@ def test_append_and_read_round_trip(tmp_path: Path) -> None:
     assert first["prev"] == GENESIS
     prev = line_digest(lines[0] + b"\n")
     assert lines[1] == canonical_json({**records[1].model_dump(mode="json"), "prev": prev, "rest": 2})
-    assert lines[1].startswith(b'{"attack":"relearning","cell_key":"k1",')
+    assert lines[1].startswith(b'{"attack":"relearning","budget":16,"cell_key":"k1",')
+    assert b"null" not in lines[1].replace(b'"reason":null', b"")  # typed fields that do not apply: left off
 
 
 def test_every_field_has_a_description() -> None:
@@ -146,8 +151,9 @@ def test_v1_observation_is_upgraded_on_read(tmp_path: Path) -> None:
 
 
 def test_every_older_version_upgrades_to_the_current_one() -> None:
-    """Each entry type's pre-chain version reads as its current one: the chained version adds no field."""
-    for record in (obs(1), cell(), Event(run_id="r", stage="s", kind="note", at="t")):
+    """Each entry type's pre-chain version reads as its current one: the chained version adds no field (a cell's
+    typed fields of schema_version 3: test_records_cell_fields.py)."""
+    for record in (obs(1), Event(run_id="r", stage="s", kind="note", at="t")):
         current = record.model_dump(mode="json")
         old = {**current, "schema_version": current["schema_version"] - 1}
         assert upgrade(old) == current

@@ -231,7 +231,7 @@ def test_newcombe_paired_correlation_narrows_the_interval() -> None:
 # --- Holm -----------------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)  # statsmodels' multipletests costs ~0.1 s a call here
+@settings(max_examples=25, deadline=None)  # statsmodels' multipletests is too slow for hypothesis' deadline
 @given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
 def test_holm_matches_statsmodels(pvalues: list[float]) -> None:
     ref = multipletests(pvalues, method="holm")[1]

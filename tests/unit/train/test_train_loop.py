@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,39 @@ def test_lora_and_partial_training(tiny_llama: Any) -> None:
         losses.append(train(lm, obj, lcfg).losses)
         assert all(("lora_" in n) for n, p in lm.named_parameters() if p.requires_grad)
     assert losses[0] == losses[1]
+
+
+#: sha256 of the trained weights (state-dict keys in order, each key then its tensor's bytes), computed with
+#: the loop before it was split into functions: the loop must keep producing these exact weights (R24: the
+#: same seed repeats the run). They are this CPU build's float arithmetic (torch 2.13.0+cpu); recompute them
+#: here if torch changes, never to make a loop change pass.
+GOLDEN_WEIGHTS = {
+    "full": "6bdca2b7a738fcd9d6338eed004527bf293529382131bfbe973754bfaeedc8f8",
+    "cosine_warmup": "ecb1fef1e0d328d6aec43146bc0583634ced5a439ad1374d28f4d4f3884838e2",
+    "lora": "7063a452adcd4d7ae26250f0b60f4223cad8cfe5573dbf177126a8d4423a7271",
+}
+GOLDEN_CONFIGS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "cosine_warmup": {"warmup_epochs": 0.5, "schedule": "cosine"},
+    "lora": {"epochs": 1, "lr": 1e-2, "lora": LoraSpec(rank=4, alpha=8)},
+}
+
+
+def _weights_sha256(model: Any) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_CONFIGS))
+def test_trained_weights_match_their_golden_digest(tiny_llama: Any, name: str) -> None:
+    cfg = _cfg(**GOLDEN_CONFIGS[name])
+    model = prepare_model(fresh(tiny_llama), cfg) if cfg.lora is not None else fresh(tiny_llama)
+    out = train(model, _objective(tiny_llama), cfg)
+    assert out.status == "completed" and out.steps == out.total_steps > 0
+    assert _weights_sha256(model) == GOLDEN_WEIGHTS[name]
 
 
 def test_derive_seed_is_stable() -> None:

@@ -1,7 +1,7 @@
 """A training run killed with SIGKILL (no cleanup, no exception handler) resumes to the uninterrupted weights.
 
 The in-process kill test in ``test_train_loop.py`` raises an exception; this one kills a real child process at
-step 5 so that only what the loop wrote atomically to disk survives (issue 4; R23: a crash costs at most the cell
+step 5 so that only what the loop wrote atomically to disk survives (R23: a crash costs at most the cell
 in flight).
 """
 

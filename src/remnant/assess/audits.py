@@ -1,0 +1,386 @@
+"""The white-box audits of an assessment: their components, inputs, extra states and plans (C-H6, C-H7).
+
+``[audits.<table>]`` (:mod:`remnant.config.audits`) declares an audit; this module turns it into what the engine
+runs (:class:`remnant.engine.audit.AuditPlan`):
+
+- **components**, created through the registry up front (:func:`check_audits`), so a misspelt audit parameter is
+  bad input (exit 2) before anything trains; at run time the UDS family reads the states in the prompt format they
+  were trained in unless the table says otherwise (``prompt_format``, ``system_prompt``);
+- **anchors** — the model with the target is the pre-removal model θ; the model that never saw it (UDS's retain
+  model, J-Access's θ_g) is the never-modified control, or with ``reference = "retain_only"`` the control installed
+  with the retained items only (the install recipe and seed, the removal split left out); direction survival reads
+  the installed-minus-control direction (Annex B.3). Every figure names its anchors (C-H7b);
+- **inputs**, from the pack alone and identical on every audited state: UDS's entity-span examples are P's items
+  (the answer's accepted value is the entity); J-Access's probes are identity-level (the paper's: attributes that
+  implicate a forget-set person without naming them, C_i from the name) or answer-level (P's questions, C_i from
+  the answer), its calibration probes the relearning people's, its lens corpus :mod:`remnant.latent.lens_text`;
+  direction survival's prompts are the forget-domain questions of Annex B.3 (:func:`~remnant.latent.study_states
+  .probe_prompts`, as ``remnant study latent-probe`` builds them);
+- **extra states** (:func:`build_audit_states`): the retain-only model, and the Annex B control states of C-H7(c)
+  — the removal procedure applied to the never-installed control (``remnant.train.controls.procedure_control``)
+  and the control installed with the pack's content-shuffled twin (``content_control``), both as the study builds
+  them — cached under ``STATES/<role>-<key>`` like the three main states. A state that cannot be built is recorded
+  as *not run* readings with the reason, never a crashed run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from remnant.assess.inputs import Inputs
+from remnant.assess.states import LoadedState, cached_state, recipe_key, save_state
+from remnant.config import AssessmentConfig, AuditTable, audit_name, derive_seed
+from remnant.config.audits import JACCESS_AUDITS
+from remnant.engine.audit import REMOVED, AuditPlan
+from remnant.errors import ConfigError
+from remnant.standard.vocabulary import CONTROL, POST, PRE
+
+RETAIN_ONLY, PROCEDURE, CONTENT = "retain_only", "procedure_control", "content_control"
+#: Audited state role -> the role its readings carry (C-H7c).
+AUDITED_ROLES = {POST: REMOVED, PROCEDURE: PROCEDURE, CONTENT: CONTENT}
+#: What a retain model stands for in a figure's reference (C-H7b).
+REFERENCE_NOTES = {
+    CONTROL: "; the never-modified control stands for a model that never saw the target",
+    RETAIN_ONLY: "; the control installed with the retained items only (the install recipe and seed) stands for "
+    "a model that never saw the target",
+}
+LATENT_CACHE = "latent-cache"
+
+Built = LoadedState | str
+
+
+def family_of(name: str) -> str:
+    """``uds``, ``jaccess`` or ``direction``: how an audit reads a state (:data:`remnant.engine.audit.FAMILIES`)."""
+    if name in JACCESS_AUDITS:
+        return "jaccess"
+    return "direction" if name == "direction_survival" else "uds"
+
+
+def _params(table: str, spec: AuditTable, fmt: Any | None) -> dict[str, Any]:
+    """The audit's parameters; the UDS family reads in the states' own prompt format unless the table says."""
+    params = dict(spec.params)
+    name = audit_name(table, spec)
+    if fmt is not None and family_of(name) == "uds":
+        params.setdefault("prompt_format", "chat" if fmt.style == "chat" else "raw")
+        if params["prompt_format"] == "chat":
+            params.setdefault("system_prompt", fmt.system_prompt)
+    return params
+
+
+def create_audit(table: str, spec: AuditTable, fmt: Any | None = None) -> Any:
+    """The registered audit ``[audits.<table>]`` declares (ConfigError naming the field, C-H7)."""
+    from remnant.assess.params import create
+
+    return create(
+        "audit",
+        audit_name(table, spec),
+        _params(table, spec, fmt),
+        field=f"audits.{table}.params",
+        requirement="C-H7",
+    )
+
+
+def check_audits(cfg: AssessmentConfig) -> None:
+    """Create every enabled audit as a run would, with no model (``remnant preregister`` and ``assess``)."""
+    for table, spec in cfg.audits.enabled().items():
+        create_audit(table, spec)
+
+
+def needed_states(cfg: AssessmentConfig) -> list[str]:
+    """The extra states the enabled audits ask for, in build order."""
+    tables = cfg.audits.enabled().values()
+    out = [RETAIN_ONLY] if any(t.reference == RETAIN_ONLY for t in tables) else []
+    return out + ([PROCEDURE, CONTENT] if any(t.controls for t in tables) else [])
+
+
+def _install_spec(cfg: AssessmentConfig) -> Any:
+    from remnant.train.install import InstallSpec
+
+    budget = cfg.models.pre_removal.install
+    assert budget is not None  # config rule (C-H7): these states need the install recipe
+    trainable = tuple(budget.trainable) if budget.trainable is not None else None
+    return InstallSpec(
+        target=budget.target_kappa,
+        max_epochs=budget.max_epochs,
+        lr=budget.lr,
+        batch_size=budget.batch_size,
+        trainable=trainable,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _build_one(
+    role: str, cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, *, progress: bool
+) -> tuple[Any, dict[str, Any], str]:
+    """Train one extra state from a copy of the control (the control is never modified): (model, record, source)."""
+    import copy
+
+    from remnant.train.controls import content_control, procedure_control
+
+    fmt, pack, master, tok = inputs.fmt, inputs.pack, cfg.seeds.master, control.tokenizer
+    if role == RETAIN_ONLY:
+        from remnant.train.data import retain_training_qa
+        from remnant.train.install import install
+
+        model, result = install(
+            copy.deepcopy(control.model),
+            tok,
+            retain_training_qa(pack),
+            _install_spec(cfg),
+            seed=derive_seed(master, "install"),
+            fmt=fmt,
+            progress=progress,
+        )
+        return model, {"install": result.to_dict()}, "the retained items installed into the control"
+    if role == PROCEDURE:
+        from remnant import registry
+
+        post = cfg.models.post_removal
+        assert post.method is not None  # config rule (C-H7)
+        method = registry.create("method", post.method, post.params)
+        seed = derive_seed(master, "removal")
+        state, _ = procedure_control(method, control.model, tok, inputs.removal_data, seed=seed, fmt=fmt)
+        return state.model, state.record, f"removal {post.method} applied to the never-installed control"
+    seed = derive_seed(master, "install")
+    state, _ = content_control(
+        control.model, tok, pack, _install_spec(cfg), seed=seed, fmt=fmt, progress=progress
+    )
+    return state.model, state.record, "the content-shuffled twin installed into the control"
+
+
+def build_audit_states(
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    states: Mapping[str, LoadedState],
+    states_dir: Path,
+    *,
+    progress: bool,
+    memo: dict[str, LoadedState] | None = None,
+    log: Callable[[str], None] = lambda _text: None,
+) -> dict[str, Built]:
+    """Every extra state the audits ask for (:func:`needed_states`): loaded from the cache, or trained from the
+    control and saved; a state that could not be built maps to the reason (its readings say *not run*)."""
+    control = states[CONTROL]
+    out: dict[str, Built] = {}
+    for role in needed_states(cfg):
+        try:
+            out[role] = _cached_or_built(
+                role, cfg, inputs, control, states_dir, progress=progress, memo=memo, log=log
+            )
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:  # a control state that cannot be built is a reading's reason, not a crash
+            why = f"the {role.replace('_', ' ')} state could not be built: {type(exc).__name__}: {exc}"
+            out[role] = why
+            log(why)
+    return out
+
+
+def _cached_or_built(
+    role: str,
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    control: LoadedState,
+    states_dir: Path,
+    *,
+    progress: bool,
+    memo: dict[str, LoadedState] | None,
+    log: Callable[[str], None],
+) -> LoadedState:
+    # the key is known before training: the recipe is rebuilt without training to look the state up
+    recipe = _recipe(role, cfg, inputs)
+    key = recipe_key(role=role, control=control.digest, pack=inputs.pack.digest, **recipe)
+    cached = cached_state(states_dir, role, key, cfg, memo)
+    if cached is not None:
+        return cached
+    log(f"audit state {role} (C-H7c, Annex B)" if role != RETAIN_ONLY else "audit state retain_only (C-H7b)")
+    model, record, source = _build_one(role, cfg, inputs, control, progress=progress)
+    state = save_state(
+        states_dir, role, key, f"{control.name}-{role}", source, model, control.tokenizer, _jsonable(record)
+    )
+    if memo is not None:
+        memo[f"{role}:{key}"] = state
+    return state
+
+
+def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, Any]:
+    """What determines an extra state besides the control and the pack (its cache key)."""
+    master = cfg.seeds.master
+    budget = cfg.models.pre_removal.install
+    install = budget.model_dump(mode="json", exclude_none=True) if budget is not None else None
+    fmt = [inputs.fmt.style, inputs.fmt.system_prompt] if inputs.fmt is not None else None
+    if role == PROCEDURE:
+        post = cfg.models.post_removal
+        method = {"method": post.method, "params": dict(post.params)}
+        return {"method": method, "seed": derive_seed(master, "removal"), "fmt": fmt}
+    return {"install": install, "seed": derive_seed(master, "install"), "fmt": fmt, "items": role}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def _capped(items: list[Any], spec: AuditTable) -> list[Any]:
+    return items[: spec.max_items] if spec.max_items is not None else items
+
+
+def _uds_data(
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    from remnant.latent.inputs import examples_from_items
+
+    items = [inputs.pack.item(p.item_id) for p in inputs.probes]
+    examples = _capped(examples_from_items(items), spec)
+    if not examples:
+        raise ConfigError(
+            "audits: no P item has an accepted answer in its text to serve as a UDS entity",
+            requirement="C-H7",
+        )
+    return {"examples": examples}, {"examples": [e.idx for e in examples]}
+
+
+def _answer_probes(tok: Any, items: list[Any], fmt: Any) -> list[Any]:
+    from dataclasses import replace
+
+    from remnant.latent.jaccess import make_probe
+    from remnant.models.prompts import render_prompt_ids
+
+    return [
+        replace(
+            make_probe(tok, it.id, render_prompt_ids(tok, it.question, fmt), [it.accepted[0]]),
+            entity=it.entity_id,
+        )
+        for it in items
+        if it.accepted
+    ]
+
+
+def _jaccess_data(
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    from remnant.latent.lens_text import LENS_TEXT
+    from remnant.models.prompts import render_prompt_ids
+
+    pack, fmt = inputs.pack, inputs.fmt
+    calibrated = getattr(audit, "band_rule", "fixed") == "calibrated"  # the band is chosen on other entities
+    calibration: list[Any] = []
+    if spec.probes == "identity":
+        from remnant.latent.jaccess_probes import build_identity_probes, identity_probes
+
+        probes = identity_probes(tok, build_identity_probes(pack).probes, pack, fmt)
+        if calibrated:
+            held_out = build_identity_probes(pack, roles=("forget_relearn",)).probes
+            calibration = identity_probes(tok, held_out, pack, fmt)
+    else:
+        attributes = cfg.probe.attributes
+        relearn = [it for it in pack.split("relearn") if attributes is None or it.attribute in attributes]
+        probes = _answer_probes(tok, [pack.item(p.item_id) for p in inputs.probes], fmt)
+        calibration = _answer_probes(tok, relearn, fmt) if calibrated else []
+    probes, calibration = _capped(probes, spec), _capped(calibration, spec)
+    lens = [list(tok(text)["input_ids"]) for text in LENS_TEXT[: spec.lens_prompts]]
+    data: dict[str, Any] = {"probes": probes, "calibration": calibration, "lens_prompts": lens}
+    if spec.params.get("generic_max") is not None:
+        decoy_items = pack.split("retain") + pack.split("controls")
+        data["decoys"] = [render_prompt_ids(tok, it.question, fmt) for it in _capped(decoy_items, spec)]
+    key = {
+        "probes": spec.probes,
+        "probe_ids": [p.idx for p in probes],
+        "calibration": [p.idx for p in calibration],
+        "lens_prompts": _digest(lens),
+        "decoys": _digest(data.get("decoys", [])),
+    }
+    return data, key
+
+
+def _direction_data(
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    from remnant.latent.study_states import probe_prompts
+
+    pack = inputs.pack
+    attributes = cfg.probe.attributes or sorted(
+        {it.attribute for it in pack.split("install") if it.attribute}
+    )
+    prompts = _capped(list(probe_prompts(tok, pack, list(attributes), inputs.fmt)), spec)
+    return {"prompts": prompts}, {"prompts": _digest(prompts), "n_prompts": len(prompts)}
+
+
+def audit_plan(
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    table: str,
+    spec: AuditTable,
+    anchors: Mapping[str, LoadedState],
+    cache_dir: Path | None,
+) -> AuditPlan:
+    """The plan of ``[audits.<table>]``: component, anchors, inputs (module docstring). ``anchors`` holds
+    ``full`` (θ), ``control`` and, when built, ``retain_only``. Inputs that cannot be built from this pack (no
+    entity-span example, no identity probe) make a plan with ``error`` set: its readings say *failed*."""
+    from remnant.latent.block import Anchors
+
+    name = audit_name(table, spec)
+    family = family_of(name)
+    tok = anchors["control"].tokenizer
+    audit = create_audit(table, spec, inputs.fmt)
+    inputs.components.append({"role": f"audit:{table}", **audit.spec.to_dict()})
+    reference = CONTROL if family == "direction" else spec.reference
+    labels = Anchors(
+        full=PRE, retain=reference, note="" if family == "direction" else REFERENCE_NOTES[reference]
+    )
+    builders = {"uds": _uds_data, "jaccess": _jaccess_data, "direction": _direction_data}
+    error: str | None = None
+    try:
+        data, key = builders[family](cfg, inputs, spec, tok, audit)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:  # a crashing audit is a failed reading, not a crashed run (C-H7)
+        error = (
+            f"its inputs could not be built from pack {inputs.pack.manifest.id}: {type(exc).__name__}: {exc}"
+        )
+        data, key = {}, {"error": error}
+    chosen = {"full": anchors["full"], "control": anchors["control"]}
+    if reference in anchors:
+        chosen["reference"] = anchors[reference]
+    return AuditPlan(
+        table=table,
+        name=name,
+        audit=audit,
+        anchors=chosen,
+        labels=labels,
+        data=data,
+        inputs={**inputs.key_inputs(), **key},
+        roles={role: AUDITED_ROLES[role] for role in audited_states(spec)},
+        tokenizer=tok,
+        cache_dir=cache_dir,
+        family=family,
+        reference_role=reference,
+        error=error,
+    )
+
+
+def audited_states(spec: AuditTable) -> tuple[str, ...]:
+    """The states ``spec`` audits: the post-removal model, and both Annex B control states when asked (C-H7c)."""
+    return (POST, PROCEDURE, CONTENT) if spec.controls else (POST,)
+
+
+__all__ = [
+    "AUDITED_ROLES",
+    "CONTENT",
+    "LATENT_CACHE",
+    "PROCEDURE",
+    "RETAIN_ONLY",
+    "audit_plan",
+    "audited_states",
+    "build_audit_states",
+    "check_audits",
+    "create_audit",
+    "family_of",
+    "needed_states",
+]

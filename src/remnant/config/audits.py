@@ -1,0 +1,175 @@
+"""White-box audits an assessment runs: supplementary, never adjudicating (C-H6, C-H7; docs/latent.md).
+
+Four optional tables, ``[audits.uds]``, ``[audits.jaccess]``, ``[audits.logit_lens]`` and ``[audits.direction]``,
+each naming a registered audit (registry kind ``audit``) and its exact parameters. What every table decides:
+
+- ``implementation``: the registered audit the table runs (default per table: :data:`AUDIT_TABLES`);
+- ``params``: its parameters, checked like attack parameters (finite, in range, the right type; the audit's own
+  constructor has the last word when the run creates it up front);
+- ``reference``: which model stands for "never saw the target" — UDS's retain model, J-Access's retain-only anchor
+  θ_g. ``"control"`` (default) is the never-modified control; ``"retain_only"`` is the control installed with the
+  install recipe on the retained items only (needs ``models.pre_removal.install``). Direction survival's
+  reference is the never-modified control by definition (Annex B.3);
+- ``controls``: also run the statistic, on identical inputs, on both Annex B control states (C-H7c): the removal
+  procedure applied to the never-installed control (needs ``models.post_removal.method``) and the control
+  installed with the content-shuffled twin of the pack (needs ``models.pre_removal.install``).
+
+Not pre-registered (R14): a latent figure carries no verdict or tier weight (C-H6), and a recorded deviation does
+(it caps the tier), so a change to an audit must not become one. Every input is in the audit's cell keys and every
+parameter in its records (R23).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from remnant.config.fields import MAX_BATCH, MAX_N, MAX_TOKENS, ConfigModel, Name, Params, RuleViolation
+from remnant.config.numbers import PARAM_BOUNDS, Bound
+
+#: Table name -> (the registered audit it runs by default, the registered audits it may run instead).
+AUDIT_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "uds": ("uds", ("uds", "uds_no_retain", "logit_lens_uds")),
+    "jaccess": ("j_access", ("j_access", "j_access_refit", "logit_lens_access")),
+    "logit_lens": ("logit_lens_access", ("logit_lens_access", "logit_lens_uds")),
+    "direction": ("direction_survival", ("direction_survival",)),
+}
+#: The J-Access family: probes, calibration and a lens corpus (seeds/002).
+JACCESS_AUDITS = ("j_access", "j_access_refit", "logit_lens_access")
+#: Audits with no "never saw" reference model to choose: the original model only, or the never-modified control
+#: by definition (Annex B.3).
+FIXED_REFERENCE = ("uds_no_retain", "direction_survival")
+#: Paragraphs of the built-in generic lens corpus (:mod:`remnant.latent.lens_text`).
+MAX_LENS_PROMPTS = 12
+
+#: Audit parameters of known meaning (besides :data:`remnant.config.numbers.PARAM_BOUNDS`), in any audit table.
+AUDIT_PARAM_BOUNDS: dict[str, Bound] = {
+    "k": Bound(int, 1, 10**6, False, "a top-k rank cut-off"),
+    "tau": Bound(float, 0, 100, False, "a KE threshold in nats"),
+    "n_resamples": Bound(int, 1, 10**6, False, "bootstrap resamples"),
+    "n_permutations": Bound(int, 1, 10**6, False, "permutations"),
+    "margin": Bound(float, 0, 10, True, "an equivalence margin"),
+    "alpha": Bound(float, 0, 1, True, "a family-wise error rate"),
+    "generic_max": Bound(float, 0, 1, False, "a share of decoy prompts"),
+    "max_seq_len": Bound(int, 1, 16 * MAX_TOKENS, False, "a sequence length"),
+    "skip_first": Bound(int, 0, MAX_TOKENS, False, "positions skipped"),
+    "dim_batch": Bound(int, 1, MAX_BATCH, False, "dimensions per backward pass"),
+    "min_band_width": Bound(int, 1, 1_024, False, "layers in a band"),
+    "target_layer": Bound(int, 0, 1_024, False, "a block index"),
+}
+
+
+class AuditTable(ConfigModel):
+    """One white-box audit: which registered audit, its parameters, its reference and controls (C-H6, C-H7)."""
+
+    enabled: bool = Field(default=True, description="Whether the audit runs (C-H7).")
+    implementation: Name | None = Field(
+        default=None, description="The registered audit this table runs; default per table (C-H7)."
+    )
+    params: Params = Field(default_factory=dict, description="Exact audit parameters (R23).")
+    reference: Literal["control", "retain_only"] = Field(
+        default="control",
+        description="The model that never saw the target: the never-modified control or a retain-only install "
+        "(C-H7).",
+    )
+    controls: bool = Field(
+        default=False,
+        description="Also run it on both Annex B control states, procedure and content (C-H7).",
+    )
+    max_items: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_N,
+        description="Cap on examples, probes or prompts, in pack order; absent: all (C-H7).",
+    )
+    probes: Literal["identity", "answer"] = Field(
+        default="identity",
+        description="J-Access probes: identity level (the paper's) or answer level (C-H7).",
+    )
+    lens_prompts: int = Field(
+        default=6,
+        ge=1,
+        le=MAX_LENS_PROMPTS,
+        description="J-Access: generic paragraphs the Jacobian lens is fitted on (C-H7).",
+    )
+
+
+class Audits(ConfigModel):
+    """The white-box audits: supplementary, reported beside the verdict, never weighed in it (C-H6, C-H7)."""
+
+    uds: AuditTable | None = Field(default=None, description="UDS, two-stage patching (C-H7).")
+    jaccess: AuditTable | None = Field(default=None, description="J-Access through the Jacobian lens (C-H7).")
+    logit_lens: AuditTable | None = Field(default=None, description="A logit-lens audit (C-H7).")
+    direction: AuditTable | None = Field(default=None, description="Direction survival, Annex B.3 (C-H7).")
+
+    @model_validator(mode="after")
+    def _tables(self) -> Audits:
+        for table, spec in self.tables().items():
+            where = f"audits.{table}"
+            default, allowed = AUDIT_TABLES[table]
+            name = spec.implementation or default
+            if name not in allowed:
+                raise RuleViolation(
+                    f"{where}.implementation", f"is {name!r}; this table runs one of {list(allowed)}", "C-H7"
+                )
+            if spec.reference == "retain_only" and name in FIXED_REFERENCE:
+                raise RuleViolation(
+                    f"{where}.reference", f"{name} has no retain model to choose; leave it 'control'", "C-H7"
+                )
+            if name not in JACCESS_AUDITS and "probes" in spec.model_fields_set:
+                raise RuleViolation(f"{where}.probes", f"applies to J-Access audits, not {name}", "C-H7")
+            for key, value in spec.params.items():
+                bound = AUDIT_PARAM_BOUNDS.get(key) or PARAM_BOUNDS.get(key)
+                problem = bound.problem(value) if bound is not None else None
+                if problem is not None:
+                    raise RuleViolation(f"{where}.params.{key}", problem, "R23")
+        return self
+
+    def tables(self) -> dict[str, AuditTable]:
+        """Every declared table by name, in :data:`AUDIT_TABLES` order."""
+        return {name: t for name in AUDIT_TABLES if (t := getattr(self, name)) is not None}
+
+    def enabled(self) -> dict[str, AuditTable]:
+        """The declared tables that run."""
+        return {name: t for name, t in self.tables().items() if t.enabled}
+
+
+def audit_name(table: str, spec: AuditTable) -> str:
+    """The registered audit ``[audits.<table>]`` runs."""
+    return spec.implementation or AUDIT_TABLES[table][0]
+
+
+def check_audit_states(audits: Audits, models: Any) -> None:
+    """The extra states an audit asks for must be buildable here (C-H7): a retain-only model and the content
+    control need the install recipe, the procedure control the registered removal method."""
+    for table, spec in audits.enabled().items():
+        where = f"audits.{table}"
+        install = models.pre_removal.install is not None
+        if spec.reference == "retain_only" and not install:
+            raise RuleViolation(
+                f"{where}.reference",
+                "is 'retain_only', which installs the retained items with models.pre_removal.install; a "
+                "claimant's pre-removal folder has no recipe (use 'control')",
+                "C-H7",
+            )
+        if spec.controls and (not install or models.post_removal.method is None):
+            raise RuleViolation(
+                f"{where}.controls",
+                "needs models.pre_removal.install (content control) and models.post_removal.method (procedure "
+                "control); without them set controls = false, and the statement says the controls were not run",
+                "C-H7",
+            )
+
+
+__all__ = [
+    "AUDIT_PARAM_BOUNDS",
+    "AUDIT_TABLES",
+    "FIXED_REFERENCE",
+    "JACCESS_AUDITS",
+    "MAX_LENS_PROMPTS",
+    "AuditTable",
+    "Audits",
+    "audit_name",
+    "check_audit_states",
+]

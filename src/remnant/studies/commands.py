@@ -1,0 +1,281 @@
+"""The research studies on the command line, in the one ``remnant study`` group (study_commands owns the group).
+
+::
+
+    remnant study preregister KIND [--config TOML] --out OUT     freeze a study's config (R14) before it runs
+    remnant study meta-eval POOL_DIR [--config TOML] [--out OUT]  faithfulness, robustness, ranking (seeds/000 §4)
+    remnant study recovery POOL_DIR [--config TOML] [--out OUT]   recovery prediction (seeds/002 Test 2)
+    remnant study summary --meta-eval OUT [--recovery OUT] --out OUT   the paper table (AUC, Q, R, HM, ρ)
+    remnant study readmission ESTIMATOR [--model M] [--preset tiny|cpu] [--cells FILE] [--out OUT]   (C-H9, B.4)
+    remnant study goodhart --model BASE [--pack PACK] [--audit j_access|uds] [--out OUT]   (seeds/002 Test 3)
+    remnant study deviation OUT FIELD --old JSON --new JSON --reason TEXT --stage TEXT   record a deviation (R15)
+
+Each study freezes its config into ``OUT/prereg.json`` before it reads a table or trains a model (or is held to
+the one already there, deviations included) and writes ``OUT/<study>.json``, ``.md`` and ``.html``. The pool
+studies and the readmission decision from ``--cells`` need no model (the pure core); ``readmission`` without
+``--cells`` and ``goodhart`` train models and need the model extra. Exit 0 when the study ran, whatever it found;
+2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+STUDY_KINDS = ("meta-eval", "recovery", "readmission", "goodhart")
+
+
+def _write(out: Path, stem: str, result: Any, doc: Any) -> None:
+    from remnant.atomic import write_atomic
+    from remnant.studies.document import to_html, to_markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / f"{stem}.json", result.model_dump_json(indent=1) + "\n")
+    write_atomic(out / f"{stem}.md", to_markdown(doc))
+    write_atomic(out / f"{stem}.html", to_html(doc))
+
+
+def _log(args: argparse.Namespace, name: str) -> Any:
+    def log(message: str) -> None:
+        if not getattr(args, "quiet", False):
+            print(f"[{name}] {message}", file=sys.stderr)
+
+    return log
+
+
+def _registered(kind: str, args: argparse.Namespace, overrides: dict[str, Any], out: Path) -> tuple[Any, Any]:
+    """The study's config (file, then command-line overrides) and its registration in ``out`` (R14, R15)."""
+    from remnant.cli_paths import out_folder
+    from remnant.studies.config import load_config
+    from remnant.studies.registration import register
+
+    out_folder(out, requirement="R14")
+    cfg = load_config(kind, args.config, overrides)
+    return cfg, register(cfg, out)
+
+
+def _model_extra() -> None:
+    """Fail before anything is frozen when the study trains models and the model extra is absent (R14: nothing
+    that could not run is frozen); the CLI turns the ModuleNotFoundError into its one-line hint."""
+    import importlib.util
+
+    for name in ("torch", "transformers"):  # found, not imported: this module is part of the pure core
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def _preregister(args: argparse.Namespace) -> int:
+    from remnant.prereg import PREREG_FILE
+
+    _, reg = _registered(args.kind, args, {}, Path(args.out))
+    print(reg.prereg.digest)
+    print(Path(args.out) / PREREG_FILE)
+    return 0
+
+
+def _pool_out(args: argparse.Namespace, kind: str) -> Path:
+    return Path(args.out) if args.out else Path(args.pool) / "studies" / kind
+
+
+def _meta_eval(args: argparse.Namespace) -> int:
+    from remnant.studies.meta_eval import meta_eval
+    from remnant.studies.report import meta_eval_document
+    from remnant.studies.tables import load_pool
+
+    out = _pool_out(args, "meta-eval")
+    cfg, reg = _registered("meta-eval", args, {"seed": args.seed}, out)
+    result = meta_eval(load_pool(args.pool), cfg, registration=reg.to_json())
+    _write(out, "meta-eval", result, meta_eval_document(result))
+    print(out / "meta-eval.md")
+    return 0
+
+
+def _recovery(args: argparse.Namespace) -> int:
+    from remnant.studies.recovery import recovery
+    from remnant.studies.report import recovery_document
+    from remnant.studies.tables import load_pool
+
+    out = _pool_out(args, "recovery")
+    overrides = {"seed": args.seed, "outcome": args.outcome, "outcome_kind": args.outcome_kind}
+    cfg, reg = _registered("recovery", args, overrides, out)
+    result = recovery(load_pool(args.pool), cfg, registration=reg.to_json())
+    _write(out, "recovery", result, recovery_document(result))
+    print(out / "recovery.md")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from remnant.atomic import write_atomic
+    from remnant.cli_paths import out_folder
+    from remnant.jsonio import read_json
+    from remnant.studies.document import to_html, to_markdown
+    from remnant.studies.meta_eval import MetaEvalResult
+    from remnant.studies.recovery import RecoveryResult
+    from remnant.studies.report import summary_document
+
+    out = out_folder(args.out, requirement="R22")
+    meta = MetaEvalResult.model_validate(
+        read_json(Path(args.meta_eval) / "meta-eval.json", requirement="R22")
+    )
+    rec = None
+    if args.recovery:
+        rec = RecoveryResult.model_validate(
+            read_json(Path(args.recovery) / "recovery.json", requirement="R22")
+        )
+    doc = summary_document(meta, rec)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "summary.md", to_markdown(doc))
+    write_atomic(out / "summary.html", to_html(doc))
+    print(out / "summary.md")
+    return 0
+
+
+def _readmission(args: argparse.Namespace) -> int:
+    from remnant.errors import ConfigError
+    from remnant.jsonio import read_json
+    from remnant.studies.readmission import Cells, decide
+    from remnant.studies.report import readmission_document
+
+    out = Path(args.out or f"readmission-{args.estimator}")
+    if not args.cells:
+        _model_extra()
+    overrides: dict[str, Any] = {"estimator": args.estimator, "preset": args.preset}
+    if args.model:
+        overrides["design"] = {"models": args.model}
+    cfg, reg = _registered("readmission", args, overrides, out)
+    if args.cells:
+        data = Cells.model_validate(read_json(Path(args.cells), requirement="R23"))
+        if data.estimator != cfg.estimator:
+            raise ConfigError(
+                f"{args.cells}: cells of estimator {data.estimator!r}, not {cfg.estimator!r}",
+                requirement="R23",
+            )
+    else:
+        from remnant.studies.readmission_run import run_cells
+
+        data = run_cells(cfg, log=_log(args, "readmission"))
+        from remnant.atomic import write_atomic
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "readmission-cells.json", data.model_dump_json(indent=1) + "\n")
+    result = decide(data, cfg, registration=reg.to_json())
+    _write(out, "readmission", result, readmission_document(result))
+    print(f"{cfg.estimator}: {result.decision} (non-adjudicating, C-H6, C-H9)")
+    print(out / "readmission.md")
+    return 0
+
+
+def _goodhart(args: argparse.Namespace) -> int:
+    from remnant.studies.report import goodhart_document
+
+    out = Path(args.out or "goodhart")
+    _model_extra()
+    overrides: dict[str, Any] = {"audit": args.audit, "preset": args.preset, "weights": args.weights}
+    overrides["seeds"] = args.seeds
+    cfg, reg = _registered("goodhart", args, overrides, out)
+    from remnant.studies.goodhart import run_goodhart
+
+    result = run_goodhart(cfg, args.model, pack=args.pack, log=_log(args, "goodhart"))
+    result = result.model_copy(update={"registration": reg.to_json()})
+    _write(out, "goodhart", result, goodhart_document(result))
+    print(result.finding)
+    print(out / "goodhart.md")
+    return 0
+
+
+def _deviation(args: argparse.Namespace) -> int:
+    from remnant.errors import ConfigError
+    from remnant.jsonio import loads_strict
+    from remnant.prereg import record_deviation
+
+    try:
+        old = loads_strict(args.old, source="--old", requirement="R15")
+        new = loads_strict(args.new, source="--new", requirement="R15")
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc} (give --old and --new as JSON, e.g. 0.8 or '\"mean\"')", requirement="R15"
+        ) from None
+    dev = record_deviation(args.out, args.field, old, new, args.reason, args.stage)
+    print(f"deviation recorded: {dev.field}: {old!r} -> {new!r} ({dev.stage})")
+    return 0
+
+
+def _add_pool_study(sub: Any, name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(name, help=help_)
+    p.add_argument("pool", metavar="POOL_DIR", help="sweep folder with results.parquet (or .csv) and items")
+    p.add_argument("--config", help="study config (TOML; fields of the study's config, docs/studies.md)")
+    p.add_argument("--out", help=f"output folder (default POOL_DIR/studies/{name})")
+    p.add_argument("--seed", type=int, help="pre-registered seed every bootstrap derives from")
+    p.set_defaults(handler=handler)
+    return p
+
+
+def add_study_commands(sub: Any) -> None:
+    """Add the research studies to the ``remnant study`` subcommands (``sub``: that group's subparsers)."""
+    pre = sub.add_parser(
+        "preregister", help="freeze a study's config into OUT/prereg.json before it runs (R14)"
+    )
+    pre.add_argument("kind", choices=STUDY_KINDS, help="which study")
+    pre.add_argument("--config", help="study config (TOML)")
+    pre.add_argument("--out", required=True, help="the study's output folder")
+    pre.set_defaults(handler=_preregister)
+    _add_pool_study(
+        sub, "meta-eval", "faithfulness (AUC) and robustness (Q, R, HM) of every metric of a pool", _meta_eval
+    )
+    rec = _add_pool_study(
+        sub, "recovery", "does a pre-attack metric predict relearning recovery (ρ, partial, items)", _recovery
+    )
+    rec.add_argument("--outcome", help="metric recovery is read on (default: auto)")
+    rec.add_argument("--outcome-kind", choices=["revival", "shift"], help="item revival or model-level shift")
+    summ = sub.add_parser(
+        "summary", help="the paper table: metrics x (AUC, Q, R, HM, rho) beside the published figures"
+    )
+    summ.add_argument("--meta-eval", required=True, help="folder holding meta-eval.json")
+    summ.add_argument("--recovery", help="folder holding recovery.json")
+    summ.add_argument("--out", required=True, help="output folder for summary.md and summary.html")
+    summ.set_defaults(handler=_summary)
+    rd = sub.add_parser(
+        "readmission", help="a latent estimator through the Standard's readmission bar (C-H9, B.4)"
+    )
+    rd.add_argument("estimator", choices=["direction", "uds", "j_access"], help="the estimator tested")
+    rd.add_argument("--config", help="study config (TOML: rule, design, estimator_params)")
+    rd.add_argument("--model", action="append", help="model folder or zoo name (repeatable)")
+    rd.add_argument("--preset", choices=["tiny", "cpu"], help="design sizing preset (tiny: the test model)")
+    rd.add_argument("--cells", help="decide from a readmission-cells.json instead of running the models")
+    rd.add_argument("--out", help="output folder (default readmission-ESTIMATOR)")
+    rd.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    rd.set_defaults(handler=_readmission)
+    gh = sub.add_parser(
+        "goodhart", help="removal that also minimises an audit: does the score fall but not recovery"
+    )
+    gh.add_argument("--config", help="study config (TOML)")
+    gh.add_argument("--model", required=True, help="base (never-modified) model folder or zoo name")
+    gh.add_argument("--pack", help="Class D pack folder (default: minted from the config's pack settings)")
+    gh.add_argument("--audit", choices=["j_access", "uds"], help="the audit optimised against")
+    gh.add_argument("--preset", choices=["tiny", "cpu"], help="sizing preset")
+    gh.add_argument("--weights", nargs="+", type=float, help="penalty weights λ (must include 0)")
+    gh.add_argument("--seeds", nargs="+", type=int, help="removal seeds")
+    gh.add_argument("--out", help="output folder (default goodhart)")
+    gh.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    gh.set_defaults(handler=_goodhart)
+    dv = sub.add_parser("deviation", help="record a deviation from a study's frozen config (R15)")
+    dv.add_argument("out", metavar="OUT", help="the study's output folder (holds prereg.json)")
+    dv.add_argument("field", help="dotted config field, e.g. utility_floor or rule.margin")
+    dv.add_argument("--old", required=True, help="the value in force (JSON)")
+    dv.add_argument("--new", required=True, help="the new value (JSON)")
+    dv.add_argument("--reason", required=True, help="why")
+    dv.add_argument("--stage", required=True, help="when it was adopted")
+    dv.set_defaults(handler=_deviation)
+
+
+def add_commands(subparsers: Any) -> None:
+    """Top-level hook for :data:`remnant.cli.COMMAND_MODULES`: the studies join the ``study`` group that
+    ``remnant.study_commands`` registers (listed before this module), never a second group."""
+    from remnant.study_commands import study_subparsers
+
+    add_study_commands(study_subparsers(subparsers))
+
+
+__all__ = ["STUDY_KINDS", "add_commands", "add_study_commands"]

@@ -1,0 +1,105 @@
+"""Faithfulness: how well a metric separates models that hold the target from models that never saw it.
+
+seeds/000 §4 and OpenUnlearning's meta-evaluation: the AUC-ROC of the metric's value (oriented so higher = more
+knowledge, :mod:`remnant.studies.orientation`) over the P pool (``pool = target``: the installed / full models)
+against the N pool (``never_saw``: retain-only installs), on the unperturbed rows that finished. The AUC is
+:func:`remnant.stats.roc_auc` (Mann–Whitney, ties one half) with a stratified percentile bootstrap interval whose
+generator is derived from the pre-registered seed and the metric's name.
+
+The *faithfulness threshold* — which the robustness filter uses to call a model "unlearned" — is the cut on m
+that maximises Youden's J = TPR − FPR over the two pools (equal to the accuracy-maximising cut when the pools are
+the same size, as the paper's 30/30 are). Candidate cuts are the midpoints between consecutive distinct values
+(plus one below the smallest and one above the largest); a model with m > cut reads as holding the target. Among
+cuts with the same J the lowest is taken, so only models clearly on the never-saw side count as unlearned. The
+paper does not say how its threshold was chosen: this is our reading, recorded in docs/studies.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from remnant.config.seeds import derive_seed
+from remnant.stats import roc_auc_bootstrap, roc_curve
+from remnant.studies.orientation import Orientation, orient
+from remnant.studies.tables import PoolTable
+
+
+class Faithfulness(BaseModel):
+    """One metric's separation of the P pool from the N pool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    auc: float | None = Field(description="AUC-ROC, P (target) positive (None: a pool too small).")
+    ci95: tuple[float, float] | None = Field(description="Stratified percentile bootstrap interval.")
+    n_target: int = Field(description="P-pool models with a value.")
+    n_never_saw: int = Field(description="N-pool models with a value.")
+    target_mean: float | None = Field(description="Mean m over the P pool.")
+    never_saw_mean: float | None = Field(description="Mean m over the N pool.")
+    threshold: float | None = Field(description="Youden cut on m: m > cut reads as holding the target.")
+    youden_j: float | None = Field(description="TPR − FPR at the cut.")
+    roc: list[tuple[float, float]] = Field(default_factory=list, description="ROC points (fpr, tpr).")
+    target_values: list[float] = Field(default_factory=list, description="m over the P pool (for plots).")
+    never_saw_values: list[float] = Field(default_factory=list, description="m over the N pool.")
+
+
+def pool_values(table: PoolTable, pool: str, metric: str, how: Orientation) -> list[float]:
+    """m of every finished, unperturbed model of ``pool`` that has a value."""
+    out = []
+    for model in table.models(pool):
+        v = table.value(model, metric, "none")
+        if v is not None:
+            out.append(orient(v, how))
+    return out
+
+
+def youden_cut(negatives: Sequence[float], positives: Sequence[float]) -> tuple[float, float]:
+    """``(cut, J)``: the lowest midpoint cut maximising TPR − FPR, "positive" meaning m > cut."""
+    neg, pos = np.asarray(negatives, dtype=np.float64), np.asarray(positives, dtype=np.float64)
+    values = sorted(set(neg.tolist()) | set(pos.tolist()))
+    span = max(values[-1] - values[0], 1.0)
+    cuts = [
+        values[0] - span,
+        *((a + b) / 2 for a, b in zip(values, values[1:], strict=False)),
+        values[-1] + span,
+    ]
+    best_cut, best_j = cuts[0], -2.0
+    for cut in cuts:
+        j = float(np.mean(pos > cut) - np.mean(neg > cut))
+        if j > best_j + 1e-12:
+            best_cut, best_j = cut, j
+    return best_cut, best_j
+
+
+def faithfulness(
+    table: PoolTable,
+    metric: str,
+    how: Orientation,
+    *,
+    seed: int,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    min_per_pool: int = 2,
+) -> Faithfulness:
+    """AUC with its interval, the Youden threshold and the ROC points of one metric."""
+    pos = pool_values(table, "target", metric, how)
+    neg = pool_values(table, "never_saw", metric, how)
+    base = {
+        "n_target": len(pos),
+        "n_never_saw": len(neg),
+        "target_mean": float(np.mean(pos)) if pos else None,
+        "never_saw_mean": float(np.mean(neg)) if neg else None,
+        "target_values": pos,
+        "never_saw_values": neg,
+    }
+    if len(pos) < min_per_pool or len(neg) < min_per_pool:
+        return Faithfulness(auc=None, ci95=None, threshold=None, youden_j=None, **base)
+    rng = np.random.default_rng(derive_seed(seed, "meta-eval", "faithfulness", metric))
+    auc, lo, hi = roc_auc_bootstrap(neg, pos, rng, n_resamples=n_resamples, level=level)
+    cut, j = youden_cut(neg, pos)
+    return Faithfulness(auc=auc, ci95=(lo, hi), threshold=cut, youden_j=j, roc=roc_curve(neg, pos), **base)
+
+
+__all__ = ["Faithfulness", "faithfulness", "pool_values", "youden_cut"]

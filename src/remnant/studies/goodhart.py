@@ -1,0 +1,265 @@
+"""``remnant study goodhart``: remove a target while also minimising an audit, then attack (seeds/002 Test 3).
+
+On a base (never-modified) model and a Class D pack: install the pack (R2), then for every penalty weight λ and
+seed run the base removal method with λ × the audit surrogate (:mod:`.goodhart_objective`), read the real audit
+on the result (J-Access: JOcc between the installed and never-modified anchors on the scored P probes; UDS with
+the installed model as full and the never-modified one as retain), score κ on P and on the retained items, and
+relearn the result and the never-modified control on R (held-out entities, §4.2, C-W5) to read how much of the
+removed gap comes back. :func:`remnant.studies.goodhart_core.summarise` reads the trend. The states, data and
+recipes are the latent-probe design's (:mod:`remnant.latent.study_states`, presets ``tiny`` and ``cpu``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from remnant.studies.config import GoodhartConfig
+from remnant.studies.goodhart_core import GoodhartResult, GoodhartRow, summarise
+
+Log = Callable[[str], None]
+
+#: Audit and surrogate settings per preset (tiny: the test model's 2 blocks and 512-word vocabulary).
+AUDIT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tiny": {"k": 20, "positions": 4, "lens": "logit", "tau": 0.05, "probe_batch": 4},
+    "cpu": {"k": 10, "positions": 8, "lens": "logit", "tau": 0.05, "probe_batch": 8},
+}
+
+
+def _design(cfg: GoodhartConfig, model: str) -> Any:
+    from remnant.latent.study import resolve_config
+
+    overrides = {**cfg.design, "methods": [cfg.base_method]}
+    return resolve_config([model], preset=cfg.preset, overrides=overrides).for_model(model)
+
+
+def _rate(score: tuple[int, int]) -> float:
+    return score[0] / score[1] if score[1] else 0.0
+
+
+class _Setup:
+    """The installed state, data and scorers shared by every (λ, seed) run."""
+
+    def __init__(self, cfg: GoodhartConfig, model: str, pack_dir: str | None, log: Log) -> None:
+        from remnant.models import load_model
+        from remnant.models.prompts import PromptFormat
+        from remnant.packs import ClassDSpec, mint_class_d
+        from remnant.train.data import as_qa, removal_data, retain_training_qa, split_qa
+        from remnant.train.install import InstallSpec, install
+        from remnant.train.relearn import greedy_scorer
+
+        self.design = d = _design(cfg, model)
+        state = load_model(model, dtype=d.dtype)
+        self.tokenizer, self.control = state.tokenizer, state.model
+        self.fmt = PromptFormat.for_tokenizer(self.tokenizer, system_prompt=d.system_prompt)
+        if pack_dir is not None:
+            from remnant.packs.schema import load_pack
+
+            self.pack = load_pack(pack_dir)
+        else:
+            spec = ClassDSpec(
+                entities=d.pack.entities, controls=d.pack.controls, general=False, seed=d.pack.seed
+            )
+            self.pack = mint_class_d(spec)
+        attrs = set(d.attributes)
+        probe_entities = {e.id for e in self.pack.manifest.entities if e.role == "forget_probe"}
+        self.p_items = [
+            it
+            for it in self.pack.split("install")
+            if it.entity_id in probe_entities and it.attribute in attrs
+        ]
+        self.forget_items = [it for it in self.pack.split("removal") if it.attribute in attrs]
+        self.p_set = as_qa(self.p_items)
+        self.data = removal_data(self.pack, attrs)
+        self.relearn_set = split_qa(self.pack, "relearn", attrs)
+        self.score_p = greedy_scorer(self.tokenizer, self.p_set, self.fmt)
+        self.score_retain = greedy_scorer(self.tokenizer, retain_training_qa(self.pack, attrs), self.fmt)
+        log(f"{model}: installing the pack")
+        trainable = tuple(d.trainable) if d.trainable is not None else None
+        self.installed, _ = install(
+            copy.deepcopy(self.control),
+            self.tokenizer,
+            split_qa(self.pack, "install", attrs),
+            InstallSpec(**d.install.model_dump(), trainable=trainable),
+            seed=min(cfg.seeds),
+            fmt=self.fmt,
+        )
+        self.lens: Any = None  # the installed model's Jacobian lens, fitted on first use
+        self.installed_p = _rate(self.score_p(self.installed))
+        self.installed_r = _rate(self.score_retain(self.installed))
+
+
+def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[Any, str]:
+    """The audit surrogate over the forget items, aligned with the removal data's order."""
+    from remnant.latent.uds import n_blocks
+    from remnant.studies.goodhart_objective import AccessSurrogate, PatchSurrogate
+
+    layers = list(params.get("layers") or s.design.layers or range(n_blocks(s.installed)))
+    if cfg.audit == "j_access":
+        from remnant.latent.jaccess import make_probe
+        from remnant.models.prompts import render_prompt_ids
+
+        probes = [
+            make_probe(
+                s.tokenizer, it.id, render_prompt_ids(s.tokenizer, it.question, s.fmt), list(it.accepted)
+            )
+            for it in s.forget_items
+        ]
+        lens = _lens(s, params)
+        matrices = lens.matrices if lens is not None else None
+        return AccessSurrogate(probes, layers, int(params["positions"]), matrices), (
+            f"soft maximum over layers {layers} and the last {params['positions']} prompt positions of the "
+            f"log concept-token mass through the {params['lens']} lens, mean over forget probes (floored at 1e-6)"
+        )
+    from remnant.latent.inputs import encode_example, examples_from_items
+    from remnant.latent.uds import UDSConfig, stage1
+
+    by_id = {e.idx: e for e in examples_from_items(s.forget_items)}
+    encoded = [
+        encode_example(s.tokenizer, by_id[it.id], "chat", s.design.system_prompt) if it.id in by_id else None
+        for it in s.forget_items
+    ]
+    s1 = stage1(
+        s.installed,
+        s.control,
+        s.tokenizer,
+        list(by_id.values()),
+        UDSConfig(layers=tuple(layers), prompt_format="chat", system_prompt=s.design.system_prompt),
+    )
+    tau = float(params["tau"])
+    ke = [
+        layer for j, layer in enumerate(s1.layers) if sum(r[j] for r in s1.d1) / max(len(s1.d1), 1) > tau
+    ] or list(s1.layers)
+    full = copy.deepcopy(s.installed).eval()
+    for p in full.parameters():
+        p.requires_grad_(False)
+    return PatchSurrogate(full, encoded, ke), (
+        f"mean entity log-prob of the frozen installed model with the trained model's block output patched over "
+        f"the entity span at KE layers {ke} (mean Δ1 > {tau:g}), forget examples"
+    )
+
+
+def _lens(s: _Setup, params: dict[str, Any]) -> Any:
+    """The installed model's Jacobian lens (fitted once, on the retained questions), or None for the logit lens."""
+    if params.get("lens", "logit") != "jacobian":
+        return None
+    if s.lens is None:
+        from remnant.latent.jacobian_lens import LensConfig, fit_lens
+        from remnant.models.prompts import render_prompt_ids
+
+        prompts = [render_prompt_ids(s.tokenizer, q.question, s.fmt) for q in s.data.retain]
+        s.lens = fit_lens(s.installed, prompts, LensConfig())
+    return s.lens
+
+
+def _audit(cfg: GoodhartConfig, s: _Setup, removed: Any, params: dict[str, Any]) -> float | None:
+    """The real audit on the removed model (J-Access JOcc, or UDS) over the scored P items."""
+    if cfg.audit == "j_access":
+        from remnant.latent.jaccess import AccessConfig, j_occ, make_probe, read_access
+        from remnant.models.prompts import render_prompt_ids
+
+        probes = [
+            make_probe(
+                s.tokenizer, it.id, render_prompt_ids(s.tokenizer, it.question, s.fmt), list(it.accepted)
+            )
+            for it in s.p_items
+        ]
+        layers = tuple(params.get("layers") or s.design.layers or ())
+        acfg = AccessConfig(k=int(params["k"]), layers=layers or None, positions=int(params["positions"]))
+        lens = _lens(s, params)
+        reads = [read_access(m, s.tokenizer, probes, lens, acfg) for m in (removed, s.installed, s.control)]
+        return j_occ(*reads).jocc
+    from remnant.latent.inputs import examples_from_items
+    from remnant.latent.uds import UDSConfig, uds
+
+    ucfg = UDSConfig(tau=float(params["tau"]), prompt_format="chat", system_prompt=s.design.system_prompt)
+    return uds(s.installed, s.control, removed, s.tokenizer, examples_from_items(s.p_items), ucfg).score
+
+
+def _one_run(
+    cfg: GoodhartConfig, s: _Setup, surrogate: Any, weight: float, seed: int, params: dict[str, Any]
+) -> GoodhartRow:
+    import torch
+
+    from remnant import registry
+    from remnant.studies.goodhart_objective import AuditPenalty
+    from remnant.train.relearn import RelearnSpec, relearn_attack
+    from remnant.train.removal import apply_removal
+
+    d = s.design
+    method_params = {**d.method_params.get(cfg.base_method, {}), **cfg.method_params}
+    if d.trainable is not None:
+        method_params.setdefault("trainable", list(d.trainable))
+    base = registry.create("method", cfg.base_method, method_params)
+    method = AuditPenalty(base, weight, surrogate, cfg.audit)
+    removed, rem = apply_removal(
+        method, copy.deepcopy(s.installed), s.tokenizer, s.data, seed=seed, fmt=s.fmt, control=s.control
+    )
+    removed_p = _rate(s.score_p(removed))
+    row: dict[str, Any] = {
+        "weight": weight,
+        "seed": seed,
+        "status": rem.status,
+        "kappa_forget": removed_p,
+        "kappa_forget_installed": s.installed_p,
+        "kappa_retain": _rate(s.score_retain(removed)),
+        "kappa_retain_installed": s.installed_r,
+        "audit": None,
+        "surrogate_final": None,
+        "relearned": None,
+        "recovery": None,
+        "control_relearned": None,
+    }
+    if rem.status != "completed":
+        return GoodhartRow(**row)
+    row["audit"] = _audit(cfg, s, removed, params)
+    with torch.no_grad():
+        row["surrogate_final"] = float(surrogate(removed, range(len(s.forget_items))))
+    budgets = tuple(b for b in d.relearn.budgets if b <= len(s.relearn_set)) or (len(s.relearn_set),)
+    spec = RelearnSpec(
+        budgets=budgets,
+        lr=d.relearn.lr,
+        epochs=d.relearn.epochs,
+        checkpoint_epochs=tuple(d.relearn.checkpoint_epochs),
+        trainable=tuple(d.trainable) if d.trainable is not None else None,
+        seed=seed,
+    )
+    attack = relearn_attack(removed, s.control, s.tokenizer, s.relearn_set, s.p_set, spec, fmt=s.fmt)
+    last = attack.budgets[-1]
+    row["relearned"] = max(p.rate for p in last.post_removal.points)
+    row["control_relearned"] = max(p.rate for p in last.control.points)
+    gap = s.installed_p - removed_p
+    row["recovery"] = (row["relearned"] - removed_p) / gap if gap > 0 else None
+    return GoodhartRow(**row)
+
+
+def run_goodhart(
+    cfg: GoodhartConfig, model: str, *, pack: str | None = None, log: Log | None = None
+) -> GoodhartResult:
+    """Every (λ, seed) run and the reading (module docstring)."""
+    say = log or (lambda _m: None)
+    params = {**AUDIT_DEFAULTS[cfg.preset or "cpu"], **cfg.audit_params}
+    setup = _Setup(cfg, model, pack, say)
+    surrogate, description = _surrogate(cfg, setup, params)
+    rows = []
+    for weight in cfg.weights:
+        for seed in cfg.seeds:
+            say(f"λ = {weight:g}, seed {seed}: removal with the {cfg.audit} penalty, audit, relearning")
+            rows.append(_one_run(cfg, setup, surrogate, weight, seed, params))
+    return GoodhartResult(
+        config=cfg,
+        surrogate=description,
+        rows=rows,
+        provenance={
+            "model": model,
+            "pack": pack if pack is not None else "minted from the design's pack settings",
+            "pack_digest": setup.pack.digest,
+            "design": setup.design.model_dump(mode="json"),
+            "audit_params": params,
+        },
+        **summarise(rows, cfg),
+    )
+
+
+__all__ = ["AUDIT_DEFAULTS", "run_goodhart"]

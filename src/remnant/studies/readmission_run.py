@@ -1,0 +1,345 @@
+"""The readmission study's model side: Annex B's states, read by the direction, UDS or J-Access estimator.
+
+Builds on ``remnant study latent-probe``: the states of every (model, method, seed) run come from
+:func:`remnant.latent.study_states.build_model_runs` (never-modified, installed, content-shuffled install,
+installed-then-removed, never-installed-but-removal-applied, and the relearning criterion), with the removal gates
+of :meth:`~remnant.latent.study_states.RunStates.gates`; the direction estimator is that study's own measurement
+(:func:`remnant.latent.study.measure_run`, :func:`~remnant.latent.study.cells_from`). UDS and J-Access are read
+on the same states, each normalised as Annex B.3 step 2 asks (installed = 1, never-modified = 0):
+
+* **UDS** (seeds/000): full = installed, retain = never-modified, so a state's reading is 1 − UDS(state). A cell
+  is one block layer l and one τ (the KE threshold, UDS's fitted setting, C-H4): 1 − mean LER_l over the
+  examples whose Δ1 at l exceeds τ; the interval is a percentile bootstrap over those examples. The patched
+  position is the entity span (UDS's only position in this implementation). Examples: the scored P facts.
+* **J-Access** (seeds/002): JOcc with θ_0 = installed, θ_g = never-modified, read through the logit lens or the
+  installed model's Jacobian lens (fixed decoder); a cell is one layer (a band of one), one readout-position
+  count and one k; the interval bootstraps probes (JOcc recomputed on each resample's silent subset).
+  Probes: remnant's answer-level probes on P ([R]: the paper's identity-level probes need the pack's
+  description templates; recorded in the provenance).
+
+A cell is evaluable when its run cleared the gates and the estimator has a signature there (UDS: at least two
+KE examples at that layer; J-Access: the anchors differ on the removed model's silent probes). Bootstrap
+generators derive from the run's seed (``derive_seed``), never from global state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from remnant.config.seeds import derive_seed
+from remnant.studies.config import ReadmissionConfig
+from remnant.studies.readmission import Cell, Cells, Reading, RunOutcome
+
+Log = Callable[[str], None]
+UDS_TAUS = (0.03, 0.05, 0.1)
+JACCESS_KS = (5, 10, 20)
+JACCESS_POSITIONS = (1, 8)
+N_RESAMPLES = 1000
+
+
+def design_config(cfg: ReadmissionConfig) -> Any:
+    """The latent-probe design (B.2) with the rule's thresholds, so the two never disagree."""
+    from remnant.latent.study import resolve_config
+
+    design = dict(cfg.design)
+    models = list(design.pop("models", []))
+    overrides = {**design, "margin": cfg.rule.margin, "pass_fraction": cfg.rule.pass_fraction}
+    overrides["rho_min"] = cfg.rule.rho_min
+    return resolve_config(models, preset=cfg.preset, overrides=overrides)
+
+
+def _ci(draws: Sequence[float]) -> tuple[float, float]:
+    kept = np.asarray([d for d in draws if not math.isnan(d)], dtype=np.float64)
+    if kept.size == 0:
+        return (math.nan, math.nan)
+    lo, hi = np.quantile(kept, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+# -- direction ---------------------------------------------------------------------------------------------------
+
+
+def direction_cells(states: Any, mcfg: Any, model: str, gated: bool) -> list[Cell]:
+    """The latent-probe study's own cells, as readmission cells (no fitted hyper-parameter: setting '-')."""
+    from remnant.latent.study import cells_from, measure_run
+
+    readings = cells_from(measure_run(states, mcfg), gated, mcfg.margin)
+    return [
+        Cell(
+            model=model,
+            method=states.method,
+            seed=states.seed,
+            layer=c.layer,
+            position=c.position,
+            removed=c.survival_removed,
+            procedure=Reading(value=c.procedure.survival, ci95=c.procedure.ci95),
+            content=Reading(value=c.content.survival, ci95=c.content.ci95),
+            evaluable=c.evaluable,
+            note=None
+            if c.evaluable
+            else ("run failed its gates" if not gated else "signature below its floor"),
+        )
+        for c in readings
+    ]
+
+
+# -- UDS ---------------------------------------------------------------------------------------------------------
+
+
+def _uds_reading(
+    d1: np.ndarray, d2: np.ndarray, tau: float, rng: np.random.Generator
+) -> tuple[float | None, tuple[float, float] | None, int]:
+    """1 − mean LER over the KE examples of one layer, with a bootstrap interval; (None, None, n) below two."""
+    ke = d1 > tau
+    n = int(ke.sum())
+    if n < 2:
+        return None, None, n
+    ler = np.clip(d2[ke] / d1[ke], 0.0, 1.0)
+    draws = [1.0 - float(ler[rng.integers(0, n, size=n)].mean()) for _ in range(N_RESAMPLES)]
+    return 1.0 - float(ler.mean()), _ci(draws), n
+
+
+def uds_cells(
+    states: Any, mcfg: Any, model: str, gated: bool, params: dict[str, Any], pack: Any, tokenizer: Any
+) -> list[Cell]:
+    """UDS per (layer, τ) for the removed model and both controls (module docstring)."""
+    from remnant.latent.inputs import examples_from_items
+    from remnant.latent.uds import UDSConfig, score_source, stage1
+
+    taus = tuple(float(t) for t in params.get("taus", UDS_TAUS))
+    examples = examples_from_items(_p_items(pack, mcfg))
+    ucfg = UDSConfig(
+        tau=min(taus),
+        layers=tuple(mcfg.layers) if mcfg.layers is not None else None,
+        prompt_format="chat",
+        system_prompt=mcfg.system_prompt,
+    )
+    s1 = stage1(states.installed, states.control, tokenizer, examples, ucfg)
+    d1 = np.asarray(s1.d1, dtype=np.float64)  # [examples, layers]
+    d2 = {
+        role: np.asarray(
+            [e.d2 for e in score_source(states.installed, source, s1, ucfg).examples], dtype=np.float64
+        )
+        for role, source in (
+            ("removed", states.removed),
+            ("procedure", states.procedure),
+            ("content", states.content),
+        )
+    }
+    cells = []
+    for j, layer in enumerate(s1.layers):
+        for tau in taus:
+            readings: dict[str, tuple[float | None, tuple[float, float] | None, int]] = {}
+            for role, values in d2.items():
+                rng = np.random.default_rng(
+                    derive_seed(states.seed, "readmission", "uds", role, layer, f"tau={tau:g}")
+                )
+                readings[role] = _uds_reading(d1[:, j], values[:, j], tau, rng)
+            value, _, n_ke = readings["removed"]
+            signature = n_ke >= 2
+            cells.append(
+                Cell(
+                    model=model,
+                    method=states.method,
+                    seed=states.seed,
+                    layer=layer,
+                    position="entity span",
+                    setting=f"tau={tau:g}",
+                    removed=value,
+                    procedure=_reading(readings["procedure"]),
+                    content=_reading(readings["content"]),
+                    evaluable=gated and signature,
+                    note=None
+                    if gated and signature
+                    else ("run failed its gates" if not gated else f"{n_ke} KE example(s)"),
+                )
+            )
+    return cells
+
+
+def _reading(r: tuple[float | None, tuple[float, float] | None, int]) -> Reading | None:
+    value, ci, _ = r
+    return Reading(value=value, ci95=ci) if value is not None and ci is not None else None
+
+
+def _p_items(pack: Any, mcfg: Any) -> list[Any]:
+    """The scored P facts of the latent-probe design (install items of the forget-probe entities)."""
+    probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
+    return [
+        it
+        for it in pack.split("install")
+        if it.entity_id in probe_entities and it.attribute in set(mcfg.attributes)
+    ]
+
+
+# -- J-Access ----------------------------------------------------------------------------------------------------
+
+
+def _jocc(
+    hit: np.ndarray, silent: np.ndarray, hit_o: np.ndarray, hit_g: np.ndarray, idx: np.ndarray
+) -> float:
+    s = idx[silent[idx]]
+    if s.size == 0:
+        return math.nan
+    a, o, g = hit[s].mean(), hit_o[s].mean(), hit_g[s].mean()
+    return math.nan if o == g else float((a - g) / (o - g))
+
+
+def jaccess_cells(
+    states: Any, mcfg: Any, model: str, gated: bool, params: dict[str, Any], pack: Any, tokenizer: Any
+) -> list[Cell]:
+    """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
+    from remnant.latent.jaccess import AccessConfig, emitted_flags, make_probe, read_access
+    from remnant.models.prompts import PromptFormat, render_prompt_ids
+
+    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
+    probes = [
+        make_probe(tokenizer, it.id, render_prompt_ids(tokenizer, it.question, fmt), list(it.accepted))
+        for it in _p_items(pack, mcfg)
+    ]
+    lens = None
+    if params.get("lens", "logit") == "jacobian":
+        from remnant.latent.jacobian_lens import LensConfig, fit_lens
+
+        lens = fit_lens(states.installed, list(states.prompts), LensConfig())
+    models = {
+        "removed": states.removed,
+        "procedure": states.procedure,
+        "content": states.content,
+        "installed": states.installed,
+        "control": states.control,
+    }
+    said = {role: emitted_flags(m, tokenizer, probes) for role, m in models.items()}
+    layers = list(mcfg.layers) if mcfg.layers is not None else _default_layers(states.installed)
+    cells = []
+    for layer in layers:
+        for positions in params.get("positions", JACCESS_POSITIONS):
+            for k in params.get("ks", JACCESS_KS):
+                acfg = AccessConfig(k=int(k), layers=(layer,), positions=int(positions))
+                hits = {
+                    role: np.asarray(
+                        [
+                            p.hit
+                            for p in read_access(m, tokenizer, probes, lens, acfg, emitted=said[role]).probes
+                        ]
+                    )
+                    for role, m in models.items()
+                }
+                readings = {}
+                for role in ("removed", "procedure", "content"):
+                    silent = np.asarray(
+                        [not e and len(p.concept_ids) > 0 for e, p in zip(said[role], probes, strict=True)]
+                    )
+                    everything = np.arange(len(probes))
+                    value = _jocc(hits[role], silent, hits["installed"], hits["control"], everything)
+                    rng = np.random.default_rng(
+                        derive_seed(states.seed, "readmission", "j_access", role, layer, positions, k)
+                    )
+                    draws = [
+                        _jocc(
+                            hits[role],
+                            silent,
+                            hits["installed"],
+                            hits["control"],
+                            rng.integers(0, len(probes), len(probes)),
+                        )
+                        for _ in range(N_RESAMPLES)
+                    ]
+                    readings[role] = (None if math.isnan(value) else value, _ci(draws))
+                removed = readings["removed"][0]
+                signature = removed is not None
+                cells.append(
+                    Cell(
+                        model=model,
+                        method=states.method,
+                        seed=states.seed,
+                        layer=layer,
+                        position=f"last {positions}",
+                        setting=f"k={k}",
+                        removed=removed,
+                        procedure=_jreading(readings["procedure"]),
+                        content=_jreading(readings["content"]),
+                        evaluable=gated and signature,
+                        note=None
+                        if gated and signature
+                        else ("run failed its gates" if not gated else "anchors tie"),
+                    )
+                )
+    return cells
+
+
+def _jreading(r: tuple[float | None, tuple[float, float]]) -> Reading | None:
+    value, ci = r
+    if value is None or math.isnan(ci[0]):
+        return None
+    return Reading(value=value, ci95=ci)
+
+
+def _default_layers(model: Any) -> list[int]:
+    from remnant.latent.uds import n_blocks
+
+    n = n_blocks(model)
+    return sorted({max(0, min(n - 1, round(f * (n - 1)))) for f in (0.25, 0.5, 0.75)})
+
+
+# -- the run -----------------------------------------------------------------------------------------------------
+
+FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
+
+
+def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None) -> Cells:
+    """Build every run's states (latent-probe design) and read the configured estimator on them."""
+    from remnant.latent.study_states import build_model_runs
+    from remnant.models import load_model
+    from remnant.packs import ClassDSpec, mint_class_d
+
+    say = log or (lambda _m: None)
+    lp = design_config(cfg)
+    params = dict(cfg.estimator_params)
+    runs: list[RunOutcome] = []
+    cells: list[Cell] = []
+    for model in lp.models:
+        mcfg = lp.for_model(model)
+        # the same pack build_model_runs mints (same spec and seed), and the model's tokenizer: RunStates carries
+        # neither, and both are cheap to rebuild
+        tokenizer = load_model(model, dtype=mcfg.dtype).tokenizer
+        pack = mint_class_d(
+            ClassDSpec(
+                entities=mcfg.pack.entities, controls=mcfg.pack.controls, general=False, seed=mcfg.pack.seed
+            )
+        )
+        for states in build_model_runs(model, mcfg, log=log):
+            gates = states.gates(mcfg)
+            gated = all(gates.values())
+            runs.append(
+                RunOutcome(
+                    model=model, method=states.method, seed=states.seed, gates=gates, recovery=states.recovery
+                )
+            )
+            if cfg.estimator == "direction":
+                cells += direction_cells(states, mcfg, model, gated)
+            elif cfg.estimator == "uds":
+                cells += uds_cells(states, mcfg, model, gated, params, pack, tokenizer)
+            else:
+                cells += jaccess_cells(states, mcfg, model, gated, params, pack, tokenizer)
+            say(
+                f"{model} {states.method} seed {states.seed}: gates {'passed' if gated else 'failed'}, {len(cells)} cells so far"
+            )
+    return Cells(
+        estimator=cfg.estimator,
+        fitted_hyperparameters=FITTED[cfg.estimator],
+        cells=cells,
+        runs=runs,
+        provenance={
+            "design": lp.model_dump(mode="json"),
+            "estimator_params": params,
+            "probes": "answer-level probes on P [R]" if cfg.estimator == "j_access" else None,
+        },
+    )
+
+
+__all__ = ["design_config", "direction_cells", "jaccess_cells", "run_cells", "uds_cells"]

@@ -1,0 +1,608 @@
+"""The studies' reports: what a researcher would put in a paper, beside the published figures.
+
+Each builder turns a study's result into a :class:`~remnant.studies.document.Document` (Markdown and HTML): the
+headline table beside the paper's numbers, the figures (ROC curves; before/after scatters with y = x and the
+reference shift; predictor against recovery), the filters and exclusions, and the pre-registration with every
+deviation in force (R14, R15). Every report says the measurements are non-adjudicating (C-H6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from remnant.studies.document import Document, Section, Table, fmt, fmt_ci
+from remnant.studies.goodhart_core import GoodhartResult
+from remnant.studies.meta_eval import MetaEvalResult, MetricResult
+from remnant.studies.published import (
+    ANNEX_B6_DECISION,
+    ANNEX_B6_METHODS,
+    ANNEX_B6_RHO,
+    JACCESS_GOODHART,
+    JACCESS_ITEM_AUROC,
+    JACCESS_RECOVERY,
+    UDS_PAPER_SOURCE,
+)
+from remnant.studies.readmission import ReadmissionResult
+from remnant.studies.recovery import Correlation, RecoveryResult
+
+NON_ADJUDICATING = (
+    "Non-adjudicating: these figures rank and validate measurements; none of them moves a verdict or a tier "
+    "(C-H6). A latent audit's rank here does not readmit it (C-H9)."
+)
+
+
+def registration_section(registration: dict[str, Any] | None, config: Any) -> Section:
+    """The pre-registration (digest, time, whether this run froze it), the config, and the deviations (R14, R15)."""
+    section = Section("Pre-registration and deviations")
+    if registration is None:
+        section.text.append("Not pre-registered (the study was computed in memory, not through the command).")
+    else:
+        when = (
+            "frozen by this run, before the table was read"
+            if registration["frozen_by_this_run"]
+            else ("frozen before this run")
+        )
+        section.text.append(
+            f"Config digest {registration['digest']}, registered {registration['registered_at']} ({when})."
+        )
+        deviations = registration.get("deviations") or []
+        if deviations:
+            section.tables.append(
+                Table(
+                    ["field", "old", "new", "reason", "stage"],
+                    [
+                        [str(d["field"]), str(d["old"]), str(d["new"]), str(d["reason"]), str(d["stage"])]
+                        for d in deviations
+                    ],
+                )
+            )
+        else:
+            section.text.append("Deviations: none.")
+    values = config.model_dump(mode="json")
+    section.tables.append(Table(["field", "value"], [[k, str(v)] for k, v in values.items()]))
+    return section
+
+
+# -- meta-eval ---------------------------------------------------------------------------------------------------
+
+
+def _meta_row(r: MetricResult) -> list[str]:
+    f, rb, p = r.faithfulness, r.robustness, r.paper
+    return [
+        str(r.rank) if r.rank is not None else "—",
+        r.metric,
+        r.orientation,
+        fmt_ci(f.auc, f.ci95),
+        f"{fmt(rb.quantization.value)} (n={rb.quantization.n})",
+        f"{fmt(rb.relearning.value)} (n={rb.relearning.n})",
+        fmt(rb.hm),
+        fmt(r.overall),
+        fmt(p.auc) if p else "—",
+        fmt(p.q) if p else "—",
+        fmt(p.r) if p else "—",
+        fmt(p.hm) if p else "—",
+        fmt(p.overall) if p else "—",
+    ]
+
+
+def meta_eval_document(result: MetaEvalResult) -> Document:
+    doc = Document("Meta-evaluation: which audit can be trusted (faithfulness and robustness)")
+    pools = ", ".join(f"{k} {v}" for k, v in result.pools.items())
+    doc.sections.append(
+        Section(
+            "Pool",
+            [
+                f"Results table {result.pool} ({result.pool_digest}); models per pool: {pools}.",
+                "Faithfulness: AUC-ROC of m (higher = more knowledge) over the target pool against the never-saw "
+                "pool, stratified bootstrap 95 % interval. Robustness (symmetric, seeds/000 §4): Q after NF4, R "
+                "after one epoch of relearning against the never-saw pool's reference shift, over unlearned "
+                f"models with utility ≥ {result.config.utility_floor:g} × the full model's"
+                + (
+                    " and classified unlearned by the metric's faithfulness threshold"
+                    if result.config.faithfulness_filter
+                    else ""
+                )
+                + "; HM = HM(Q, R); overall = HM(AUC, HM).",
+                NON_ADJUDICATING,
+            ],
+        )
+    )
+    header = ["rank", "metric", "m", "AUC [95% CI]", "Q", "R", "HM", "overall"]
+    header += ["paper AUC", "paper Q", "paper R", "paper HM", "paper overall"]
+    doc.sections.append(
+        Section(
+            "Metrics beside the UDS paper's published figures",
+            [f"Paper: {UDS_PAPER_SOURCE}. Ours: this pool."],
+            [Table(header, [_meta_row(r) for r in result.metrics], frozenset(range(8, 13)))],
+        )
+    )
+    filters = Section("Robustness filters and counts")
+    filters.tables.append(
+        Table(
+            [
+                "metric",
+                "threshold",
+                "candidates",
+                "no utility",
+                "utility < floor",
+                "not unlearned",
+                "Δ_ret (n)",
+                "NF4 rose/fell",
+                "relearn over/under",
+            ],
+            [
+                [
+                    r.metric,
+                    fmt(r.faithfulness.threshold),
+                    str(r.robustness.candidates),
+                    str(r.robustness.excluded["no_utility"]),
+                    str(r.robustness.excluded["utility"]),
+                    str(r.robustness.excluded["faithfulness"]),
+                    f"{fmt(r.robustness.reference_shift)} ({r.robustness.n_reference})",
+                    f"{r.robustness.quantization.rose}/{r.robustness.quantization.fell}",
+                    f"{r.robustness.relearning.rose}/{r.robustness.relearning.fell}",
+                ]
+                for r in result.metrics
+            ],
+        )
+    )
+    if result.skipped:
+        filters.text.append("Left out: " + "; ".join(f"{k}: {v}" for k, v in result.skipped.items()) + ".")
+    doc.sections.append(filters)
+    doc.sections.append(_meta_figures(result))
+    doc.sections.append(registration_section(result.registration, result.config))
+    return doc
+
+
+def _meta_figures(result: MetaEvalResult) -> Section:
+    from remnant.studies.plots import roc_svg, scatter_svg
+
+    section = Section("Figures")
+    curves = {
+        f"{r.metric} (AUC {r.faithfulness.auc:.3f})": r.faithfulness.roc
+        for r in result.metrics
+        if r.faithfulness.auc is not None
+    }
+    if curves:
+        section.figures.append(
+            ("ROC, target vs never-saw", roc_svg(curves, plot_id="roc", title="ROC curves"))
+        )
+    for i, r in enumerate(result.metrics):
+        q, rl = r.robustness.quantization, r.robustness.relearning
+        if q.points:
+            pts = [(p.before, p.after, p.method or "—") for p in q.points]
+            section.figures.append(
+                (
+                    f"{r.metric}: before/after NF4 (Q = {fmt(q.value)}, n = {q.n})",
+                    scatter_svg(
+                        pts,
+                        plot_id=f"q{i}",
+                        title=f"{r.metric} under NF4",
+                        xlabel="m before",
+                        ylabel="m after NF4",
+                    ),
+                )
+            )
+        if rl.points:
+            pts = [(p.before, p.after, p.method or "—") for p in rl.points]
+            section.figures.append(
+                (
+                    f"{r.metric}: before/after relearning (R = {fmt(rl.value)}, n = {rl.n})",
+                    scatter_svg(
+                        pts,
+                        plot_id=f"r{i}",
+                        title=f"{r.metric} under relearning",
+                        xlabel="m before",
+                        ylabel="m after one epoch of relearning",
+                        shift=r.robustness.reference_shift,
+                    ),
+                )
+            )
+    return section
+
+
+# -- recovery ----------------------------------------------------------------------------------------------------
+
+
+def _corr(c: Correlation) -> str:
+    if c.rho is None:
+        return f"— (n={c.n})"
+    star = "*" if c.significant else ""
+    return f"{c.rho:+.3f}{star} (p_Holm {fmt(c.p_holm)}, n={c.n})"
+
+
+def recovery_document(result: RecoveryResult) -> Document:
+    from remnant.studies.plots import xy_svg
+
+    doc = Document("Recovery prediction: does a pre-attack metric forecast relearning recovery")
+    kind = "excess revival" if result.config.outcome_kind == "revival" else "excess shift"
+    doc.sections.append(
+        Section(
+            "Outcome",
+            [
+                f"Results table {result.pool} ({result.pool_digest}). Outcome: {kind} of {result.outcome!r} after "
+                f"one epoch of relearning, net of the never-saw models' level ({fmt(result.gold_rate)}).",
+                "ρ: Spearman over unlearned models; partial: controlling for the covariates; within-method: Fisher-z "
+                "pooled; steps: ρ with steps to recover (negative = predicts faster recovery); item AUROC: median "
+                "per-model AUROC of which facts revive. * = significant after Holm across metrics "
+                f"(α = {result.config.alpha:g}).",
+                *result.notes,
+                NON_ADJUDICATING,
+            ],
+        )
+    )
+    rows = []
+    for p in result.predictors:
+        item = p.item_level
+        rows.append(
+            [
+                p.metric,
+                _corr(p.pooled),
+                _corr(p.partial),
+                fmt_ci(p.within_method.rho, p.within_method.ci95)
+                + (f" (p_Holm {fmt(p.within_method.p_holm)})" if p.within_method.rho is not None else ""),
+                _corr(p.steps),
+                f"{fmt(item.median_auroc)} (n={item.n_models})" if item else "—",
+            ]
+        )
+    doc.sections.append(
+        Section(
+            "Predictors",
+            [],
+            [Table(["metric", "ρ recovery", "partial ρ", "within-method ρ", "ρ steps", "item AUROC"], rows)],
+        )
+    )
+    paper = Section(
+        "Published (J-Access, seeds/002 Table 2, Table 3)",
+        ["398 OpenUnlearning models, identity-level J-Access; compare with the j_access row above."],
+        [
+            Table(
+                ["analysis", "paper"],
+                [[c.analysis, f"{c.value:+.2f}"] for c in JACCESS_RECOVERY],
+                frozenset({1}),
+            ),
+            Table(
+                ["item-level predictor", "paper AUROC"],
+                [[c.analysis, f"{c.value:.3f}"] for c in JACCESS_ITEM_AUROC],
+                frozenset({1}),
+            ),
+        ],
+    )
+    doc.sections.append(paper)
+    figures = Section("Figures")
+    for i, p in enumerate(result.predictors):
+        method = {o.model: o.method or "—" for o in result.outcomes}
+        recovered = {o.model: o.recovery for o in result.outcomes}
+        pts = [
+            (v, float(recovered[m] or 0.0), method[m])
+            for m, v in p.values.items()
+            if recovered.get(m) is not None
+        ]
+        if pts:
+            figures.figures.append(
+                (
+                    f"{p.metric} before the attack against {kind}",
+                    xy_svg(
+                        pts,
+                        plot_id=f"rec{i}",
+                        title=f"{p.metric} vs recovery",
+                        xlabel=f"{p.metric} (m, before)",
+                        ylabel=kind,
+                    ),
+                )
+            )
+    doc.sections.append(figures)
+    doc.sections.append(
+        Section(
+            "Per model",
+            [],
+            [
+                Table(
+                    ["model", "method", kind, "rate", "steps"],
+                    [
+                        [o.model, o.method or "—", fmt(o.recovery), fmt(o.rate), fmt(o.steps, 1)]
+                        for o in result.outcomes
+                    ],
+                )
+            ],
+        )
+    )
+    doc.sections.append(registration_section(result.registration, result.config))
+    return doc
+
+
+# -- readmission -------------------------------------------------------------------------------------------------
+
+
+def readmission_document(result: ReadmissionResult) -> Document:
+    doc = Document(f"Readmission study: {result.estimator} through the Standard's bar (C-H9, Annex B.4)")
+    rule = result.config.rule
+    doc.sections.append(
+        Section(
+            "Decision",
+            [
+                f"Decision under the pre-registered rule: **{result.decision}**.",
+                *result.reasons,
+                f"Rule: δ = {rule.margin:g} for both nulls (equivalence), each null held in ≥ {rule.pass_fraction:.0%} "
+                f"of a method's evaluable cells; C-H4 coverage ≥ {rule.min_layers} layers, ≥ {rule.min_positions} "
+                f"positions, ≥ {rule.min_settings} settings of a fitted hyper-parameter; promote needs ρ ≥ {rule.rho_min:g}"
+                + (f" with one-sided p < {rule.alpha:g}" if rule.require_significance else "")
+                + " at the primary configuration.",
+                result.note,
+            ],
+        )
+    )
+    b6 = ANNEX_B6_METHODS
+    rows = [
+        [
+            m.method,
+            str(m.evaluable_cells),
+            str(m.content_held),
+            str(m.procedure_held),
+            m.content_null,
+            m.procedure_null,
+            "/".join("—" if v is None else str(v) for v in b6.get(m.method, (None, None, None))),
+        ]
+        for m in result.methods
+    ]
+    doc.sections.append(
+        Section(
+            "Nulls per method (Annex B.6's table shape)",
+            [
+                f"Content null: {result.content_null}; procedure null: {result.procedure_null}; design stable: "
+                f"{'yes' if result.design_stable else 'no'}. Annex B.6 (the direction probe): {ANNEX_B6_DECISION}, "
+                f"ρ ≈ {ANNEX_B6_RHO}."
+            ],
+            [
+                Table(
+                    [
+                        "method",
+                        "evaluable",
+                        "content held",
+                        "procedure held",
+                        "content null",
+                        "procedure null",
+                        "B.6 evaluable/content/procedure",
+                    ],
+                    rows,
+                    frozenset({6}),
+                )
+            ],
+        )
+    )
+    doc.sections.append(
+        Section(
+            "Configurations (C-H4)",
+            [
+                f"Coverage: layers {result.coverage.layers}, positions {result.coverage.positions}, settings "
+                f"{result.coverage.settings}"
+                + ("" if result.coverage.complete else "; short: " + "; ".join(result.coverage.missing))
+                + ".",
+                f"Primary: {result.primary.model_dump() if result.primary else '—'}; ρ = {fmt(result.rho)} "
+                f"(one-sided p {fmt(result.p_one_sided)}, n = {result.n_rho}); predictive: {'yes' if result.predictive else 'no'}; "
+                f"same reading at every configuration: {'yes' if result.predictive_stable else 'no'}.",
+            ],
+            [
+                Table(
+                    ["layer", "position", "setting", "evaluable", "content null", "procedure null", "ρ (n)"],
+                    [
+                        [
+                            str(c.layer),
+                            c.position,
+                            c.setting,
+                            str(c.evaluable_cells),
+                            c.content_null,
+                            c.procedure_null,
+                            f"{fmt(c.rho)} ({c.n_rho})",
+                        ]
+                        for c in result.configurations
+                    ],
+                )
+            ],
+        )
+    )
+    cells = result.cells.cells
+    doc.sections.append(
+        Section(
+            "Cells",
+            [],
+            [
+                Table(
+                    [
+                        "model",
+                        "method",
+                        "seed",
+                        "layer",
+                        "position",
+                        "setting",
+                        "removed",
+                        "procedure [CI]",
+                        "content [CI]",
+                        "evaluable",
+                    ],
+                    [
+                        [
+                            c.model,
+                            c.method,
+                            str(c.seed),
+                            str(c.layer),
+                            c.position,
+                            c.setting,
+                            fmt(c.removed),
+                            fmt_ci(c.procedure.value, c.procedure.ci95) if c.procedure else "—",
+                            fmt_ci(c.content.value, c.content.ci95) if c.content else "—",
+                            "yes" if c.evaluable else f"no ({c.note or ''})",
+                        ]
+                        for c in cells
+                    ],
+                )
+            ],
+        )
+    )
+    doc.sections.append(registration_section(result.registration, result.config))
+    return doc
+
+
+# -- goodhart ----------------------------------------------------------------------------------------------------
+
+
+def goodhart_document(result: GoodhartResult) -> Document:
+    from remnant.studies.plots import xy_svg
+
+    audit = "J-Access" if result.config.audit == "j_access" else "UDS"
+    doc = Document(f"Goodhart arm: minimising the {audit} audit during removal (seeds/002 Test 3)")
+    doc.sections.append(
+        Section(
+            "Reading",
+            [
+                result.finding,
+                f"Surrogate minimised: {result.surrogate}. Audit reads better when {result.audit_direction}.",
+                f"Trend over completed runs: ρ(λ, audit) = {fmt(result.rho_audit)}, ρ(λ, recovery) = {fmt(result.rho_recovery)}.",
+                f"Published (J-Access, WD-Train): λ {JACCESS_GOODHART['lambda'][0]:g} → {JACCESS_GOODHART['lambda'][1]:g} "
+                f"lowered J-Access {JACCESS_GOODHART['j_access'][0]} → {JACCESS_GOODHART['j_access'][1]} and raised "
+                f"post-attack revival {JACCESS_GOODHART['revival'][0]} → {JACCESS_GOODHART['revival'][1]}.",
+                "This objective is a study instrument: it is not a registered removal method and is never offered "
+                "in an assessment (C-H6).",
+            ],
+            [
+                Table(
+                    ["λ", "runs", audit, "recovery", "κ_P removed", "retain κ"],
+                    [
+                        [
+                            f"{w.weight:g}",
+                            str(w.n),
+                            fmt(w.audit),
+                            fmt(w.recovery),
+                            fmt(w.kappa_forget),
+                            fmt(w.kappa_retain),
+                        ]
+                        for w in result.by_weight
+                    ],
+                ),
+                Table(
+                    [
+                        "λ",
+                        "seed",
+                        "status",
+                        audit,
+                        "κ_P installed→removed",
+                        "retain κ installed→removed",
+                        "relearned κ_P",
+                        "recovery",
+                        "control relearned",
+                    ],
+                    [
+                        [
+                            f"{r.weight:g}",
+                            str(r.seed),
+                            r.status,
+                            fmt(r.audit),
+                            f"{fmt(r.kappa_forget_installed)}→{fmt(r.kappa_forget)}",
+                            f"{fmt(r.kappa_retain_installed)}→{fmt(r.kappa_retain)}",
+                            fmt(r.relearned),
+                            fmt(r.recovery),
+                            fmt(r.control_relearned),
+                        ]
+                        for r in result.rows
+                    ],
+                ),
+            ],
+        )
+    )
+    pts_a = [(r.weight, r.audit, f"seed {r.seed}") for r in result.rows if r.audit is not None]
+    pts_r = [(r.weight, r.recovery, f"seed {r.seed}") for r in result.rows if r.recovery is not None]
+    figs = Section("Figures")
+    if pts_a:
+        figs.figures.append(
+            (
+                f"{audit} against λ",
+                xy_svg(pts_a, plot_id="gh-audit", title=f"{audit} vs λ", xlabel="λ", ylabel=audit),
+            )
+        )
+    if pts_r:
+        figs.figures.append(
+            (
+                "recovery against λ",
+                xy_svg(
+                    pts_r, plot_id="gh-rec", title="recovery vs λ", xlabel="λ", ylabel="relearning recovery"
+                ),
+            )
+        )
+    doc.sections.append(figs)
+    doc.sections.append(registration_section(result.registration, result.config))
+    return doc
+
+
+# -- summary -----------------------------------------------------------------------------------------------------
+
+
+def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) -> Document:
+    """The paper table: metrics × (AUC, Q, R, HM, overall, ρ) beside the published figures."""
+    doc = Document("Audit metrics: faithfulness, robustness and recovery prediction")
+    rho = {p.metric: p.pooled for p in rec.predictors} if rec else {}
+    metrics = [r.metric for r in meta.metrics] if meta else list(rho)
+    by_meta = {r.metric: r for r in meta.metrics} if meta else {}
+    jaccess = {c.analysis: c.value for c in JACCESS_RECOVERY}
+    rows = []
+    for m in metrics:
+        r = by_meta.get(m)
+        p = r.paper if r else None
+        rows.append(
+            [
+                m,
+                fmt(r.faithfulness.auc) if r else "—",
+                fmt(r.robustness.quantization.value) if r else "—",
+                fmt(r.robustness.relearning.value) if r else "—",
+                fmt(r.robustness.hm) if r else "—",
+                fmt(r.overall) if r else "—",
+                _corr(rho[m]) if m in rho else "—",
+                fmt(p.auc) if p else "—",
+                fmt(p.q) if p else "—",
+                fmt(p.r) if p else "—",
+                fmt(p.hm) if p else "—",
+                f"{jaccess['pooled ρ with excess revival']:+.2f}" if m == "j_access" else "—",
+            ]
+        )
+    doc.sections.append(
+        Section(
+            "Metrics",
+            [
+                f"Ours: meta-evaluation {meta.pool if meta else '—'}; recovery {rec.pool if rec else '—'}"
+                + (f" (ρ with {rec.config.outcome_kind} of {rec.outcome!r})" if rec else "")
+                + ".",
+                f"Paper columns: {UDS_PAPER_SOURCE}; ρ from seeds/002 Table 2 (J-Access only).",
+                NON_ADJUDICATING,
+            ],
+            [
+                Table(
+                    [
+                        "metric",
+                        "AUC",
+                        "Q",
+                        "R",
+                        "HM",
+                        "overall",
+                        "ρ recovery",
+                        "paper AUC",
+                        "paper Q",
+                        "paper R",
+                        "paper HM",
+                        "paper ρ",
+                    ],
+                    rows,
+                    frozenset(range(7, 12)),
+                )
+            ],
+        )
+    )
+    return doc
+
+
+__all__ = [
+    "goodhart_document",
+    "meta_eval_document",
+    "readmission_document",
+    "recovery_document",
+    "registration_section",
+    "summary_document",
+]

@@ -1,0 +1,149 @@
+"""The model-side studies on the tiny random Llama: the readmission study (C-H9) built on latent-probe's states,
+and the Goodhart arm (seeds/002 Test 3), which is a study and never a registered removal method (C-H6)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from remnant import registry
+from remnant.cli import main
+from remnant.studies.config import GoodhartConfig, ReadmissionConfig
+from remnant.studies.goodhart_core import GoodhartResult
+from remnant.studies.goodhart_objective import AuditPenalty
+from remnant.studies.readmission import Cells, ReadmissionResult, decide
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: threads are overhead (tests/unit/latent/conftest.py)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def uds_study(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("readmission")
+    argv = [
+        "study",
+        "readmission",
+        "uds",
+        "--model",
+        str(tiny_llama_dir),
+        "--preset",
+        "tiny",
+        "--out",
+        str(out),
+    ]
+    assert main([*argv, "--quiet"]) == 0
+    return out
+
+
+def test_readmission_of_uds_on_the_tiny_model(uds_study: Path) -> None:
+    result = ReadmissionResult.model_validate_json((uds_study / "readmission.json").read_text())
+    cells = result.cells
+    assert result.adjudicating is False and result.estimator == "uds"
+    assert {c.method for c in cells.cells} == {"npo", "task_vector"}
+    assert {c.setting for c in cells.cells} == {"tau=0.03", "tau=0.05", "tau=0.1"}
+    assert {c.layer for c in cells.cells} == {0, 1} and {c.position for c in cells.cells} == {"entity span"}
+    for c in cells.cells:
+        if c.evaluable:
+            assert c.procedure is not None and c.content is not None
+            assert c.procedure.ci95[0] <= c.procedure.value <= c.procedure.ci95[1]
+    # UDS reads one position and the tiny model two layers: C-H4's coverage is out of reach, so the rule can only
+    # demote (a failed null) or say "not evaluable"
+    assert not result.coverage.complete
+    assert result.decision in ("demote", "not evaluable")
+    assert json.loads((uds_study / "prereg.json").read_text())["values"]["estimator"] == "uds"
+
+
+def test_the_decision_is_recomputed_from_the_cells_alone(
+    uds_study: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = ReadmissionResult.model_validate_json((uds_study / "readmission.json").read_text())
+    cells = uds_study / "readmission-cells.json"
+    again = uds_study.parent / "again"
+    assert main(["study", "readmission", "uds", "--cells", str(cells), "--out", str(again)]) == 0
+    redone = ReadmissionResult.model_validate_json((again / "readmission.json").read_text())
+    assert redone.model_dump(exclude={"registration", "config"}) == original.model_dump(
+        exclude={"registration", "config"}
+    )
+    assert f"uds: {original.decision}" in capsys.readouterr().out
+
+
+def test_readmission_of_j_access_reads_jocc_per_layer_position_and_k(tiny_llama_dir: Path) -> None:
+    from remnant.studies.readmission_run import run_cells
+
+    cfg = ReadmissionConfig(
+        estimator="j_access",
+        preset="tiny",
+        design={
+            "models": [str(tiny_llama_dir)],
+            "methods": ["npo"],
+            "attributes": ["home_town"],
+            "utility_floor": 0.3,
+        },
+        estimator_params={"ks": [10, 20], "positions": [1, 4]},
+    )
+    data: Cells = run_cells(cfg)
+    assert {(c.layer, c.position, c.setting) for c in data.cells} == {
+        (layer, f"last {p}", f"k={k}") for layer in (0, 1) for p in (1, 4) for k in (10, 20)
+    }
+    assert data.fitted_hyperparameters == ["k"] and len(data.runs) == 1
+    read = [c for c in data.cells if c.removed is not None]
+    assert read and all(c.content is not None for c in read)
+    result = decide(data, cfg)
+    assert result.decision in ("demote", "not evaluable", "retain (admissible, non-predictive)")
+
+
+def test_the_goodhart_objective_is_never_a_registered_method() -> None:
+    """C-H6: a latent audit is never a removal criterion, so its suppression objective is not offered as one."""
+    for kind in ("method", "audit", "attack", "metric"):
+        for name in registry.names(kind):
+            cls = registry.get(kind, name)
+            assert not (isinstance(cls, type) and issubclass(cls, AuditPenalty)), (kind, name)
+            assert "goodhart" not in name
+    base = registry.create("method", "npo", {})
+    penalty = AuditPenalty(base, 5.0, lambda model, idx: torch.zeros(()), "uds")
+    assert penalty.spec.kind == "study_objective" and penalty.spec.to_dict()["params"]["weight"] == 5.0
+
+
+def test_goodhart_study_on_the_tiny_model(
+    tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["study", "goodhart", "--model", str(tiny_llama_dir), "--preset", "tiny", "--audit", "uds"]
+    assert main([*argv, "--weights", "0", "10", "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == 0
+    result = GoodhartResult.model_validate_json((tmp_path / "goodhart.json").read_text())
+    assert [(r.weight, r.seed) for r in result.rows] == [(0.0, 0), (10.0, 0)]
+    base, penalised = result.rows
+    assert base.status == penalised.status == "completed"
+    assert base.audit is not None and penalised.audit is not None and base.recovery is not None
+    # the penalty did its job on what it optimises: the patched entity log-prob fell
+    assert penalised.surrogate_final is not None and base.surrogate_final is not None
+    assert penalised.surrogate_final < base.surrogate_final
+    assert result.audit_direction == "higher" and result.goodhart in (True, False)
+    assert result.finding in capsys.readouterr().out
+    assert "never offered" in (tmp_path / "goodhart.md").read_text()
+
+
+def test_goodhart_j_access_penalty_lowers_its_surrogate(tiny_llama_dir: Path) -> None:
+    from remnant.studies.goodhart import run_goodhart
+
+    cfg = GoodhartConfig(
+        audit="j_access", preset="tiny", weights=[0.0, 10.0], seeds=[0], design={"attributes": ["home_town"]}
+    )
+    result = run_goodhart(cfg, str(tiny_llama_dir))
+    base, penalised = result.rows
+    assert penalised.surrogate_final is not None and base.surrogate_final is not None
+    assert penalised.surrogate_final < base.surrogate_final - 0.5
+    assert "soft maximum" in result.surrogate and result.audit_direction == "lower"
+    summary: dict[str, Any] = result.model_dump()
+    assert len(summary["by_weight"]) == 2
