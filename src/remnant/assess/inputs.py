@@ -166,13 +166,9 @@ class Inputs:
 
     def relearn_order(self, spec: Any, relearn_set: tuple[Any, ...]) -> tuple[int, ...]:
         """One seeded permutation of the relearning set; budget b takes its first b (C-W1, nested subsets)."""
-        import torch
+        from remnant.train.relearn import relearn_order
 
-        from remnant.train.loop import make_generator
-
-        return tuple(
-            torch.randperm(len(relearn_set), generator=make_generator(spec.seed, "relearn-subset")).tolist()
-        )
+        return relearn_order(spec.seed, len(relearn_set))
 
     def pack_context(self) -> dict[str, Any]:
         from remnant.run_manifest import pack_record

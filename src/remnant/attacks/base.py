@@ -30,7 +30,6 @@ lists every attack with its paper definition.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from typing import Any, ClassVar, Literal
 import torch
 
 from remnant.attacks.decoding import GenerationInput, forward_cached, greedy_texts
+from remnant.config.seeds import derive_seed
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
@@ -73,12 +73,6 @@ class ItemOutcome:
         return not isinstance(self.kappa, bool)
 
 
-def derive_seed(seed: int, *keys: object) -> int:
-    """A 63-bit seed from the run seed and keys (attack name, item id, sample index): stable across runs."""
-    text = "|".join([str(seed), *(str(k) for k in keys)])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
-
-
 @dataclass(frozen=True)
 class AttackContext:
     """Everything an attack may use on one model state. Carries no label of the state (C-Q4).
@@ -110,10 +104,10 @@ class AttackContext:
         device: torch.device = next(self.model.parameters()).device
         return device
 
-    def derive_seed(self, *keys: object) -> int:
+    def derive_seed(self, *keys: str | int) -> int:
         return derive_seed(self.seed, *keys)
 
-    def generator(self, *keys: object, device: torch.device | str | None = None) -> torch.Generator:
+    def generator(self, *keys: str | int, device: torch.device | str | None = None) -> torch.Generator:
         """A fresh generator seeded from the run seed and ``keys`` (e.g. attack name, item id, sample)."""
         gen = torch.Generator(device=device if device is not None else self.device)
         gen.manual_seed(self.derive_seed(*keys))

@@ -19,9 +19,9 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from remnant.config.seeds import derive_seed
 from remnant.train.data import split_qa
 from remnant.train.install import InstallResult, InstallSpec, install
-from remnant.train.loop import derive_seed
 from remnant.train.methods.base import RemovalData, RemovalMethod
 from remnant.train.removal import RemovalResult, apply_removal
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import torch
 
 from remnant.atomic import replace_dir
+from remnant.config.seeds import derive_seed
 from remnant.errors import ConfigError, DivergedError
 from remnant.registry import jsonable
 from remnant.statement.canonical import canonical_json
@@ -44,14 +45,9 @@ if TYPE_CHECKING:  # methods import the loop, so the loop must not import the me
 Status = Literal["completed", "stopped", "diverged"]
 
 
-def derive_seed(seed: int, *parts: object) -> int:
-    """A 63-bit seed for one purpose (stage, epoch, item) derived from the run seed (DESIGN §1)."""
-    text = ":".join([str(seed), *map(str, parts)])
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & (2**63 - 1)
-
-
-def make_generator(seed: int, *parts: object) -> torch.Generator:
-    """A CPU ``torch.Generator`` seeded with :func:`derive_seed` (never the global RNG)."""
+def make_generator(seed: int, *parts: str | int) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with the one :func:`remnant.config.seeds.derive_seed` (never the global
+    RNG)."""
     return torch.Generator().manual_seed(derive_seed(seed, *parts))
 
 
