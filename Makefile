@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-quick test test-fast lint typecheck venv clean bench
+.PHONY: demo demo-quick test test-fast calibrate lint typecheck venv clean bench
 
 venv: $(STAMP)
 
@@ -36,10 +36,15 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 # Files go to the workers in collection order (not largest-first): the slow end-to-end files come first, so the
-# two that build their own model states (test_e2e_access: J-Access states; test_e2e_battery: the canary states)
-# start together on the two workers instead of one waiting on the other's state lock at the end of the run.
+# one that builds its own model states (test_e2e_battery: the canary states) starts at once instead of leaving a
+# worker waiting on its state lock at the end of the run.
 test: lint typecheck
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(BIN)/python -m pytest -q -m "not calibration" -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+# The calibration measurements (docs/latent.md): each builds its own SmolLM2 states and prints the figures docs/
+# reports. Research measurements whose numbers move with training seeds, so they are kept out of `make test`.
+calibrate: $(STAMP)
+	$(BIN)/python -m pytest -q -s -m calibration -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,11 +10,14 @@ the Hub's ``locuslab/TOFU``), then answers stdin: each line ``run NAME`` evaluat
 PYTHON must have their evaluator's dependencies (omegaconf, hydra-core, datasets, scikit-learn, scipy,
 rouge-score) and the same torch and transformers as remnant; only lm_eval is stubbed (ou_crosscheck.install_stubs).
 
-Two adapters, both outside their code, neither changing a number:
+Adapters, all outside their code, none changing a number:
 
 - transformers 5's ``apply_chat_template(tokenize=True)`` returns a BatchEncoding where their pinned 4.45 returned
   the list of ids their ``preprocess_chat_instance`` indexes; the tokenizer given to them defaults
   ``return_dict=False``, 4.x's behaviour.
+- transformers 5 ignores ``clean_up_tokenization_spaces=True`` (which their ROUGE decoding passes) for BPE
+  tokenizers; 4.45 applied it. The tokenizer given to them opts back in, so their stored texts are those their
+  pinned version wrote (remnant.metrics.text does the same clean-up).
 - ``--pad-token`` replaces the tokenizer's pad token (both sides of the benchmark get the same): their collator
   masks every token equal to the pad id, so a model that pads with its end-of-turn token (SmolLM2) would have
   each in-sequence end-of-turn hidden from attention (docs/metrics.md, "Where numbers can still differ", 1).
@@ -32,8 +35,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _v4_chat_template(tokenizer: Any) -> None:
-    """Make ``apply_chat_template`` return what transformers 4.x returned (a list of ids when tokenizing)."""
+def _as_transformers_4(tokenizer: Any) -> None:
+    """``apply_chat_template`` returns a list of ids when tokenizing, and decoding honours an explicit
+    ``clean_up_tokenization_spaces=True`` for BPE tokenizers too, as in transformers 4.x."""
+    tokenizer.clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output = True
     original = tokenizer.apply_chat_template
 
     def apply(*args: Any, **kwargs: Any) -> Any:
@@ -45,7 +50,7 @@ def _v4_chat_template(tokenizer: Any) -> None:
 
 def _local_data(node: Any, data: Path) -> None:
     """Point every ``hf_args`` below ``node`` at ``data/NAME.json`` (their TOFU configs name the Hub dataset)."""
-    from omegaconf import DictConfig, open_dict
+    from omegaconf import DictConfig, open_dict  # type: ignore[import-not-found]
 
     if not isinstance(node, DictConfig):
         return
@@ -62,7 +67,7 @@ def _local_data(node: Any, data: Path) -> None:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_dir  # type: ignore[import-not-found]
     from omegaconf import OmegaConf, open_dict
 
     configs = Path(args.src).resolve().parent / "configs"
@@ -110,7 +115,7 @@ def main() -> None:
     reply = sys.stdout
     sys.stdout = sys.stderr  # their metrics print progress; stdout carries only the OU-DONE lines
     sys.path.insert(0, str(ROOT / "tests" / "unit" / "metrics"))
-    from ou_crosscheck import install_stubs
+    from ou_crosscheck import install_stubs  # type: ignore[import-not-found]
 
     install_stubs(args.src, their_deps=False)
     import torch
@@ -124,7 +129,7 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     if args.pad_token is not None:
         tokenizer.pad_token = args.pad_token
-    _v4_chat_template(tokenizer)
+    _as_transformers_4(tokenizer)
     cfg = _config(args)
     template_args = OmegaConf.create(json.loads(args.template_args))
     print("OU-READY", file=reply, flush=True)

@@ -14,6 +14,7 @@ SCRIPTS = (
     "bench_train.py",
     "bench_throughput.py",
     "bench_scaling.py",
+    "bench_eval.py",  # needs REMNANT_OPENUNLEARNING_SRC (their checkout); says so and measures nothing without it
 )
 
 

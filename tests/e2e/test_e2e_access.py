@@ -1,4 +1,4 @@
-"""J-Access on the real SmolLM2-135M-Instruct (slow): the NPO model's access is above the retain-only level.
+"""J-Access on the real SmolLM2-135M-Instruct (calibration, `make calibrate`): what the lens reads of NPO.
 
 The criterion, measured as seeds/002 eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
 (``jaccess_measure``'s docstring; not the ``j_access`` audit's identity-level defaults) — on states built so
@@ -10,11 +10,14 @@ anchor, NPO the audited model, and the control installed with the same recipe on
 the retain-only anchor. The Jacobian lens is fitted once, on the installed model (a fixed decoder), from
 ``N_LENS_PROMPTS`` generic paragraphs.
 
-Asserted: the states are what they claim (installed knows P, NPO and the retain-only model do not emit it); on
-NPO's silent probes A(NPO) − A(0 %) has a 95 % paired interval above 0 through the Jacobian lens and stays
-positive with generic concept tokens dropped; A(100 %) ≥ A(NPO); and what must hold of any readout.
-Non-adjudicating (C-H6): none of this enters a verdict. Numbers print with ``-s``; ``measure_jaccess_distinct.py``
-re-measures them with other k and lens sizes.
+Asserted: the states are what they claim (installed knows P, NPO and the retain-only model do not emit it); the
+lens reads the installed model's access above the retain-only model's on NPO's silent probes (the audit can see
+knowledge at all); A(100 %) ≥ A(NPO); and what must hold of any readout. Whether NPO's own access sits above the
+retain-only level is the measured figure, printed and reported in docs/latent.md, not asserted: it moved from
++0.21 [+0.07, +0.36] to −0.02 [−0.12, +0.05] when only the training data order changed (docs/latent.md,
+"J-Access on states built for it"). A calibration test, not in `make test`: it trains its own states and takes
+about a quarter hour on 2 cores. Non-adjudicating (C-H6): none of this enters a verdict. Numbers print with
+``-s``; ``measure_jaccess_distinct.py`` re-measures them with other k and lens sizes.
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.jacobian_lens import fit_lens
 from remnant.train.data import as_qa
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
+pytestmark = [pytest.mark.slow, pytest.mark.calibration, pytest.mark.xdist_group("smollm2")]
 
 
-def test_jaccess_of_npo_is_above_the_retain_only_level(jaccess_states: Any) -> None:  # noqa: F811
+def test_jaccess_reads_installed_access_and_measures_npo(jaccess_states: Any) -> None:  # noqa: F811
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -73,15 +76,11 @@ def _run(cs: Any) -> None:
     # The states: the installed model answers the probes, NPO and the retain-only model do not (R2, B.6).
     assert kappa["100%"][0] >= 0.9 * n and kappa["npo"][0] <= 0.1 * n and kappa["0%"][0] <= 0.1 * n
     jac, spec, logit = rows["jacobian"], rows["jacobian, generic dropped"], rows["logit lens"]
-    # The figures these rows reach (6-prompt lens, k = 10): docs/latent.md, "J-Access on states built for it";
-    # the Jacobian lens reads access the logit lens misses.
-    assert jac.result.retain_gap_ci95[0] > 0, jac.line(n)  # NPO's J-Access above the retain-only level
-    for row in (
-        jac,
-        spec,
-    ):  # without the generic tokens the gap stays positive (its interval is thin: 5 vs 0)
-        assert row.result.retain_gap > 0 and row.cells["audited_only"] > row.cells["retain_only"], row.line(n)
-        assert row.result.access_original >= row.result.access_audited
+    # The lens sees installed knowledge the retain-only model never had (docs/latent.md, "J-Access on states
+    # built for it"); NPO's own gap is the measurement, printed above.
+    for row in (jac, spec):
+        assert row.result.access_original > row.result.access_retain, row.line(n)
+        assert row.result.access_original >= row.result.access_audited, row.line(n)
     assert jac.result.decoder == "fixed" and logit.result.decoder == "logit"
     for name in ("npo", "100%", "0%"):  # fewer concept tokens can only lose hits, probe by probe
         pairs = zip(jac.reads[name].probes, spec.reads[name].probes, strict=True)

@@ -31,6 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# An assessment trains and runs models: importing torch here makes a missing model extra the first thing
+# `remnant assess` reports, before any check of the run folder.
+import torch  # noqa: F401
+
 from remnant.assess import facts as F
 from remnant.assess.audits import LATENT_CACHE, build_audit_states, check_audits
 from remnant.assess.classd import (

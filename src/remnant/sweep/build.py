@@ -1,0 +1,243 @@
+"""Building one job's checkpoints into the store: an install (P-pool strength or N-pool retain-only) or a removal.
+
+The recipes are the training package's (``remnant.train``: :func:`install`, :func:`apply_removal`); nothing here
+trains by itself. An install trains the base model on the pack's install split — all of it, or (``share`` < 1)
+the retained people and that share of the forget people (``share`` 0: the retain-only model, the N-pool). A
+removal applies a registered method to its parent checkpoint, storing its final weights and every declared
+intermediate checkpoint. A run that diverges is stored as a *diverged* outcome (Annex B.6), not an error; a
+build that raises stores nothing, so a rerun builds it again. A job whose checkpoints are all stored is skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from remnant.sweep.context import WorkerContext
+from remnant.sweep.pool import Job
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What building one job did: ``built``, ``reused`` (all stored before) or ``failed`` (with the error)."""
+
+    job: str
+    status: str
+    models: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _install_items(ctx: WorkerContext, share: float) -> tuple[Any, ...]:
+    """The install split's QA items, keeping the first ``share`` of the forget people (by entity id)."""
+    from remnant.train.data import as_qa
+
+    pack = ctx.pack
+    forget = sorted(e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn"))
+    seen = set(forget[: round(share * len(forget))])
+    items = [it for it in pack.split("install") if it.entity_id not in forget or it.entity_id in seen]
+    return as_qa(items, ctx.attributes)
+
+
+def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra: Any) -> dict[str, Any]:
+    model = next(m for m in ctx.pool.models if m.job == job.key and m.checkpoint == point)
+    return {
+        "key": model.state,
+        "job": job.key,
+        "checkpoint": point,
+        "parent": parent,
+        "model": model.id,
+        **extra,
+    }
+
+
+def _build_install(ctx: WorkerContext, job: Job) -> dict[str, Any]:
+    from remnant.sweep.weights import changed_tensors, save_checkpoint, weights_digest
+    from remnant.train.install import InstallSpec, install
+
+    recipe = dict(job.recipe)
+    seed, share = int(recipe.pop("seed")), float(recipe.pop("share"))
+    base = ctx.load_base()
+    before = {k: v.detach().clone() for k, v in base.state_dict().items()}
+    spec = InstallSpec(**{**recipe, "trainable": tuple(recipe["trainable"]) if recipe["trainable"] else None})
+    items = _install_items(ctx, share)
+    model, result = install(base, ctx.tokenizer(), items, spec, seed=seed, fmt=ctx.fmt())
+    built = {k: v for k, v in result.to_dict().items() if k not in ("outcome", "curve")}
+    built.update(items=len(items), steps=result.steps, outcome_status=result.outcome.status)
+    if result.outcome.diverged:
+        ctx.store.write_meta_only(
+            _meta(ctx, job, "final", None)["key"],
+            _meta(ctx, job, "final", None, status="diverged", reason=result.outcome.reason, build=built),
+        )
+        return {"final": "diverged"}
+    meta = _meta(ctx, job, "final", None, status="ok", weights_digest=weights_digest(model), build=built)
+    save_checkpoint(ctx.store, meta["key"], meta, changed_tensors(model, before), "delta")
+    return {"final": "ok"}
+
+
+@dataclass
+class _Marks:
+    """Snapshots of the trained weights at declared epochs (and the final LoRA adapter)."""
+
+    epochs: dict[str, float]
+    lora: bool
+    taken: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_adapter: dict[str, Any] | None = None
+
+    def __call__(self, model: Any, point: Any) -> dict[str, Any]:
+        from remnant.sweep.weights import lora_tensors
+
+        if self.lora:
+            self.last_adapter = lora_tensors(model)
+        if point.epoch > 0:
+            per_epoch = round(point.step / point.epoch)
+            for mark, epoch in self.epochs.items():
+                if mark not in self.taken and point.step == max(1, round(epoch * per_epoch)):
+                    snapshot = self.last_adapter if self.lora else _trainable_copy(model)
+                    self.taken[mark] = snapshot or {}
+        return {}
+
+
+def _trainable_copy(model: Any) -> dict[str, Any]:
+    return {n: p.detach().to("cpu").clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def _store_weights(
+    ctx: WorkerContext, job: Job, point: str, parent: str, tensors: Any, lora: Any, model: Any
+) -> None:
+    """Store a removal checkpoint: its adapter (LoRA) or what differs from the parent."""
+    from remnant.sweep.weights import save_checkpoint, weights_digest
+
+    meta = _meta(ctx, job, point, parent, status="ok", weights_digest=weights_digest(model))
+    if lora is not None:
+        save_checkpoint(ctx.store, meta["key"], {**meta, "lora": lora}, tensors, "lora")
+    else:
+        save_checkpoint(ctx.store, meta["key"], meta, tensors, "delta")
+
+
+def _removal_inputs(ctx: WorkerContext, job: Job) -> tuple[Any, Any, Any, Any]:
+    from remnant import registry
+    from remnant.train.data import removal_data
+
+    spec = job.recipe["method"]
+    method = registry.create("method", spec["name"], spec["params"])
+    parent = ctx.pool.model(str(job.parent))
+    start = ctx.load_model(parent)
+    control = ctx.load_base() if method.needs_control else None
+    return method, start, control, removal_data(ctx.pack, ctx.attributes)
+
+
+def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, Any]:
+    from remnant.sweep.weights import changed_tensors
+    from remnant.train.removal import apply_removal
+
+    method, start, control, data = _removal_inputs(ctx, job)
+    parent_state = ctx.pool.model(str(job.parent)).state
+    before = {k: v.detach().clone() for k, v in start.state_dict().items()}
+    marks = {m: float(m.split("=")[1]) for m in job.recipe["checkpoints"]}
+    lora_spec = None
+    if getattr(method, "lora_rank", None) is not None and method.kind != "procedure":
+        cfg = method.train_config(seed=int(job.recipe["seed"]))
+        lora_spec = {
+            "rank": cfg.lora.rank,
+            "alpha": cfg.lora.alpha,
+            "targets": cfg.lora.targets,
+            "seed": cfg.seed,
+        }
+    snap = _Marks(marks, lora_spec is not None)
+    overrides = {"checkpoint_epochs": tuple(sorted(marks.values()))} if marks else None
+    model, result = apply_removal(
+        method,
+        copy.deepcopy(start),
+        ctx.tokenizer(),
+        data,
+        seed=int(job.recipe["seed"]),
+        fmt=ctx.fmt(),
+        control=control,
+        overrides=overrides,
+        on_checkpoint=snap,
+    )
+    statuses: dict[str, str] = {}
+    for mark in marks:
+        if mark not in snap.taken:
+            key = _meta(ctx, job, mark, parent_state)["key"]
+            why = f"the run ended at step {result.outcome.steps} before {mark} ({result.outcome.status})"
+            ctx.store.write_meta_only(key, _meta(ctx, job, mark, parent_state, status="diverged", reason=why))
+            statuses[mark] = "diverged"
+            continue
+        snapshot = snap.taken[mark]
+        if lora_spec is not None:
+            # rebuild the checkpoint's merged weights from its adapter for the digest: what loading will give
+            ckpt = _merged(start, lora_spec, snapshot)
+            _store_weights(ctx, job, mark, parent_state, snapshot, lora_spec, ckpt)
+        else:
+            ckpt = copy.deepcopy(start)
+            ckpt.load_state_dict(snapshot, strict=False)
+            _store_weights(ctx, job, mark, parent_state, changed_tensors(ckpt, before), None, ckpt)
+        statuses[mark] = "ok"
+    if result.outcome.diverged:
+        key = _meta(ctx, job, "final", parent_state)["key"]
+        ctx.store.write_meta_only(
+            key, _meta(ctx, job, "final", parent_state, status="diverged", reason=result.outcome.reason)
+        )
+        statuses["final"] = "diverged"
+        return statuses
+    tensors = snap.last_adapter if lora_spec is not None else changed_tensors(model, before)
+    _store_weights(ctx, job, "final", parent_state, tensors, lora_spec, model)
+    statuses["final"] = "ok"
+    return statuses
+
+
+def _merged(start: Any, lora: dict[str, Any], adapter: dict[str, Any]) -> Any:
+    import torch
+
+    from remnant.train.loop import LoraSpec, TrainConfig, merge_lora, prepare_model
+
+    spec = LoraSpec(rank=int(lora["rank"]), alpha=float(lora["alpha"]), targets=lora["targets"])
+    wrapped = prepare_model(
+        copy.deepcopy(start), TrainConfig(lora=spec, seed=int(lora["seed"]), progress=False)
+    )
+    params = dict(wrapped.named_parameters())
+    with torch.no_grad():
+        for name, value in adapter.items():
+            params[name].copy_(value)
+    return merge_lora(wrapped)
+
+
+def _stored(ctx: WorkerContext, job: Job) -> dict[str, str] | None:
+    """The status of each of the job's models when every checkpoint is stored, else None."""
+    models = [m for m in ctx.pool.models if m.job == job.key]
+    if not all(ctx.store.has(m.state) for m in models):
+        return None
+    return {m.id: str(ctx.store.meta(m.state)["status"]) for m in models}
+
+
+def build_job(ctx: WorkerContext, job_key: str) -> BuildResult:
+    """Build ``job_key``'s checkpoints (its parent's first) unless stored. A diverged run is a stored outcome;
+    an exception (out of memory, a bug) propagates to the executor, which retries the task and then records it
+    as failed, and nothing is stored."""
+    job = ctx.pool.jobs[job_key]
+    if job.kind in ("base", "folder"):
+        return BuildResult(job_key, "reused", {m: "ok" for m in job.models})
+    stored = _stored(ctx, job)
+    if stored is not None:
+        return BuildResult(job_key, "reused", stored)
+    start = time.perf_counter()
+    if job.parent is not None:
+        parent = build_job(ctx, ctx.pool.model(job.parent).job)
+        if parent.status == "failed" or parent.models.get(job.parent) != "ok":
+            why = f"its parent {job.parent} was not built ({parent.error or parent.models.get(job.parent)})"
+            return BuildResult(job_key, "failed", error=why)
+    with ctx.store.lock(job_key):
+        stored = _stored(ctx, job)
+        if stored is not None:
+            return BuildResult(job_key, "reused", stored)
+        statuses = _build_install(ctx, job) if job.kind == "install" else _build_removal(ctx, job)
+    models = {m.id: statuses[m.checkpoint] for m in ctx.pool.models if m.job == job_key}
+    return BuildResult(job_key, "built", models, seconds=time.perf_counter() - start)
+
+
+__all__ = ["BuildResult", "build_job"]

@@ -1,0 +1,99 @@
+"""The cells of a pool: every model × perturbation × suite measurement, with its engine cell key (pure).
+
+The driver and the workers compute keys with the same functions, so the driver knows before anything runs which
+cells the record store already holds (a rerun skips them: only the cells in flight when a driver or a worker
+was killed are run again), and a worker skips the cells the driver says are done. A perturbed state's digest is
+derived from its model's state digest and the perturbation's declared settings (:func:`perturbed_digest`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.engine.measurement import Measurement, StateView, cell_key_of
+from remnant.sweep.pool import Pool, PoolModel, digest
+from remnant.sweep.suite import PoolMeasurement
+
+NONE, NF4, RELEARN = "none", "nf4", "relearn"
+#: NF4 as bitsandbytes does it: blocks of 64, no double quantization (remnant.attacks.quantize).
+NF4_SCHEME, NF4_BLOCKSIZE = "nf4", 64
+NF4_SETTINGS: dict[str, Any] = {"scheme": NF4_SCHEME, "blocksize": NF4_BLOCKSIZE}
+
+
+def perturbations(spec: Any) -> list[str]:
+    """``none``, then NF4 and relearning when the spec declares them."""
+    out = [NONE]
+    if spec.perturbations.nf4:
+        out.append(NF4)
+    if spec.perturbations.relearn.enabled:
+        out.append(RELEARN)
+    return out
+
+
+def perturbed_digest(spec: Any, model: PoolModel, perturbation: str, pack_digest: str) -> str:
+    """The state digest of ``model`` under ``perturbation`` (its own for ``none``)."""
+    if perturbation == NONE:
+        return model.state
+    if perturbation == NF4:
+        return digest({"state": model.state, "perturbation": NF4_SETTINGS})
+    relearn = spec.perturbations.relearn.model_dump(mode="json", exclude={"enabled"})
+    data = {"pack": pack_digest, "attributes": spec.pack.attributes, "system_prompt": spec.pack.system_prompt}
+    return digest({"state": model.state, "perturbation": {"relearn": relearn, **data}})
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell: its key, model, perturbation and suite entry."""
+
+    key: str
+    model: str
+    perturbation: str
+    entry: str
+
+
+def pool_measurement(entry: str, inner: Measurement, model: str, perturbation: str) -> PoolMeasurement:
+    return PoolMeasurement(entry, inner, model, perturbation)
+
+
+def model_cells(
+    spec: Any, model: PoolModel, measurements: list[tuple[str, Measurement]], pack_digest: str
+) -> list[tuple[PlannedCell, PoolMeasurement]]:
+    """Every cell of one model, in run order (perturbation, then suite order)."""
+    out: list[tuple[PlannedCell, PoolMeasurement]] = []
+    for perturbation in perturbations(spec):
+        view = StateView(role=perturbation, digest=perturbed_digest(spec, model, perturbation, pack_digest))
+        for entry, inner in measurements:
+            pm = pool_measurement(entry, inner, model.id, perturbation)
+            out.append((PlannedCell(cell_key_of(pm, view), model.id, perturbation, entry), pm))
+    return out
+
+
+def plan_cells(
+    spec: Any, pool: Pool, measurements: list[tuple[str, Measurement]], pack_digest: str
+) -> list[PlannedCell]:
+    """Every cell of the pool, models in pool order; a key shared by two cells is a bug, refused."""
+    cells = [c for m in pool.models for c, _ in model_cells(spec, m, measurements, pack_digest)]
+    keys = [c.key for c in cells]
+    if len(set(keys)) != len(keys):
+        raise AssertionError("two cells of one pool share a key")
+    return cells
+
+
+def reference_states(pool: Pool) -> dict[str, str]:
+    """The audits' references as state digests (what the audit's key hashes)."""
+    return {role: pool.model(model_id).state for role, model_id in sorted(pool.references.items())}
+
+
+__all__ = [
+    "NF4",
+    "NF4_SETTINGS",
+    "NONE",
+    "RELEARN",
+    "PlannedCell",
+    "model_cells",
+    "perturbations",
+    "perturbed_digest",
+    "plan_cells",
+    "reference_states",
+]

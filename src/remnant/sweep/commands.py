@@ -1,0 +1,160 @@
+"""``remnant sweep plan|run|report``: pools of models, built and measured on one machine or a Ray cluster.
+
+- ``remnant sweep plan SPEC``: models, cells, estimated time on this CPU and on a GPU, and disk, before anything
+  runs (nothing is trained or written);
+- ``remnant sweep run SPEC --out DIR [--executor local|ray] [--address ADDR]``: builds what is missing and
+  measures every pending cell, with progress; records go to ``DIR/records.jsonl`` (the driver is the only
+  writer); a rerun skips every finished cell;
+- ``remnant sweep report DIR``: ``results.parquet``/``results.csv`` (one row per model × perturbation),
+  ``items.parquet`` and ``report.html``.
+
+Exit codes: 0 done (failed or diverged models are recorded outcomes, not errors), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _say(args: argparse.Namespace) -> Any:
+    def say(message: str) -> None:
+        if not getattr(args, "quiet", False):
+            print(f"[sweep] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+def _threads(args: argparse.Namespace, prepared: Any) -> int:
+    return int(args.threads) if getattr(args, "threads", None) else int(prepared.spec.resources.cpus_per_task)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from remnant.sweep.estimate import estimate, render_plan, use_threads
+    from remnant.sweep.prepare import prepare
+
+    prepared = prepare(args.spec)
+    threads = _threads(args, prepared)
+    use_threads(threads)
+    models, rate = estimate(prepared)
+    print(render_plan(prepared, models, rate, threads), end="")
+    return 0
+
+
+def _executor(args: argparse.Namespace, prepared: Any) -> Any:
+    import importlib.util
+
+    from remnant.errors import ConfigError
+    from remnant.sweep.executors import LocalExecutor, RayExecutor
+
+    res = prepared.spec.resources
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("--executor ray needs the ray extra: pip install 'remnant[ray]'", requirement="R14")
+    if args.executor == "local":
+        if args.address is not None:
+            raise ConfigError("--address names a Ray cluster: use it with --executor ray", requirement="R14")
+        return LocalExecutor(res.retries, threads=_threads(args, prepared))
+    return RayExecutor(
+        res.retries,
+        address=args.address,
+        gpus=res.gpus_per_task,
+        cpus=res.cpus_per_task,
+        num_cpus=args.num_cpus,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from remnant.atomic import write_atomic
+    from remnant.sweep.driver import run_sweep
+    from remnant.sweep.estimate import estimate, use_threads
+    from remnant.sweep.prepare import check_disk, prepare
+
+    say = _say(args)
+    out = Path(args.out)
+    prepared = prepare(args.spec, out=out, fetch=True)
+    use_threads(_threads(args, prepared))
+    models, rate = estimate(prepared)
+    check_disk(prepared, sum(m.disk for m in models))
+    executor = _executor(args, prepared)
+    try:
+        summary = run_sweep(prepared, out, executor, say=say)
+    finally:
+        executor.close()
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    result = {
+        "executor": executor.name,
+        "seconds": round(summary.seconds, 1),
+        "cells": summary.cells,
+        "done_before": summary.done_before,
+        "computed": summary.computed,
+        "builds": summary.builds,
+        "failed_tasks": summary.failed_tasks,
+        "per_model_seconds": {k: round(v, 1) for k, v in summary.per_model.items()},
+        "estimate_cpu_seconds": {m.model: round(m.cpu_build + m.cpu_measure, 1) for m in models},
+        "cpu_rate_gflops": round(rate / 1e9, 1),
+    }
+    write_atomic(out / "runs" / f"run-{stamp}.json", json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(
+        json.dumps(
+            {
+                k: result[k]
+                for k in ("executor", "seconds", "cells", "done_before", "computed", "builds", "failed_tasks")
+            },
+            indent=1,
+        )
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import run_folder
+    from remnant.sweep.report import write_report
+
+    out = run_folder(args.dir, requirement="R23", option="DIR")
+    summary = write_report(out)
+    for note in summary.notes:
+        print(f"remnant sweep report: note: {note}", file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "rows": summary.rows,
+                "columns": summary.columns,
+                "items": summary.items,
+                "unfinished": summary.unfinished,
+                "files": list(summary.files),
+            },
+            indent=1,
+        )
+    )
+    return 0
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``remnant sweep plan|run|report``."""
+    sweep = subparsers.add_parser("sweep", help="pools of models: build, measure, tabulate (local or Ray)")
+    sub = sweep.add_subparsers(dest="sweep_command", required=True)
+    plan = sub.add_parser("plan", help="models, cells, estimated time (CPU, GPU) and disk; runs nothing")
+    plan.add_argument("spec", help="pool spec (TOML; examples/sweep-*.toml)")
+    plan.add_argument("--threads", type=int, help="CPU threads to estimate at (default: cpus_per_task)")
+    plan.set_defaults(handler=_plan)
+    run = sub.add_parser("run", help="build what is missing and measure every pending cell")
+    run.add_argument("spec", help="pool spec (TOML)")
+    run.add_argument("--out", required=True, help="sweep folder (records.jsonl, plan.json; reruns resume)")
+    run.add_argument(
+        "--executor", choices=("local", "ray"), default="local", help="where tasks run (default local)"
+    )
+    run.add_argument("--address", help="Ray cluster address (with --executor ray; default: a local Ray)")
+    run.add_argument("--num-cpus", type=int, help="CPUs of the local Ray started here (default: all)")
+    run.add_argument("--threads", type=int, help="local executor: CPU threads (default cpus_per_task)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.set_defaults(handler=_run)
+    rep = sub.add_parser("report", help="results table (Parquet, CSV), items table and report.html")
+    rep.add_argument("dir", help="sweep folder")
+    rep.set_defaults(handler=_report)
+
+
+__all__ = ["add_commands"]

@@ -1,0 +1,114 @@
+"""What a task needs to build or measure one model, and how it gets it in any process (a Ray worker included).
+
+The driver hands each task a :class:`Workspace`: plain JSON-like values (the spec, the resolved pool, where the
+pack, the base model, the store and the sweep folder are) that pickle to any worker. :meth:`Workspace.open`
+turns it into a :class:`WorkerContext` in that process — the spec re-validated, the pack loaded and its digest
+checked (R2), the device and thread count applied — with nothing kept between tasks (no global state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.sweep.pool import Pool, PoolModel
+from remnant.sweep.spec import ExistingSpec, GeneratedSpec
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Everything a task needs, as values that pickle (module docstring)."""
+
+    spec: dict[str, Any]
+    pool: dict[str, Any]
+    pack_dir: str
+    store: str
+    out: str
+    run_id: str
+    base_path: str | None = None
+    device: str = "cpu"
+    threads: int = 1
+    #: Test seam only (remnant.sweep.measure.inject_fault); None in every real run.
+    fault: str | None = None
+
+    def open(self) -> WorkerContext:
+        from remnant.packs import load_pack
+        from remnant.sweep.spec import _SPEC
+        from remnant.sweep.store import CheckpointStore
+
+        return WorkerContext(
+            ws=self,
+            spec=_SPEC.validate_python(self.spec),
+            pool=Pool.from_dict(self.pool),
+            pack=load_pack(self.pack_dir),
+            store=CheckpointStore(self.store),
+        )
+
+
+@dataclass
+class WorkerContext:
+    """The opened workspace of one task."""
+
+    ws: Workspace
+    spec: GeneratedSpec | ExistingSpec
+    pool: Pool
+    pack: Any
+    store: Any
+    _tokenizer: Any = field(default=None, repr=False)
+
+    @property
+    def attributes(self) -> list[str] | None:
+        return self.spec.pack.attributes
+
+    @property
+    def dtype(self) -> str:
+        return self.spec.base.dtype if isinstance(self.spec, GeneratedSpec) else "fp32"
+
+    def apply_threads(self) -> None:
+        """Use the task's declared CPU threads (a Ray task gets ``cpus_per_task``)."""
+        import torch
+
+        if self.ws.threads > 0:
+            torch.set_num_threads(self.ws.threads)
+
+    def load_base(self) -> Any:
+        """The base model (never modified), loaded fresh on the task's device."""
+        from remnant.models import load_model
+
+        if self.ws.base_path is None:
+            raise ValueError("this pool has no base model")
+        state = load_model(Path(self.ws.base_path), dtype=self.dtype, device=self.ws.device)
+        self._tokenizer = state.tokenizer
+        return state.model
+
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            source = self.ws.base_path or next(m.path for m in self.pool.models if m.path is not None)
+            self._tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        return self._tokenizer
+
+    def fmt(self) -> Any:
+        """The prompt format every state is trained and scored in (R3): the tokenizer's chat template if any."""
+        from remnant.models.prompts import PromptFormat
+
+        return PromptFormat.for_tokenizer(self.tokenizer(), system_prompt=self.spec.pack.system_prompt)
+
+    def load_model(self, model: PoolModel) -> Any:
+        """The weights of ``model``: a folder of an existing pool, or a stored checkpoint's chain."""
+        from remnant.models import load_model
+
+        if model.path is not None:
+            state = load_model(Path(model.path), dtype=self.dtype, device=self.ws.device)
+            self._tokenizer = self._tokenizer or state.tokenizer
+            return state.model
+        if model.pool == "base":
+            return self.load_base()
+        from remnant.sweep.weights import load_chain
+
+        return load_chain(self.store, model.state, self.load_base)
+
+
+__all__ = ["WorkerContext", "Workspace"]

@@ -1,0 +1,178 @@
+"""The driver of ``remnant sweep run``: the one writer of the sweep's records (DESIGN §7).
+
+It prepares the sweep (:func:`remnant.sweep.prepare.prepare`: spec, pool, cells, disk), repairs a torn record
+tail left by a killed run, reads which cells the store already holds, and hands one task per model with
+pending cells to the executor. Every item a task streams back is appended by the driver alone: a cell's records
+through the engine's :class:`~remnant.engine.runner.CellRunner` (in one write, so a cell is recorded whole or
+re-run whole), a build that trained something as an :class:`~remnant.records.Event`. A task that failed on every
+try has its remaining cells recorded as *failed* with its error. Progress lines say the models and cells done
+and the time left at the rate so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.records import RECORDS_FILE, Event, RecordStore
+from remnant.sweep.build import BuildResult
+from remnant.sweep.cells import PlannedCell, model_cells
+from remnant.sweep.context import Workspace
+from remnant.sweep.executors import TaskFailed
+from remnant.sweep.measure import CellOutput, TaskDone
+from remnant.sweep.prepare import Prepared
+
+
+@dataclass
+class RunSummary:
+    """What a run did: cells planned, found done, computed, failed; models finished; wall seconds."""
+
+    models: int
+    cells: int
+    done_before: int
+    computed: int = 0
+    failed_tasks: list[str] = field(default_factory=list)
+    builds: int = 0
+    seconds: float = 0.0
+    per_model: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Progress:
+    total_cells: int
+    done_cells: int
+    total_models: int
+    say: Callable[[str], None]
+    start: float = field(default_factory=time.perf_counter)
+    computed: int = 0
+    models_done: int = 0
+
+    def cell(self, label: str) -> None:
+        self.computed += 1
+        self.done_cells += 1
+        left = self.total_cells - self.done_cells
+        rate = (time.perf_counter() - self.start) / self.computed
+        self.say(
+            f"{self.models_done}/{self.total_models} models, {self.done_cells}/{self.total_cells} cells, "
+            f"ETA {left * rate / 60:.1f} min · {label}"
+        )
+
+
+def _failed_records(
+    prepared: Prepared, model_id: str, keys: set[str], reason: str
+) -> list[tuple[PlannedCell, list[Any]]]:
+    from remnant.engine.cell import CellTarget
+    from remnant.sweep.cells import reference_states
+    from remnant.sweep.suite import suite_measurements
+
+    refs = reference_states(prepared.pool) if prepared.spec.suite.audits else {}
+    dtype = getattr(getattr(prepared.spec, "base", None), "dtype", "fp32")
+    plain = suite_measurements(prepared.spec.suite, prepared.data, refs, dtype)
+    out = []
+    for cell, pm in model_cells(prepared.spec, prepared.pool.model(model_id), plain, prepared.pack.digest):
+        if cell.key in keys:
+            target = CellTarget(prepared.run_id, cell.key, cell.perturbation, pm.name, pm.surface)
+            out.append((cell, pm.status(target, "failed", reason)))
+    return out
+
+
+def _build_event(run_id: str, model_id: str, build: BuildResult) -> Event:
+    kind = "diverged" if any(s == "diverged" for s in build.models.values()) else "stage_finished"
+    return Event(
+        run_id=run_id,
+        stage="build",
+        kind=kind,
+        message=f"{build.job[:12]} for {model_id}: {build.status}"
+        + (f" ({build.error})" if build.error else ""),
+        data={
+            "job": build.job,
+            "status": build.status,
+            "models": build.models,
+            "seconds": round(build.seconds, 3),
+        },
+    )
+
+
+def workspace(prepared: Prepared, out: Path, fault: str | None = None) -> Workspace:
+    import json
+
+    from remnant.sweep.prepare import PACK_DIR
+    from remnant.sweep.spec import spec_dump
+
+    pool = json.loads(json.dumps(prepared.pool.to_dict()))
+    return Workspace(
+        spec=spec_dump(prepared.spec),
+        pool=pool,
+        pack_dir=str(out / PACK_DIR),
+        store=str(prepared.store.root),
+        out=str(out),
+        run_id=prepared.run_id,
+        base_path=None if prepared.base_path is None else str(prepared.base_path),
+        fault=fault,
+    )
+
+
+def run_sweep(
+    prepared: Prepared, out: Path, executor: Any, *, say: Callable[[str], None], fault: str | None = None
+) -> RunSummary:
+    """Run every pending cell of ``prepared`` through ``executor``, recording into ``out/records.jsonl``."""
+    from remnant.engine.runner import CellRunner
+
+    start = time.perf_counter()
+    store = RecordStore(out / RECORDS_FILE)
+    torn = store.repair()
+    if torn is not None:
+        say(
+            f"moved a torn tail (line {torn.line}, {torn.nbytes} bytes) to {torn.side_file.name}: its cell re-runs"
+        )
+    runner = CellRunner(store, prepared.run_id)
+    done = store.completed_cells()
+    pending: dict[str, set[str]] = {}
+    for cell in prepared.cells:
+        if cell.key not in done:
+            pending.setdefault(cell.model, set()).add(cell.key)
+    summary = RunSummary(
+        len(prepared.pool.models), len(prepared.cells), len(prepared.cells) - sum(map(len, pending.values()))
+    )
+    progress = _Progress(summary.cells, summary.done_before, len(prepared.pool.models), say)
+    progress.models_done = summary.models - len(pending)
+    say(
+        f"{summary.done_before}/{summary.cells} cells already recorded; {len(pending)} models to run ({executor.name})"
+    )
+    tasks = [
+        (m.id, frozenset(c.key for c in prepared.cells if c.model == m.id and c.key in done))
+        for m in prepared.pool.models
+        if m.id in pending
+    ]
+    for model_id, item in executor.run(workspace(prepared, out, fault), tasks):
+        if isinstance(item, TaskDone):
+            summary.per_model[model_id] = item.seconds
+        elif isinstance(item, BuildResult):
+            if item.status != "reused":
+                store.append(_build_event(prepared.run_id, model_id, item))
+                summary.builds += 1
+        elif isinstance(item, CellOutput):
+            runner.run(item.key, item.label, lambda item=item: list(item.records))  # type: ignore[misc]
+            pending[model_id].discard(item.key)
+            progress.cell(item.label)
+        elif isinstance(item, TaskFailed):
+            summary.failed_tasks.append(model_id)
+            say(f"{model_id}: task failed after {item.tries} tries: {item.error}")
+            for cell, records in _failed_records(
+                prepared, model_id, pending[model_id], f"task failed: {item.error}"
+            ):
+                runner.run(cell.key, f"{model_id} [{cell.perturbation}] {cell.entry}", lambda r=records: r)  # type: ignore[misc]
+                progress.cell(f"{model_id} [{cell.perturbation}] {cell.entry} (failed)")
+            pending[model_id].clear()
+        if model_id in pending and not pending[model_id]:
+            progress.models_done += 1
+            del pending[model_id]
+    summary.computed = progress.computed
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+__all__ = ["RunSummary", "run_sweep", "workspace"]

@@ -1,0 +1,365 @@
+"""``remnant sweep plan``'s figures: models, cells, time on this CPU and on a GPU, and disk, before anything runs.
+
+Time is counted in floating-point work: a forward pass costs 2·P FLOPs a token (P parameters), a training step
+(2 + 4·f)·P a token (f: the share of parameters trained, LoRA about 1 %), a greedy token
+:data:`GENERATION_FACTOR` times a scored one; the work of each build and measurement follows from the pack's
+sizes, the recipes and the suite (installs are counted at their epoch ceiling, so the figure is an upper bound
+there). This CPU's speed is measured on the spot (a float32 matmul), scaled by :data:`CPU_EFFICIENCY` — the share
+of the matmul peak remnant's passes reach here (DESIGN §3: SmolLM2 forwards run at about 0.7 of it); a GPU is
+assumed to run :data:`GPU_FLOPS` with :data:`GPU_STEP_OVERHEAD` seconds of launch overhead a step. Disk counts
+what a missing checkpoint stores: the parameters its recipe trains (a delta), or its LoRA adapter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from remnant.sweep.cells import NF4, RELEARN, perturbations
+from remnant.sweep.pool import Pool, PoolModel
+
+#: Share of this CPU's measured float32 matmul rate that model passes reach (calibrated on the CPU preset).
+CPU_EFFICIENCY = 0.5
+#: Greedy generation costs this many scored tokens per generated token (one sequence step at a time).
+GENERATION_FACTOR = 2.0
+#: Assumed effective GPU rate (a datacenter GPU on small models) and per-step overhead.
+GPU_FLOPS = 50e12
+GPU_STEP_OVERHEAD = 0.03
+#: Prompt tokens a chat template adds around one question and answer (SmolLM2's, with an empty system turn).
+TEMPLATE_TOKENS = 24
+#: Seconds to load a checkpoint chain from disk (per GB of weights).
+LOAD_SECONDS_PER_GB = 2.0
+
+
+def use_threads(threads: int) -> None:
+    """Run this process's torch work on ``threads`` CPU threads (the plan's estimate and the local executor)."""
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def cpu_flops(seconds: float = 0.3) -> float:
+    """This CPU's float32 matmul rate (FLOP/s) over about ``seconds``, at torch's current thread count."""
+    import torch
+
+    a = torch.randn(384, 384)
+    b = torch.randn(384, 384)
+    reps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        a @ b
+        reps += 1
+    return 2 * 384**3 * reps / (time.perf_counter() - start)
+
+
+@dataclass
+class Work:
+    """FLOPs and optimiser steps of one unit of work."""
+
+    flops: float = 0.0
+    steps: int = 0
+    parts: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, flops: float, steps: int = 0) -> None:
+        self.flops += flops
+        self.steps += steps
+        self.parts[name] = self.parts.get(name, 0.0) + flops
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What the work depends on: parameters, trained share, item counts and tokens per item."""
+
+    params: int
+    weights_bytes: int
+    tokens: float
+    install: int
+    forget: int
+    retain_train: int
+    sequences: int
+    rouge_rows: int
+    blocks: int
+    probes: int
+    retain_probes: int
+    examples: int
+
+
+def _share(shapes: dict[str, int], patterns: list[str] | None) -> float:
+    total = sum(shapes.values()) or 1
+    if not patterns:
+        return 1.0
+    regexes = [re.compile(p) for p in patterns]
+    return sum(n for name, n in shapes.items() if any(r.search(name) for r in regexes)) / total
+
+
+def _train(
+    work: Work,
+    name: str,
+    sizes: Sizes,
+    items: int,
+    epochs: float,
+    batch: int,
+    share: float,
+    mult: float = 1.0,
+) -> None:
+    steps = math.ceil(epochs * math.ceil(max(items, 1) / batch))
+    work.add(name, mult * (2 + 4 * share) * sizes.params * sizes.tokens * batch * steps, steps)
+
+
+def _build_work(pool: Pool, model: PoolModel, spec: Any, sizes: Sizes, shapes: dict[str, int]) -> Work:
+    work = Work()
+    job = pool.jobs[model.job]
+    if job.kind == "install":
+        r = job.recipe
+        items = (
+            sizes.install
+            if float(r["share"]) >= 1
+            else sizes.retain_train + round(float(r["share"]) * sizes.forget)
+        )
+        batch = int(r["batch_size"]) * int(r["grad_accum"])
+        _train(work, "install", sizes, items, int(r["max_epochs"]), batch, _share(shapes, r["trainable"]))
+        work.add("install scoring", 2 * sizes.params * sizes.tokens * items * int(r["max_epochs"]))
+    elif job.kind == "removal":
+        p = job.recipe["method"]["params"]
+        if p.get("vector_source") == "install":  # task arithmetic on stored weights: nothing trains
+            return work
+        batch = int(p.get("batch_size", 8)) * int(p.get("grad_accum", 1))
+        share = 0.01 if p.get("lora_rank") else _share(shapes, p.get("trainable"))
+        epochs = float(p.get("epochs", 1) or 1)
+        # forget and retain batches and a frozen reference's forward: about 2.5 training batches a step
+        _train(work, "removal", sizes, sizes.forget, epochs, batch, share, 2.5)
+    return work
+
+
+def _measure_work(spec: Any, sizes: Sizes, shapes: dict[str, int]) -> Work:
+    suite = spec.suite
+    work = Work()
+    fwd = 2 * sizes.params * sizes.tokens
+    gen = 2 * sizes.params * GENERATION_FACTOR * suite.max_new_tokens
+    for p in perturbations(spec):
+        if suite.metrics:
+            work.add("metrics", fwd * sizes.sequences + gen * sizes.rouge_rows)
+        if suite.kappa:
+            work.add("kappa", gen * sizes.probes)
+        if suite.utility == "retain_kappa":
+            work.add("utility", gen * sizes.retain_probes)
+        for name in suite.audits:
+            layers = suite.audit_params.get(name, {}).get("layers") or range(sizes.blocks)
+            work.add("audits", fwd * sizes.examples * (len(layers) + 2))  # one patched pass a layer
+        work.add("attacks", gen * sizes.probes * 2 * len(suite.attacks))
+        if p == RELEARN:
+            r = spec.perturbations.relearn
+            _train(
+                work,
+                "relearn",
+                sizes,
+                sizes.forget,
+                r.epochs,
+                r.batch_size * r.grad_accum,
+                _share(shapes, r.trainable),
+            )
+        if p == NF4:
+            work.add("nf4", 20 * sizes.params)
+    return work
+
+
+def _lora_bytes(shapes2d: dict[str, tuple[int, int]], rank: int) -> int:
+    return 4 * rank * sum(a + b for name, (a, b) in shapes2d.items() if ".layers." in name)
+
+
+def checkpoint_bytes(
+    pool: Pool, model: PoolModel, sizes: Sizes, shapes: dict[str, int], shapes2d: dict[str, tuple[int, int]]
+) -> int:
+    """What storing ``model``'s checkpoint writes: the trained parameters (a delta) or its LoRA adapter."""
+    job = pool.jobs[model.job]
+    if job.kind == "install":
+        return int(_share(shapes, job.recipe["trainable"]) * sizes.weights_bytes)
+    if job.kind == "removal":
+        p = job.recipe["method"]["params"]
+        if p.get("lora_rank"):
+            return _lora_bytes(shapes2d, int(p["lora_rank"]))
+        return int(_share(shapes, p.get("trainable")) * sizes.weights_bytes)
+    return 0
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    """One model: seconds to build (0 when stored) and to measure, on this CPU and on a GPU; bytes to store."""
+
+    model: str
+    pool: str
+    stored: bool
+    cells: int
+    cpu_build: float
+    cpu_measure: float
+    gpu_build: float
+    gpu_measure: float
+    disk: int
+
+
+def _seconds(work: Work, rate: float, overhead: float) -> float:
+    return work.flops / rate + overhead * work.steps
+
+
+def estimate_models(
+    prepared: Any, sizes: Sizes, shapes: dict[str, int], shapes2d: dict[str, tuple[int, int]], rate: float
+) -> list[ModelEstimate]:
+    """Per-model estimates (module docstring) at ``rate`` FLOP/s of this CPU."""
+    spec, pool = prepared.spec, prepared.pool
+    measure = _measure_work(spec, sizes, shapes)
+    load = LOAD_SECONDS_PER_GB * sizes.weights_bytes / 1e9 * (3 if spec.suite.audits else 1)
+    cells_of: dict[str, int] = {}
+    for cell in prepared.cells:
+        cells_of[cell.model] = cells_of.get(cell.model, 0) + 1
+    out: list[ModelEstimate] = []
+    jobs_seen: set[str] = set()
+    for model in pool.models:
+        stored = model.path is not None or model.pool == "base" or prepared.store.has(model.state)
+        first = model.job not in jobs_seen
+        jobs_seen.add(model.job)
+        build = _build_work(pool, model, spec, sizes, shapes) if (first and not stored) else Work()
+        out.append(
+            ModelEstimate(
+                model=model.id,
+                pool=model.pool,
+                stored=stored,
+                cells=cells_of.get(model.id, 0),
+                cpu_build=_seconds(build, rate * CPU_EFFICIENCY, 0.0),
+                cpu_measure=_seconds(measure, rate * CPU_EFFICIENCY, 0.0) + load,
+                gpu_build=_seconds(build, GPU_FLOPS, GPU_STEP_OVERHEAD),
+                gpu_measure=_seconds(measure, GPU_FLOPS, GPU_STEP_OVERHEAD) + load / 4,
+                disk=0 if stored else checkpoint_bytes(pool, model, sizes, shapes, shapes2d),
+            )
+        )
+    return out
+
+
+def model_shapes(prepared: Any) -> dict[str, tuple[int, ...]]:
+    """Parameter shapes of the pool's base model (or its first folder), from the safetensors headers."""
+    from pathlib import Path
+
+    from remnant.sweep.store import parameter_shapes
+
+    folder = prepared.base_path or next((Path(m.path) for m in prepared.pool.models if m.path), None)
+    return parameter_shapes(Path(folder)) if folder is not None else {}
+
+
+def _metric_reads(spec: Any, data: Any) -> tuple[int, int]:
+    """Scored sequences of the suite's field metrics (each split and answer field once: the shared pass) and
+    rows they generate for (ROUGE)."""
+    from remnant.metrics.catalogue import with_dependencies
+
+    names = list(spec.suite.metrics) + ([spec.suite.utility] if spec.suite.utility != "retain_kappa" else [])
+    reads: set[tuple[str, str]] = set()
+    rouge = 0
+    for defn in with_dependencies(names):
+        for src in (defn.source, defn.holdout):
+            if src is None:
+                continue
+            split = src.split.format(forget="forget", holdout="holdout")
+            reads.add((split, src.answer_key))
+            if defn.handler == "rouge":
+                rouge += len(data.rows.get(split, ()))
+    per = {"perturbed_answer": 5}
+    return sum(len(data.rows.get(split, ())) * per.get(key, 1) for split, key in reads), rouge
+
+
+def sizes_of(prepared: Any, shapes: dict[str, tuple[int, ...]]) -> Sizes:
+    """The sizes the work depends on (module docstring), from the pack and the base model's headers."""
+    from remnant.sweep.store import DTYPE_BYTES
+    from remnant.sweep.suite import attribute_view
+
+    spec, data = prepared.spec, prepared.data
+    view = attribute_view(prepared.pack, spec.pack.attributes)
+    install = view.split("install")
+    forget = view.split("removal")
+    sequences, rouge_rows = _metric_reads(spec, data)
+    texts = [len(it.question) + len(it.answer) for it in install] or [80]
+    params = sum(math.prod(s) for s in shapes.values())
+    dtype = getattr(getattr(spec, "base", None), "dtype", "fp32")
+    return Sizes(
+        params=params,
+        weights_bytes=params * DTYPE_BYTES.get(dtype, 4),
+        tokens=sum(texts) / len(texts) / 4 + TEMPLATE_TOKENS,
+        install=len(install),
+        forget=len(forget),
+        retain_train=len(install) - len(forget),
+        sequences=sequences,
+        rouge_rows=rouge_rows,
+        blocks=len({m.group(1) for name in shapes if (m := re.search(r"\.layers\.(\d+)\.", name))}) or 1,
+        probes=len(data.probes),
+        retain_probes=len(data.retain_probes),
+        examples=len(data.examples),
+    )
+
+
+def estimate(prepared: Any, *, rate: float | None = None) -> tuple[list[ModelEstimate], float]:
+    """Per-model estimates and the CPU rate they assume (measured now unless given)."""
+    shapes = model_shapes(prepared)
+    counts = {name: math.prod(shape) for name, shape in shapes.items()}
+    shapes2d = {n: (s[0], s[1]) for n, s in shapes.items() if len(s) == 2}
+    rate = rate if rate is not None else cpu_flops()
+    return estimate_models(prepared, sizes_of(prepared, shapes), counts, shapes2d, rate), rate
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def render_plan(prepared: Any, models: list[ModelEstimate], rate: float, threads: int) -> str:
+    """``remnant sweep plan``'s text: the pool, its cells, time on this CPU and a GPU, disk."""
+    pool, spec = prepared.pool, prepared.spec
+    by_pool: dict[str, int] = {}
+    for m in pool.models:
+        by_pool[m.pool] = by_pool.get(m.pool, 0) + 1
+    perts = perturbations(spec)
+    entries = len(prepared.cells) // max(len(pool.models) * len(perts), 1)
+    building = sum(1 for m in models if not m.stored)
+    disk = sum(m.disk for m in models)
+    cpu = sum(m.cpu_build + m.cpu_measure for m in models)
+    gpu = sum(m.gpu_build + m.gpu_measure for m in models)
+    lines = [
+        f"pool {pool.name}: {len(pool.models)} models ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(by_pool.items()))
+        + f"); perturbations {', '.join(perts)}; {entries} measurements each -> {len(prepared.cells)} cells",
+        f"checkpoints: {building} to build, {len(models) - building} stored or given (store {prepared.store.root})",
+        f"disk: {disk / 1e9:.2f} GB of new checkpoints"
+        + (f" (budget {spec.resources.disk_budget_gb} GB)" if spec.resources.disk_budget_gb else ""),
+        f"estimated time, one task at a time: this CPU ({rate / 1e9:.0f} GFLOP/s fp32 matmul at {threads} "
+        f"thread(s)) {_minutes(cpu)}; a GPU (assumed {GPU_FLOPS / 1e12:.0f} TFLOP/s effective) {_minutes(gpu)}",
+        f"resources per task: {spec.resources.gpus_per_task:g} GPU where the cluster has GPUs, else "
+        f"{spec.resources.cpus_per_task} CPU thread(s); retries {spec.resources.retries}",
+        "",
+        "| model | pool | stored | cells | CPU build | CPU measure | GPU total | disk |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in models:
+        lines.append(
+            f"| {m.model} | {m.pool} | {'yes' if m.stored else 'no'} | {m.cells} | {_minutes(m.cpu_build)} "
+            f"| {_minutes(m.cpu_measure)} | {_minutes(m.gpu_build + m.gpu_measure)} | {_size(m.disk)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "CPU_EFFICIENCY",
+    "GPU_FLOPS",
+    "ModelEstimate",
+    "Sizes",
+    "Work",
+    "checkpoint_bytes",
+    "cpu_flops",
+    "estimate",
+    "estimate_models",
+    "render_plan",
+    "sizes_of",
+]

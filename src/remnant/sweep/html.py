@@ -1,0 +1,181 @@
+"""The sweep's HTML page: the leaderboard and plots (metric against metric, per-method spread, before/after
+perturbation), inline SVG drawn by matplotlib without pyplot (no script, no network). Research output: nothing
+here adjudicates (C-H6).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+#: Colours of the pools in every plot.
+POOL_COLOURS = {"target": "#b8352a", "never_saw": "#2766a8", "unlearned": "#6b6b6b", "base": "#2b8a3e"}
+MAX_COLUMNS = 4
+
+
+def _num(value: Any) -> float | None:
+    return (
+        float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        else None
+    )
+
+
+def _fmt(value: Any) -> str:
+    number = _num(value)
+    if number is not None:
+        return f"{number:.3f}"
+    return "—" if value is None else html.escape(str(value))
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
+def _svg(fig: Any, plot_id: str, title: str) -> str:
+    from remnant.report.plots import _render
+
+    return _render(fig, plot_id, title)
+
+
+def _series(rows: Sequence[dict[str, Any]], col: str, perturbation: str = "none") -> dict[str, float]:
+    return {
+        r["model"]: v
+        for r in rows
+        if r["perturbation"] == perturbation and (v := _num(r.get(col))) is not None
+    }
+
+
+def scatter_svg(rows: Sequence[dict[str, Any]], x: str, y: str, plot_id: str) -> str:
+    """``y`` against ``x`` over the unperturbed models, coloured by pool."""
+    import matplotlib
+
+    from remnant.report.plots import _RC
+
+    pools = {r["model"]: r["pool"] for r in rows}
+    xs, ys = _series(rows, x), _series(rows, y)
+    with matplotlib.rc_context(_RC):
+        fig = _figure(4.2, 3.4)
+        ax = fig.add_subplot()
+        for pool, colour in POOL_COLOURS.items():
+            models = [m for m in xs if m in ys and pools[m] == pool]
+            ax.scatter([xs[m] for m in models], [ys[m] for m in models], s=18, color=colour, label=pool)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.legend(fontsize=7, frameon=False)
+        fig.tight_layout()
+        return _svg(fig, plot_id, f"{y} against {x}")
+
+
+def spread_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str:
+    """``col`` per method (unlearned models) beside the reference pools: the spread of each group."""
+    import matplotlib
+
+    from remnant.report.plots import _RC
+
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        value = _num(r.get(col))
+        if r["perturbation"] == "none" and value is not None:
+            groups.setdefault(r["method"] or r["pool"], []).append(value)
+    names = sorted(groups)
+    with matplotlib.rc_context(_RC):
+        fig = _figure(4.2, 0.8 + 0.3 * max(len(names), 1))
+        ax = fig.add_subplot()
+        for i, name in enumerate(names):
+            ax.scatter(groups[name], [i] * len(groups[name]), s=14, color="#444444")
+        ax.set_yticks(range(len(names)), names)
+        ax.set_xlabel(col)
+        fig.tight_layout()
+        return _svg(fig, plot_id, f"{col} by method")
+
+
+def perturbation_svg(rows: Sequence[dict[str, Any]], col: str, perturbation: str, plot_id: str) -> str:
+    """``col`` after ``perturbation`` against before it, per model, with the line of no change."""
+    import matplotlib
+
+    from remnant.report.plots import _RC
+
+    pools = {r["model"]: r["pool"] for r in rows}
+    before, after = _series(rows, col), _series(rows, col, perturbation)
+    with matplotlib.rc_context(_RC):
+        fig = _figure(4.2, 3.4)
+        ax = fig.add_subplot()
+        for pool, colour in POOL_COLOURS.items():
+            models = [m for m in before if m in after and pools[m] == pool]
+            ax.scatter(
+                [before[m] for m in models], [after[m] for m in models], s=18, color=colour, label=pool
+            )
+        values = list(before.values()) + list(after.values())
+        if values:
+            lo, hi = min(values), max(values)
+            ax.plot([lo, hi], [lo, hi], color="#999999", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(f"{col} (none)")
+        ax.set_ylabel(f"{col} ({perturbation})")
+        ax.legend(fontsize=7, frameon=False)
+        fig.tight_layout()
+        return _svg(fig, plot_id, f"{col}: {perturbation} against none")
+
+
+def _leaderboard(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    shown = [r for r in rows if r["perturbation"] == "none"]
+    key = next((c for c in ("kappa", *columns) if any(_num(r.get(c)) is not None for r in shown)), None)
+    if key is not None:
+        shown.sort(
+            key=lambda r: (
+                _num(r.get(key)) is None,
+                _num(r.get(key)) or 0.0,
+                -(_num(r.get("utility")) or 0.0),
+            )
+        )
+    head = ["model", "pool", "method", "strength", "status", "utility", *columns]
+    lines = [
+        "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead><tbody>"
+    ]
+    for r in shown:
+        lines.append("<tr>" + "".join(f"<td>{_fmt(r.get(h))}</td>" for h in head) + "</tr>")
+    lines.append("</tbody></table>")
+    return "\n".join(lines)
+
+
+def render_page(
+    name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], perturbations: Sequence[str], note: str
+) -> str:
+    """The whole page (module docstring)."""
+    main = [c for c in ("utility", *columns) if any(_num(r.get(c)) is not None for r in rows)][:MAX_COLUMNS]
+    plots: list[str] = []
+    for i, x in enumerate(main):
+        for y in main[i + 1 :]:
+            plots.append(scatter_svg(rows, x, y, f"scatter-{len(plots)}"))
+    spreads = [spread_svg(rows, c, f"spread-{i}") for i, c in enumerate(main)]
+    shifts = [
+        perturbation_svg(rows, c, p, f"shift-{i}-{p}")
+        for i, c in enumerate(main)
+        for p in perturbations
+        if p != "none"
+    ]
+    title = html.escape(f"Sweep {name}")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ddd;padding:2px 6px;text-align:right}}th{{background:#f4f4f4}}
+svg.plot{{width:420px;display:inline-block;margin:4px}}</style></head><body>
+<h1>{title}</h1>
+<p>{html.escape(note)}</p>
+<h2>Leaderboard (unperturbed models)</h2>
+{_leaderboard(rows, columns)}
+<h2>Metric against metric</h2>
+{"".join(plots) or "<p>fewer than two measured columns</p>"}
+<h2>Spread per method</h2>
+{"".join(spreads)}
+<h2>Before and after perturbation</h2>
+{"".join(shifts) or "<p>no perturbation declared</p>"}
+</body></html>
+"""
+
+
+__all__ = ["perturbation_svg", "render_page", "scatter_svg", "spread_svg"]

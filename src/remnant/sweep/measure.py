@@ -1,0 +1,244 @@
+"""One task: build a model if it is missing, then measure its pending cells, yielding each cell as it finishes.
+
+The task is the same function under both executors (in-process, or a Ray task that streams its yields back).
+It first yields the :class:`~remnant.sweep.build.BuildResult` of the model's job (and of the audit references'
+jobs), then one :class:`CellOutput` per pending cell, perturbation by perturbation: ``none`` (the model itself),
+``nf4`` (its decoder weights fake-quantized to NF4 for the measurements, restored after: R25) and ``relearn`` (a
+copy fine-tuned for one epoch on the forget set, C-W1). The driver appends each cell's records to the one store
+as it arrives, so a killed task loses only the cell it was computing.
+
+A model whose build diverged, or whose relearned copy diverged, gets a *diverged* record in each of its cells; a
+model whose parent could not be built gets *failed* ones; a measurement that raises is a *failed* cell
+(Annex B.6: outcomes, not crashes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.engine.cell import CellTarget
+from remnant.engine.measurement import run_measurement
+from remnant.records import CellRecord
+from remnant.sweep.build import BuildResult, build_job
+from remnant.sweep.cells import (
+    NF4,
+    NF4_BLOCKSIZE,
+    NF4_SCHEME,
+    RELEARN,
+    PlannedCell,
+    model_cells,
+    perturbed_digest,
+    reference_states,
+)
+from remnant.sweep.context import WorkerContext, Workspace
+from remnant.sweep.suite import PoolMeasurement, Runtime, suite_data, suite_measurements
+
+
+@dataclass(frozen=True)
+class CellOutput:
+    """One finished cell: its key, progress label, model, and records (observations, then cell records)."""
+
+    key: str
+    label: str
+    model: str
+    records: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class TaskDone:
+    """A task's end: the model and the seconds the task took (building included)."""
+
+    model: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class SweepState:
+    """A model state as the engine's measurements read it: weights, tokenizer, role (perturbation), digest."""
+
+    model: Any
+    tokenizer: Any
+    role: str
+    digest: str
+
+
+class _Collector:
+    """A cell runner for one cell inside a task: computes it and keeps the records for the driver to append."""
+
+    def __init__(self, ws: Workspace, key: str) -> None:
+        self.ws = ws
+        self.run_id = ws.run_id
+        self.key = key
+        self.records: list[Any] = []
+
+    def run(self, key: str, label: str, compute: Any) -> list[CellRecord]:
+        if key != self.key:  # the driver and the worker must agree on every key (resume depends on it)
+            raise AssertionError(f"cell {label}: worker key {key[:12]} is not the planned {self.key[:12]}")
+        inject_fault(self.ws, label)
+        self.records = list(compute())
+        return [r for r in self.records if isinstance(r, CellRecord)]
+
+
+def inject_fault(ws: Workspace, label: str) -> None:
+    """The test seam of a sweep (as ``CellRunner.before_cell`` is the engine's): ``ws.fault`` =
+    ``"exit|raise:MARKER:TEXT"`` ends the worker process (``exit``) or raises (``raise``) before the first cell
+    whose label contains TEXT, once: the MARKER file records that it fired."""
+    if not ws.fault:
+        return
+    import os
+    from pathlib import Path
+
+    kind, marker, text = ws.fault.split(":", 2)
+    if text in label and not Path(marker).exists():
+        Path(marker).write_text(label)
+        if kind == "exit":
+            os._exit(3)
+        raise RuntimeError(f"injected fault before {label}")
+
+
+@contextlib.contextmanager
+def perturbed(ctx: WorkerContext, model: Any, perturbation: str) -> Iterator[tuple[Any, str | None]]:
+    """``model`` under ``perturbation``, with the reason it could not be made (None when it could)."""
+    if perturbation == NF4:
+        from remnant.attacks.quantize import fake_quantized
+
+        with fake_quantized(model, NF4_SCHEME, blocksize=NF4_BLOCKSIZE):
+            yield model, None
+        return
+    if perturbation != RELEARN:
+        yield model, None
+        return
+    from remnant.models.prompts import encode_pair
+    from remnant.train.data import removal_data
+    from remnant.train.loop import merge_lora
+    from remnant.train.relearn import RelearnSpec, relearn_copy
+
+    settings = ctx.spec.perturbations.relearn
+    tok, fmt = ctx.tokenizer(), ctx.fmt()
+    pairs = [
+        encode_pair(tok, q.question, q.answer, fmt) for q in removal_data(ctx.pack, ctx.attributes).forget
+    ]
+    spec = RelearnSpec(
+        budgets=(len(pairs),),
+        lr=settings.lr,
+        epochs=settings.epochs,
+        checkpoint_epochs=(),
+        seed=settings.seed,
+        batch_size=settings.batch_size,
+        grad_accum=settings.grad_accum,
+        trainable=tuple(settings.trainable) if settings.trainable else None,
+    )
+    outcome, copy = relearn_copy(
+        model, tok, pairs, spec, label="relearn", progress=False, on_checkpoint=lambda m, p: {}
+    )
+    if outcome.diverged:
+        yield None, f"relearning diverged at step {outcome.diverged_step}: {outcome.reason}"
+        return
+    copy = merge_lora(copy)
+    copy.eval()
+    yield copy, None
+    del copy
+
+
+def _runtime(ctx: WorkerContext, with_refs: bool) -> Runtime:
+    from pathlib import Path
+
+    rt = Runtime(tokenizer=ctx.tokenizer(), fmt=ctx.fmt(), cache_dir=Path(ctx.ws.out) / "cache" / "uds")
+    if with_refs:
+        rt.full = ctx.load_model(ctx.pool.model(ctx.pool.references["full"]))
+        rt.retain = ctx.load_model(ctx.pool.model(ctx.pool.references["retain"]))
+    return rt
+
+
+def _statuses(
+    cells: list[tuple[PlannedCell, PoolMeasurement]], run_id: str, status: str, reason: str
+) -> Iterator[CellOutput]:
+    for cell, pm in cells:
+        target = CellTarget(run_id, cell.key, cell.perturbation, pm.name, pm.surface)
+        yield CellOutput(
+            cell.key, pm.label(cell.perturbation), cell.model, tuple(pm.status(target, status, reason))
+        )
+
+
+def _own_status(ctx: WorkerContext, model_id: str, build: BuildResult) -> tuple[str, str] | None:
+    """(status, reason) when the model cannot be measured: its build failed or diverged."""
+    if build.status == "failed":
+        return "failed", build.error or "the build failed"
+    if build.models.get(model_id, "ok") != "ok":
+        model = ctx.pool.model(model_id)
+        meta = ctx.store.meta(model.state)
+        return str(meta["status"]), str(meta.get("reason") or "the build did not finish")
+    return None
+
+
+def measure_model(
+    ws: Workspace, model_id: str, done: frozenset[str]
+) -> Iterator[BuildResult | CellOutput | TaskDone]:
+    """The task (module docstring): yields build results, then each pending cell of ``model_id``, then its end."""
+    import time
+
+    start = time.perf_counter()
+    yield from _task(ws, model_id, done)
+    yield TaskDone(model_id, time.perf_counter() - start)
+
+
+def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildResult | CellOutput]:
+    ctx = ws.open()
+    ctx.apply_threads()
+    model = ctx.pool.model(model_id)
+    data = suite_data(
+        ctx.pack, ctx.attributes, ctx.spec.pack.system_prompt, _tofu_dir(ws), ctx.spec.suite.max_items
+    )
+    refs = reference_states(ctx.pool) if ctx.spec.suite.audits else {}
+    plain = suite_measurements(ctx.spec.suite, data, refs, ctx.dtype)
+    pending = [
+        (c, pm) for c, pm in model_cells(ctx.spec, model, plain, data.pack_digest) if c.key not in done
+    ]
+    if not pending:
+        return
+    build = build_job(ctx, model.job)
+    yield build
+    blocked = _own_status(ctx, model_id, build)
+    if blocked is None and refs:
+        for ref in sorted(set(ctx.pool.references.values())):
+            ref_build = build_job(ctx, ctx.pool.model(ref).job)
+            yield ref_build
+            if _own_status(ctx, ref, ref_build) is not None:
+                blocked = ("failed", f"the audits' reference {ref} could not be built")
+    if blocked is not None:
+        yield from _statuses(pending, ws.run_id, *blocked)
+        return
+    yield from _measure(ctx, model_id, data, refs, pending)
+
+
+def _tofu_dir(ws: Workspace) -> Any:
+    from pathlib import Path
+
+    return Path(ws.out) / "data" / "tofu"
+
+
+def _measure(
+    ctx: WorkerContext, model_id: str, data: Any, refs: dict[str, str], pending: list[Any]
+) -> Iterator[CellOutput]:
+    runtime = _runtime(ctx, bool(refs))
+    weights = ctx.load_model(ctx.pool.model(model_id))
+    measurements = dict(suite_measurements(ctx.spec.suite, data, refs, ctx.dtype, runtime))
+    for perturbation in dict.fromkeys(c.perturbation for c, _ in pending):
+        cells = [(c, pm) for c, pm in pending if c.perturbation == perturbation]
+        with perturbed(ctx, weights, perturbation) as (state_model, reason):
+            if state_model is None:
+                yield from _statuses(cells, ctx.ws.run_id, "diverged", str(reason))
+                continue
+            digest = perturbed_digest(ctx.spec, ctx.pool.model(model_id), perturbation, data.pack_digest)
+            state = SweepState(state_model, runtime.tokenizer, perturbation, digest)
+            for cell, _pm in cells:
+                live = PoolMeasurement(cell.entry, measurements[cell.entry], model_id, perturbation)
+                collector = _Collector(ctx.ws, cell.key)
+                run_measurement(collector, live, state, role=perturbation)
+                yield CellOutput(cell.key, live.label(perturbation), model_id, tuple(collector.records))
+
+
+__all__ = ["CellOutput", "SweepState", "TaskDone", "inject_fault", "measure_model", "perturbed"]

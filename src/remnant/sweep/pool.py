@@ -1,0 +1,327 @@
+"""A spec resolved into its pool: every model with its labels, the build job that makes it, and its state digest.
+
+A *job* makes checkpoints: the base model (nothing to train), one install (a P-pool strength or an N-pool
+retain-only install), one removal run (its final weights and any declared intermediate checkpoints), or an
+existing folder. A *model* is one checkpoint of one job, with the labels of the results table (pool, method,
+strength, seed, hyper-parameters, parent).
+
+Checkpoints are content-addressed (:func:`checkpoint_key`): the key is the sha256 of every input that produces the
+weights — the base model's file digest, the pack digest, the attributes and prompt, the recipe or the method's
+registered name, version and every parameter, the seed, the parent's key and the checkpoint position — so two
+specs that declare the same model share one stored checkpoint, and a model's *state digest* (what the engine's
+cell keys hash) is known before it is built. An existing folder's state digest is the digest of its files.
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ConfigError
+from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid
+
+#: Bumped when the way a checkpoint is built changes, so stored checkpoints built the old way are not reused.
+BUILD_VERSION = "1"
+
+
+def digest(value: Any) -> str:
+    """sha256 (hex) of ``value``'s canonical JSON."""
+    from remnant.statement.canonical import canonical_json
+
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One build: ``kind`` base, install, removal or folder; ``recipe`` is everything it trains with (JSON);
+    ``parent`` the id of the pool model it starts from (None: the base model, or nothing to build)."""
+
+    key: str
+    kind: str
+    parent: str | None
+    recipe: dict[str, Any]
+    models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PoolModel:
+    """One model of the pool: the results table's labels, its job, checkpoint position and state digest."""
+
+    id: str
+    pool: str
+    method: str | None
+    strength: str | None
+    seed: int | None
+    hyperparameters: dict[str, Any]
+    parent: str | None
+    job: str
+    checkpoint: str
+    state: str
+    path: str | None = None
+
+    def labels(self) -> dict[str, Any]:
+        """The label columns of the results table (hyper-parameters as canonical JSON)."""
+        from remnant.statement.canonical import canonical_text
+
+        return {
+            "model": self.id,
+            "pool": self.pool,
+            "method": self.method,
+            "strength": self.strength,
+            "seed": self.seed,
+            "hyperparameters": canonical_text(self.hyperparameters),
+            "parent": self.parent,
+        }
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The resolved pool: models in build-and-measure order (references first), jobs by key, the references."""
+
+    name: str
+    models: tuple[PoolModel, ...]
+    jobs: dict[str, Job]
+    references: dict[str, str] = field(default_factory=dict)
+
+    def model(self, model_id: str) -> PoolModel:
+        return next(m for m in self.models if m.id == model_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "models": [asdict(m) for m in self.models],
+            "jobs": {k: asdict(j) for k, j in self.jobs.items()},
+            "references": dict(self.references),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pool:
+        models = tuple(PoolModel(**m) for m in data["models"])
+        jobs = {k: Job(**{**j, "models": tuple(j["models"])}) for k, j in data["jobs"].items()}
+        return cls(data["name"], models, jobs, dict(data["references"]))
+
+
+def number_label(value: Any) -> str:
+    """A parameter value as it appears in model ids and strength labels: 2e-05 → 2e-5, 0.5 → 0.5."""
+    if isinstance(value, float):
+        text = f"{value:.6g}"
+        return text.replace("e-0", "e-").replace("e+0", "e+")
+    return str(value).lower().replace(" ", "")
+
+
+def strength_label(point: dict[str, Any]) -> str:
+    """``lr=2e-5,epochs=2`` (sorted keys), or ``default`` for the method's defaults."""
+    return ",".join(f"{k}={number_label(point[k])}" for k in sorted(point)) or "default"
+
+
+def _id_part(point: dict[str, Any]) -> str:
+    import re
+
+    text = "-".join(f"{k}{number_label(point[k])}" for k in sorted(point)) or "default"
+    return re.sub(r"[^a-z0-9_.=-]+", "-", text.lower())
+
+
+def checkpoint_key(job_key: str, checkpoint: str) -> str:
+    """The content key of one stored checkpoint: its job's key and its position in the run."""
+    return digest({"job": job_key, "checkpoint": checkpoint, "build": BUILD_VERSION})
+
+
+@dataclass
+class _Builder:
+    spec: GeneratedSpec
+    base_digest: str
+    pack_digest: str
+    models: list[PoolModel] = field(default_factory=list)
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+    def common(self) -> dict[str, Any]:
+        pack = self.spec.pack
+        return {
+            "base": self.base_digest,
+            "pack": self.pack_digest,
+            "attributes": pack.attributes,
+            "system_prompt": pack.system_prompt,
+            "dtype": self.spec.base.dtype,
+            "build": BUILD_VERSION,
+        }
+
+    def add(
+        self, kind: str, parent: tuple[str, str] | None, recipe: dict[str, Any], entries: list[dict[str, Any]]
+    ) -> str:
+        """Add a job (``parent``: the id and state digest of the model it starts from) and its models."""
+        key = digest({"kind": kind, "parent": parent and parent[1], "recipe": recipe, **self.common()})
+        ids = tuple(e["id"] for e in entries)
+        self.jobs[key] = Job(key=key, kind=kind, parent=parent and parent[0], recipe=recipe, models=ids)
+        for e in entries:
+            point = e.pop("checkpoint", "final")
+            self.models.append(PoolModel(job=key, checkpoint=point, state=checkpoint_key(key, point), **e))
+        return key
+
+    def install(self, pool: str, model_id: str, recipe: dict[str, Any], strength: str, seed: int) -> str:
+        entry = {"id": model_id, "pool": pool, "method": None, "strength": strength, "seed": seed}
+        params = {k: v for k, v in recipe.items() if k not in ("seed",)}
+        return self.add("install", None, recipe, [{**entry, "hyperparameters": params, "parent": "base"}])
+
+
+def _installs(b: _Builder) -> dict[str, str]:
+    """P-pool then N-pool installs; returns the job key of each target model id."""
+    spec = b.spec
+    keys: dict[str, str] = {}
+    for strength in spec.target.strengths:
+        for seed in spec.target.seeds:
+            recipe = {**strength.recipe(spec.install).model_dump(), "share": strength.share, "seed": seed}
+            model_id = f"target-{strength.label}-s{seed}"
+            keys[model_id] = b.install("target", model_id, recipe, strength.label, seed)
+    for variant in spec.never_saw.variants:
+        for seed in spec.never_saw.seeds:
+            recipe = {**variant.recipe(spec.install).model_dump(), "share": 0.0, "seed": seed}
+            b.install("never_saw", f"never-{variant.label}-s{seed}", recipe, variant.label, seed)
+    return keys
+
+
+def _removal_parent(spec: GeneratedSpec) -> str:
+    label = spec.removal.parent or next(s.label for s in spec.target.strengths if s.share == 1.0)
+    return f"target-{label}-s{spec.target.seeds[0]}"
+
+
+def _removals(b: _Builder, grid: MethodGrid, parent_id: str, parent_state: str) -> None:
+    """One job per (hyper-parameter point, seed): its final weights and each declared checkpoint are models."""
+    from remnant import registry
+    from remnant.sweep.checks import method_points
+
+    removal = b.spec.removal
+    label = grid.label or grid.name
+    for point in method_points(grid):
+        bound = registry.bind("method", grid.name, {**removal.common, **grid.params, **point}).to_dict()
+        for seed in removal.seeds:
+            base_id = f"{label}-{_id_part(point)}-s{seed}"
+            marks = [f"epoch={number_label(float(e))}" for e in sorted(set(removal.checkpoints))]
+            entry = {
+                "pool": "unlearned",
+                "method": grid.name,
+                "strength": strength_label(point),
+                "seed": seed,
+                "hyperparameters": bound["params"],
+                "parent": parent_id,
+            }
+            entries = [{**entry, "id": f"{base_id}-ep{m.split('=')[1]}", "checkpoint": m} for m in marks]
+            entries.append({**entry, "id": base_id})
+            recipe = {"method": bound, "seed": seed, "checkpoints": marks}
+            b.add("removal", (parent_id, parent_state), recipe, entries)
+
+
+def generated_pool(spec: GeneratedSpec, *, base_digest: str, pack_digest: str) -> Pool:
+    """The pool of a generated spec (module docstring); ids must come out unique."""
+    b = _Builder(spec, base_digest, pack_digest)
+    if spec.include_base:
+        b.add("base", None, {}, [_base_entry()])
+    _installs(b)
+    refs: dict[str, str] = {}
+    if spec.removal.methods or spec.suite.audits:
+        parent_id = _removal_parent(spec)
+        refs = {"full": parent_id, "retain": next(m.id for m in b.models if m.pool == "never_saw")}
+        parent_state = next(m.state for m in b.models if m.id == parent_id)
+        for grid in spec.removal.methods:
+            _removals(b, grid, parent_id, parent_state)
+    return _ordered(spec.name, b.models, b.jobs, refs)
+
+
+def _base_entry() -> dict[str, Any]:
+    return {
+        "id": "base",
+        "pool": "base",
+        "method": None,
+        "strength": None,
+        "seed": None,
+        "hyperparameters": {},
+        "parent": None,
+    }
+
+
+def _ordered(name: str, models: list[PoolModel], jobs: dict[str, Job], refs: dict[str, str]) -> Pool:
+    """References first (every audit needs them), then the pool in declaration order; ids must be unique."""
+    from remnant.sweep.spec import MAX_MODELS
+
+    seen: set[str] = set()
+    for m in models:
+        if m.id in seen:
+            raise ConfigError(
+                f"pool {name}: two models are named {m.id!r}; ids must differ", requirement=SPEC_RULE
+            )
+        seen.add(m.id)
+    if len(models) > MAX_MODELS:
+        raise ConfigError(f"pool {name}: {len(models)} models, more than {MAX_MODELS}", requirement=SPEC_RULE)
+    first = [m for m in models if m.id in refs.values()]
+    return Pool(name, tuple(first + [m for m in models if m.id not in refs.values()]), jobs, refs)
+
+
+def _folders(entry: Any, root: Path) -> list[Path]:
+    if entry.path is not None:
+        path = Path(entry.path).expanduser()
+        return [path if path.is_absolute() else root / path]
+    found = sorted(p for p in root.glob(entry.glob) if p.is_dir())
+    if not found:
+        raise ConfigError(f"models glob {entry.glob!r} matches no folder under {root}", requirement="R2")
+    return found
+
+
+def _folder_id(folder: Path) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9_.=-]+", "-", folder.name.lower()).strip("-") or "model"
+
+
+def existing_pool(spec: ExistingSpec, *, root: Path, folder_digest: Any) -> Pool:
+    """The pool of an existing spec: one job and one model per folder; ``folder_digest(path)`` gives the state."""
+    models: list[PoolModel] = []
+    for entry in spec.models:
+        for folder in _folders(entry, root):
+            if not folder.is_dir():
+                raise ConfigError(f"{folder}: no such model folder", requirement="R2")
+            state = folder_digest(folder)
+            model_id = entry.id or _folder_id(folder)
+            models.append(
+                PoolModel(
+                    id=model_id,
+                    pool=entry.pool,
+                    method=entry.method,
+                    strength=entry.strength,
+                    seed=entry.seed,
+                    hyperparameters=dict(entry.hyperparameters),
+                    parent=entry.parent,
+                    job=state,
+                    checkpoint="final",
+                    state=f"folder:{state}",
+                    path=str(folder),
+                )
+            )
+    jobs = {
+        m.job: Job(m.job, "folder", None, {"path": m.path}, tuple(n.id for n in models if n.job == m.job))
+        for m in models
+    }
+    ids = {m.id for m in models}
+    for role, ref in spec.references.items():
+        if ref not in ids:
+            raise ConfigError(f"references.{role} = {ref!r} names no model of the pool", requirement="C-H7")
+    if spec.suite.audits and set(spec.references) != {"full", "retain"}:
+        raise ConfigError(
+            "audits compare with references.full and references.retain: name both", requirement="C-H7"
+        )
+    return _ordered(spec.name, models, jobs, {str(k): v for k, v in spec.references.items()})
+
+
+__all__ = [
+    "BUILD_VERSION",
+    "Job",
+    "Pool",
+    "PoolModel",
+    "checkpoint_key",
+    "digest",
+    "existing_pool",
+    "generated_pool",
+    "number_label",
+    "strength_label",
+]

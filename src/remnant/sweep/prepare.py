@@ -1,0 +1,241 @@
+"""Everything the driver settles before a task runs: the spec, base model, pack, pool, cells and disk (R14).
+
+:func:`prepare` reads and checks the spec, finds the base model (a folder, or a zoo name: fetched only when
+``fetch``), mints or loads the pack, resolves the pool and every cell key, and, for a run, writes the sweep
+folder's fixed inputs — ``spec.toml`` (the spec as given), ``pack/`` (the pack every task loads and checks),
+``data/tofu/`` (the metrics' view of it) and ``plan.json`` (the resolved pool and its cells) — and checks the
+disk the missing checkpoints need against the declared budget and the free space, before anything trains.
+
+A sweep folder belongs to one spec: rerunning it with a different spec is refused (R14), so a folder's records
+always answer to the spec stored beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from remnant.errors import ConfigError
+from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
+from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
+from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, spec_dump
+from remnant.sweep.store import CheckpointStore, default_root
+
+SPEC_COPY = "spec.toml"
+PLAN_FILE = "plan.json"
+PACK_DIR = "pack"
+TOFU_DIR = Path("data") / "tofu"
+DIGESTS_FILE = "file-digests.json"
+
+
+@dataclass
+class Prepared:
+    """A resolved sweep (module docstring)."""
+
+    spec: GeneratedSpec | ExistingSpec
+    spec_path: Path
+    pool: Pool
+    pack: Any
+    cells: list[PlannedCell]
+    store: CheckpointStore
+    base_path: Path | None
+    run_id: str
+    data: Any = None
+
+    def plan_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "spec": spec_dump(self.spec),
+            "pool": self.pool.to_dict(),
+            "perturbations": perturbations(self.spec),
+            "cells": [c.__dict__ for c in self.cells],
+            "pack_digest": self.pack.digest,
+            "store": str(self.store.root),
+            "base_path": None if self.base_path is None else str(self.base_path),
+        }
+
+
+def folder_digest(folder: Path, cache: dict[str, Any]) -> str:
+    """sha256 over the files a load of ``folder`` reads (weights, config, tokenizer), each by name and sha256;
+    ``cache`` keeps each file's hash by path, size and modification time (a pool of GB checkpoints is hashed once)."""
+    from remnant.models.files import model_files
+    from remnant.models.identity import sha256_file
+
+    files = model_files(folder)
+    out: dict[str, str] = {}
+    for name in files.names:
+        path = files.resolved[name]
+        stat = path.stat()
+        tag = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        if tag not in cache:
+            cache[tag] = sha256_file(path)
+        out[name] = cache[tag]
+    return digest(out)
+
+
+def _cached_digests(store: CheckpointStore) -> dict[str, Any]:
+    from remnant.jsonio import loads_strict
+
+    path = store.root / DIGESTS_FILE
+    if not path.is_file():
+        return {}
+    data = loads_strict(path.read_bytes(), source=str(path))
+    return data if isinstance(data, dict) else {}
+
+
+def _save_digests(store: CheckpointStore, cache: dict[str, Any]) -> None:
+    from remnant.atomic import write_atomic
+
+    write_atomic(store.root / DIGESTS_FILE, json.dumps(cache, sort_keys=True, indent=0))
+
+
+def _base_path(spec: GeneratedSpec, source: Path, fetch: bool) -> Path | None:
+    from remnant.models import zoo
+
+    path = Path(spec.base.model).expanduser()
+    path = path if path.is_absolute() else source.resolve().parent / path
+    if path.is_dir():
+        return path
+    if spec.base.model in zoo.ZOO:
+        cached = zoo.cached(spec.base.model)
+        return cached if cached is not None or not fetch else zoo.fetch(spec.base.model)
+    raise ConfigError(
+        f"{source}: field 'base.model' {spec.base.model!r} is no model folder ({path}) and no zoo name "
+        f"({', '.join(sorted(zoo.ZOO))})",
+        requirement="R2",
+    )
+
+
+def _pack(spec: GeneratedSpec | ExistingSpec, root: Path) -> Any:
+    from remnant.packs import load_pack
+    from remnant.packs.classd import ClassDSpec, mint_class_d
+
+    if spec.pack.mint is not None:
+        return mint_class_d(ClassDSpec(**spec.pack.mint))
+    path = Path(spec.pack.path or "").expanduser()
+    return load_pack(path if path.is_absolute() else root / path)
+
+
+def _store(spec: GeneratedSpec | ExistingSpec, root: Path) -> CheckpointStore:
+    if spec.resources.store is None:
+        return CheckpointStore(default_root())
+    path = Path(spec.resources.store).expanduser()
+    return CheckpointStore(path if path.is_absolute() else root / path)
+
+
+def _pool(
+    spec: GeneratedSpec | ExistingSpec,
+    root: Path,
+    store: CheckpointStore,
+    base: Path | None,
+    pack: Any,
+    *,
+    save: bool,
+) -> Pool:
+    """The resolved pool; ``save`` keeps the file hashes for the next run (a plan writes nothing)."""
+    cache = _cached_digests(store)
+    if isinstance(spec, ExistingSpec):
+        pool = existing_pool(spec, root=root, folder_digest=lambda f: folder_digest(f, cache))
+    else:
+        base_digest = folder_digest(base, cache) if base is not None else "unfetched:" + spec.base.model
+        pool = generated_pool(spec, base_digest=base_digest, pack_digest=pack.digest)
+    if cache and save:
+        _save_digests(store, cache)
+    return pool
+
+
+def prepare(spec_path: str | Path, *, out: Path | None = None, fetch: bool = False) -> Prepared:
+    """Resolve the sweep of ``spec_path`` (module docstring); with ``out``, write its fixed inputs there."""
+    from remnant.sweep.suite import suite_data, suite_measurements, write_tofu_view
+
+    path = Path(spec_path)
+    spec = load_spec(path)
+    if out is not None:
+        _check_folder(out, path)
+    root = path.resolve().parent
+    store = _store(spec, root)
+    base = _base_path(spec, path, fetch) if isinstance(spec, GeneratedSpec) else None
+    pack = _pack(spec, root)
+    pool = _pool(spec, root, store, base, pack, save=out is not None)
+    dtype = spec.base.dtype if isinstance(spec, GeneratedSpec) else "fp32"
+    with tempfile.TemporaryDirectory() as tmp:
+        tofu = (out / TOFU_DIR) if out is not None else Path(tmp) / "tofu"
+        write_tofu_view(pack, spec.pack.attributes, tofu)
+        data = suite_data(pack, spec.pack.attributes, spec.pack.system_prompt, tofu, spec.suite.max_items)
+    refs = reference_states(pool) if spec.suite.audits else {}
+    try:
+        measurements = suite_measurements(spec.suite, data, refs, dtype)
+    except ConfigError as exc:  # the pack cannot feed the suite: say which spec asked for it
+        hint = (
+            " (mint with truth_ratio_options = true for the truth-ratio splits)"
+            if "_perturbed" in str(exc)
+            else ""
+        )
+        raise ConfigError(f"{path}: field 'suite': {exc}{hint}", requirement=exc.requirement) from None
+    cells = plan_cells(spec, pool, measurements, pack.digest)
+    prepared = Prepared(spec, path, pool, pack, cells, store, base, f"sweep:{spec.name}", data)
+    if out is not None:
+        _write_inputs(prepared, out)
+    return prepared
+
+
+def _check_folder(out: Path, spec_path: Path) -> None:
+    """``out`` is a sweep folder of this spec, or a new one (module docstring)."""
+    from remnant.cli_paths import out_folder
+
+    out_folder(out, requirement=SPEC_RULE)
+    copy = out / SPEC_COPY
+    if copy.is_file() and copy.read_bytes() != spec_path.read_bytes():
+        raise ConfigError(
+            f"{copy}: this sweep folder was run with another spec; a folder's records answer to one spec "
+            "(use a new --out, or move the folder aside)",
+            requirement=SPEC_RULE,
+        )
+
+
+def _write_inputs(prepared: Prepared, out: Path) -> None:
+    from remnant.atomic import write_atomic
+    from remnant.packs.schema import write_pack
+
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / SPEC_COPY).is_file():
+        write_atomic(out / SPEC_COPY, prepared.spec_path.read_bytes())
+    if not (out / PACK_DIR / "pack.json").is_file():
+        write_pack(prepared.pack, out / PACK_DIR)
+    plan = json.dumps(prepared.plan_dict(), indent=1, sort_keys=True, allow_nan=False) + "\n"
+    write_atomic(out / PLAN_FILE, plan)
+
+
+def check_disk(prepared: Prepared, needed: int) -> None:
+    """Refuse a run whose new checkpoints exceed the declared budget or the free disk (before any training)."""
+    budget = prepared.spec.resources.disk_budget_gb
+    gb = needed / 1e9
+    if budget is not None and gb > budget:
+        raise ConfigError(
+            f"the missing checkpoints need about {gb:.2f} GB, over the declared disk_budget_gb = {budget}",
+            requirement=SPEC_RULE,
+        )
+    root = prepared.store.root
+    probe = next((p for p in (root, *root.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(probe).free
+    if needed > free:
+        raise ConfigError(
+            f"the missing checkpoints need about {gb:.2f} GB; {free / 1e9:.2f} GB is free under {probe}",
+            requirement=SPEC_RULE,
+        )
+
+
+__all__ = [
+    "PACK_DIR",
+    "PLAN_FILE",
+    "SPEC_COPY",
+    "TOFU_DIR",
+    "Prepared",
+    "check_disk",
+    "folder_digest",
+    "prepare",
+]

@@ -1,0 +1,92 @@
+"""``remnant sweep report DIR``: the results table (Parquet and CSV), the items table and the HTML page.
+
+Everything is rebuilt from ``DIR/records.jsonl`` and ``DIR/plan.json`` (the contract the studies read:
+``results.parquet``/``results.csv``, ``items.parquet``, ``report.html``). Without pyarrow the Parquet files are
+skipped with a note and the CSV files (``results.csv``, ``items.csv``) still hold everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from remnant.atomic import write_atomic
+from remnant.errors import ConfigError
+from remnant.records import RECORDS_FILE, RecordStore
+from remnant.sweep.prepare import PLAN_FILE
+from remnant.sweep.table import ITEM_FIELDS, ROW_FIELDS, build_tables, csv_text, parquet_bytes
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """What the report wrote: rows × columns, items, unfinished rows, files, notes."""
+
+    rows: int
+    columns: int
+    items: int
+    unfinished: int
+    files: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def read_plan(out: Path) -> dict[str, Any]:
+    from remnant.jsonio import read_json
+
+    path = out / PLAN_FILE
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: no plan; is {out} a sweep folder (remnant sweep run --out)?", requirement="R23"
+        )
+    plan = read_json(path, requirement="R23")
+    if not isinstance(plan, dict) or not {"pool", "cells", "perturbations", "spec"} <= set(plan):
+        raise ConfigError(f"{path}: is not a sweep plan", requirement="R23")
+    return plan
+
+
+def _have_pyarrow() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def write_report(out: Path) -> ReportSummary:
+    """Write the tables and the page into ``out`` (module docstring)."""
+    from remnant.sweep.html import render_page
+
+    plan = read_plan(out)
+    records = RecordStore(out / RECORDS_FILE).read()
+    tables = build_tables(plan, records)
+    columns = [*ROW_FIELDS, *tables.columns]
+    written = [
+        write_atomic(out / "results.csv", csv_text(tables.rows, columns)),
+        write_atomic(out / "items.csv", csv_text(tables.items, ITEM_FIELDS)),
+    ]
+    notes: list[str] = []
+    if _have_pyarrow():
+        written.append(write_atomic(out / "results.parquet", parquet_bytes(tables.rows, columns)))
+        written.append(write_atomic(out / "items.parquet", parquet_bytes(tables.items, ITEM_FIELDS)))
+    else:
+        notes.append(
+            "pyarrow is not installed (pip install 'remnant[ray]'): Parquet skipped, the CSV files hold it all"
+        )
+    if tables.unfinished:
+        notes.append(
+            f"{tables.unfinished} model × perturbation rows are unfinished and left out (rerun the sweep)"
+        )
+    note = (
+        " ".join(notes) or f"{len(tables.rows)} rows (model × perturbation), {len(tables.items)} item values."
+    )
+    page = render_page(plan["pool"]["name"], tables.rows, tables.columns, plan["perturbations"], note)
+    written.append(write_atomic(out / "report.html", page))
+    return ReportSummary(
+        rows=len(tables.rows),
+        columns=len(columns),
+        items=len(tables.items),
+        unfinished=tables.unfinished,
+        files=tuple(str(p) for p in written),
+        notes=tuple(notes),
+    )
+
+
+__all__ = ["ReportSummary", "read_plan", "write_report"]

@@ -1,0 +1,191 @@
+"""The results table and the items table of a sweep, rebuilt from its records alone (the pool-table contract).
+
+One row per model × perturbation (``none``, ``nf4``, ``relearn``): the model's labels from ``plan.json``, the
+row's ``status`` (``failed`` when a cell of it failed — ``error`` says why —, ``diverged`` when its build or its
+relearned copy diverged, else ``ok``), ``utility``, and one column per measurement, oriented as the metric itself
+defines it: each requested field metric by its log key (its aggregate), ``kappa`` and ``w`` on P (k/n), each
+audit by its name (its score), each attack by its name (κ under it). Every value comes from a cell record the
+driver appended (``params["pool"]`` names its model, perturbation and suite entry); a row some of whose cells
+are not recorded yet (a sweep still running, or killed) is left out and counted. The items table holds every
+per-item value the records carry (field metrics' items, κ's and attacks' per-probe outcomes, audits'
+per-example scores). Pure: no torch; Parquet needs pyarrow (``remnant[ray]``), CSV nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from remnant.records import CellRecord, Observation
+from remnant.studies.tables import FIXED_COLUMNS, ITEM_COLUMNS
+from remnant.sweep.pool import Pool
+
+#: The contract's columns, defined once where the studies read them (remnant.studies.tables).
+ROW_FIELDS = FIXED_COLUMNS
+ITEM_FIELDS = ITEM_COLUMNS
+LABELS = ROW_FIELDS[: ROW_FIELDS.index("perturbation")]
+#: Columns whose values are integers or strings; every other measurement column is a float.
+STRING_COLUMNS = frozenset(
+    {"model", "pool", "method", "strength", "hyperparameters", "parent", "perturbation", "status", "error"}
+)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The two tables, the measurement columns in order, and how many rows were left out unfinished."""
+
+    rows: list[dict[str, Any]]
+    items: list[dict[str, Any]]
+    columns: list[str]
+    unfinished: int
+
+
+def _rate(cell: CellRecord) -> float | None:
+    return cell.k / cell.n if cell.status == "run" and cell.n else None
+
+
+def _value(cell: CellRecord) -> float | None:
+    """The value a cell read: the typed ``value`` (a utility reading, an audit's score) or a field metric's
+    aggregate (``params["agg_value"]``, OpenUnlearning's name; remnant.engine.metric)."""
+    if cell.status != "run":
+        return None
+    for value in (cell.value, cell.params.get("agg_value")):
+        if value is not None:
+            return float(value)
+    return None
+
+
+def _column(entry: str, cell: CellRecord) -> tuple[str, float | None] | None:
+    """The column and value one cell record contributes (None: it adds none)."""
+    if entry == "metrics":
+        return (cell.metric, _value(cell)) if cell.params.get("requested", True) else None
+    if entry == "kappa":
+        return (cell.metric, _rate(cell)) if cell.metric in ("kappa", "w") else None
+    if entry == "utility":
+        return ("utility", _value(cell))
+    if cell.surface == "latent":  # an audit
+        return (entry, _value(cell))
+    return (entry, _rate(cell)) if cell.metric == "kappa" else None
+
+
+def _status(cells: Sequence[CellRecord]) -> tuple[str, str | None]:
+    for wanted in ("failed", "diverged"):
+        hit = next((c for c in cells if c.status == wanted), None)
+        if hit is not None:
+            return wanted, hit.reason
+    return "ok", None
+
+
+def _order(spec: dict[str, Any]) -> list[str]:
+    suite = spec.get("suite", {})
+    cols = list(suite.get("metrics", []))
+    if suite.get("kappa", True):
+        cols += ["kappa", "w"]
+    return cols + list(suite.get("audits", [])) + list(suite.get("attacks", []))
+
+
+def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
+    """The results and items tables of a sweep (module docstring)."""
+    pool = Pool.from_dict(plan["pool"])
+    where = {c["key"]: (c["model"], c["perturbation"], c["entry"]) for c in plan["cells"]}
+    listed = list(records)
+    cells: dict[tuple[str, str], list[tuple[str, CellRecord]]] = {}
+    for r in listed:
+        if isinstance(r, CellRecord) and r.cell_key in where:
+            model, perturbation, entry = where[r.cell_key]
+            cells.setdefault((model, perturbation), []).append((entry, r))
+    planned: dict[tuple[str, str], set[str]] = {}
+    for key, (model, perturbation, _) in where.items():
+        planned.setdefault((model, perturbation), set()).add(key)
+    utility_metric = plan["spec"].get("suite", {}).get("utility", "retain_kappa")
+    rows, unfinished = [], 0
+    for model in pool.models:
+        for perturbation in plan["perturbations"]:
+            got = cells.get((model.id, perturbation), [])
+            if {r.cell_key for _, r in got} != planned.get((model.id, perturbation), set()):
+                unfinished += 1
+                continue
+            rows.append(_row(model.labels(), perturbation, got, utility_metric))
+    columns = _order(plan["spec"])
+    for row in rows:
+        for col in columns:
+            row.setdefault(col, None)
+    return Tables(rows, _items(listed, where), columns, unfinished)
+
+
+def _row(
+    labels: dict[str, Any], perturbation: str, got: list[tuple[str, CellRecord]], utility_metric: str
+) -> dict[str, Any]:
+    status, error = _status([r for _, r in got])
+    row: dict[str, Any] = {
+        **labels,
+        "perturbation": perturbation,
+        "status": status,
+        "error": error,
+        "utility": None,
+    }
+    for entry, cell in got:
+        found = _column(entry, cell)
+        if found is not None:
+            row[found[0]] = found[1]
+    if utility_metric != "retain_kappa":
+        row["utility"] = row.get(utility_metric)
+    return row
+
+
+def _items(records: list[Any], where: dict[str, tuple[str, str, str]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for r in records:
+        if not isinstance(r, Observation) or r.cell_key not in where:
+            continue
+        model, perturbation, entry = where[r.cell_key]
+        value = r.score if r.score is not None else (None if r.kappa is None else float(r.kappa))
+        if value is None:
+            continue
+        if entry == "metrics":  # METRIC/INDEX (remnant.engine.metric)
+            metric, _, item = r.item_id.partition("/")
+        elif r.item_id.startswith(entry + "/"):  # an audit's AUDIT/EXAMPLE
+            metric, item = entry, r.item_id[len(entry) + 1 :]
+        else:  # κ and attacks: the probe's item id
+            metric, item = entry, r.item_id
+        out.append(
+            {"model": model, "perturbation": perturbation, "metric": metric, "item_id": item, "value": value}
+        )
+    return out
+
+
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """``rows`` as CSV with ``columns`` in order (None as an empty field)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(c) is None else row[c] for c in columns])
+    return buffer.getvalue()
+
+
+def parquet_bytes(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> bytes:
+    """``rows`` as a Parquet file (pyarrow): strings, ``seed`` int64, every other column float64."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    def kind(col: str) -> Any:
+        return (
+            pa.string()
+            if col in STRING_COLUMNS or col in ("metric", "item_id")
+            else pa.int64()
+            if col == "seed"
+            else pa.float64()
+        )
+
+    schema = pa.schema([(c, kind(c)) for c in columns])
+    table = pa.Table.from_pylist([{c: row.get(c) for c in columns} for row in rows], schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+__all__ = ["ITEM_FIELDS", "LABELS", "ROW_FIELDS", "Tables", "build_tables", "csv_text", "parquet_bytes"]
