@@ -328,8 +328,7 @@ def audit_plan(
     name = audit_name(table, spec)
     family = family_of(name)
     tok = anchors["control"].tokenizer
-    audit = create_audit(table, spec, inputs.fmt)
-    inputs.components.append({"role": f"audit:{table}", **audit.spec.to_dict()})
+    audit = create_audit(table, spec, inputs.fmt)  # its component record: assess.schedule.audit_cells (R23)
     reference = CONTROL if family == "direction" else spec.reference
     labels = Anchors(
         full=PRE, retain=reference, note="" if family == "direction" else REFERENCE_NOTES[reference]

@@ -119,8 +119,6 @@ def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
                 "measure attributes this assessment does not score in P (D3, D5)"
             )
     design = design_of(inputs.pack).model_dump(mode="json")
-    for name, described in spec.describe().items():
-        inputs.components.append({"role": f"classd:{name}", **described})
     return BatteryInputs(
         spec=spec,
         canaries={str(r): c for r, c in canaries.items()},

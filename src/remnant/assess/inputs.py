@@ -1,7 +1,11 @@
 """What an assessment runs on, fixed before the first cell: pack, probe sets, training sets, components, seeds.
 
 Everything here is derived from the config and the pack alone, so it is identical for the post-removal model and
-the control (R3) and the same on resume. Components (attacks, utility metrics, the removal method, the relearning
+the control (R3) and the same on resume. :class:`Inputs` is frozen: :func:`prepare_inputs` makes it before any
+model loads, and :meth:`Inputs.with_format` returns the one copy that adds the control tokenizer's prompt format,
+once the control is loaded and before anything trains or any cell runs. What the run learns as it goes (the
+general questions the control answers, the removal method's parameters after training, the components each
+stage creates) is not written back here: the stage that learns it returns it. Components (attacks, utility metrics, the removal method, the relearning
 procedure) are created through the registry up front, so a misspelt name, a parameter of the wrong type or a
 value the component refuses is bad input (exit 2) before any model trains, and every one is recorded with its
 exact parameters (R23, R24). :func:`check_components` runs that creation alone, with no pack and no model:
@@ -22,7 +26,8 @@ to the attack itself:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,39 +101,49 @@ def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Any]:
     return probes[:cap] if cap is not None else probes
 
 
-@dataclass
+def component_record(role: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """One entry of the ``components`` context: the component's role in the run and its registered name,
+    version and exact parameters (R23, R24)."""
+    return {"role": role, **spec}
+
+
+#: An attack slot: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2).
+AttackSlot = tuple[str, Any, str | None, str]
+
+
+@dataclass(frozen=True)
 class Inputs:
-    """The inputs every cell shares (see module docstring)."""
+    """The inputs every cell shares (see module docstring); ``fmt`` is None until :meth:`with_format`."""
 
     cfg: AssessmentConfig
     pack: Pack
     minted: bool
     location: Path
-    probes: list[Any]
-    retain: list[Any]
-    general: list[Any]
+    probes: tuple[Any, ...]
+    retain: tuple[Any, ...]
+    general: tuple[Any, ...]
     install_items: tuple[Any, ...]
     removal_data: Any
     relearn_set: tuple[Any, ...]
     scored_set: tuple[Any, ...]
-    attacks: list[tuple[str, Any, str | None, str]]
-    attack_tokens: dict[str, int]
-    attack_batch: dict[str, int]
+    attacks: tuple[AttackSlot, ...]
+    attack_tokens: Mapping[str, int]
+    attack_batch: Mapping[str, int]
     scoring_tokens: int
+    notes: tuple[str, ...] = ()
     fmt: Any = None
-    components: list[dict[str, Any]] = field(default_factory=list)
-    general_kept: list[str] | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def probe_ids(self) -> list[str]:
         return [p.item_id for p in self.probes]
 
-    def bind_format(self, tokenizer: Any) -> None:
-        """The prompt format, from the control's tokenizer, used identically on every state (R3)."""
+    def with_format(self, tokenizer: Any) -> Inputs:
+        """These inputs with the prompt format of the control's tokenizer, used identically on every state (R3)."""
         from remnant.models.prompts import PromptFormat
 
-        self.fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=self.cfg.models.system_prompt)
+        return replace(
+            self, fmt=PromptFormat.for_tokenizer(tokenizer, system_prompt=self.cfg.models.system_prompt)
+        )
 
     def key_inputs(self) -> dict[str, Any]:
         """What every cell key shares: pack, prompt format and scorer versions."""
@@ -161,9 +176,6 @@ class Inputs:
             "general_qa_kappa", {}
         )
 
-    def set_general_kept(self, kept: list[str]) -> None:
-        self.general_kept = kept
-
     def relearn_order(self, spec: Any, relearn_set: tuple[Any, ...]) -> tuple[int, ...]:
         """One seeded permutation of the relearning set; budget b takes its first b (C-W1, nested subsets)."""
         from remnant.train.relearn import relearn_order
@@ -183,7 +195,7 @@ class Inputs:
             "minted_by_run": self.minted,
             "publicly_released": False,
             "probe_n": len(self.probes),
-            "notes": self.notes,
+            "notes": list(self.notes),
         }
 
     def seeds(self) -> dict[str, int]:
@@ -220,8 +232,13 @@ class Inputs:
             out[f"attack.{name}"] = {"enabled": attack.enabled, **attack.params}
         return out
 
-    def component_records(self) -> list[dict[str, Any]]:
-        return list(self.components)
+    def attack_components(self) -> list[dict[str, Any]]:
+        """The component records of the enabled, applicable attacks, in the config's order (R23)."""
+        return [
+            component_record(f"attack:{name}", attack.spec.to_dict())
+            for name, attack, _, _ in self.attacks
+            if attack is not None and attack.spec is not None
+        ]
 
     def precision(self) -> list[dict[str, Any]]:
         """Precision reductions (R25): a GGUF-origin zoo model, and a reduced compute dtype."""
@@ -277,13 +294,13 @@ def _create_attack(name: str, implementation: str, params: dict[str, Any]) -> An
 
 
 def attack_components(
-    cfg: AssessmentConfig, probes: list[Any]
-) -> tuple[list[tuple[str, Any, str | None, str]], dict[str, int], dict[str, int]]:
+    cfg: AssessmentConfig, probes: Sequence[Any]
+) -> tuple[list[AttackSlot], dict[str, int], dict[str, int]]:
     """Every declared attack: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2)."""
     from remnant.score.probe import target_format
 
     fmt_name = target_format(list(probes))
-    out: list[tuple[str, Any, str | None, str]] = []
+    out: list[AttackSlot] = []
     tokens: dict[str, int] = {}
     batch: dict[str, int] = {}
     for name, table in cfg.attacks.named().items():
@@ -364,13 +381,16 @@ def check_removal_method(cfg: AssessmentConfig) -> None:
         raise ConfigError(f"field 'models.post_removal.params': {exc}", requirement="R23") from None
 
 
-def utility_components(cfg: AssessmentConfig, inputs: Inputs) -> list[tuple[str, Any, list[Any]]]:
-    """Each declared utility metric with the data it measures (R9, R10)."""
+def utility_components(
+    cfg: AssessmentConfig, inputs: Inputs, general_kept: Sequence[str] | None = None
+) -> list[tuple[str, Any, list[Any]]]:
+    """Each declared utility metric with the data it measures (R9, R10). ``general_kept``: the general questions
+    the never-modified control answers, which ``general_qa_kappa`` is measured on unless the config pins them."""
     out: list[tuple[str, Any, list[Any]]] = []
     for name in cfg.utility.metrics:
         params = dict(cfg.utility.params.get(name, {}))
-        if name == "general_qa_kappa" and "kept_ids" not in params and inputs.general_kept is not None:
-            params["kept_ids"] = tuple(inputs.general_kept)
+        if name == "general_qa_kappa" and "kept_ids" not in params and general_kept is not None:
+            params["kept_ids"] = tuple(general_kept)
         metric = _create_utility(name, params)
         if name == "retain_kappa":
             data: list[Any] = list(inputs.retain)
@@ -467,30 +487,26 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
             requirement="C-W6",
         )
     scoring = rel.params.get("max_new_tokens", SCORING_TOKENS) if rel is not None else SCORING_TOKENS
-    inputs = Inputs(
+    if len(probes) < cfg.min_n:
+        notes.append(f"P holds {len(probes)} items, below the pre-registered min_n {cfg.min_n} (R21)")
+    return Inputs(
         cfg=cfg,
         pack=pack,
         minted=minted,
         location=location,
-        probes=probes,
-        retain=retain,
-        general=general,
+        probes=tuple(probes),
+        retain=tuple(retain),
+        general=tuple(general),
         install_items=split_qa(pack, "install"),
         removal_data=removal_data(pack),
         relearn_set=relearn,
         scored_set=scored,
-        attacks=attacks,
+        attacks=tuple(attacks),
         attack_tokens=tokens,
         attack_batch=batch,
         scoring_tokens=int(scoring),
-        notes=notes,
+        notes=tuple(notes),
     )
-    for name, attack, _, _ in attacks:
-        if attack is not None and attack.spec is not None:
-            inputs.components.append({"role": f"attack:{name}", **attack.spec.to_dict()})
-    if len(probes) < cfg.min_n:
-        notes.append(f"P holds {len(probes)} items, below the pre-registered min_n {cfg.min_n} (R21)")
-    return inputs
 
 
 def items_digest(ids: list[str]) -> str:
@@ -499,9 +515,11 @@ def items_digest(ids: list[str]) -> str:
 
 __all__ = [
     "ATTACK_KEYS",
+    "AttackSlot",
     "Inputs",
     "SCORING_TOKENS",
     "attack_components",
+    "component_record",
     "load_or_mint_pack",
     "prepare_inputs",
     "relearn_spec",

@@ -12,6 +12,10 @@ decides the schedule, so the post-removal model and the control get identical me
 5. every declared white-box audit (``[audits.*]``) on the post-removal model and, when asked, on both Annex B
    control states, against the pre-removal model and the never-modified control (or a retain-only model): readings
    only, which nothing the verdict or the tier reads (C-H6, C-H7; :mod:`remnant.assess.audits`).
+
+Nothing here changes the :class:`~remnant.assess.inputs.Inputs` it is given: the general questions the control
+answers are a local of :func:`utility_cells`, and the component records of the utility metrics and audits
+created here are returned, for the run's ``components`` context (R23).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.assess.cells import kept_general_ids, outcomes_of
-from remnant.assess.inputs import Inputs, relearn_spec, utility_components
+from remnant.assess.inputs import Inputs, component_record, relearn_spec, utility_components
 from remnant.config import AssessmentConfig, derive_seed
 from remnant.engine.attack import BASELINE, AttackMeasurement, NotApplicable
 from remnant.engine.audit import AuditMeasurement, AuditNotRun
@@ -44,14 +48,16 @@ def run_cells(
     progress: bool,
     audit_states: Mapping[str, Any] | None = None,
     cache_dir: Path | None = None,
-) -> None:
+) -> list[dict[str, Any]]:
     """Every cell of the assessment but the Class D battery (module docstring); ``audit_states`` are the extra
-    states the audits asked for (:func:`remnant.assess.audits.build_audit_states`)."""
+    states the audits asked for (:func:`remnant.assess.audits.build_audit_states`). Returns the component
+    records of the utility metrics, then of the audits, it created (R23)."""
     baseline = baseline_cells(cfg, inputs, states, runner)
     utility = utility_cells(cfg, inputs, states, runner)
     attack_cells(cfg, inputs, states, runner)
     relearning_cells(cfg, inputs, states, runner, utility=utility, step0=baseline.get, progress=progress)
-    audit_cells(cfg, inputs, states, runner, extra=audit_states or {}, cache_dir=cache_dir)
+    audits = audit_cells(cfg, inputs, states, runner, extra=audit_states or {}, cache_dir=cache_dir)
+    return [*utility_records(utility), *audits]
 
 
 def probe_inputs(inputs: Inputs) -> dict[str, Any]:
@@ -85,22 +91,30 @@ def utility_cells(
 ) -> list[UtilityMeasurement]:
     """Utility at the removal stage on every state, identical conditions (R10, R11); returns the metrics."""
     shared = inputs.key_inputs()
+    kept: list[str] | None = None
     if inputs.needs_general_set():
         seed = derive_seed(cfg.seeds.master, "general")
         general_ctx = inputs.context(states[CONTROL], seed=seed, max_new_tokens=16)
         kept = kept_general_ids(
             runner, control=states[CONTROL], ctx=general_ctx, general=inputs.general, key_inputs=shared
         )
-        inputs.set_general_kept(kept)
-    measurements = []
-    for name, metric, data in utility_components(cfg, inputs):
-        if metric.spec is not None:
-            inputs.components.append({"role": f"utility:{name}", **metric.spec.to_dict()})
-        measurements.append(UtilityMeasurement(name, metric, inputs.fmt, data, shared))
+    measurements = [
+        UtilityMeasurement(name, metric, inputs.fmt, data, shared)
+        for name, metric, data in utility_components(cfg, inputs, kept)
+    ]
     for role in (CONTROL, PRE, POST):
         for measurement in measurements:
             run_measurement(runner, measurement, states[role])
     return measurements
+
+
+def utility_records(measurements: Sequence[UtilityMeasurement]) -> list[dict[str, Any]]:
+    """The component records of the utility metrics, in the config's order (R23)."""
+    return [
+        component_record(f"utility:{m.metric_name}", m.metric.spec.to_dict())
+        for m in measurements
+        if m.metric.spec is not None
+    ]
 
 
 def attack_cells(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner) -> None:
@@ -193,17 +207,20 @@ def audit_cells(
     *,
     extra: Mapping[str, Any],
     cache_dir: Path | None = None,
-) -> None:
+) -> list[dict[str, Any]]:
     """Every enabled white-box audit on the post-removal model and, with ``controls``, on both Annex B control
     states, identical inputs (C-H7c). A state in ``extra`` that is a string could not be built: the audits that
-    need it write *not run* readings with that reason. Readings only: no cell record, no verdict weight (C-H6)."""
+    need it write *not run* readings with that reason. Readings only: no cell record, no verdict weight (C-H6).
+    Returns the audits' component records, in the config's order (R23)."""
     from remnant.assess.audits import audit_plan, audited_states
 
     built = {role: s for role, s in extra.items() if not isinstance(s, str)}
     anchors = {"full": states[PRE], "control": states[CONTROL], **built}
     audited = {**states, **built}
+    records: list[dict[str, Any]] = []
     for table, spec in cfg.audits.enabled().items():
         plan = audit_plan(cfg, inputs, table, spec, anchors, cache_dir)
+        records.append(component_record(f"audit:{table}", plan.audit.spec.to_dict()))
         lacking = extra.get(plan.reference_role)
         for role in audited_states(spec):
             why = extra.get(role) if isinstance(extra.get(role), str) else None
@@ -214,6 +231,7 @@ def audit_cells(
                 run_measurement(runner, AuditNotRun(plan, role, reason), None, role=role)
             else:
                 run_measurement(runner, AuditMeasurement(plan), audited[role])
+    return records
 
 
 __all__ = [
@@ -228,4 +246,5 @@ __all__ = [
     "relearning_plans",
     "run_cells",
     "utility_cells",
+    "utility_records",
 ]

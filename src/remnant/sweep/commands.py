@@ -6,7 +6,8 @@
   measures every pending cell, with progress; records go to ``DIR/records.jsonl`` (the driver is the only
   writer); a rerun skips every finished cell;
 - ``remnant sweep report DIR``: ``results.parquet``/``results.csv`` (one row per model × perturbation),
-  ``items.parquet`` and ``report.html``.
+  ``items.parquet`` and ``report.html``;
+- ``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone safetensors model folder.
 
 Exit codes: 0 done (failed or diverged models are recorded outcomes, not errors), 2 bad input.
 """
@@ -133,8 +134,17 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import run_folder
+    from remnant.sweep.export import export_model
+
+    folder = export_model(run_folder(args.dir, requirement="R23", option="DIR"), args.model, Path(args.out))
+    print(f"exported {args.model} -> {folder}")
+    return 0
+
+
 def add_commands(subparsers: Any) -> None:
-    """Register ``remnant sweep plan|run|report``."""
+    """Register ``remnant sweep plan|run|report|export``."""
     sweep = subparsers.add_parser("sweep", help="pools of models: build, measure, tabulate (local or Ray)")
     sub = sweep.add_subparsers(dest="sweep_command", required=True)
     plan = sub.add_parser("plan", help="models, cells, estimated time (CPU, GPU) and disk; runs nothing")
@@ -155,6 +165,11 @@ def add_commands(subparsers: Any) -> None:
     rep = sub.add_parser("report", help="results table (Parquet, CSV), items table and report.html")
     rep.add_argument("dir", help="sweep folder")
     rep.set_defaults(handler=_report)
+    exp = sub.add_parser("export", help="one pool model as a standalone safetensors model folder")
+    exp.add_argument("dir", help="sweep folder")
+    exp.add_argument("model", help="the model's id in the pool (plan.json; the results table's `model`)")
+    exp.add_argument("--out", required=True, help="model folder to write (replaced whole)")
+    exp.set_defaults(handler=_export)
 
 
 __all__ = ["add_commands"]

@@ -183,6 +183,33 @@ def test_lora_removals_are_stored_as_adapters_and_load_to_the_built_weights(swep
         load_chain(copy, delta.state, lambda: load_model(base).model)
 
 
+def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
+    swept: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LoRA removal (adapter over a delta over the base) exported as a plain safetensors folder loads, through
+    the hostile-input loader, to exactly the chain's weights; an unknown model id is exit 2 naming the plan."""
+    from remnant.models import load_model
+    from remnant.sweep.pool import Pool
+    from remnant.sweep.store import CheckpointStore
+    from remnant.sweep.weights import load_chain, weights_digest
+
+    plan = json.loads((swept["out"] / "plan.json").read_text())
+    lora = Pool.from_dict(plan["pool"]).model("ga-lora-default-s0")
+    folder = tmp_path / "ga-lora"
+    assert main(["sweep", "export", str(swept["out"]), "ga-lora-default-s0", "--out", str(folder)]) == 0
+    assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
+    exported = load_model(folder).model
+    built = load_chain(
+        CheckpointStore(swept["store"]), lora.state, lambda: load_model(Path(plan["base_path"])).model
+    )
+    assert weights_digest(exported) == weights_digest(built)
+    capsys.readouterr()
+    assert main(["sweep", "export", str(swept["out"]), "no-such-model", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "plan.json" in err and "no model 'no-such-model'" in err and "R23" in err
+    assert not (tmp_path / "x").exists()
+
+
 def _small(root: Path, model_dir: Path, store: Path, **kw: Any) -> Path:
     return write_spec(root, tiny_spec(model_dir, store, name="small", **kw))
 
