@@ -1,12 +1,12 @@
 """The ``remnant`` command line: one command group, each subcommand a thin wrapper over the Python API.
 
-Exit codes (DESIGN §4): 0 success, 1 a check failed / not conformant, 2 bad input or usage.
+Exit codes: 0 success, 1 a check failed / not conformant, 2 bad input or usage.
 
 Each part of the package contributes its subcommands from a ``commands`` module exposing
 ``add_commands(subparsers)``; handlers are set with ``parser.set_defaults(handler=fn)`` where ``fn(args) -> int``.
 Handlers import heavy libraries (torch, transformers) inside themselves, so ``remnant verdict`` or
 ``remnant validate`` start in well under a second and work where torch is not installed (``pip install remnant``,
-the pure core of DESIGN §2). A command that needs a model where the ``model`` extra is missing ends in one line,
+the pure core). A command that needs a model where the ``model`` extra is missing ends in one line,
 "needs the model extra: pip install 'remnant[model]'", and exit 2.
 """
 
@@ -94,7 +94,7 @@ USER_PATH_ERRORS: tuple[type[OSError], ...] = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; every error a user can cause ends in one line on stderr and exit 2 (DESIGN §4)."""
+    """Run one command; every error a user can cause ends in one line on stderr and exit 2."""
     try:
         try:
             return _dispatch(argv)

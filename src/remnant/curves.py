@@ -1,6 +1,6 @@
 """Relearning recovery curves of the post-removal model and the control, checkpoint by checkpoint (C-W5, C-W2).
 
-Pure core (DESIGN §2): the data the assessment records in the manifest and the reports plot. The orchestrator
+Pure core (no torch): the data the assessment records in the manifest and the reports plot. The orchestrator
 converts what ``remnant.train.relearn`` returns into :class:`RelearningCurve`; :mod:`remnant.report.curves` derives
 the rates, intervals and separation the reports show. Nothing here imports torch, matplotlib or Jinja2.
 

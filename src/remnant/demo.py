@@ -1,4 +1,4 @@
-"""``remnant demo [--quick] [--out DIR]``: the main job of DESIGN §5 on a real model, end to end.
+"""``remnant demo [--quick] [--out DIR]``: the main job on a real model, end to end.
 
 SmolLM2-135M-Instruct is fetched through the zoo, a fresh Class D canary pack is minted (fictional people with
 linked attributes, D1–D5), installed into the model (R2), and removed three ways; each removal is assessed under
@@ -503,7 +503,7 @@ def add_commands(subparsers: Any) -> None:
         description=(
             "Fetch SmolLM2-135M-Instruct, mint a Class D canary pack, install it, remove it with NPO, with a "
             "damaging gradient ascent and by retraining without it, assess each under the Yuyari Standard v0.3 "
-            "and write three signed statements and one comparison report (DESIGN §5). --quick fits a CPU at "
+            "and write three signed statements and one comparison report. --quick fits a CPU at "
             "small n; --vectors prints the verdict engine over the published test vectors instead."
         ),
     )

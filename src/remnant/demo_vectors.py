@@ -1,7 +1,7 @@
 """``remnant demo --vectors``: the verdict engine over the published conformance test vectors, with what each
 verdict licenses (V6).
 
-This was the interim demo; ``remnant demo`` now assesses a real model (:mod:`remnant.demo`, DESIGN §5) and keeps
+This was the interim demo; ``remnant demo`` now assesses a real model (:mod:`remnant.demo`) and keeps
 this table as its appendix. It runs :func:`remnant.standard.verdict.decide` over every
 vector in the repository's ``tests/vectors/`` and prints one row per vector: the verdict beside its customer gloss
 (V6: the normative term alongside), g* with its two-sided 95% Wilson interval (R19), the smallest n behind it and

@@ -65,7 +65,7 @@ class RecordError(RemnantError):
 
 
 class IntegrityError(RemnantError):
-    """Inputs that read fine contradict themselves or what was pinned: a check ran and failed (exit 1, DESIGN §4)."""
+    """Inputs that read fine contradict themselves or what was pinned: a check ran and failed (exit 1)."""
 
 
 class SignatureError(RemnantError):

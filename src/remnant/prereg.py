@@ -126,7 +126,8 @@ def freeze_values(
 ) -> PreRegistration:
     """Write ``out_dir/prereg.json`` for ``values`` once and return it: the one freezer, behind :func:`freeze`
     (an assessment's R14 values) and the research studies' decision rules (``remnant.studies``, R14 applied to
-    research, DESIGN §7). Same values again: the existing file, unchanged; different values: PreregError."""
+    research, docs/studies.md). Same values again: the existing file, unchanged; different values:
+    PreregError."""
     prereg = PreRegistration(
         standard_version=STANDARD_VERSION,
         harness_version=HARNESS_VERSION,

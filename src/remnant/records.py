@@ -1,4 +1,4 @@
-"""Run records: versioned entry models and an append-only, hash-chained JSONL store (DESIGN §1, §7; R15, R22, R23).
+"""Run records: versioned entry models and an append-only, hash-chained JSONL store (R15, R22, R23).
 
 Every line of ``RUN/records.jsonl`` (and ``RUN/deviations.jsonl``) is one entry, written as canonical JSON
 (RFC 8785, so the same run gives the same bytes) and carrying ``entry_type``, ``schema_version`` and ``prev``::

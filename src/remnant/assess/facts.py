@@ -1,6 +1,6 @@
 """From cell records to the verdict facts, relearning curves, extra statement cells and tier evidence (pure).
 
-The verdict reads only rates and pre-registered values (DESIGN §1), so everything here is a function of the
+The verdict reads only rates and pre-registered values (V1), so everything here is a function of the
 cell records in ``records.jsonl`` and the config: ``remnant recompute`` and ``remnant assess`` call the same code.
 
 What the records hold (see :mod:`remnant.assess.cells`):
@@ -289,7 +289,8 @@ def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[st
 def build_facts(
     cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
 ) -> dict[str, Any]:
-    """The verdict facts of DESIGN §4 from the cell records (every attack of the config, run or not)."""
+    """The verdict facts (V1; ``remnant verdict``'s input) from the cell records (every attack of the config,
+    run or not)."""
     metric = _gating(cfg)
     attacks: list[dict[str, Any]] = []
     for name in attack_order(cfg):

@@ -2,7 +2,7 @@
 
 ``remnant assess`` ends here and ``remnant recompute RUN`` is only this: it reads ``records.jsonl``,
 ``prereg.json``, ``deviations.jsonl`` and the config copy, loads no model (no torch import), and writes the same
-statement bytes (DESIGN §1; the signature and timestamps aside). The order is the one R23 and K4 need: the
+statement bytes (the signature and timestamps aside; R24). The order is the one R23 and K4 need: the
 manifest is written first and the statement cites its sha256 (``manifest_ref``); then the statement, its DSSE
 envelope when a key is configured (K5), and both reports (the customer one with canaries redacted, R18). Both the
 manifest (``records``) and the statement (``records_head``) pin the chain head of ``records.jsonl`` read here
@@ -39,8 +39,16 @@ from remnant.errors import ConfigError, RecordError
 from remnant.jsonio import read_toml
 from remnant.models.identity import ModelIdentity as StateIdentity
 from remnant.packs.schema import PACK_SCHEMA_VERSION
-from remnant.prereg import PREREG_FILE, check_against, deviations_for_statement, load_deviations, load_prereg
-from remnant.records import RECORDS_FILE, ChainState, Reading
+from remnant.prereg import (
+    PREREG_FILE,
+    check_against,
+    deviations_for_statement,
+    load_deviations,
+    load_prereg,
+)
+from remnant.prereg import PreRegistration as FrozenPrereg
+from remnant.records import RECORDS_FILE, AnyRecord, CellRecord, ChainState, Reading
+from remnant.records import Deviation as DeviationRecord
 from remnant.run_manifest import (
     MANIFEST_FILE,
     ComponentRecord,
@@ -50,6 +58,7 @@ from remnant.run_manifest import (
     PrecisionReduction,
     PreregRecord,
     RecordsChain,
+    RunManifest,
     build_manifest,
     write_manifest,
 )
@@ -61,6 +70,7 @@ from remnant.statement.build import build_statement
 from remnant.statement.latent import block_from_readings
 from remnant.statement.schema import (
     Assessor,
+    Cell,
     ConformanceStatement,
     Deviation,
     FormatCheck,
@@ -134,7 +144,7 @@ def _digest_of(entry: dict[str, Any] | None) -> str:
 
 
 #: Statement fields that pin this run's records and manifest. The records carry event timestamps, and a resumed run
-#: carries its resume events, so two runs of one config and seed differ here and nowhere else (DESIGN §1).
+#: carries its resume events, so two runs of one config and seed differ here and nowhere else (R24).
 PIN_FIELDS = ("manifest_ref", "records_head")
 
 
@@ -160,15 +170,41 @@ def _file_sha(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def finalize(
-    run_dir: str | Path,
-    cfg: AssessmentConfig | None = None,
-    *,
-    reports: bool = True,
-) -> Outcome:
-    """Build and write manifest, statement, envelope (if ``signing.key``) and reports from the run's records."""
-    run = Path(run_dir)
-    cfg = cfg if cfg is not None else load_run_config(run)
+@dataclass(frozen=True)
+class RunRecords:
+    """What finalize reads from a run folder: the records and their chain state, the context entries, the
+    pre-registration, the deviations in force (R15) and the cell records."""
+
+    records: list[AnyRecord]
+    chain: ChainState
+    context: dict[str, Any]
+    prereg: FrozenPrereg
+    deviations: list[DeviationRecord]
+    cells: list[CellRecord]
+
+    @property
+    def pack(self) -> dict[str, Any]:
+        pack: dict[str, Any] = self.context["pack"]
+        return pack
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict facts and what is decided from them: verdict (V1, V1a), tier, the extra cells and the
+    deviations as the statement prints them."""
+
+    facts: dict[str, Any]
+    verdict: VerdictResult
+    tier: TierAward
+    extra: list[Cell]
+    deviations: list[Deviation]
+    versions: Versions
+    date: dt.date
+
+
+def read_run(run: Path, cfg: AssessmentConfig) -> RunRecords:
+    """The run's records, held to its pre-registration (R14, R15); a run that never recorded its assessment,
+    pack and states context is refused."""
     records, chain = store(run).read_chain()
     context = read_context(records)
     missing = [k for k in ("assessment", "pack", "states") if k not in context]
@@ -176,52 +212,69 @@ def finalize(
         raise RecordError(
             f"{run / 'records.jsonl'}: no {', '.join(missing)} context: the run never got that far"
         )
-    pack_ctx = context["pack"]
     prereg = load_prereg(run)
     deviations = check_against(
         cfg,
         prereg,
         load_deviations(run),
-        pack_digest=pack_ctx["digest"] if cfg.target.pack is not None else None,
+        pack_digest=context["pack"]["digest"] if cfg.target.pack is not None else None,
     )
-    cells = cell_records(records)
+    return RunRecords(records, chain, context, prereg, deviations, cell_records(records))
+
+
+def decide_run(cfg: AssessmentConfig, read: RunRecords) -> Decision:
+    """Facts from the cell records, then the verdict (V1, V1a) and the tier from the facts alone."""
+    pack_ctx = read.pack
     chance = pack_ctx.get("chance_rate")
-    facts = F.build_facts(cfg, cells, chance_rate=chance)
+    facts = F.build_facts(cfg, read.cells, chance_rate=chance)
     verdict = decide(VerdictFacts.model_validate(facts))
     tier = award_tier(
         F.evidence(
             cfg,
             facts,
             verdict.verdict,
-            deviations=len(deviations),
+            deviations=len(read.deviations),
             minted_canaries=bool(pack_ctx.get("minted_canaries")),
             public_fixture=bool(pack_ctx.get("publicly_released")),
         )
     )
-    extra = F.extra_cells(cfg, cells, chance_rate=chance)
-    statement_deviations = [Deviation.model_validate(d) for d in deviations_for_statement(deviations)]
-    versions = Versions(standard=STANDARD_VERSION, pack_schema=PACK_SCHEMA_VERSION, harness=HARNESS_VERSION)
-    assessment = context["assessment"]
-    date = dt.date.fromisoformat(str(assessment["date"]))
-    states = context["states"]
-    artifacts = {name: _file_sha(run / name) for name in (PREREG_FILE, CONFIG_COPY) if (run / name).is_file()}
-    manifest = build_manifest(
-        run_id=str(assessment["run_id"]),
-        claim=cfg.claim.statement,
-        assessment_date=date,
-        versions=versions,
+    return Decision(
         facts=facts,
-        models=_model_records(states),
+        verdict=verdict,
+        tier=tier,
+        extra=F.extra_cells(cfg, read.cells, chance_rate=chance),
+        deviations=[Deviation.model_validate(d) for d in deviations_for_statement(read.deviations)],
+        versions=Versions(
+            standard=STANDARD_VERSION, pack_schema=PACK_SCHEMA_VERSION, harness=HARNESS_VERSION
+        ),
+        date=dt.date.fromisoformat(str(read.context["assessment"]["date"])),
+    )
+
+
+def run_manifest(cfg: AssessmentConfig, run: Path, read: RunRecords, decision: Decision) -> RunManifest:
+    """The run manifest (R23-R25): everything an independent assessor needs to repeat the assessment."""
+    context = read.context
+    artifacts = {name: _file_sha(run / name) for name in (PREREG_FILE, CONFIG_COPY) if (run / name).is_file()}
+    chance = read.pack.get("chance_rate")
+    return build_manifest(
+        run_id=str(context["assessment"]["run_id"]),
+        claim=cfg.claim.statement,
+        assessment_date=decision.date,
+        versions=decision.versions,
+        facts=decision.facts,
+        models=_model_records(context["states"]),
         seeds={str(k): int(v) for k, v in context.get("seeds", {}).items()} or {"master": cfg.seeds.master},
         hyperparameters=context.get("hyperparameters", {}),
         components=[ComponentRecord.model_validate(c) for c in context.get("components", {}).get("list", [])],
-        pack=PackRecord.model_validate(pack_ctx["record"]),
-        prereg=PreregRecord(digest=prereg.digest, registered_at=prereg.registered_at, values=prereg.values),
+        pack=PackRecord.model_validate(read.pack["record"]),
+        prereg=PreregRecord(
+            digest=read.prereg.digest, registered_at=read.prereg.registered_at, values=read.prereg.values
+        ),
         environment=Environment.model_validate(context["environment"]),
         config=cfg.model_dump(mode="json", by_alias=True),
-        deviations=statement_deviations,
-        extra_cells=extra,
-        curves=F.curves(cfg, cells, chance_rate=chance),
+        deviations=decision.deviations,
+        extra_cells=decision.extra,
+        curves=F.curves(cfg, read.cells, chance_rate=chance),
         reductions=[
             PrecisionReduction.model_validate(r) for r in context.get("precision", {}).get("list", [])
         ],
@@ -231,12 +284,18 @@ def finalize(
             "remnant recompute RUN",
         ],
         artifacts=artifacts,
-        records=RecordsChain.of(chain),
+        records=RecordsChain.of(read.chain),
     )
-    ref = write_manifest(manifest, run / MANIFEST_FILE)
+
+
+def run_statement(
+    cfg: AssessmentConfig, read: RunRecords, decision: Decision, manifest_ref: str
+) -> ConformanceStatement:
+    """The conformance statement (K4, K6), citing the manifest's sha256 and the records' chain head (R23)."""
+    states, pack_ctx = read.context["states"], read.pack
     post, control = states.get(F.POST), states.get(F.CONTROL)
     statement = build_statement(
-        facts,
+        decision.facts,
         claim=cfg.claim.statement,
         model=ModelIdentity(
             identity=f"{cfg.claim.model}; post-removal weights {_digest_of(post)}",
@@ -245,33 +304,36 @@ def finalize(
             if control
             else Absent(reason="control not built"),
         ),
-        prereg=PreRegistration.model_validate(prereg.statement_fields()),
+        prereg=PreRegistration.model_validate(read.prereg.statement_fields()),
         pack=PackRef(
             identity=f"{pack_ctx['record']['id']} {pack_ctx['digest']}", version=pack_ctx["record"]["version"]
         ),
         assessor=ASSESSOR,
-        manifest_ref=ref,
-        records_head=records_head(chain),
-        assessed_on=date,
-        versions=versions,
+        manifest_ref=manifest_ref,
+        records_head=records_head(read.chain),
+        assessed_on=decision.date,
+        versions=decision.versions,
         target=cfg.claim.target,
-        deviations=statement_deviations,
-        extra_cells=extra,
-        tier=tier,
-        latent=block_from_readings(r for r in records if isinstance(r, Reading)),
+        deviations=decision.deviations,
+        extra_cells=decision.extra,
+        tier=decision.tier,
+        latent=block_from_readings(r for r in read.records if isinstance(r, Reading)),
     )
     statement = statement.model_copy(
-        update={"format_checks": [FormatCheck.model_validate(c) for c in F.format_checks(cfg, cells)]}
+        update={"format_checks": [FormatCheck.model_validate(c) for c in F.format_checks(cfg, read.cells)]}
     )
     if cfg.claim_class == "D":
         # The builder's default reason speaks of Class C; say what is true here (K6).
-        statement = statement.model_copy(
-            update={"class_d": class_d_block(facts, context.get("class_d", {}).get("design"))}
-        )
-    written = [run / MANIFEST_FILE]
+        design = read.context.get("class_d", {}).get("design")
+        statement = statement.model_copy(update={"class_d": class_d_block(decision.facts, design)})
+    return statement
+
+
+def write_statement(run: Path, cfg: AssessmentConfig, statement: ConformanceStatement) -> list[Path]:
+    """The statement, and its DSSE envelope when ``signing.key`` is set (K5); returns the files written."""
     statement_json = statement.model_dump(mode="json", by_alias=True)
     write_atomic(run / STATEMENT_FILE, json_bytes(statement_json))
-    written.append(run / STATEMENT_FILE)
+    written = [run / STATEMENT_FILE]
     if cfg.signing.key is not None:
         from remnant.statement.dsse import sign_statement
         from remnant.statement.keys import load_private_key
@@ -281,9 +343,27 @@ def finalize(
         )
         write_atomic(run / ENVELOPE_FILE, json_bytes(envelope))
         written.append(run / ENVELOPE_FILE)
+    return written
+
+
+def finalize(
+    run_dir: str | Path,
+    cfg: AssessmentConfig | None = None,
+    *,
+    reports: bool = True,
+) -> Outcome:
+    """Build and write manifest, statement, envelope (if ``signing.key``) and reports from the run's records,
+    in the order of the module docstring."""
+    run = Path(run_dir)
+    cfg = cfg if cfg is not None else load_run_config(run)
+    read = read_run(run, cfg)
+    decision = decide_run(cfg, read)
+    ref = write_manifest(run_manifest(cfg, run, read, decision), run / MANIFEST_FILE)
+    statement = run_statement(cfg, read, decision, ref)
+    written = [run / MANIFEST_FILE, *write_statement(run, cfg, statement)]
     if reports:
         written += write_reports(run)
-    return Outcome(statement, verdict, tier, facts, ref, tuple(written))
+    return Outcome(statement, decision.verdict, decision.tier, decision.facts, ref, tuple(written))
 
 
 def class_d_block(facts: dict[str, Any], design: dict[str, Any] | None) -> Any:
@@ -318,10 +398,17 @@ __all__ = [
     "ENVELOPE_FILE",
     "REPORT_FILE",
     "STATEMENT_FILE",
+    "Decision",
     "Outcome",
+    "RunRecords",
+    "decide_run",
     "finalize",
     "load_run_config",
+    "read_run",
     "records_head",
+    "run_manifest",
+    "run_statement",
     "without_pins",
     "write_reports",
+    "write_statement",
 ]

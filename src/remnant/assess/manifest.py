@@ -1,7 +1,8 @@
 """The run manifest (R23-R25), under its old name: the definitions live in :mod:`remnant.run_manifest`.
 
-The manifest moved into the pure core (DESIGN §2) because both ``assess`` (which writes it) and ``report`` (which
-reads it) need it, and ``assess`` also calls ``report``: kept here, it made the two packages import each other.
+The manifest moved into the pure core (no torch) because both ``assess`` (which writes it) and ``report``
+(which reads it) need it, and ``assess`` also calls ``report``: kept here, it made the two packages import
+each other.
 """
 
 from __future__ import annotations

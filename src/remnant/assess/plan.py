@@ -341,8 +341,9 @@ def render_plan(plan: Plan) -> str:
         "",
         f"cells: {plan.cells}; tokens: trained {data['train_tokens']:,}, forward {data['forward_tokens']:,}, "
         f"generated {data['generated_tokens']:,}",
-        f"estimate: ~{data['minutes_cpu_measured_basis']} min on a 2-core CPU (measured SmolLM2-135M throughputs, "
-        f"DESIGN §3); ~{data['minutes_gpu_assumed_basis']} min on one GPU (assumed throughputs, not measured)",
+        f"estimate: ~{data['minutes_cpu_measured_basis']} min on a 2-core CPU (measured SmolLM2-135M "
+        f"throughputs); ~{data['minutes_gpu_assumed_basis']} min on one GPU (assumed throughputs, "
+        "not measured)",
         f"P: n = {plan.probe_n} per cell (min_n {plan.min_n}); R21 ceiling at zero recoveries: Tier "
         f"{plan.tier_ceiling} (threshold {plan.threshold:g} needs n ≥ {plan.r21_bound_n} for the bound; Tier 2 needs 30)",
     ]

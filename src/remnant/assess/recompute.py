@@ -2,7 +2,7 @@
 
 Loads no model and imports no torch (a test checks ``sys.modules``): it reads ``records.jsonl``, ``prereg.json``,
 ``deviations.jsonl`` and the config copy in RUN and runs the same :func:`remnant.assess.finalize.finalize` that
-``remnant assess`` ended with, so the statement comes out byte for byte the same (DESIGN §1; Inspect AI's
+``remnant assess`` ended with, so the statement comes out byte for byte the same (R24; Inspect AI's
 ``score`` re-judging a saved log). A deviation recorded since the run (R15) is applied; an unexplained change to
 the config copy is refused (R14).
 

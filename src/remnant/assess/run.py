@@ -1,4 +1,4 @@
-"""The assessment orchestrator: a pre-registered config → states → cells → records → statement (DESIGN §1).
+"""The assessment orchestrator: a pre-registered config → states → cells → records → statement.
 
 :func:`assess` is what ``remnant assess CONFIG --out RUN [--resume]`` runs:
 
@@ -16,6 +16,11 @@
    model (and on both Annex B control states, built here when asked), readings that never weigh in the verdict
    or the tier (:mod:`remnant.assess.audits`; C-H6, C-H7);
 5. :func:`remnant.assess.finalize.finalize`: facts → verdict → tier → manifest → statement → signature → reports.
+
+The :class:`~remnant.assess.inputs.Inputs` are fixed before the first cell: made before any model loads, with
+the control's prompt format added once the control is loaded (:func:`_load_states`); what a stage creates on
+the way (the removal method's record, the utility metrics and audits, the Class D battery) it returns, and
+:func:`assess` records it all as the ``components`` context (R23).
 
 Every cell is appended to ``records.jsonl`` as it completes, so Ctrl-C (exit 130) or a crash loses at most the
 cell in flight and ``--resume`` carries on. A :class:`Session` shares trained states and computed cells between
@@ -47,6 +52,7 @@ from remnant.assess.finalize import Outcome, finalize
 from remnant.assess.inputs import (
     Inputs,
     check_utility_metrics,
+    component_record,
     load_or_mint_pack,
     prepare_inputs,
 )
@@ -72,7 +78,7 @@ from remnant.config import AssessmentConfig, derive_seed, load_config
 from remnant.engine.runner import CellCache, CellRunner
 from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
-from remnant.records import RECORDS_FILE, Event
+from remnant.records import RECORDS_FILE, Deviation, Event, RecordStore
 
 
 @dataclass
@@ -91,9 +97,21 @@ class Session:
     memo: dict[str, LoadedState] = field(default_factory=dict)
 
 
-def _load_states(
-    cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Session
-) -> dict[str, LoadedState]:
+@dataclass(frozen=True)
+class LoadedStates:
+    """The model states of one assessment, with what loading them fixed.
+
+    ``inputs`` carries the control tokenizer's prompt format (bound here, before anything trains or any cell
+    runs, R3); ``components`` holds the removal method's record when this run trained the post-removal
+    model."""
+
+    inputs: Inputs
+    states: dict[str, LoadedState]
+    components: tuple[dict[str, Any], ...]
+
+
+def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Session) -> LoadedStates:
+    """Control, pre-removal and post-removal states, built or loaded (R2, R3, R1c)."""
     states_dir = session.states_dir or (run / STATES_DIR)
     memo = session.memo
     control_key = f"control:{cfg.models.control.zoo or cfg.resolve(cfg.models.control.folder or '')}"
@@ -101,43 +119,61 @@ def _load_states(
         session.log("loading the never-modified control (R3)")
         memo[control_key] = load_control(cfg)
     control = memo[control_key]
-    inputs.bind_format(control.tokenizer)
-    master = cfg.seeds.master
+    inputs = inputs.with_format(control.tokenizer)
+    pre = _pre_removal_state(cfg, inputs, control, states_dir, session)
+    post, removal = _post_removal_state(cfg, inputs, control, pre, states_dir, session)
+    states = {F.CONTROL: control, F.PRE: pre, F.POST: post}
+    return LoadedStates(inputs, states, removal)
+
+
+def _pre_removal_state(
+    cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, states_dir: Path, session: Session
+) -> LoadedState:
+    """θ: the claimant's folder, or the pack installed into the control (R2)."""
     pre_cfg = cfg.models.pre_removal
     if pre_cfg.folder is not None:
-        pre = load_folder_state(cfg, "pre_removal", pre_cfg.folder)
-    else:
-        session.log("pre-removal model: installing the pack into the control (R2)")
-        pre = install_state(
-            cfg,
-            control,
-            inputs.install_items,
-            inputs.pack.digest,
-            states_dir,
-            seed=derive_seed(master, "install"),
-            fmt=inputs.fmt,
-            progress=session.progress,
-            memo=memo,
-        )
+        return load_folder_state(cfg, "pre_removal", pre_cfg.folder)
+    session.log("pre-removal model: installing the pack into the control (R2)")
+    return install_state(
+        cfg,
+        control,
+        inputs.install_items,
+        inputs.pack.digest,
+        states_dir,
+        seed=derive_seed(cfg.seeds.master, "install"),
+        fmt=inputs.fmt,
+        progress=session.progress,
+        memo=session.memo,
+    )
+
+
+def _post_removal_state(
+    cfg: AssessmentConfig,
+    inputs: Inputs,
+    control: LoadedState,
+    pre: LoadedState,
+    states_dir: Path,
+    session: Session,
+) -> tuple[LoadedState, tuple[dict[str, Any], ...]]:
+    """θ_U: the claimant's folder, or the registered removal method run on θ (R1c), with its component
+    record (R23)."""
     post_cfg = cfg.models.post_removal
     if post_cfg.folder is not None:
-        post = load_folder_state(cfg, "post_removal", post_cfg.folder)
-    else:
-        session.log(f"post-removal model: removal method {post_cfg.method} (R1c)")
-        post, spec = removal_state(
-            cfg,
-            control,
-            pre,
-            inputs.removal_data,
-            inputs.pack.digest,
-            states_dir,
-            seed=derive_seed(master, "removal"),
-            fmt=inputs.fmt,
-            progress=session.progress,
-            memo=memo,
-        )
-        inputs.components.append({"role": "removal", **spec})
-    return {F.CONTROL: control, F.PRE: pre, F.POST: post}
+        return load_folder_state(cfg, "post_removal", post_cfg.folder), ()
+    session.log(f"post-removal model: removal method {post_cfg.method} (R1c)")
+    post, spec = removal_state(
+        cfg,
+        control,
+        pre,
+        inputs.removal_data,
+        inputs.pack.digest,
+        states_dir,
+        seed=derive_seed(cfg.seeds.master, "removal"),
+        fmt=inputs.fmt,
+        progress=session.progress,
+        memo=session.memo,
+    )
+    return post, (component_record("removal", spec),)
 
 
 def _audit_context(extra: dict[str, LoadedState | str]) -> dict[str, dict[str, Any]]:
@@ -159,17 +195,21 @@ def _append_context(run: Path, run_id: str, items: dict[str, dict[str, Any]]) ->
     records.extend(new)
 
 
-def assess(
-    config: str | Path | AssessmentConfig,
-    run_dir: str | Path,
-    *,
-    resume: bool = False,
-    session: Session | None = None,
-) -> Outcome:
-    """Run (or resume) one assessment into ``run_dir`` and write its statement, manifest and reports."""
-    session = session or Session()
-    cfg = config if isinstance(config, AssessmentConfig) else load_config(config)
-    run = Path(run_dir)
+@dataclass(frozen=True)
+class OpenedRun:
+    """A run folder checked and opened for this assessment: its id, record store, deviations in force, the
+    inputs (fixed before any model loads) and the assessment context the run already recorded (on resume)."""
+
+    run_id: str
+    records: RecordStore
+    deviations: tuple[Deviation, ...]
+    inputs: Inputs
+    earlier: dict[str, Any]
+
+
+def _open_run(cfg: AssessmentConfig, run: Path, *, resume: bool, session: Session) -> OpenedRun:
+    """Steps 1 and 2 of the module docstring: every check that needs no model, before any model work; then the
+    config copy and the stage's first event."""
     load_prereg(run)  # R14: nothing runs without a frozen pre-registration
     pack, minted, location = load_or_mint_pack(cfg, run)
     prereg, deviations = require_prereg(
@@ -198,21 +238,29 @@ def assess(
     write_atomic(run / CONFIG_COPY, source.read_bytes())
     earlier = read_context(records.read()).get("assessment", {})
     records.append(Event(run_id=run_id, stage="assess", kind="resumed" if earlier else "stage_started"))
-    states = _load_states(cfg, inputs, run, session)
-    states_dir = session.states_dir or (run / STATES_DIR)
-    extra = build_audit_states(
-        cfg, inputs, states, states_dir, progress=session.progress, memo=session.memo, log=session.log
-    )
+    return OpenedRun(run_id, records, tuple(deviations), inputs, earlier)
+
+
+def _record_run_context(
+    cfg: AssessmentConfig,
+    run: Path,
+    opened: OpenedRun,
+    loaded: LoadedStates,
+    extra: dict[str, LoadedState | str],
+) -> None:
+    """The context entries every later step reads back: assessment, pack, states, seeds, hyperparameters,
+    environment and precision (R23, R25)."""
     from remnant.run_manifest import capture_environment
 
+    inputs, states = loaded.inputs, loaded.states
     environment = capture_environment(device=str(states[F.CONTROL].identity.device), dtype=cfg.models.dtype)
     _append_context(
         run,
-        run_id,
+        opened.run_id,
         {
             "assessment": {
-                "run_id": run_id,
-                "date": earlier.get("date") or dt.date.today().isoformat(),
+                "run_id": opened.run_id,
+                "date": opened.earlier.get("date") or dt.date.today().isoformat(),
                 "config_dir": str(cfg.resolve(".").resolve()),
             },
             "pack": inputs.pack_context(),
@@ -224,37 +272,91 @@ def assess(
             "precision": {"list": inputs.precision()},
         },
     )
-    runner = CellRunner(records, run_id, cache=session.cell_cache, before_cell=session.before_cell)
-    runner.progress = lambda label: session.log(f"  cell: {label}")
-    run_cells(
-        cfg,
-        inputs,
-        states,
-        runner,
-        progress=session.progress,
-        audit_states=extra,
-        cache_dir=states_dir / LATENT_CACHE,
-    )
+
+
+def _battery_cells(
+    cfg: AssessmentConfig,
+    run: Path,
+    run_id: str,
+    runner: CellRunner,
+    loaded: LoadedStates,
+    *,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """The Class D battery on the post-removal model and the control alike (D-2 to D-5.3, D4), when the config
+    declares one; returns its component records (R23)."""
+    inputs, states = loaded.inputs, loaded.states
     battery = prepare_battery(cfg, inputs)
-    if battery is not None:  # Class D battery, post-removal model and control alike (D-2 to D-5.3, D4)
-        _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})
-        shared = inputs.key_inputs()
-        direct = battery_cells(runner, battery, inputs, states, shared)
-        relearning_battery_cells(
-            runner, battery, inputs, states, shared, step0=direct, progress=session.progress
-        )
-    _append_context(run, run_id, {"components": {"list": inputs.component_records()}})
-    records.append(
+    if battery is None:
+        return []
+    _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})
+    shared = inputs.key_inputs()
+    direct = battery_cells(runner, battery, inputs, states, shared)
+    relearning_battery_cells(runner, battery, inputs, states, shared, step0=direct, progress=progress)
+    return [
+        component_record(f"classd:{name}", described) for name, described in battery.spec.describe().items()
+    ]
+
+
+def _finish_stage(
+    run: Path, opened: OpenedRun, runner: CellRunner, components: list[dict[str, Any]], session: Session
+) -> None:
+    """The ``components`` context (R23) and the stage's last event, with the cells computed and reused."""
+    _append_context(run, opened.run_id, {"components": {"list": components}})
+    opened.records.append(
         Event(
-            run_id=run_id,
+            run_id=opened.run_id,
             stage="assess",
             kind="stage_finished",
             data={"computed": runner.computed, "reused": runner.reused},
         )
     )
     session.log(
-        f"cells: {runner.computed} computed, {runner.reused} reused; deviations in force: {len(deviations)}"
+        f"cells: {runner.computed} computed, {runner.reused} reused; "
+        f"deviations in force: {len(opened.deviations)}"
     )
+
+
+def assess(
+    config: str | Path | AssessmentConfig,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    session: Session | None = None,
+) -> Outcome:
+    """Run (or resume) one assessment into ``run_dir`` and write its statement, manifest and reports."""
+    session = session or Session()
+    cfg = config if isinstance(config, AssessmentConfig) else load_config(config)
+    run = Path(run_dir)
+    opened = _open_run(cfg, run, resume=resume, session=session)
+    loaded = _load_states(cfg, opened.inputs, run, session)
+    states_dir = session.states_dir or (run / STATES_DIR)
+    extra = build_audit_states(
+        cfg,
+        loaded.inputs,
+        loaded.states,
+        states_dir,
+        progress=session.progress,
+        memo=session.memo,
+        log=session.log,
+    )
+    _record_run_context(cfg, run, opened, loaded, extra)
+    runner = CellRunner(
+        opened.records, opened.run_id, cache=session.cell_cache, before_cell=session.before_cell
+    )
+    runner.progress = lambda label: session.log(f"  cell: {label}")
+    components = [*loaded.inputs.attack_components(), *loaded.components]
+    components += run_cells(
+        cfg,
+        loaded.inputs,
+        loaded.states,
+        runner,
+        progress=session.progress,
+        audit_states=extra,
+        cache_dir=states_dir / LATENT_CACHE,
+    )
+    components += _battery_cells(cfg, run, opened.run_id, runner, loaded, progress=session.progress)
+    _finish_stage(run, opened, runner, components, session)
     return finalize(run, cfg)
 
 

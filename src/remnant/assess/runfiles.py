@@ -14,7 +14,7 @@ Everything the statement and manifest need that is not a cell — model identiti
 hyper-parameters, components, environment, the assessment date — is appended to ``records.jsonl`` as a *context*
 event (``stage="context"``, ``message`` = its key, ``data`` = its value; the last one of a key wins). So
 ``remnant recompute RUN`` rebuilds the statement from the run folder alone, loading no model, and gets the same
-bytes (DESIGN §1). Nothing here imports torch.
+bytes (R24). Nothing here imports torch.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from remnant.score.scorer import Scorer
 Surface = Literal["inference_time", "weight_transform", "relearning", "latent"]
 Track = Literal["W", "Q"]
 SURFACES: tuple[Surface, ...] = ("inference_time", "weight_transform", "relearning", "latent")
-#: Surfaces each track admits (DESIGN §4, R0.2, C2): Q-track only inference-time attacks.
+#: Surfaces each track admits (R0.2, C2): Q-track only inference-time attacks.
 TRACK_SURFACES: dict[str, tuple[Surface, ...]] = {
     "W": ("relearning", "inference_time", "weight_transform"),
     "Q": ("inference_time",),

@@ -17,7 +17,7 @@ and the original tensors put back in a ``finally`` block. :func:`bucket_flips` i
 explains recovery: the fraction of weights whose quantization code differs between two models.
 
 Note for SmolLM2 from the zoo: its weights came from a Q4_1 GGUF, so they already sit on a 4-bit grid; say so
-where quantization results are shown (DESIGN §3).
+where quantization results are shown.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def evaluate_bar(threshold: float, justification: str, measurements: Iterable[Ne
 
 
 def bar_from_facts(facts: VerdictFacts | Mapping[str, Any]) -> ClassDBar:
-    """The bar from the verdict facts (DESIGN §4) over the attacks the verdict admits (R0.2, C2, C-H6, C-W6)."""
+    """The bar from the verdict facts (V1) over the attacks the verdict admits (R0.2, C2, C-H6, C-W6)."""
     vf = facts if isinstance(facts, VerdictFacts) else VerdictFacts.model_validate(facts)
     if vf.class_ != "D" or vf.insignificance is None:
         raise ValueError(

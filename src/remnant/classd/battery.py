@@ -102,7 +102,7 @@ class BatteryResult:
     components: Mapping[str, Any] = field(default_factory=dict)
 
     def facts_attacks(self) -> list[dict[str, Any]]:
-        """The attack entries of the verdict facts (DESIGN §4), one per measurement and not-applicable pair."""
+        """The attack entries of the verdict facts (V1), one per measurement and not-applicable pair."""
         return [m.fact() for m in self.measurements] + [na.fact() for na in self.not_applicable]
 
     def by_name(self) -> dict[str, RiskCounts]:

@@ -106,7 +106,7 @@ class RiskCounts:
         return self.control_k / self.control_n
 
     def fact(self, *, adjudicating: bool = True) -> dict[str, Any]:
-        """This measurement as an attack entry of the verdict facts (DESIGN §4; D4 control, D-4.2 baseline)."""
+        """This measurement as an attack entry of the verdict facts (V1; D4 control, D-4.2 baseline)."""
         entry: dict[str, Any] = {
             "name": self.name,
             "surface": self.surface,

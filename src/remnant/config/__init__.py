@@ -1,4 +1,4 @@
-"""The assessment configuration: a TOML file read into pydantic models (DESIGN §1, docs/config.md).
+"""The assessment configuration: a TOML file read into pydantic models (docs/config.md).
 
 Every field's description ends with the requirement it serves, e.g. ``(R7)``; :func:`load_config` turns any
 problem into one :class:`~remnant.errors.ConfigError` naming the file, the dotted field and that requirement::

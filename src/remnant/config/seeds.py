@@ -1,4 +1,4 @@
-"""The master seed and the per-stage seeds derived from it (DESIGN §1: no global seeding; R23, R24)."""
+"""The master seed and the per-stage seeds derived from it (no global seeding; R23, R24)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class Seeds(ConfigModel):
 
 
 def derive_seed(master: int, *path: str | int) -> int:
-    """The seed of one stage or item, derived from the master seed (DESIGN §1: no global seeding; R23, R24).
+    """The seed of one stage or item, derived from the master seed (no global seeding; R23, R24).
 
     ``sha256(canonical_json([master, *path]))``, first 8 bytes big-endian, shifted right by 11 bits: an integer in
     ``[0, 2**53)``, so it survives JSON (I-JSON) and seeds ``random.Random``, ``numpy`` and ``torch.Generator``

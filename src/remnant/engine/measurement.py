@@ -1,4 +1,6 @@
-"""The Measurement contract: one registered component that turns a model state into typed records (DESIGN §7).
+"""The Measurement contract: one registered component that turns a model state into typed records.
+
+How to add a measurement kind or a component: docs/extending.md.
 
 Every number remnant records comes from a :class:`Measurement`: an attack on the probe set, a utility metric,
 the relearning curve at one budget, a Class D risk under one method, a field metric (TOFU, MUSE, MIA) or a

@@ -1,4 +1,6 @@
-"""Field-metric measurements: a suite of the field's metrics on one state, through the one shared pass (DESIGN §7).
+"""Field-metric measurements: a suite of the field's metrics on one state, through one shared pass.
+
+The metrics themselves: docs/metrics.md.
 
 A :class:`MetricMeasurement` runs named metrics of :mod:`remnant.metrics` (OpenUnlearning's definitions and log
 keys: ``forget_truth_ratio``, ``forget_Q_A_ROUGE``, ``extraction_strength``, ``mia_min_k``…) on a state over

@@ -1,4 +1,4 @@
-"""The one cell runner: every measurement's cells run at most once per run, through one record store (DESIGN §7).
+"""The one cell runner: every measurement's cells run at most once per run, through one record store.
 
 :class:`CellRunner` skips a cell whose key the run's records already hold (``--resume``: a crash costs at most the
 cell in flight), imports one a :class:`CellCache` shared between runs holds (the demo's three assessments share

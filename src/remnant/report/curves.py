@@ -33,7 +33,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 
 def net_of_chance(rate: float, chance: float) -> float:
-    """A rate net of the chance rate, floored at zero (C-Q3, DESIGN §4)."""
+    """A rate net of the chance rate, floored at zero (C-Q3, R19)."""
     return max(rate - chance, 0.0) if chance else rate
 
 

@@ -138,7 +138,7 @@ class EntryView:
 
     @property
     def headline(self) -> AttackRow | None:
-        """The run, adjudicating attack with the largest post-removal rate (g*, DESIGN §4)."""
+        """The run, adjudicating attack with the largest post-removal rate (g*, V1)."""
         ran = [a for a in self.attacks if a.post is not None and a.role == "adjudicating"]
         return max(ran, key=lambda a: a.post.rate if a.post else 0.0) if ran else None
 

@@ -8,7 +8,7 @@ multiple choice by option log-likelihood and by generated letter, net of chance 
   real greedy generation on that decision (tests/e2e/test_e2e_score.py: ≥ 200 cases on SmolLM2);
 - ``choice_by_loglik``: the option whose text has the highest summed log-likelihood after the plain question;
 - ``kappa_rate``: the cell's Rate, with the chance rate attached for multiple choice (net of chance, floored
-  at zero; DESIGN §4).
+  at zero; R19).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rates as counts: k, n and the two-sided 95% Wilson interval, per cell (R19, R22).
 
 A rate is never a bare proportion. Net-of-chance rates (multiple choice) shift the point and both bounds by the
-chance rate and floor them at zero (DESIGN §4), computed from the raw k/n interval.
+chance rate and floor them at zero (R19, R20), computed from the raw k/n interval.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``remnant verdict FACTS.json``: print the verdict object (DESIGN §4) drawn from a facts file (V1, V1a).
+"""``remnant verdict FACTS.json``: print the verdict object drawn from a facts file (V1, V1a).
 
 The file is the facts object itself, or any JSON object carrying it under ``facts`` — a published conformance
 test vector or a conformance statement — so a vector or a statement can be re-judged as it stands.
@@ -30,7 +30,7 @@ def load_facts(path: Path) -> Any:
     if isinstance(data, dict) and isinstance(data.get("facts"), dict):
         data, prefix = data["facts"], "facts."
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: verdict facts must be a JSON object (DESIGN §4)")
+        raise ConfigError(f"{path}: verdict facts must be a JSON object (docs/vectors.md)")
     try:
         return VerdictFacts.model_validate(data)
     except ValidationError as exc:
@@ -61,5 +61,5 @@ def add_commands(subparsers: Any) -> None:
             "carries it under 'facts' (a test vector or a conformance statement)."
         ),
     )
-    parser.add_argument("facts", metavar="FACTS.json", help="verdict facts (DESIGN §4)")
+    parser.add_argument("facts", metavar="FACTS.json", help="verdict facts (docs/vectors.md)")
     parser.set_defaults(handler=_verdict)

@@ -10,7 +10,7 @@ writes it beside its statement), so its models forbid unknown fields. Its parts,
 - ``verdict``, ``conformant_run`` (T2), ``public_fixture`` (R18), ``verified`` (K7),
   ``independently_reproduced`` (T4) and the count of recorded ``deviations`` (R15).
 
-:func:`surfaces_from_facts` fills ``surfaces`` from the verdict facts of DESIGN §4 so that tier and verdict read the
+:func:`surfaces_from_facts` fills ``surfaces`` from the verdict facts (V1) so that tier and verdict read the
 same numbers.
 """
 
@@ -41,7 +41,7 @@ ADMITTED: dict[str, frozenset[str]] = {
     "Q": frozenset({"inference_time", "singling_out", "linkability", "inference"}),
 }
 
-#: The attack surfaces of the verdict facts each track admits (DESIGN §4): the verdict engine's table.
+#: The attack surfaces of the verdict facts each track admits (R0.2, C2): the verdict engine's table.
 ATTACK_SURFACES = ADMITTED_SURFACES
 RISKS = CLASS_D_RISKS
 C_Q1_ATTACKS = CQ1_REQUIRED
@@ -54,7 +54,7 @@ class _Frozen(BaseModel):
 class SurfaceEvidence(_Frozen):
     """What one attack surface contributed: whether it ran, its n, its bound and its control."""
 
-    surface: SurfaceName = Field(description="The attack surface (§4.2, §4.3, §5.2–§5.4, DESIGN §4).")
+    surface: SurfaceName = Field(description="The attack surface (§4.2, §4.3, §5.2–§5.4).")
     status: SurfaceStatus = Field(description="'run' when an admitted attack on it ran (C-Q2 for N/A).")
     n: int | None = Field(default=None, ge=1, description="Smallest per-cell n behind the surface (R19).")
     upper_bound: float | None = Field(
@@ -185,7 +185,7 @@ def surfaces_from_facts(
     sub_epoch_checkpoints: bool = False,
     held_out: bool = False,
 ) -> tuple[SurfaceEvidence, ...]:
-    """Per-surface evidence from verdict facts in their JSON form (DESIGN §4), for the surfaces they hold.
+    """Per-surface evidence from verdict facts in their JSON form (V1), for the surfaces they hold.
 
     Each surface's bound is the largest 95% Wilson upper bound over its admitted, adjudicating attacks that ran,
     net of ``chance_rate`` (R19, R20). Class D adds one surface per re-identification risk from the attacks tagged

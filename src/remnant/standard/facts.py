@@ -1,4 +1,4 @@
-"""The facts a verdict rests on (DESIGN §4): rates as k/n per attack, the pre-registered τ and φ, and utility.
+"""The facts a verdict rests on (V1): rates as k/n per attack, the pre-registered τ and φ, and utility.
 
 This is the input of ``remnant verdict`` and the ``facts`` block of a conformance statement; the verdict reads
 nothing else (V1 is a function of these values alone). Validation names the field and the requirement it
@@ -151,7 +151,7 @@ class AttackFact(_Model):
 
 
 class VerdictFacts(_Model):
-    """The verdict input of DESIGN §4 (``remnant verdict FACTS.json``; a statement's ``facts`` block)."""
+    """The verdict input (``remnant verdict FACTS.json``; a statement's ``facts`` block)."""
 
     standard_version: Literal["0.3"] = Field(
         description="Yuyari Standard version the verdict is drawn under (Z3)."

@@ -6,7 +6,7 @@ bound of the two-sided 95% Wilson interval (R19) lying below τ, so the minimum 
 smallest n at which k = 0 gives an upper bound strictly below τ.
 
 The bound is the upper end of the *two-sided* 95% interval (R19), not a one-sided 95% bound: R20 speaks of "the
-upper bound of the interval", and the verdict engine (DESIGN §4) tests the same number.
+upper bound of the interval", and the verdict engine (R20) tests the same number.
 
 Reconciling the Standard's table. At k = 0 the Wilson upper end is z²/(n + z²), z = 1.96, so a count n is
 enough exactly for thresholds above that value:
@@ -42,8 +42,8 @@ MAX_N = 10**9
 def upper_bound(k: int, n: int, *, level: float = LEVEL, chance_rate: float = 0.0) -> float:
     """Upper end of the two-sided Wilson interval of k/n, net of ``chance_rate`` and floored at 0 (R19, R20).
 
-    Net of chance follows DESIGN §4: the bound on the raw k/n is shifted down by the chance rate (κ for
-    multiple-choice targets, §2) and floored at zero.
+    Net of chance as the verdict reads it (R19, R20): the bound on the raw k/n is shifted down by the chance
+    rate (κ for multiple-choice targets, §2) and floored at zero.
     """
     hi = wilson_interval(k, n, level=level)[1]
     return max(hi - chance_rate, 0.0)

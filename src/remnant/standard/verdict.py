@@ -1,4 +1,4 @@
-"""The verdict (V1, V1a) as a pure function of the verdict facts (DESIGN §4).
+"""The verdict (V1, V1a) as a pure function of the verdict facts (docs/vectors.md).
 
 Order of the rules, each stated in the reasons it produces:
 
@@ -75,7 +75,7 @@ def net_rate(k: int, n: int, chance: float | None = None) -> Rate:
 
 @dataclass(frozen=True)
 class VerdictResult:
-    """The verdict object of DESIGN §4; :meth:`to_json` gives exactly its output keys."""
+    """The verdict object (``remnant verdict``'s output, V1); :meth:`to_json` gives exactly its keys."""
 
     verdict: Verdict
     reasons: tuple[str, ...]

@@ -16,7 +16,7 @@ PRE: Role = "pre_removal"
 POST: Role = "post_removal"
 ROLES: tuple[Role, ...] = (CONTROL, PRE, POST)
 
-#: Where an attack's rates count (DESIGN §4): the two the Standard adjudicates on (C1, C2), weight-level attacks
+#: Where an attack's rates count: the two the Standard adjudicates on (C1, C2), weight-level attacks
 #: (W-track only) and latent measurements (never adjudicating, C-H6).
 Surface = Literal["relearning", "inference_time", "weight_transform", "latent"]
 SURFACES: tuple[Surface, ...] = ("relearning", "inference_time", "weight_transform", "latent")

@@ -261,7 +261,7 @@ class ConformanceStatement(_Model):
     latent: LatentBlock | Absent = Field(description="Supplementary latent measurements (C-H6, C-H7).")
     utility: Utility = Field(description="Removal-stage and attack-stage utility, distinct (R11, R12).")
     facts: dict[str, Any] = Field(
-        description="The exact verdict facts (DESIGN §4) the verdict is recomputed from."
+        description="The exact verdict facts (the remnant verdict input, V1) the verdict is recomputed from."
     )
     verdict: Verdict | Absent = Field(description="The verdict (V1), or absent when only a tier is issued.")
     verdict_reasons: list[str] = Field(

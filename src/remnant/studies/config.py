@@ -1,6 +1,6 @@
 """The studies' configs: everything a study decides with, declared (and frozen, :mod:`.registration`) before it runs.
 
-Each config is the study's pre-registration (R14 applied to research, DESIGN §7): the metrics and their
+Each config is the study's pre-registration (R14 applied to research, docs/studies.md): the metrics and their
 orientation, the filters, the seed every bootstrap generator is derived from
 (:func:`remnant.config.seeds.derive_seed`), the decision rule. A TOML file gives any subset of the fields; the
 rest keep the defaults written here, which follow the papers the studies reproduce (seeds/000 §4, seeds/002

@@ -189,30 +189,93 @@ def _jocc(
     return math.nan if o == g else float((a - g) / (o - g))
 
 
+#: The states J-Access reads: the three Annex B.3 states and the anchors (θ_0 installed, θ_g never-modified).
+JACCESS_ROLES = ("removed", "procedure", "content", "installed", "control")
+#: The states a J-Access cell reports, normalised against the anchors.
+JACCESS_READ = ("removed", "procedure", "content")
+
+
+def _jaccess_probes(mcfg: Any, pack: Any, tokenizer: Any) -> list[Any]:
+    """remnant's answer-level probes on the scored P facts, in the design's prompt format (module
+    docstring)."""
+    from remnant.latent.jaccess import make_probe
+    from remnant.models.prompts import PromptFormat, render_prompt_ids
+
+    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
+    return [
+        make_probe(tokenizer, it.id, render_prompt_ids(tokenizer, it.question, fmt), list(it.accepted))
+        for it in _p_items(pack, mcfg)
+    ]
+
+
+def _jaccess_lens(states: Any, params: dict[str, Any]) -> Any:
+    """The installed model's Jacobian lens when ``lens = "jacobian"``; None reads through the logit lens."""
+    if params.get("lens", "logit") != "jacobian":
+        return None
+    from remnant.latent.jacobian_lens import LensConfig, fit_lens
+
+    return fit_lens(states.installed, list(states.prompts), LensConfig())
+
+
+def _jaccess_role_reading(
+    states: Any,
+    role: str,
+    hits: dict[str, Any],
+    said: list[bool],
+    probes: Sequence[Any],
+    setting: tuple[int, int, int],
+) -> tuple[float | None, tuple[float, float]]:
+    """One state's JOcc over its silent probes, with a bootstrap interval over probes seeded from the run's
+    seed and the cell (``setting`` = layer, positions, k)."""
+    silent = np.asarray([not e and len(p.concept_ids) > 0 for e, p in zip(said, probes, strict=True)])
+    everything = np.arange(len(probes))
+    value = _jocc(hits[role], silent, hits["installed"], hits["control"], everything)
+    rng = np.random.default_rng(derive_seed(states.seed, "readmission", "j_access", role, *setting))
+    draws = [
+        _jocc(
+            hits[role], silent, hits["installed"], hits["control"], rng.integers(0, len(probes), len(probes))
+        )
+        for _ in range(N_RESAMPLES)
+    ]
+    return (None if math.isnan(value) else value, _ci(draws))
+
+
+def _jaccess_cell(
+    states: Any,
+    model: str,
+    gated: bool,
+    setting: tuple[int, int, int],
+    readings: dict[str, tuple[float | None, tuple[float, float]]],
+) -> Cell:
+    """The cell of one (layer, positions, k): evaluable when the run cleared its gates and the anchors differ
+    on the removed model's silent probes."""
+    layer, positions, k = setting
+    removed = readings["removed"][0]
+    signature = removed is not None
+    return Cell(
+        model=model,
+        method=states.method,
+        seed=states.seed,
+        layer=layer,
+        position=f"last {positions}",
+        setting=f"k={k}",
+        removed=removed,
+        procedure=_jreading(readings["procedure"]),
+        content=_jreading(readings["content"]),
+        evaluable=gated and signature,
+        note=None if gated and signature else ("run failed its gates" if not gated else "anchors tie"),
+    )
+
+
 def jaccess_cells(
     states: Any, mcfg: Any, model: str, gated: bool, params: dict[str, Any], pack: Any, tokenizer: Any
 ) -> list[Cell]:
     """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
-    from remnant.latent.jaccess import AccessConfig, emitted_flags, make_probe, read_access
-    from remnant.models.prompts import PromptFormat, render_prompt_ids
+    from remnant.latent.jaccess import AccessConfig, emitted_flags, read_access
 
-    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
-    probes = [
-        make_probe(tokenizer, it.id, render_prompt_ids(tokenizer, it.question, fmt), list(it.accepted))
-        for it in _p_items(pack, mcfg)
-    ]
-    lens = None
-    if params.get("lens", "logit") == "jacobian":
-        from remnant.latent.jacobian_lens import LensConfig, fit_lens
-
-        lens = fit_lens(states.installed, list(states.prompts), LensConfig())
-    models = {
-        "removed": states.removed,
-        "procedure": states.procedure,
-        "content": states.content,
-        "installed": states.installed,
-        "control": states.control,
-    }
+    probes = _jaccess_probes(mcfg, pack, tokenizer)
+    lens = _jaccess_lens(states, params)
+    models = {role: getattr(states, role) for role in JACCESS_ROLES}
     said = {role: emitted_flags(m, tokenizer, probes) for role, m in models.items()}
     layers = list(mcfg.layers) if mcfg.layers is not None else _default_layers(states.installed)
     cells = []
@@ -229,46 +292,12 @@ def jaccess_cells(
                     )
                     for role, m in models.items()
                 }
-                readings = {}
-                for role in ("removed", "procedure", "content"):
-                    silent = np.asarray(
-                        [not e and len(p.concept_ids) > 0 for e, p in zip(said[role], probes, strict=True)]
-                    )
-                    everything = np.arange(len(probes))
-                    value = _jocc(hits[role], silent, hits["installed"], hits["control"], everything)
-                    rng = np.random.default_rng(
-                        derive_seed(states.seed, "readmission", "j_access", role, layer, positions, k)
-                    )
-                    draws = [
-                        _jocc(
-                            hits[role],
-                            silent,
-                            hits["installed"],
-                            hits["control"],
-                            rng.integers(0, len(probes), len(probes)),
-                        )
-                        for _ in range(N_RESAMPLES)
-                    ]
-                    readings[role] = (None if math.isnan(value) else value, _ci(draws))
-                removed = readings["removed"][0]
-                signature = removed is not None
-                cells.append(
-                    Cell(
-                        model=model,
-                        method=states.method,
-                        seed=states.seed,
-                        layer=layer,
-                        position=f"last {positions}",
-                        setting=f"k={k}",
-                        removed=removed,
-                        procedure=_jreading(readings["procedure"]),
-                        content=_jreading(readings["content"]),
-                        evaluable=gated and signature,
-                        note=None
-                        if gated and signature
-                        else ("run failed its gates" if not gated else "anchors tie"),
-                    )
-                )
+                setting = (layer, positions, k)
+                readings = {
+                    role: _jaccess_role_reading(states, role, hits, said[role], probes, setting)
+                    for role in JACCESS_READ
+                }
+                cells.append(_jaccess_cell(states, model, gated, setting, readings))
     return cells
 
 

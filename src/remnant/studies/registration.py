@@ -1,11 +1,11 @@
 """A study's pre-registration: its config frozen with :func:`remnant.prereg.freeze_values` before it runs.
 
-R14 and R15 applied to research (DESIGN §7): the config a study decides with is written to ``OUT/prereg.json``
-before the first table is read or the first model is trained — by ``remnant study preregister`` ahead of time, or
-by the study command itself when the folder has none — and a later run into the same folder is held to it. A
-changed field is refused unless ``OUT/deviations.jsonl`` records it (``remnant study deviation``, through
-:func:`remnant.prereg.record_deviation`, the store assessments use), and every deviation in force is printed in the
-study's report.
+R14 and R15 applied to research (docs/studies.md): the config a study decides with is written to
+``OUT/prereg.json`` before the first table is read or the first model is trained — by
+``remnant study preregister`` ahead of time, or by the study command itself when the folder has none — and
+a later run into the same folder is held to it. A changed field is refused unless ``OUT/deviations.jsonl``
+records it (``remnant study deviation``, through :func:`remnant.prereg.record_deviation`, the store
+assessments use), and every deviation in force is printed in the study's report.
 """
 
 from __future__ import annotations

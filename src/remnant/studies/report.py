@@ -211,26 +211,25 @@ def _corr(c: Correlation) -> str:
     return f"{c.rho:+.3f}{star} (p_Holm {fmt(c.p_holm)}, n={c.n})"
 
 
-def recovery_document(result: RecoveryResult) -> Document:
-    from remnant.studies.plots import xy_svg
-
-    doc = Document("Recovery prediction: does a pre-attack metric forecast relearning recovery")
-    kind = "excess revival" if result.config.outcome_kind == "revival" else "excess shift"
-    doc.sections.append(
-        Section(
-            "Outcome",
-            [
-                f"Results table {result.pool} ({result.pool_digest}). Outcome: {kind} of {result.outcome!r} after "
-                f"one epoch of relearning, net of the never-saw models' level ({fmt(result.gold_rate)}).",
-                "ρ: Spearman over unlearned models; partial: controlling for the covariates; within-method: Fisher-z "
-                "pooled; steps: ρ with steps to recover (negative = predicts faster recovery); item AUROC: median "
-                "per-model AUROC of which facts revive. * = significant after Holm across metrics "
-                f"(α = {result.config.alpha:g}).",
-                *result.notes,
-                NON_ADJUDICATING,
-            ],
-        )
+def _recovery_outcome(result: RecoveryResult, kind: str) -> Section:
+    """What the outcome is and how each predictor column reads."""
+    return Section(
+        "Outcome",
+        [
+            f"Results table {result.pool} ({result.pool_digest}). Outcome: {kind} of {result.outcome!r} after "
+            f"one epoch of relearning, net of the never-saw models' level ({fmt(result.gold_rate)}).",
+            "ρ: Spearman over unlearned models; partial: controlling for the covariates; within-method: Fisher-z "
+            "pooled; steps: ρ with steps to recover (negative = predicts faster recovery); item AUROC: median "
+            "per-model AUROC of which facts revive. * = significant after Holm across metrics "
+            f"(α = {result.config.alpha:g}).",
+            *result.notes,
+            NON_ADJUDICATING,
+        ],
     )
+
+
+def _recovery_predictors(result: RecoveryResult) -> Section:
+    """One row per pre-attack metric: its correlations with recovery and its item-level AUROC."""
     rows = []
     for p in result.predictors:
         item = p.item_level
@@ -245,14 +244,16 @@ def recovery_document(result: RecoveryResult) -> Document:
                 f"{fmt(item.median_auroc)} (n={item.n_models})" if item else "—",
             ]
         )
-    doc.sections.append(
-        Section(
-            "Predictors",
-            [],
-            [Table(["metric", "ρ recovery", "partial ρ", "within-method ρ", "ρ steps", "item AUROC"], rows)],
-        )
+    return Section(
+        "Predictors",
+        [],
+        [Table(["metric", "ρ recovery", "partial ρ", "within-method ρ", "ρ steps", "item AUROC"], rows)],
     )
-    paper = Section(
+
+
+def _recovery_published() -> Section:
+    """J-Access's published recovery correlations and item-level AUROCs (seeds/002 Tables 2 and 3)."""
+    return Section(
         "Published (J-Access, seeds/002 Table 2, Table 3)",
         ["398 OpenUnlearning models, identity-level J-Access; compare with the j_access row above."],
         [
@@ -268,7 +269,12 @@ def recovery_document(result: RecoveryResult) -> Document:
             ),
         ],
     )
-    doc.sections.append(paper)
+
+
+def _recovery_figures(result: RecoveryResult, kind: str) -> Section:
+    """Each predictor before the attack against the recovery it should forecast, one point per model."""
+    from remnant.studies.plots import xy_svg
+
     figures = Section("Figures")
     for i, p in enumerate(result.predictors):
         method = {o.model: o.method or "—" for o in result.outcomes}
@@ -291,47 +297,63 @@ def recovery_document(result: RecoveryResult) -> Document:
                     ),
                 )
             )
-    doc.sections.append(figures)
-    doc.sections.append(
-        Section(
-            "Per model",
-            [],
-            [
-                Table(
-                    ["model", "method", kind, "rate", "steps"],
-                    [
-                        [o.model, o.method or "—", fmt(o.recovery), fmt(o.rate), fmt(o.steps, 1)]
-                        for o in result.outcomes
-                    ],
-                )
-            ],
-        )
+    return figures
+
+
+def _recovery_models(result: RecoveryResult, kind: str) -> Section:
+    """The outcome of every model: its recovery, relearned rate and steps to recover."""
+    return Section(
+        "Per model",
+        [],
+        [
+            Table(
+                ["model", "method", kind, "rate", "steps"],
+                [
+                    [o.model, o.method or "—", fmt(o.recovery), fmt(o.rate), fmt(o.steps, 1)]
+                    for o in result.outcomes
+                ],
+            )
+        ],
     )
-    doc.sections.append(registration_section(result.registration, result.config))
+
+
+def recovery_document(result: RecoveryResult) -> Document:
+    doc = Document("Recovery prediction: does a pre-attack metric forecast relearning recovery")
+    kind = "excess revival" if result.config.outcome_kind == "revival" else "excess shift"
+    doc.sections += [
+        _recovery_outcome(result, kind),
+        _recovery_predictors(result),
+        _recovery_published(),
+        _recovery_figures(result, kind),
+        _recovery_models(result, kind),
+        registration_section(result.registration, result.config),
+    ]
     return doc
 
 
 # -- readmission -------------------------------------------------------------------------------------------------
 
 
-def readmission_document(result: ReadmissionResult) -> Document:
-    doc = Document(f"Readmission study: {result.estimator} through the Standard's bar (C-H9, Annex B.4)")
+def _readmission_decision(result: ReadmissionResult) -> Section:
+    """The decision under the pre-registered rule, its reasons, and the rule itself (C-H4, C-H9)."""
     rule = result.config.rule
-    doc.sections.append(
-        Section(
-            "Decision",
-            [
-                f"Decision under the pre-registered rule: **{result.decision}**.",
-                *result.reasons,
-                f"Rule: δ = {rule.margin:g} for both nulls (equivalence), each null held in ≥ {rule.pass_fraction:.0%} "
-                f"of a method's evaluable cells; C-H4 coverage ≥ {rule.min_layers} layers, ≥ {rule.min_positions} "
-                f"positions, ≥ {rule.min_settings} settings of a fitted hyper-parameter; promote needs ρ ≥ {rule.rho_min:g}"
-                + (f" with one-sided p < {rule.alpha:g}" if rule.require_significance else "")
-                + " at the primary configuration.",
-                result.note,
-            ],
-        )
+    return Section(
+        "Decision",
+        [
+            f"Decision under the pre-registered rule: **{result.decision}**.",
+            *result.reasons,
+            f"Rule: δ = {rule.margin:g} for both nulls (equivalence), each null held in ≥ {rule.pass_fraction:.0%} "
+            f"of a method's evaluable cells; C-H4 coverage ≥ {rule.min_layers} layers, ≥ {rule.min_positions} "
+            f"positions, ≥ {rule.min_settings} settings of a fitted hyper-parameter; promote needs ρ ≥ {rule.rho_min:g}"
+            + (f" with one-sided p < {rule.alpha:g}" if rule.require_significance else "")
+            + " at the primary configuration.",
+            result.note,
+        ],
     )
+
+
+def _readmission_nulls(result: ReadmissionResult) -> Section:
+    """Each method's nulls in Annex B.6's table shape, beside B.6's own row for the direction probe."""
     b6 = ANNEX_B6_METHODS
     rows = [
         [
@@ -345,170 +367,191 @@ def readmission_document(result: ReadmissionResult) -> Document:
         ]
         for m in result.methods
     ]
-    doc.sections.append(
-        Section(
-            "Nulls per method (Annex B.6's table shape)",
-            [
-                f"Content null: {result.content_null}; procedure null: {result.procedure_null}; design stable: "
-                f"{'yes' if result.design_stable else 'no'}. Annex B.6 (the direction probe): {ANNEX_B6_DECISION}, "
-                f"ρ ≈ {ANNEX_B6_RHO}."
-            ],
-            [
-                Table(
-                    [
-                        "method",
-                        "evaluable",
-                        "content held",
-                        "procedure held",
-                        "content null",
-                        "procedure null",
-                        "B.6 evaluable/content/procedure",
-                    ],
-                    rows,
-                    frozenset({6}),
-                )
-            ],
-        )
+    return Section(
+        "Nulls per method (Annex B.6's table shape)",
+        [
+            f"Content null: {result.content_null}; procedure null: {result.procedure_null}; design stable: "
+            f"{'yes' if result.design_stable else 'no'}. Annex B.6 (the direction probe): {ANNEX_B6_DECISION}, "
+            f"ρ ≈ {ANNEX_B6_RHO}."
+        ],
+        [
+            Table(
+                [
+                    "method",
+                    "evaluable",
+                    "content held",
+                    "procedure held",
+                    "content null",
+                    "procedure null",
+                    "B.6 evaluable/content/procedure",
+                ],
+                rows,
+                frozenset({6}),
+            )
+        ],
     )
-    doc.sections.append(
-        Section(
-            "Configurations (C-H4)",
-            [
-                f"Coverage: layers {result.coverage.layers}, positions {result.coverage.positions}, settings "
-                f"{result.coverage.settings}"
-                + ("" if result.coverage.complete else "; short: " + "; ".join(result.coverage.missing))
-                + ".",
-                f"Primary: {result.primary.model_dump() if result.primary else '—'}; ρ = {fmt(result.rho)} "
-                f"(one-sided p {fmt(result.p_one_sided)}, n = {result.n_rho}); predictive: {'yes' if result.predictive else 'no'}; "
-                f"same reading at every configuration: {'yes' if result.predictive_stable else 'no'}.",
-            ],
-            [
-                Table(
-                    ["layer", "position", "setting", "evaluable", "content null", "procedure null", "ρ (n)"],
+
+
+def _readmission_configurations(result: ReadmissionResult) -> Section:
+    """C-H4's coverage, the primary configuration's ρ, and each (layer, position, setting) configuration."""
+    return Section(
+        "Configurations (C-H4)",
+        [
+            f"Coverage: layers {result.coverage.layers}, positions {result.coverage.positions}, settings "
+            f"{result.coverage.settings}"
+            + ("" if result.coverage.complete else "; short: " + "; ".join(result.coverage.missing))
+            + ".",
+            f"Primary: {result.primary.model_dump() if result.primary else '—'}; ρ = {fmt(result.rho)} "
+            f"(one-sided p {fmt(result.p_one_sided)}, n = {result.n_rho}); predictive: {'yes' if result.predictive else 'no'}; "
+            f"same reading at every configuration: {'yes' if result.predictive_stable else 'no'}.",
+        ],
+        [
+            Table(
+                ["layer", "position", "setting", "evaluable", "content null", "procedure null", "ρ (n)"],
+                [
                     [
-                        [
-                            str(c.layer),
-                            c.position,
-                            c.setting,
-                            str(c.evaluable_cells),
-                            c.content_null,
-                            c.procedure_null,
-                            f"{fmt(c.rho)} ({c.n_rho})",
-                        ]
-                        for c in result.configurations
-                    ],
-                )
-            ],
-        )
+                        str(c.layer),
+                        c.position,
+                        c.setting,
+                        str(c.evaluable_cells),
+                        c.content_null,
+                        c.procedure_null,
+                        f"{fmt(c.rho)} ({c.n_rho})",
+                    ]
+                    for c in result.configurations
+                ],
+            )
+        ],
     )
-    cells = result.cells.cells
-    doc.sections.append(
-        Section(
-            "Cells",
-            [],
-            [
-                Table(
+
+
+def _readmission_cells(result: ReadmissionResult) -> Section:
+    """Every cell: the removed model's reading and both controls' with their intervals, and why one is not
+    evaluable."""
+    return Section(
+        "Cells",
+        [],
+        [
+            Table(
+                [
+                    "model",
+                    "method",
+                    "seed",
+                    "layer",
+                    "position",
+                    "setting",
+                    "removed",
+                    "procedure [CI]",
+                    "content [CI]",
+                    "evaluable",
+                ],
+                [
                     [
-                        "model",
-                        "method",
-                        "seed",
-                        "layer",
-                        "position",
-                        "setting",
-                        "removed",
-                        "procedure [CI]",
-                        "content [CI]",
-                        "evaluable",
-                    ],
-                    [
-                        [
-                            c.model,
-                            c.method,
-                            str(c.seed),
-                            str(c.layer),
-                            c.position,
-                            c.setting,
-                            fmt(c.removed),
-                            fmt_ci(c.procedure.value, c.procedure.ci95) if c.procedure else "—",
-                            fmt_ci(c.content.value, c.content.ci95) if c.content else "—",
-                            "yes" if c.evaluable else f"no ({c.note or ''})",
-                        ]
-                        for c in cells
-                    ],
-                )
-            ],
-        )
+                        c.model,
+                        c.method,
+                        str(c.seed),
+                        str(c.layer),
+                        c.position,
+                        c.setting,
+                        fmt(c.removed),
+                        fmt_ci(c.procedure.value, c.procedure.ci95) if c.procedure else "—",
+                        fmt_ci(c.content.value, c.content.ci95) if c.content else "—",
+                        "yes" if c.evaluable else f"no ({c.note or ''})",
+                    ]
+                    for c in result.cells.cells
+                ],
+            )
+        ],
     )
-    doc.sections.append(registration_section(result.registration, result.config))
+
+
+def readmission_document(result: ReadmissionResult) -> Document:
+    doc = Document(f"Readmission study: {result.estimator} through the Standard's bar (C-H9, Annex B.4)")
+    doc.sections += [
+        _readmission_decision(result),
+        _readmission_nulls(result),
+        _readmission_configurations(result),
+        _readmission_cells(result),
+        registration_section(result.registration, result.config),
+    ]
     return doc
 
 
 # -- goodhart ----------------------------------------------------------------------------------------------------
 
 
-def goodhart_document(result: GoodhartResult) -> Document:
+def _goodhart_reading(result: GoodhartResult, audit: str) -> Section:
+    """The finding, the trend over λ beside the published J-Access figures, and the per-λ and per-run
+    tables."""
+    return Section(
+        "Reading",
+        [
+            result.finding,
+            f"Surrogate minimised: {result.surrogate}. Audit reads better when {result.audit_direction}.",
+            f"Trend over completed runs: ρ(λ, audit) = {fmt(result.rho_audit)}, ρ(λ, recovery) = {fmt(result.rho_recovery)}.",
+            f"Published (J-Access, WD-Train): λ {JACCESS_GOODHART['lambda'][0]:g} → {JACCESS_GOODHART['lambda'][1]:g} "
+            f"lowered J-Access {JACCESS_GOODHART['j_access'][0]} → {JACCESS_GOODHART['j_access'][1]} and raised "
+            f"post-attack revival {JACCESS_GOODHART['revival'][0]} → {JACCESS_GOODHART['revival'][1]}.",
+            "This objective is a study instrument: it is not a registered removal method and is never offered "
+            "in an assessment (C-H6).",
+        ],
+        [_goodhart_weights(result, audit), _goodhart_runs(result, audit)],
+    )
+
+
+def _goodhart_weights(result: GoodhartResult, audit: str) -> Table:
+    """One row per penalty weight λ: the audit, recovery and κ over its runs."""
+    return Table(
+        ["λ", "runs", audit, "recovery", "κ_P removed", "retain κ"],
+        [
+            [
+                f"{w.weight:g}",
+                str(w.n),
+                fmt(w.audit),
+                fmt(w.recovery),
+                fmt(w.kappa_forget),
+                fmt(w.kappa_retain),
+            ]
+            for w in result.by_weight
+        ],
+    )
+
+
+def _goodhart_runs(result: GoodhartResult, audit: str) -> Table:
+    """One row per (λ, seed) run: its status, audit, κ before and after removal, and relearning."""
+    return Table(
+        [
+            "λ",
+            "seed",
+            "status",
+            audit,
+            "κ_P installed→removed",
+            "retain κ installed→removed",
+            "relearned κ_P",
+            "recovery",
+            "control relearned",
+        ],
+        [
+            [
+                f"{r.weight:g}",
+                str(r.seed),
+                r.status,
+                fmt(r.audit),
+                f"{fmt(r.kappa_forget_installed)}→{fmt(r.kappa_forget)}",
+                f"{fmt(r.kappa_retain_installed)}→{fmt(r.kappa_retain)}",
+                fmt(r.relearned),
+                fmt(r.recovery),
+                fmt(r.control_relearned),
+            ]
+            for r in result.rows
+        ],
+    )
+
+
+def _goodhart_figures(result: GoodhartResult, audit: str) -> Section:
+    """The audit and the relearning recovery against λ, one point per run."""
     from remnant.studies.plots import xy_svg
 
-    audit = "J-Access" if result.config.audit == "j_access" else "UDS"
-    doc = Document(f"Goodhart arm: minimising the {audit} audit during removal (seeds/002 Test 3)")
-    doc.sections.append(
-        Section(
-            "Reading",
-            [
-                result.finding,
-                f"Surrogate minimised: {result.surrogate}. Audit reads better when {result.audit_direction}.",
-                f"Trend over completed runs: ρ(λ, audit) = {fmt(result.rho_audit)}, ρ(λ, recovery) = {fmt(result.rho_recovery)}.",
-                f"Published (J-Access, WD-Train): λ {JACCESS_GOODHART['lambda'][0]:g} → {JACCESS_GOODHART['lambda'][1]:g} "
-                f"lowered J-Access {JACCESS_GOODHART['j_access'][0]} → {JACCESS_GOODHART['j_access'][1]} and raised "
-                f"post-attack revival {JACCESS_GOODHART['revival'][0]} → {JACCESS_GOODHART['revival'][1]}.",
-                "This objective is a study instrument: it is not a registered removal method and is never offered "
-                "in an assessment (C-H6).",
-            ],
-            [
-                Table(
-                    ["λ", "runs", audit, "recovery", "κ_P removed", "retain κ"],
-                    [
-                        [
-                            f"{w.weight:g}",
-                            str(w.n),
-                            fmt(w.audit),
-                            fmt(w.recovery),
-                            fmt(w.kappa_forget),
-                            fmt(w.kappa_retain),
-                        ]
-                        for w in result.by_weight
-                    ],
-                ),
-                Table(
-                    [
-                        "λ",
-                        "seed",
-                        "status",
-                        audit,
-                        "κ_P installed→removed",
-                        "retain κ installed→removed",
-                        "relearned κ_P",
-                        "recovery",
-                        "control relearned",
-                    ],
-                    [
-                        [
-                            f"{r.weight:g}",
-                            str(r.seed),
-                            r.status,
-                            fmt(r.audit),
-                            f"{fmt(r.kappa_forget_installed)}→{fmt(r.kappa_forget)}",
-                            f"{fmt(r.kappa_retain_installed)}→{fmt(r.kappa_retain)}",
-                            fmt(r.relearned),
-                            fmt(r.recovery),
-                            fmt(r.control_relearned),
-                        ]
-                        for r in result.rows
-                    ],
-                ),
-            ],
-        )
-    )
     pts_a = [(r.weight, r.audit, f"seed {r.seed}") for r in result.rows if r.audit is not None]
     pts_r = [(r.weight, r.recovery, f"seed {r.seed}") for r in result.rows if r.recovery is not None]
     figs = Section("Figures")
@@ -528,8 +571,17 @@ def goodhart_document(result: GoodhartResult) -> Document:
                 ),
             )
         )
-    doc.sections.append(figs)
-    doc.sections.append(registration_section(result.registration, result.config))
+    return figs
+
+
+def goodhart_document(result: GoodhartResult) -> Document:
+    audit = "J-Access" if result.config.audit == "j_access" else "UDS"
+    doc = Document(f"Goodhart arm: minimising the {audit} audit during removal (seeds/002 Test 3)")
+    doc.sections += [
+        _goodhart_reading(result, audit),
+        _goodhart_figures(result, audit),
+        registration_section(result.registration, result.config),
+    ]
     return doc
 
 

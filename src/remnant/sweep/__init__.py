@@ -1,4 +1,4 @@
-"""Pools of models: ``remnant sweep`` builds and measures tens to hundreds of checkpoints (DESIGN §7).
+"""Pools of models: ``remnant sweep`` builds and measures tens to hundreds of checkpoints (docs/sweep.md).
 
 A pool spec (:mod:`~remnant.sweep.spec`) declares the models — generated here (a base model, a pack, the install
 recipe, the P- and N-pool references, a removal grid) or existing folders with labels — the measurement suite,

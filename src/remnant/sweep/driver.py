@@ -1,4 +1,4 @@
-"""The driver of ``remnant sweep run``: the one writer of the sweep's records (DESIGN §7).
+"""The driver of ``remnant sweep run``: the one writer of the sweep's records (docs/sweep.md).
 
 It prepares the sweep (:func:`remnant.sweep.prepare.prepare`: spec, pool, cells, disk), repairs a torn record
 tail left by a killed run, reads which cells the store already holds, and hands one task per model with

@@ -5,7 +5,7 @@ Time is counted in floating-point work: a forward pass costs 2·P FLOPs a token 
 :data:`GENERATION_FACTOR` times a scored one; the work of each build and measurement follows from the pack's
 sizes, the recipes and the suite (installs are counted at their epoch ceiling, so the figure is an upper bound
 there). This CPU's speed is measured on the spot (a float32 matmul), scaled by :data:`CPU_EFFICIENCY` — the share
-of the matmul peak remnant's passes reach here (DESIGN §3: SmolLM2 forwards run at about 0.7 of it); a GPU is
+of the matmul peak remnant's passes reach here (SmolLM2 forwards were measured at about 0.7 of it); a GPU is
 assumed to run :data:`GPU_FLOPS` with :data:`GPU_STEP_OVERHEAD` seconds of launch overhead a step. Disk counts
 what a missing checkpoint stores: the parameters its recipe trains (a delta), or its LoRA adapter.
 """

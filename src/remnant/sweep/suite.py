@@ -1,4 +1,4 @@
-"""The measurement suite every model of a pool gets, as engine measurements (DESIGN §7; R23).
+"""The measurement suite every model of a pool gets, as engine measurements (docs/sweep.md; R23).
 
 From the spec's ``[suite]`` and the pack, :func:`suite_measurements` makes the same list for every model and
 perturbation, each an engine :class:`~remnant.engine.measurement.Measurement`:

@@ -148,7 +148,7 @@ class RelearnResult:
         return next((b.budget for b in self.budgets if b.exceeds_newcombe), None)
 
     def facts(self) -> dict[str, Any]:
-        """The attack entry of the verdict facts (DESIGN §4): the post-removal point with the largest rate,
+        """The attack entry of the verdict facts (V1): the post-removal point with the largest rate,
         beside the control's k/n at the same budget and checkpoint (R4)."""
         status = "run"
         best: tuple[float, CurvePoint, CurvePoint] | None = None

@@ -210,6 +210,21 @@ def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
     assert not (tmp_path / "x").exists()
 
 
+def test_the_studies_read_the_tables_a_sweep_reports(
+    swept: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sweep/study contract end to end: `remnant study meta-eval` and `recovery` run on a real sweep's
+    report (no hand-written table), and read every measurement column the sweep wrote."""
+    assert main(["study", "meta-eval", str(swept["out"]), "--out", str(tmp_path / "meta")]) == 0
+    meta = json.loads((tmp_path / "meta" / "meta-eval.json").read_text())
+    text = json.dumps(meta)
+    for column in ("forget_Q_A_Prob", "forget_truth_ratio", "kappa", "uds"):
+        assert f'"{column}"' in text, column
+    assert main(["study", "recovery", str(swept["out"]), "--out", str(tmp_path / "recovery")]) == 0
+    assert (tmp_path / "recovery" / "recovery.md").is_file()
+    capsys.readouterr()
+
+
 def _small(root: Path, model_dir: Path, store: Path, **kw: Any) -> Path:
     return write_spec(root, tiny_spec(model_dir, store, name="small", **kw))
 

@@ -1,4 +1,4 @@
-"""Retraining from the control on retain only: the exact-unlearning reference (DESIGN §5).
+"""Retraining from the control on retain only: the exact-unlearning reference (docs/methods.md).
 
 ``θ_U = fine-tune(θ_control, retain)``: the model's weights are replaced by the never-modified control's and
 fine-tuned on the retain items alone with the method's training parameters (which should match the install
