@@ -96,6 +96,15 @@ def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
         canaries = class_d_canaries(inputs.pack, spec)
     except (ConfigError, PackError) as exc:
         raise ConfigError(f"field 'class_d.battery': {exc}", requirement="D-2.1") from None
+    for risk, canary in canaries.items():
+        # A chance or population baseline of 1 leaves nothing above it to measure (D-3, D-4.2): a pack too
+        # small for this risk, refused here rather than as an invalid statement after the run.
+        if canary.baseline is not None and canary.baseline >= 1.0:
+            raise ConfigError(
+                f"pack {inputs.pack.manifest.id}: the {risk} baseline on the target canaries is "
+                f"{canary.baseline:g}, so no rate can exceed it; mint more entities or controls",
+                requirement="D-4.2" if risk == "inference" else "D-3",
+            )
     chosen = set(table.attacks) if table.attacks is not None else None
     attacks: list[tuple[str, str, Any, str | None]] = []
     for risk, canary in canaries.items():

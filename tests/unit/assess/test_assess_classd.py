@@ -284,3 +284,27 @@ def test_kill_in_the_battery_and_resume_gives_the_identical_statement(
     assert without_pins(json.loads((out / "statement.json").read_bytes())) == without_pins(
         json.loads((run / "statement.json").read_bytes())
     )
+
+
+def test_a_pack_whose_inference_baseline_is_one_is_refused_before_the_battery(
+    tmp_path: Path, tiny_llama_dir: Path
+) -> None:
+    """On 8 entities with 1 control every held-out value equals the population guess: baseline 1, nothing to
+    measure above it (D-4.2). Refused when the battery is prepared, naming the pack and the requirement, not as an
+    invalid statement after the run."""
+    from types import SimpleNamespace
+
+    from remnant.assess.classd import prepare_battery
+    from remnant.errors import ConfigError
+    from remnant.packs import ClassDSpec, load_pack, mint_class_d, write_pack
+
+    write_pack(mint_class_d(ClassDSpec(entities=8, controls=1, seed=3, general=False)), tmp_path / "pack")
+    config = write_config(
+        tmp_path / "config.toml",
+        pack=tmp_path / "pack",
+        control=tiny_llama_dir,
+        **{'justification = "A test threshold."\n': BATTERY},
+    )
+    with pytest.raises(ConfigError, match=r"inference baseline on the target canaries is 1") as info:
+        prepare_battery(load_config(config), SimpleNamespace(pack=load_pack(tmp_path / "pack")))
+    assert info.value.requirement == "D-4.2" and "classd-s3-n8-c1" in str(info.value)
