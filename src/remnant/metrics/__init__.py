@@ -14,7 +14,8 @@ Modules, one concept each:
   ``gradnorm``: per-sample gradient norms;
 - ``probability``, ``truth_ratio``, ``memorization`` (ES, EM), ``rouge``, ``mia`` (+ ``auc``), ``privacy``
   (forget quality, privleak), ``utility`` (model utility): the metrics, pure functions over the readings;
-- ``evallog``: their log layout, written and read; ``catalogue``: the named TOFU metrics; ``evaluate``: one run.
+- ``evallog``: their log layout, written and read; ``catalogue``: the named TOFU and MUSE metrics; ``evaluate``:
+  one run.
 """
 
 from remnant.metrics import (  # noqa: F401  (imported for registration)
@@ -26,8 +27,16 @@ from remnant.metrics import (  # noqa: F401  (imported for registration)
     truth_ratio,
     utility,
 )
-from remnant.metrics.catalogue import DEFAULT_TOFU, TOFU_METRICS
+from remnant.metrics.catalogue import DEFAULT_MUSE, DEFAULT_TOFU, MUSE_METRICS, TOFU_METRICS
 from remnant.metrics.evallog import MetricLog, read_eval_log
 from remnant.metrics.rows import QARow
 
-__all__ = ["DEFAULT_TOFU", "TOFU_METRICS", "MetricLog", "QARow", "read_eval_log"]
+__all__ = [
+    "DEFAULT_MUSE",
+    "DEFAULT_TOFU",
+    "MUSE_METRICS",
+    "TOFU_METRICS",
+    "MetricLog",
+    "QARow",
+    "read_eval_log",
+]

@@ -1,19 +1,31 @@
-"""The named metrics of OpenUnlearning's TOFU suite (configs/eval/tofu_metrics/*.yaml): which handler, which
-parameters, which split and fields, which other metrics they are computed from, and what they read from a retain
-model's log. Names are their log keys (``forget_truth_ratio``, not the file name ``forget_Truth_Ratio``, which is
-accepted as an alias).
+"""The named metrics of OpenUnlearning's TOFU and MUSE suites (configs/eval/tofu_metrics/*.yaml,
+configs/eval/muse_metrics/*.yaml): which handler, which parameters, which split and fields, which other metrics
+they are computed from, and what they read from a retain model's log. Names are their log keys
+(``forget_truth_ratio``, not the file name ``forget_Truth_Ratio``, which is accepted as an alias).
 
-Splits: forget metrics read ``{forget}_perturbed`` (e.g. ``forget10_perturbed``); retain metrics
+TOFU splits: forget metrics read ``{forget}_perturbed`` (e.g. ``forget10_perturbed``); retain metrics
 ``retain_perturbed``; ``ra_*`` ``real_authors_perturbed``; ``wf_*`` ``world_facts_perturbed``; the attacks' holdout
 side ``{holdout}`` (e.g. ``holdout10``). Forget and retain metrics ask the evaluation's question field (``question``
 or ``paraphrased_question``); real authors, world facts and holdout always ask ``question``, as their configs do.
+
+MUSE splits are ``config/split`` of a MUSE folder (:mod:`remnant.formats.muse`), as their data configs
+(configs/data/datasets/MUSE_*.yaml) load them:
+
+- ``*_knowmem_ROUGE``: ``knowmem/{forget,retain}_qa`` asked after every row of ``knowmem/{forget,retain}_qa_icl`` as
+  in-context examples (their ``QADataset`` with ``few_shot_dataset_hf_args``), ROUGE-L F1 of 32 greedy tokens cut
+  at ``"\n\n"``, ``"\nQuestion"``, ``"Question:"``;
+- ``forget_verbmem_ROUGE``, ``extraction_strength``, ``exact_memorization``: ``verbmem/forget`` as completions
+  (their ``CompletionDataset``: prefix ``prompt``, text ``gt``, ``insert_space``, 2048 text tokens); ROUGE-L F1 of
+  128 greedy tokens;
+- ``mia_*`` (and ``privleak`` through ``mia_min_k``): ``privleak/forget`` against ``privleak/holdout`` as
+  completions with prefix key ``prompt``, which those rows lack, so the prefix is empty (their config says so).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from remnant.errors import ConfigError
 from remnant.metrics.utility import MODEL_UTILITY_PARTS
@@ -24,21 +36,40 @@ RA = "real_authors_perturbed"
 WF = "world_facts_perturbed"
 HOLDOUT = "{holdout}"
 
+Suite = Literal["tofu", "muse"]
+#: How a split's rows become token ids: a question/answer pair in the prompt format (their
+#: ``preprocess_chat_instance``), or a prefix and its continuation as plain text (``preprocess_pretraining_instance``).
+Encoding = Literal["qa", "completion"]
+
 
 @dataclass(frozen=True)
 class Source:
     """Where a metric's items come from: a split (template), the answer field, the question field (``None``: the
-    evaluation's question field)."""
+    evaluation's question field).
+
+    ``encoding="completion"`` reads ``question_key`` as the prefix field (absent from a row: empty prefix, as
+    their ``CompletionDataset`` takes it) and ``answer_key`` as the text field, keeps ``max_length`` text tokens
+    past the prefix, and joins them with a space when ``insert_space``. ``few_shot`` names a split whose rows are
+    the in-context examples of every ``qa`` item.
+    """
 
     split: str
     answer_key: str
     question_key: str | None = None
+    encoding: Encoding = "qa"
+    few_shot: str | None = None
+    insert_space: bool = False
+    max_length: int = 2048
 
     def resolve(self, forget: str, holdout: str, question_key: str) -> ResolvedSource:
         return ResolvedSource(
             split=self.split.format(forget=forget, holdout=holdout),
             answer_key=self.answer_key,
             question_key=self.question_key or question_key,
+            encoding=self.encoding,
+            few_shot=self.few_shot,
+            insert_space=self.insert_space,
+            max_length=self.max_length,
         )
 
 
@@ -49,14 +80,39 @@ class ResolvedSource:
     split: str
     answer_key: str
     question_key: str
+    encoding: Encoding = "qa"
+    few_shot: str | None = None
+    insert_space: bool = False
+    max_length: int = 2048
 
     @property
     def multi(self) -> bool:
         """Several answers per item (the perturbed ones)."""
         return self.answer_key == "perturbed_answer"
 
-    def to_dict(self) -> dict[str, str]:
-        return {"split": self.split, "answer_key": self.answer_key, "question_key": self.question_key}
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """Every split read: the items' and, when there are in-context examples, theirs."""
+        return (self.split,) if self.few_shot is None else (self.split, self.few_shot)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.encoding == "completion":
+            return {
+                "split": self.split,
+                "encoding": "completion",
+                "prefix_key": self.question_key,
+                "text_key": self.answer_key,
+                "insert_space": self.insert_space,
+                "max_length": self.max_length,
+            }
+        out: dict[str, Any] = {
+            "split": self.split,
+            "answer_key": self.answer_key,
+            "question_key": self.question_key,
+        }
+        if self.few_shot is not None:
+            out["few_shot"] = self.few_shot
+        return out
 
 
 @dataclass(frozen=True)
@@ -100,6 +156,17 @@ def _mia(name: str, params: Mapping[str, Any] | None = None) -> MetricDef:
     )
 
 
+def _privleak() -> MetricDef:
+    """privleak over min-k's AUC; the retain model's ``mia_min_k`` AUC is read from its log (both suites)."""
+    return MetricDef(
+        "privleak",
+        "privleak",
+        {"ref_value": 0.5},
+        pre_compute=(("mia_min_k", "forget"),),
+        retain_key="mia_min_k",
+    )
+
+
 def _tofu() -> dict[str, MetricDef]:
     defs = [
         _prob("forget_Q_A_Prob", FORGET, "answer"),
@@ -139,19 +206,60 @@ def _tofu() -> dict[str, MetricDef]:
         _mia("mia_min_k_plus_plus", {"k": 0.4}),
         _mia("mia_gradnorm", {"p": 2}),
         _mia("mia_reference"),
-        MetricDef(
-            "privleak",
-            "privleak",
-            {"ref_value": 0.5},
-            pre_compute=(("mia_min_k", "forget"),),
-            retain_key="mia_min_k",
-        ),
+        _privleak(),
     ]
     return {d.name: d for d in defs}
 
 
-#: Every named metric ``remnant eval`` computes.
+#: Every named TOFU metric ``remnant eval`` computes.
 TOFU_METRICS: dict[str, MetricDef] = _tofu()
+
+#: MUSE knowmem's stop strings and verbmem's completion fields (configs/eval/muse_metrics/*.yaml,
+#: configs/data/datasets/MUSE_*.yaml).
+MUSE_STOPWORDS = ("\n\n", "\nQuestion", "Question:")
+VERBMEM = Source("verbmem/forget", "gt", "prompt", encoding="completion", insert_space=True)
+MIA_FORGET = Source("privleak/forget", "text", "prompt", encoding="completion")
+MIA_HOLDOUT = Source("privleak/holdout", "text", "prompt", encoding="completion")
+
+
+def _knowmem(name: str, split: str) -> MetricDef:
+    params = {"rouge_type": "rougeL_f1", "max_new_tokens": 32, "stopwords": MUSE_STOPWORDS}
+    source = Source(f"knowmem/{split}", "answer", "question", few_shot=f"knowmem/{split}_icl")
+    return MetricDef(name, "rouge", params, source=source)
+
+
+def _muse() -> dict[str, MetricDef]:
+    defs = [
+        _knowmem("forget_knowmem_ROUGE", "forget_qa"),
+        _knowmem("retain_knowmem_ROUGE", "retain_qa"),
+        MetricDef(
+            "forget_verbmem_ROUGE",
+            "rouge",
+            {"rouge_type": "rougeL_f1", "max_new_tokens": 128},
+            source=VERBMEM,
+        ),
+        MetricDef("extraction_strength", "extraction_strength", source=VERBMEM),
+        MetricDef("exact_memorization", "exact_memorization", source=VERBMEM),
+        *(
+            MetricDef(name, name, params, source=MIA_FORGET, holdout=MIA_HOLDOUT)
+            for name, params in (
+                ("mia_loss", {}),
+                ("mia_zlib", {}),
+                ("mia_min_k", {"k": 0.4}),
+                ("mia_min_k_plus_plus", {"k": 0.4}),
+                ("mia_gradnorm", {"p": 2}),
+                ("mia_reference", {}),
+            )
+        ),
+        _privleak(),
+    ]
+    return {d.name: d for d in defs}
+
+
+#: Every named MUSE metric ``remnant eval`` computes (their ``forget_gibberish`` needs a hub classifier: not offered).
+MUSE_METRICS: dict[str, MetricDef] = _muse()
+
+SUITES: dict[str, dict[str, MetricDef]] = {"tofu": TOFU_METRICS, "muse": MUSE_METRICS}
 
 #: Their config file names that differ from the log key they write.
 ALIASES = {"forget_Truth_Ratio": "forget_truth_ratio"}
@@ -167,17 +275,36 @@ DEFAULT_TOFU = (
     "extraction_strength",
 )
 
+#: Their default MUSE suite (configs/eval/muse.yaml; the rest of its list is commented out there).
+DEFAULT_MUSE = (
+    "forget_knowmem_ROUGE",
+    "retain_knowmem_ROUGE",
+    "forget_verbmem_ROUGE",
+    "privleak",
+    "extraction_strength",
+)
 
-def lookup(name: str) -> MetricDef:
-    """The definition of ``name`` (or of its alias); an unknown name is a ConfigError listing the known ones."""
-    defn = TOFU_METRICS.get(ALIASES.get(name, name))
+DEFAULTS: dict[str, tuple[str, ...]] = {"tofu": DEFAULT_TOFU, "muse": DEFAULT_MUSE}
+
+
+def lookup(name: str, suite: Suite = "tofu") -> MetricDef:
+    """The definition of ``name`` (or of its alias) in ``suite``; an unknown name is a ConfigError listing the known
+    ones (and saying so when the name belongs to the other suite)."""
+    metrics = SUITES[suite]
+    key = ALIASES.get(name, name)
+    defn = metrics.get(key)
     if defn is None:
-        known = ", ".join(sorted(TOFU_METRICS))
-        raise ConfigError(f"unknown metric {name!r}; known metrics: {known}", requirement="R23")
+        other = next((s for s, m in SUITES.items() if s != suite and key in m), None)
+        hint = f" ({name!r} is a {other.upper()} metric: --suite {other})" if other else ""
+        known = ", ".join(sorted(metrics))
+        raise ConfigError(
+            f"unknown metric {name!r} in the {suite.upper()} suite{hint}; known metrics: {known}",
+            requirement="R23",
+        )
     return defn
 
 
-def with_dependencies(names: list[str]) -> list[MetricDef]:
+def with_dependencies(names: list[str], suite: Suite = "tofu") -> list[MetricDef]:
     """The requested metrics and everything they are computed from, dependencies first, each once."""
     ordered: list[MetricDef] = []
     seen: set[str] = set()
@@ -187,21 +314,28 @@ def with_dependencies(names: list[str]) -> list[MetricDef]:
             return
         seen.add(defn.name)
         for dep, _ in defn.pre_compute:
-            visit(lookup(dep))
+            visit(lookup(dep, suite))
         ordered.append(defn)
 
     for name in names:
-        visit(lookup(name))
+        visit(lookup(name, suite))
     return ordered
 
 
 __all__ = [
     "ALIASES",
+    "DEFAULTS",
+    "DEFAULT_MUSE",
     "DEFAULT_TOFU",
+    "MUSE_METRICS",
+    "MUSE_STOPWORDS",
+    "SUITES",
     "TOFU_METRICS",
+    "Encoding",
     "MetricDef",
     "ResolvedSource",
     "Source",
+    "Suite",
     "lookup",
     "with_dependencies",
 ]

@@ -1,11 +1,16 @@
-"""``remnant eval MODEL --data DATA --metrics NAME[,NAME...] --out FILE.json``: OpenUnlearning's TOFU metrics on one
-model, written in their evaluation-log layout (``FILE.json``) with a provenance sidecar (``FILE.manifest.json``:
-model identity, data files and hashes, prompt format, dtype, every metric's registered name, version and
-parameters, notes; R23, R24, R25). The aggregates are printed to stdout as JSON (their ``TOFU_SUMMARY.json``).
+"""``remnant eval MODEL --data DATA --metrics NAME[,NAME...] --out FILE.json``: OpenUnlearning's TOFU or MUSE
+metrics on one model, written in their evaluation-log layout (``FILE.json``) with a provenance sidecar
+(``FILE.manifest.json``: model identity, data files and hashes, prompt format, dtype, every metric's registered
+name, version and parameters, notes; R23, R24, R25). The aggregates are printed to stdout as JSON (their
+``TOFU_SUMMARY.json`` / ``MUSE_SUMMARY.json``).
+
+The suite follows the data folder (``--suite auto``, the default): a folder holding any MUSE config folder
+(``knowmem/``, ``verbmem/``, ``privleak/``, ``raw/``, ``scal/``, ``sust/`` with one of its splits) is MUSE, any
+other folder TOFU. ``--suite tofu|muse`` says it outright.
 
 Everything a user can get wrong is checked before a model is loaded: unknown metric names, a data folder without a
-split some metric reads (the error names both), an unreadable ``--retain-logs``, ``mia_reference`` without
-``--reference``. Each is one line and exit 2.
+split some metric reads (the error names the folder, the split and the metrics), TOFU-only options on a MUSE run,
+an unreadable ``--retain-logs``, ``mia_reference`` without ``--reference``. Each is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -20,44 +25,62 @@ from typing import Any
 
 from remnant.errors import ConfigError
 
+#: TOFU's split and question options (their ``eval.tofu`` globals) and their defaults; MUSE fixes its splits.
+TOFU_OPTIONS = {"forget_split": "forget10", "holdout_split": "holdout10", "question_key": "question"}
 
-def _metric_names(text: str | None) -> list[str]:
-    from remnant.metrics.catalogue import DEFAULT_TOFU, lookup
 
-    names = list(DEFAULT_TOFU) if text is None else [n.strip() for n in text.split(",") if n.strip()]
+def _suite(args: argparse.Namespace) -> str:
+    """``--suite``, or the data folder's: MUSE when it holds a MUSE config folder with one of its splits."""
+    from remnant.formats.files import check_folder
+    from remnant.formats.muse import present_parts
+
+    if args.suite != "auto":
+        return str(args.suite)
+    return "muse" if present_parts(check_folder(args.data)) else "tofu"
+
+
+def _metric_names(text: str | None, suite: Any) -> list[str]:
+    from remnant.metrics.catalogue import DEFAULTS, lookup
+
+    names = list(DEFAULTS[suite]) if text is None else [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ConfigError("--metrics names no metric", requirement="R23")
     for name in names:
-        lookup(name)
+        lookup(name, suite)
     return names
 
 
+def _split_files(base: Path, split: str) -> bool:
+    """Whether ``split`` (``config/split`` in a MUSE folder) has files under ``base`` in some layout."""
+    from remnant.formats.files import candidates, check_name
+
+    config, _, name = split.rpartition("/")
+    if config:
+        check_name(config, "config")
+    return bool(candidates(base / config if config else base, check_name(name, "split")))
+
+
 def _check_splits(folder: Path, names: Sequence[str], settings: Any) -> list[str]:
-    """The splits the metrics read; a missing one is a ConfigError naming it and the metrics that need it."""
-    from remnant.formats.files import candidates, check_folder, check_name
+    """The splits the metrics read; a missing one is a ConfigError naming the folder, the split and the metrics
+    that read it (a dependency with the metric it is computed for)."""
+    from remnant.formats.files import check_folder
     from remnant.metrics.catalogue import with_dependencies
-    from remnant.metrics.evaluate import required_splits
+    from remnant.metrics.evaluate import split_readers
 
     root = check_folder(folder)
-    needed = required_splits(names, settings)
-    for split in needed:
-        if candidates(root, check_name(split, "split")):
+    readers = split_readers(names, settings)
+    for split, users in readers.items():
+        if _split_files(root, split):
             continue
-        users = [
-            d.name
-            for d in with_dependencies(list(names))
-            if any(
-                s is not None
-                and s.resolve(settings.forget_split, settings.holdout_split, "question").split == split
-                for s in (d.source, d.holdout)
-            )
-        ]
+        hidden = set(users) - set(names)  # dependencies: name the requested metrics they are computed for
+        needed_for = [n for n in names if hidden & {d.name for d in with_dependencies([n], settings.suite)}]
+        suffix = f" (computed for {', '.join(needed_for)})" if needed_for else ""
         raise ConfigError(
             f"{folder}: no split {split!r} (as {split}.json, .jsonl, .parquet or a folder), which metric(s) "
-            f"{', '.join(users)} read",
+            f"{', '.join(users)} read{suffix}",
             requirement="R2",
         )
-    return needed
+    return list(readers)
 
 
 def _prompt(args: argparse.Namespace, tokenizer: Any) -> Any:
@@ -74,11 +97,19 @@ def _manifest_path(out: Path) -> Path:
 
 
 def _manifest(
-    args: argparse.Namespace, names: list[str], state: Any, ref: Any, data: Any, prompt: Any, result: Any
+    args: argparse.Namespace,
+    names: list[str],
+    settings: Any,
+    loaded: tuple[Any, Any],
+    data: Any,
+    prompt: Any,
+    result: Any,
 ) -> dict[str, Any]:
     from remnant import __version__
 
     requested = set(names)
+    state, ref = loaded
+    tofu = {k: getattr(settings, k) for k in TOFU_OPTIONS} if settings.suite == "tofu" else {}
     return {
         "tool": "remnant eval",
         "remnant_version": __version__,
@@ -90,9 +121,8 @@ def _manifest(
         "retain_logs": None if args.retain_logs is None else str(args.retain_logs),
         "prompt": asdict(prompt),
         "settings": {
-            "forget_split": args.forget_split,
-            "holdout_split": args.holdout_split,
-            "question_key": args.question_key,
+            "suite": settings.suite,
+            **tofu,
             "batch_size": args.batch_size,
             "max_new_tokens": args.max_new_tokens,
             "dtype": args.dtype,
@@ -111,21 +141,52 @@ def _manifest(
     }
 
 
-def _run(args: argparse.Namespace) -> int:
-    from remnant.metrics.catalogue import ALIASES
-    from remnant.metrics.evaluate import EvalSettings, RetainLog
+def _settings(args: argparse.Namespace, suite: Any) -> Any:
+    """The run's settings; TOFU's split and question options on a MUSE run are refused (MUSE fixes its splits)."""
+    from remnant.metrics.evaluate import EvalSettings
 
-    names = list(dict.fromkeys(ALIASES.get(n, n) for n in _metric_names(args.metrics)))
-    settings = EvalSettings(
-        forget_split=args.forget_split,
-        holdout_split=args.holdout_split,
-        question_key=args.question_key,
+    given = {k: getattr(args, k) for k in TOFU_OPTIONS if getattr(args, k) is not None}
+    if suite == "muse" and given:
+        flag = "--" + next(iter(given)).replace("_", "-")
+        raise ConfigError(
+            f"{flag} applies to TOFU folders only; {args.data} is evaluated with the MUSE suite, whose metrics "
+            "read the splits their configs name",
+            requirement="R23",
+        )
+    if args.batch_size < 1 or (args.max_new_tokens is not None and args.max_new_tokens < 1):
+        raise ConfigError("--batch-size and --max-new-tokens must be at least 1", requirement="R23")
+    return EvalSettings(
+        **{**TOFU_OPTIONS, **given},
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
         progress=not args.no_progress,
+        suite=suite,
     )
-    if args.batch_size < 1 or args.max_new_tokens < 1:
-        raise ConfigError("--batch-size and --max-new-tokens must be at least 1", requirement="R23")
+
+
+def _check_prompt(args: argparse.Namespace, names: list[str], suite: Any) -> None:
+    """In-context examples (MUSE knowmem) are laid out in OpenUnlearning's prompt format only."""
+    from remnant.metrics.catalogue import with_dependencies
+
+    if args.prompt != "remnant":
+        return
+    for d in with_dependencies(names, suite):
+        if d.source is not None and d.source.few_shot is not None:
+            raise ConfigError(
+                f"metric {d.name!r} asks its questions after the in-context examples of {d.source.few_shot!r}, "
+                "which only OpenUnlearning's prompt format lays out: drop --prompt remnant",
+                requirement="R23",
+            )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from remnant.metrics.catalogue import ALIASES
+    from remnant.metrics.evaluate import RetainLog
+
+    suite = _suite(args)
+    names = list(dict.fromkeys(ALIASES.get(n, n) for n in _metric_names(args.metrics, suite)))
+    settings = _settings(args, suite)
+    _check_prompt(args, names, suite)
     if "mia_reference" in names and args.reference is None:
         raise ConfigError(
             "metric 'mia_reference' needs a reference model (--reference MODEL)", requirement="R23"
@@ -143,21 +204,34 @@ def _run(args: argparse.Namespace) -> int:
     return _evaluate(args, names, settings, splits, retain)
 
 
+def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[str, list[Any]]]:
+    """The data folder read (for provenance) and each split's rows: TOFU rows as QARows, MUSE rows as mappings
+    (``config/split`` names)."""
+    if suite == "muse":
+        from remnant.formats.muse import read_muse
+
+        parts = [(s.split("/", 1)[0], s.split("/", 1)[1]) for s in splits]
+        muse = read_muse(folder, parts)
+        return muse, {f"{c}/{n}": [r.model_dump() for r in muse.rows(c, n)] for c, n in parts}
+    from remnant.formats.tofu import read_tofu
+    from remnant.metrics.rows import as_rows
+
+    tofu = read_tofu(folder, splits)
+    return tofu, {split: as_rows([r.model_dump() for r in tofu.rows(split)], split=split) for split in splits}
+
+
 def _evaluate(
     args: argparse.Namespace, names: list[str], settings: Any, splits: list[str], retain: Any
 ) -> int:
     from remnant.atomic import write_atomic
-    from remnant.formats.tofu import read_tofu
     from remnant.metrics.evallog import eval_log_json
     from remnant.metrics.evaluate import evaluate
-    from remnant.metrics.rows import as_rows
     from remnant.models.load import load_model
 
-    data = read_tofu(args.data, splits)
+    data, rows = _read_rows(args.data, settings.suite, splits)
     state = load_model(args.model, dtype=args.dtype, device=args.device)
     ref = None if args.reference is None else load_model(args.reference, dtype=args.dtype, device=args.device)
     prompt = _prompt(args, state.tokenizer)
-    rows = {split: as_rows([r.model_dump() for r in data.rows(split)], split=split) for split in splits}
     result = evaluate(
         state, rows.__getitem__, names, prompt=prompt, settings=settings, retain_log=retain, reference=ref
     )
@@ -167,7 +241,7 @@ def _evaluate(
         )
     out = Path(args.out)
     write_atomic(out, eval_log_json(result.logs))
-    manifest = _manifest(args, names, state, ref, data, prompt, result)
+    manifest = _manifest(args, names, settings, (state, ref), data, prompt, result)
     write_atomic(_manifest_path(out), json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n")
     for note in result.notes:
         print(f"remnant eval: note: {note}", file=sys.stderr)
@@ -179,35 +253,52 @@ def add_commands(subparsers: Any) -> None:
     """Register ``remnant eval``."""
     p = subparsers.add_parser(
         "eval",
-        help="OpenUnlearning's TOFU metrics on one model, in their evaluation-log layout",
+        help="OpenUnlearning's TOFU or MUSE metrics on one model, in their evaluation-log layout",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", help="a local model folder (safetensors), a .gguf file or a zoo name")
-    p.add_argument("--data", required=True, help="a TOFU-format folder (forget10_perturbed.json, ...)")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="a TOFU-format folder (forget10_perturbed.json, ...) or a MUSE-format folder (knowmem/, verbmem/, "
+        "privleak/)",
+    )
+    p.add_argument(
+        "--suite",
+        choices=("auto", "tofu", "muse"),
+        default="auto",
+        help="metric suite (default auto: MUSE when --data holds a MUSE config folder, TOFU otherwise)",
+    )
     p.add_argument(
         "--metrics",
-        help="comma-separated metric names (their log keys, e.g. forget_truth_ratio,forget_quality,mia_min_k); "
-        "default: their default TOFU suite",
+        help="comma-separated metric names (their log keys, e.g. forget_truth_ratio,forget_quality,mia_min_k or "
+        "forget_knowmem_ROUGE,privleak); default: the suite's default list (their tofu.yaml / muse.yaml)",
     )
-    p.add_argument("--out", required=True, help="the evaluation log to write (their TOFU_EVAL.json layout)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the evaluation log to write (their TOFU_EVAL.json / MUSE_EVAL.json layout)",
+    )
     p.add_argument("--retain-logs", help="a retain model's evaluation log (forget quality, privleak)")
     p.add_argument("--reference", help="a reference model for mia_reference (same tokenizer)")
     p.add_argument(
         "--batch-size", type=int, default=32, help="sequences per forward pass (default 32, theirs)"
     )
-    p.add_argument("--max-new-tokens", type=int, default=200, help="greedy tokens for ROUGE (default 200)")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="greedy tokens for every ROUGE metric (default: each metric's config: TOFU 200, MUSE knowmem 32, "
+        "verbmem 128)",
+    )
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="model dtype (default fp32)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    p.add_argument("--forget-split", default="forget10", help="forget split (default forget10)")
-    p.add_argument(
-        "--holdout-split", default="holdout10", help="holdout split for the attacks (default holdout10)"
-    )
+    p.add_argument("--forget-split", help="TOFU forget split (default forget10)")
+    p.add_argument("--holdout-split", help="TOFU holdout split for the attacks (default holdout10)")
     p.add_argument(
         "--question-key",
         choices=("question", "paraphrased_question"),
-        default="question",
-        help="question field of the forget and retain metrics (default question)",
+        help="TOFU question field of the forget and retain metrics (default question)",
     )
     p.add_argument(
         "--prompt",

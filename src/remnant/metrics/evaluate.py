@@ -1,6 +1,10 @@
 """Run named metrics on one model: encode every split once, one teacher-forced pass over the union of the
-sequences the metrics need (deduplicated), one greedy generation per distinct prompt, then each metric as a small
-pure function over those readings, dependencies first (openunlearning.md §7: theirs re-runs the model per metric).
+sequences the metrics need (deduplicated), one greedy generation per distinct prompt (and generation length and
+stop strings), then each metric as a small pure function over those readings, dependencies first
+(openunlearning.md §7: theirs re-runs the model per metric).
+
+The suite (``EvalSettings.suite``) picks the catalogue: TOFU's question/answer splits, or MUSE's knowmem questions
+with in-context examples and its verbmem and privleak completions (:mod:`remnant.metrics.catalogue`).
 
 A retain model's log (their ``TOFU_EVAL.json`` layout) feeds forget quality and privleak; without it forget quality
 is ``None`` and privleak uses a retain AUC of 0.5, each with a note, as theirs do. ``mia_reference`` needs a
@@ -16,11 +20,18 @@ from typing import Any, Protocol
 from remnant import registry
 from remnant.errors import ConfigError
 from remnant.metrics import mia
-from remnant.metrics.catalogue import MetricDef, ResolvedSource, with_dependencies
-from remnant.metrics.encoding import EncodedQA, PromptSetting, encode_qa
+from remnant.metrics.catalogue import MetricDef, ResolvedSource, Suite, with_dependencies
+from remnant.metrics.encoding import (
+    EncodedQA,
+    OpenUnlearningPrompt,
+    PromptSetting,
+    encode_completion,
+    encode_openunlearning,
+    encode_qa,
+)
 from remnant.metrics.evallog import MetricLog, aggregate, per_item_scores
 from remnant.metrics.rouge import GenerationRecord
-from remnant.metrics.rows import QARow, answers_of, question_of
+from remnant.metrics.rows import answers_of, as_row, completion_of, question_of
 from remnant.metrics.scores import TokenScores
 from remnant.metrics.text import decode, tokenizer_cleans_up
 from remnant.registry import ComponentSpec
@@ -52,14 +63,17 @@ class ModelLike(Protocol):
 
 @dataclass(frozen=True)
 class EvalSettings:
-    """OpenUnlearning's ``eval.tofu`` globals and run sizes."""
+    """OpenUnlearning's ``eval.tofu`` globals (forget and holdout splits, question field: TOFU only), the suite and
+    run sizes. ``max_new_tokens`` ``None`` gives each ROUGE metric its configured length (TOFU 200, MUSE knowmem
+    32, verbmem 128); a number overrides every one."""
 
     forget_split: str = "forget10"
     holdout_split: str = "holdout10"
     question_key: str = "question"
     batch_size: int = 32
-    max_new_tokens: int = 200
+    max_new_tokens: int | None = None
     progress: bool = False
+    suite: Suite = "tofu"
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,8 @@ class EvalResult:
         return {name: self.logs[name].agg_value for name in sorted(self.logs)}
 
 
-RowsOf = Callable[[str], Sequence[QARow]]
+#: A split's rows by name: QARows, mappings or objects with the fields (TOFU), MUSE rows as mappings.
+RowsOf = Callable[[str], Sequence[Any]]
 
 
 def _sides(defn: MetricDef) -> dict[str, Any]:
@@ -93,15 +108,23 @@ def _sides(defn: MetricDef) -> dict[str, Any]:
     return {"items": defn.source} if defn.source is not None else {}
 
 
+def split_readers(names: Sequence[str], settings: EvalSettings) -> dict[str, list[str]]:
+    """Every split the metrics (with their dependencies) read, in-context example splits included, sorted, each
+    with the names of the metrics that read it."""
+    s = settings
+    readers: dict[str, list[str]] = {}
+    for defn in with_dependencies(list(names), s.suite):
+        for src in _sides(defn).values():
+            for split in src.resolve(s.forget_split, s.holdout_split, s.question_key).splits:
+                users = readers.setdefault(split, [])
+                if defn.name not in users:
+                    users.append(defn.name)
+    return dict(sorted(readers.items()))
+
+
 def required_splits(names: Sequence[str], settings: EvalSettings) -> list[str]:
     """Every split the metrics (with their dependencies) read, sorted."""
-    s = settings
-    splits = {
-        src.resolve(s.forget_split, s.holdout_split, s.question_key).split
-        for defn in with_dependencies(list(names))
-        for src in _sides(defn).values()
-    }
-    return sorted(splits)
+    return list(split_readers(names, settings))
 
 
 class _Bank:
@@ -136,14 +159,56 @@ class _Run:
             rows = self.rows_of(src.split)
             if not rows:
                 raise ConfigError(f"split {src.split!r} has no rows", requirement="R2")
-            items = []
-            for i, row in enumerate(rows):
-                question = question_of(row, src.question_key, split=src.split, index=i)
-                answers = answers_of(row, src.answer_key, split=src.split, index=i)
-                listed = list(answers) if isinstance(answers, tuple) else [answers]
-                items.append([encode_qa(self.target.tokenizer, self.prompt, question, a) for a in listed])
-            self._encoded[src] = items
+            if src.encoding == "completion":
+                self._encoded[src] = [[self._completion(src, row, i)] for i, row in enumerate(rows)]
+            else:
+                shots = self._shots(src)
+                self._encoded[src] = [self._qa(src, row, i, shots) for i, row in enumerate(rows)]
         return self._encoded[src]
+
+    def _completion(self, src: ResolvedSource, row: Any, index: int) -> EncodedQA:
+        """Their ``preprocess_pretraining_instance`` of one row (MUSE verbmem and membership sets)."""
+        prefix, text = completion_of(row, src.question_key, src.answer_key, split=src.split, index=index)
+        tok = self.target.tokenizer
+        return encode_completion(tok, prefix, text, max_length=src.max_length, insert_space=src.insert_space)
+
+    def _shots(self, src: ResolvedSource) -> tuple[list[str], list[str]]:
+        """The in-context examples every item of ``src`` is asked after: all rows of its few-shot split, in order,
+        read with the item's own question and answer fields (their ``QADataset.fs_data``)."""
+        if src.few_shot is None:
+            return [], []
+        if not isinstance(self.prompt, OpenUnlearningPrompt):
+            raise ConfigError(
+                f"split {src.split!r} is asked after the in-context examples of {src.few_shot!r}, which only "
+                "OpenUnlearning's prompt format lays out (--prompt openunlearning)",
+                requirement="R23",
+            )
+        rows = [as_row(r, split=src.few_shot, index=i) for i, r in enumerate(self.rows_of(src.few_shot))]
+        questions = [
+            question_of(r, src.question_key, split=src.few_shot, index=i) for i, r in enumerate(rows)
+        ]
+        answers = [answers_of(r, src.answer_key, split=src.few_shot, index=i) for i, r in enumerate(rows)]
+        if any(isinstance(a, tuple) for a in answers):
+            raise ConfigError(
+                f"split {src.few_shot!r}: an in-context example takes one answer; field {src.answer_key!r} "
+                "holds several",
+                requirement="R2",
+            )
+        return questions, [str(a) for a in answers]
+
+    def _qa(
+        self, src: ResolvedSource, source: Any, index: int, shots: tuple[list[str], list[str]]
+    ) -> list[EncodedQA]:
+        """Every answer of one row as a question/answer pair, after the in-context examples ``shots``."""
+        row = as_row(source, split=src.split, index=index)
+        question = question_of(row, src.question_key, split=src.split, index=index)
+        answers = answers_of(row, src.answer_key, split=src.split, index=index)
+        listed = list(answers) if isinstance(answers, tuple) else [answers]
+        tok = self.target.tokenizer
+        if src.few_shot is None or not isinstance(self.prompt, OpenUnlearningPrompt):
+            return [encode_qa(tok, self.prompt, question, a) for a in listed]
+        qs, ans = shots
+        return [encode_openunlearning(tok, self.prompt, [*qs, question], [*ans, a]) for a in listed]
 
     def plan(self, defs: Sequence[MetricDef]) -> None:
         s = self.settings
@@ -206,40 +271,61 @@ def _pass(
     return dict(zip(keys, scores, strict=True))
 
 
+#: How a ROUGE metric generates: the new-token budget and the stop strings (one generation per prompt under each).
+GenerationKey = tuple[int, tuple[str, ...]]
+
+
+def _generation_key(defn: MetricDef, settings: EvalSettings) -> GenerationKey:
+    """The metric's generation length (its config's unless the settings override it) and stop strings."""
+    length = settings.max_new_tokens
+    if length is None:
+        length = int(defn.params.get("max_new_tokens", 200))
+    return length, tuple(defn.params.get("stopwords", ()))
+
+
+def _record(tok: Any, src: ResolvedSource, enc: EncodedQA, generation: str) -> GenerationRecord:
+    """The ground truth recovered as their ``eval_text_similarity`` does: the decoded labels minus the decoded
+    prompt (``str.replace``), stripped. A question's labels are the whole conversation (their
+    ``predict_with_generate``); a completion's are the tokens past the prefix."""
+    prompt_text = decode(tok, enc.prompt_ids, skip_special_tokens=True, clean_up=True)
+    labelled = enc.full_ids[enc.label_start :] if src.encoding == "completion" else enc.full_ids
+    full_text = decode(tok, labelled, skip_special_tokens=True, clean_up=True)
+    truth = full_text.replace(prompt_text, "").strip()
+    return GenerationRecord(input=prompt_text, ground_truth=truth, generation=generation)
+
+
 def _generations(run: _Run, defs: Sequence[MetricDef]) -> dict[str, list[list[GenerationRecord]]]:
-    """Greedy generations for every ROUGE metric: one per distinct prompt, shared by all its ground truths."""
+    """Greedy generations for every ROUGE metric: one per distinct prompt and generation key, shared by all its
+    ground truths."""
     from remnant.metrics.generation import greedy_generations
 
     rouge_defs = [d for d in defs if d.handler == "rouge"]
-    if not rouge_defs:
-        return {}
-    tok = run.target.tokenizer
-    prompts: dict[tuple[int, ...], int] = {}
+    groups: dict[GenerationKey, dict[tuple[int, ...], int]] = {}
     for d in rouge_defs:
+        prompts = groups.setdefault(_generation_key(d, run.settings), {})
         for item in run.encode(run.resolved[(d.name, "items")]):
             for enc in item:
                 prompts.setdefault(enc.prompt_ids, len(prompts))
-    texts = greedy_generations(
-        run.target.model,
-        tok,
-        list(prompts),
-        batch_size=run.settings.batch_size,
-        max_new_tokens=run.settings.max_new_tokens,
-        progress=run.settings.progress,
-    )
-
-    def record(enc: EncodedQA) -> GenerationRecord:
-        prompt_text = decode(tok, enc.prompt_ids, skip_special_tokens=True, clean_up=True)
-        full_text = decode(tok, enc.full_ids, skip_special_tokens=True, clean_up=True)
-        truth = full_text.replace(prompt_text, "").strip()
-        return GenerationRecord(
-            input=prompt_text, ground_truth=truth, generation=texts[prompts[enc.prompt_ids]]
+    texts = {
+        key: greedy_generations(
+            run.target.model,
+            run.target.tokenizer,
+            list(prompts),
+            batch_size=run.settings.batch_size,
+            max_new_tokens=key[0],
+            stopwords=key[1],
+            progress=run.settings.progress,
         )
-
-    return {
-        d.name: [[record(e) for e in item] for item in run.encode(run.resolved[(d.name, "items")])]
-        for d in rouge_defs
+        for key, prompts in groups.items()
     }
+    out = {}
+    for d in rouge_defs:
+        key, src = _generation_key(d, run.settings), run.resolved[(d.name, "items")]
+        out[d.name] = [
+            [_record(run.target.tokenizer, src, e, texts[key][groups[key][e.prompt_ids]]) for e in item]
+            for item in run.encode(src)
+        ]
+    return out
 
 
 def _gradnorms(run: _Run, defs: Sequence[MetricDef]) -> dict[int, float]:
@@ -354,9 +440,9 @@ def evaluate(
 ) -> EvalResult:
     """Compute ``names`` (and their dependencies) on ``target``; see the module docstring."""
     settings = settings or EvalSettings()
-    if settings.batch_size < 1 or settings.max_new_tokens < 1:
+    if settings.batch_size < 1 or (settings.max_new_tokens is not None and settings.max_new_tokens < 1):
         raise ConfigError("batch size and max new tokens must be at least 1", requirement="R23")
-    defs = with_dependencies(list(names))
+    defs = with_dependencies(list(names), settings.suite)
     _check_reference(defs, target, reference)
     handlers = {d.name: registry.create("metric", d.handler, d.params) for d in defs}
     notes: list[str] = []
@@ -385,4 +471,13 @@ def evaluate(
     return EvalResult(logs=logs, specs={n: h.spec for n, h in handlers.items()}, sources=sources, notes=notes)
 
 
-__all__ = ["EvalResult", "EvalSettings", "ModelLike", "RetainLog", "RowsOf", "evaluate", "required_splits"]
+__all__ = [
+    "EvalResult",
+    "EvalSettings",
+    "ModelLike",
+    "RetainLog",
+    "RowsOf",
+    "evaluate",
+    "required_splits",
+    "split_readers",
+]

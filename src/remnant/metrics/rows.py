@@ -1,4 +1,4 @@
-"""One evaluation row of a TOFU-format split, as the metrics read it (openunlearning.md §4).
+"""One evaluation row of a TOFU-format split (or of a MUSE split), as the metrics read it (openunlearning.md §4).
 
 The metric code reads plain lists of rows, so it does not depend on how a split was stored: a TOFU reader's typed
 rows, a JSON object per line, or rows a test builds. :func:`as_row` accepts anything with the fields below, as
@@ -10,6 +10,9 @@ Fields (TOFU's ``*_perturbed`` configs; ``holdout*``, ``forget*`` and ``retain*`
 - ``paraphrased_answer``: the true answer in other words (truth ratio's "correct" on forget and retain);
 - ``perturbed_answer``: wrong answers in the same template (5 on forget/retain, 3 on real authors/world facts);
 - ``paraphrased_question``: the question in other words (OpenUnlearning's ``question_key`` switch).
+
+MUSE's knowmem rows carry ``question`` and ``answer`` and are read the same way; its verbmem (``prompt``, ``gt``)
+and privleak (``text``) rows are completions, read by :func:`completion_of`.
 """
 
 from __future__ import annotations
@@ -114,6 +117,25 @@ def answers_of(row: QARow, key: str, *, split: str, index: int) -> str | tuple[s
     return value  # type: ignore[no-any-return]
 
 
+def completion_of(source: Any, prefix_key: str, text_key: str, *, split: str, index: int) -> tuple[str, str]:
+    """A completion row's (prefix, text), as their ``CompletionDataset`` reads it: a field the row lacks is the
+    empty string (MUSE's membership configs name a ``prompt`` prefix that privleak rows do not carry). A missing
+    or empty text is refused, a prefix or text that is not a string too (ConfigError naming split, row, field)."""
+    values = []
+    for key in (prefix_key, text_key):
+        value = _field(source, key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(
+                f"split {split!r} row {index}: field {key!r} must be a string", requirement="R2"
+            )
+        values.append(value or "")
+    if not values[1]:
+        raise ConfigError(
+            f"split {split!r} row {index}: field {text_key!r} is missing or empty", requirement="R2"
+        )
+    return values[0], values[1]
+
+
 __all__ = [
     "ANSWER_KEYS",
     "QUESTION_KEYS",
@@ -122,5 +144,6 @@ __all__ = [
     "answers_of",
     "as_row",
     "as_rows",
+    "completion_of",
     "question_of",
 ]
