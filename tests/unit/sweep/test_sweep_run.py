@@ -17,8 +17,9 @@ from sweep_fixtures import TINY_METHODS, comparable, tiny_spec, write_spec
 from remnant.cli import main
 from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
 
-#: Three removals: NPO (a delta of the full install), grad ascent through LoRA (an adapter), and an NPO at lr 1
-#: whose loss passes 1.01 × its first (a diverged run, Annex B.6).
+#: Four removals: NPO (a delta of the full install), grad ascent through LoRA (an adapter), an NPO at lr 1
+#: whose loss passes 1.01 × its first (a diverged run, Annex B.6), and a task vector taken from the install
+#: (installed − never-modified: the sweep must hand it the control).
 METHODS = (
     TINY_METHODS
     + """
@@ -32,9 +33,20 @@ name = "npo"
 label = "npo-div"
 params = { epochs = 2, batch_size = 4, grad_accum = 1, warmup_epochs = 0.0, divergence_factor = 1.01 }
 grid = { lr = [1.0] }
+
+[[removal.methods]]
+name = "task_vector"
+params = { scale = 0.5 }
 """
 )
-MODELS = ("target-full-s0", "never-retain-s0", "npo-lr0.001-s0", "ga-lora-default-s0", "npo-div-lr1-s0")
+MODELS = (
+    "target-full-s0",
+    "never-retain-s0",
+    "npo-lr0.001-s0",
+    "ga-lora-default-s0",
+    "npo-div-lr1-s0",
+    "task_vector-default-s0",
+)
 
 
 def _run(spec: Path, out: Path, *extra: str) -> dict[str, Any]:
@@ -109,13 +121,8 @@ def test_a_diverged_removal_is_a_recorded_outcome_in_the_table(swept: dict[str, 
     assert [r["status"] for r in rows] == ["diverged"] * 3
     assert all("factor × initial" in r["error"] and r["kappa"] == "" for r in rows)
     events = [r for r in RecordStore(swept["out"] / RECORDS_FILE).read() if isinstance(r, Event)]
-    assert sorted(e.kind for e in events) == [
-        "diverged",
-        "stage_finished",
-        "stage_finished",
-        "stage_finished",
-        "stage_finished",
-    ]
+    # one stage_finished per build (two installs, NPO, LoRA GA, the task vector), one diverged
+    assert sorted(e.kind for e in events) == ["diverged", *["stage_finished"] * 5]
 
 
 def test_the_items_table_and_the_page(swept: dict[str, Path]) -> None:
@@ -135,7 +142,7 @@ def test_the_items_table_and_the_page(swept: dict[str, Path]) -> None:
 
     parquet = pq.read_table(swept["out"] / "results.parquet")
     assert (
-        parquet.num_rows == 15
+        parquet.num_rows == 3 * len(MODELS)
         and parquet.schema.field("uds").type == "double"
         and parquet.schema.field("seed").type == "int64"
     )
@@ -149,7 +156,7 @@ def test_a_rerun_skips_every_finished_cell(
     capsys.readouterr()
     assert main(["sweep", "run", str(swept["spec"]), "--out", str(swept["out"]), "--quiet"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["computed"], summary["builds"], summary["done_before"]) == (0, 0, 60)
+    assert (summary["computed"], summary["builds"], summary["done_before"]) == (0, 0, 12 * len(MODELS))
     assert (swept["out"] / RECORDS_FILE).read_bytes() == before
 
 

@@ -171,7 +171,9 @@ class RemovalMethod:
     #: Plain (not ClassVar) so an instance may decide from its parameters (GradDiff with a KL retain term).
     needs_reference: bool = False
     needs_alternates: ClassVar[Literal["idk", "alternate"] | None] = None
-    needs_control: ClassVar[bool] = False
+    #: Plain too: a task vector taken from the install (installed − control) needs the control, one fine-tuned
+    #: on the forget set does not.
+    needs_control: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -25,6 +25,7 @@ class TaskVectorNegation(RemovalMethod):
     """Negate a task vector: installed-minus-control, or fine-tuned-minus-start."""
 
     kind = "procedure"
+    needs_control = True  # the default source, the install; an instance from a fine-tune sets False
     formula = "theta_U = theta - scale*tau; tau = theta_installed - theta_control | theta_ft(forget) - theta"
     source = "Ilharco et al. 2023 (task arithmetic); Standard Annex B.6"
 
@@ -44,6 +45,7 @@ class TaskVectorNegation(RemovalMethod):
             )
         self.scale = scale
         self.vector_source = vector_source
+        self.needs_control = vector_source == "install"
         self.finetune_epochs = finetune_epochs
 
     def run(self, ctx: ProcedureContext) -> TrainOutcome:
