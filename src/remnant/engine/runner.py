@@ -39,6 +39,8 @@ class CellRunner:
     """Runs cells at most once per run: skips completed keys, imports cached ones, computes the rest.
 
     ``before_cell(label)`` is called before a cell is computed (a test raises there to simulate a kill).
+    ``redo(records)``, when given, marks a recorded cell to compute again (a sweep's ``--retry-failed``): its old
+    records stay in the append-only store and the new ones follow them.
     """
 
     store: RecordStore
@@ -46,6 +48,7 @@ class CellRunner:
     cache: CellCache | None = None
     before_cell: Callable[[str], None] | None = None
     progress: Callable[[str], None] | None = None
+    redo: Callable[[list[CellRecord]], bool] | None = None
     _done: dict[str, list[CellRecord]] = field(default_factory=dict)
     computed: int = 0
     reused: int = 0
@@ -56,6 +59,12 @@ class CellRunner:
                 self._done.setdefault(record.cell_key, []).append(record)
             elif isinstance(record, Reading):  # an audit cell writes readings and no cell record (C-H6)
                 self._done.setdefault(record.cell_key, [])
+        if self.redo is not None:
+            self._done = {k: v for k, v in self._done.items() if not (v and self.redo(v))}
+
+    def recorded(self) -> set[str]:
+        """Keys this runner will not compute again (recorded in the store, less those ``redo`` marks)."""
+        return set(self._done)
 
     def run(self, key: str, label: str, compute: Callable[[], list[Record]]) -> list[CellRecord]:
         """The cell records of ``key``: from this run, from the shared cache, or computed now."""

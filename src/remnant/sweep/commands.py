@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     check_disk(prepared, sum(m.disk for m in models))
     executor = _executor(args, prepared)
     try:
-        summary = run_sweep(prepared, out, executor, say=say)
+        summary = run_sweep(prepared, out, executor, say=say, retry_failed=args.retry_failed)
     finally:
         executor.close()
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -160,6 +160,11 @@ def add_commands(subparsers: Any) -> None:
     run.add_argument("--address", help="Ray cluster address (with --executor ray; default: a local Ray)")
     run.add_argument("--num-cpus", type=int, help="CPUs of the local Ray started here (default: all)")
     run.add_argument("--threads", type=int, help="local executor: CPU threads (default cpus_per_task)")
+    run.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the cells recorded as failed (their records stay; the new ones supersede them)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)
     rep = sub.add_parser("report", help="results table (Parquet, CSV), items table and report.html")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from remnant.records import RECORDS_FILE, Event, RecordStore
+from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
 from remnant.sweep.build import BuildResult
 from remnant.sweep.cells import PlannedCell, model_cells
 from remnant.sweep.context import Workspace
@@ -115,10 +115,23 @@ def workspace(prepared: Prepared, out: Path, fault: str | None = None) -> Worksp
     )
 
 
+def only_failed(records: list[CellRecord]) -> bool:
+    """A cell every record of which says it failed (a crashed or out-of-memory task): ``--retry-failed`` reruns
+    it. A diverged build is an outcome of the recipe, not a failure, and is not retried."""
+    return all(r.status == "failed" for r in records)
+
+
 def run_sweep(
-    prepared: Prepared, out: Path, executor: Any, *, say: Callable[[str], None], fault: str | None = None
+    prepared: Prepared,
+    out: Path,
+    executor: Any,
+    *,
+    say: Callable[[str], None],
+    fault: str | None = None,
+    retry_failed: bool = False,
 ) -> RunSummary:
-    """Run every pending cell of ``prepared`` through ``executor``, recording into ``out/records.jsonl``."""
+    """Run every pending cell of ``prepared`` through ``executor``, recording into ``out/records.jsonl``; with
+    ``retry_failed``, cells recorded as failed are pending again (their records stay; the new ones follow)."""
     from remnant.engine.runner import CellRunner
 
     start = time.perf_counter()
@@ -128,8 +141,8 @@ def run_sweep(
         say(
             f"moved a torn tail (line {torn.line}, {torn.nbytes} bytes) to {torn.side_file.name}: its cell re-runs"
         )
-    runner = CellRunner(store, prepared.run_id)
-    done = store.completed_cells()
+    runner = CellRunner(store, prepared.run_id, redo=only_failed if retry_failed else None)
+    done = runner.recorded()
     pending: dict[str, set[str]] = {}
     for cell in prepared.cells:
         if cell.key not in done:
@@ -175,4 +188,4 @@ def run_sweep(
     return summary
 
 
-__all__ = ["RunSummary", "run_sweep", "workspace"]
+__all__ = ["RunSummary", "only_failed", "run_sweep", "workspace"]

@@ -87,16 +87,25 @@ def _order(spec: dict[str, Any]) -> list[str]:
     return cols + list(suite.get("audits", [])) + list(suite.get("attacks", []))
 
 
+def _current(listed: list[Any], where: dict[str, Any]) -> dict[str, list[CellRecord]]:
+    """Each planned cell's records in force: a cell retried after it failed (``--retry-failed``) keeps its
+    failed records in the store, superseded by the retry's."""
+    by_key: dict[str, list[CellRecord]] = {}
+    for r in listed:
+        if isinstance(r, CellRecord) and r.cell_key in where:
+            by_key.setdefault(r.cell_key, []).append(r)
+    return {k: [r for r in v if r.status != "failed"] or v for k, v in by_key.items()}
+
+
 def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
     """The results and items tables of a sweep (module docstring)."""
     pool = Pool.from_dict(plan["pool"])
     where = {c["key"]: (c["model"], c["perturbation"], c["entry"]) for c in plan["cells"]}
     listed = list(records)
     cells: dict[tuple[str, str], list[tuple[str, CellRecord]]] = {}
-    for r in listed:
-        if isinstance(r, CellRecord) and r.cell_key in where:
-            model, perturbation, entry = where[r.cell_key]
-            cells.setdefault((model, perturbation), []).append((entry, r))
+    for key, kept in _current(listed, where).items():
+        model, perturbation, entry = where[key]
+        cells.setdefault((model, perturbation), []).extend((entry, r) for r in kept)
     planned: dict[tuple[str, str], set[str]] = {}
     for key, (model, perturbation, _) in where.items():
         planned.setdefault((model, perturbation), set()).add(key)

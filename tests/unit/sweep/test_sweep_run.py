@@ -255,6 +255,22 @@ def test_a_failing_task_is_recorded_as_failed_and_the_sweep_goes_on(
     failed = rows[("npo-lr0.001-s0", "nf4")]
     assert failed["status"] == "failed" and "RuntimeError: injected fault" in failed["error"]
     assert {r["status"] for (m, _), r in rows.items() if m != "npo-lr0.001-s0"} == {"ok"}
+    # A plain rerun keeps the failure (a recorded outcome); --retry-failed runs exactly the failed cells again,
+    # appends after the old records, and the table reads the retry.
+    before = (out / RECORDS_FILE).read_bytes()
+    assert run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None).computed == 0
+    n_failed = sum(
+        1
+        for r in RecordStore(out / RECORDS_FILE).read()
+        if isinstance(r, CellRecord) and r.status == "failed"
+    )
+    retried = run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None, retry_failed=True)
+    assert retried.computed == n_failed > 0 and not retried.failed_tasks
+    assert (out / RECORDS_FILE).read_bytes().startswith(before)
+    assert main(["sweep", "report", str(out)]) == 0
+    again = {(r["model"], r["perturbation"]): r for r in _rows(out / "results.csv")}
+    assert {r["status"] for r in again.values()} == {"ok"}
+    assert again[("npo-lr0.001-s0", "none")] == rows[("npo-lr0.001-s0", "none")]
 
 
 def test_the_local_executor_retries_a_crashed_task(monkeypatch: pytest.MonkeyPatch) -> None:
