@@ -142,13 +142,17 @@ class _Revival:
             m: {i: orient(v, how) for i, v in d.items()}
             for m, d in table.item_values(metric, "relearn").items()
         }
-        targets = [self.before[m] for m in table.models("target") if m in self.before]
+        self.target_models = set(table.models("target"))
+        targets = [self.before[m] for m in sorted(self.target_models) if m in self.before]
         keys = sorted(set().union(*targets)) if targets else []
         self.target_mean = {k: float(np.mean([t[k] for t in targets if k in t])) for k in keys}
 
     def original(self, model: str) -> dict[str, float]:
+        """The model that held the target: the parent when it is in the target pool (an unlearned model's
+        install), else the target pool's per-item mean (a never-saw model's parent is the base model, which never
+        held it, so its items would never be eligible)."""
         row = self.table.row(model, "none")
-        if row is not None and row.parent is not None and row.parent in self.before:
+        if row is not None and row.parent in self.target_models and row.parent in self.before:
             return self.before[row.parent]
         return self.target_mean
 

@@ -105,3 +105,35 @@ def test_missing_inputs_are_refused_or_noted(
         (tmp_path / "items.csv").rename(pool[2] / "items.csv")
     with pytest.raises(ConfigError, match="not a column"):
         recovery(pool[0], CFG.model_copy(update={"outcome": "nope"}))
+
+
+def test_never_saw_models_revive_against_the_target_pool_not_their_base_parent(tmp_path: Path) -> None:
+    """A sweep names the base model as a retain-only install's parent; the base model never held the target, so
+    its items would make nothing eligible. The gold level is read against the target pool, as without parents."""
+    import csv
+
+    from _study_pools import planted_pool
+
+    planted = planted_pool(tmp_path)
+    with (tmp_path / "results.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    columns = list(rows[0])
+    for row in rows:
+        if row["pool"] == "never_saw":
+            row["parent"] = "base"
+    base = dict.fromkeys(columns, "") | {
+        "model": "base",
+        "pool": "base",
+        "status": "ok",
+        "hyperparameters": "{}",
+    }
+    rows += [base | {"perturbation": p, "kappa": "0.0", "utility": "0.0"} for p in ("none", "nf4", "relearn")]
+    with (tmp_path / "results.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    with (tmp_path / "items.csv").open("a", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerows(["base", "none", "kappa", f"q{j:02d}", 0.0] for j in range(planted["n_items"]))
+    result = recovery(load_pool(tmp_path), CFG)
+    assert result.gold_rate == pytest.approx(planted["gold"])
