@@ -140,7 +140,8 @@ def main() -> None:
         "speed-up grows with N and with the generation length. The last SmolLM2 row is seed 003's sampling "
         "setting (50 samples of up to 64 new tokens at T = 2, top-k 40). Analytic pass@N is exact only for "
         "exact-match targets (an answer that starts the continuation); the sampled attack also counts answers "
-        "found later in a sample. Reproduce: `.venv/bin/python benchmarks/bench_sampling.py --smollm2`."
+        "found later in a sample. Reproduce: `.venv/bin/python benchmarks/bench_sampling.py --smollm2 "
+        f"--repeats {args.repeats}`."
     )
     write_section(
         "sampling", "Repeated sampling: analytic pass@N vs real sampling", body, write=not args.no_write
