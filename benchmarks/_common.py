@@ -28,10 +28,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # tests/fixtures_models.py builds the t
 
 HEADER = """# Benchmark results
 
-Each figure compares a fast path with its baseline in the same run (DESIGN §6) and is reported as a ratio:
+Each figure compares a fast path with its baseline in the same run and is reported as a ratio:
 the machines are shared and noisy, so absolute seconds are for orientation only. Reproduce with `make bench`
 (tiny random models, about a minute) or `make bench BENCH_ARGS=--smollm2` (adds SmolLM2-135M-Instruct from the
-zoo cache; about 17 minutes on 2 CPU cores, most of it the naive UDS baseline).
+zoo cache; about an hour on 2 CPU cores: the naive UDS baseline, real sampling at seed 003's setting, and
+OpenUnlearning's own evaluator when `REMNANT_OPENUNLEARNING_SRC` names their checkout, bench_eval.py).
 Each script rewrites only its own section below; the machine line of a section says where it ran.
 """
 
