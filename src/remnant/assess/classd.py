@@ -25,8 +25,9 @@ An attack undefined for a risk's response format is a ``not_applicable`` record 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from remnant.assess import facts as F
@@ -49,24 +50,24 @@ CONTROL_ENTITIES = F.CONTROL_ENTITIES
 CLASSD_CONTEXT = "class_d"
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatteryInputs:
     """What every battery cell shares, fixed before the first one runs (identical for both states, R3)."""
 
     spec: Any  # remnant.classd.BatterySpec
-    canaries: dict[str, Any]  # risk -> CanaryProbes
+    canaries: Mapping[str, Any]  # risk -> CanaryProbes (read-only)
     #: (risk, slot, attack instance or None, not-applicable reason) for every attack the battery runs under
-    attacks: list[tuple[str, str, Any, str | None]]
+    attacks: tuple[tuple[str, str, Any, str | None], ...]
     relearn: bool
     budgets: tuple[int, ...]
     max_new_tokens: int
-    design: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
+    design: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
 
     def context(self) -> dict[str, Any]:
         """The ``class_d`` context entry of the records: design (D5), components (K4) and notes."""
         return {
-            "design": self.design,
+            "design": dict(self.design),
             "components": self.spec.describe(),
             "attacks": sorted({slot for _, slot, _, _ in self.attacks}),
             "relearning_budgets": list(self.budgets) if self.relearn else [],
@@ -130,13 +131,13 @@ def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
     design = design_of(inputs.pack).model_dump(mode="json")
     return BatteryInputs(
         spec=spec,
-        canaries={str(r): c for r, c in canaries.items()},
-        attacks=attacks,
+        canaries=MappingProxyType({str(r): c for r, c in canaries.items()}),
+        attacks=tuple(attacks),
         relearn=relearn,
         budgets=budgets,
         max_new_tokens=table.max_new_tokens or inputs.scoring_tokens,
-        design=design,
-        notes=notes,
+        design=MappingProxyType(design),
+        notes=tuple(notes),
     )
 
 
