@@ -129,8 +129,8 @@ def growth(root: Path, model: Path, sizes: list[int]) -> list[tuple[int, int, fl
 
 def main() -> None:
     p = parser(__doc__ or "")
-    p.add_argument("--models", type=int, default=8, help="removals K in the Ray pool (default 8)")
-    p.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8], help="K of the growth runs")
+    p.add_argument("--models", type=int, default=24, help="removals K in the Ray pool (default 24)")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 8, 16, 24], help="K of the growth runs")
     args = p.parse_args()
     setup(args)
     from fixtures_models import build_tiny_model
@@ -159,7 +159,9 @@ def main() -> None:
         f"retain κ, UDS: 8 cells a model). Ray: a local Ray with 1 or 2 CPUs and one CPU per task, median of "
         f"{args.repeats} alternated runs, Ray's start and each worker's first import outside the timing. The "
         f"references are built by the first two tasks and every removal waits for the full install (its parent), "
-        f"so the 2-worker pool has a serial start; per-model cost is flat in K when the growth is linear."
+        f"so the 2-worker pool has a serial start; per-model cost is flat in K when the growth is linear. "
+        f"Reproduce: `.venv/bin/python benchmarks/bench_sweep.py --models {k} --sizes "
+        f"{' '.join(map(str, args.sizes))} --repeats {args.repeats}`."
     )
     write_section("sweep", "Sweeps: 2 Ray workers vs 1, and cost vs pool size", body, write=not args.no_write)
 

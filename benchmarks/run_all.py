@@ -15,6 +15,7 @@ SCRIPTS = (
     "bench_throughput.py",
     "bench_scaling.py",
     "bench_eval.py",  # needs REMNANT_OPENUNLEARNING_SRC (their checkout); says so and measures nothing without it
+    "bench_sweep.py",  # needs the ray extra (make installs it)
 )
 
 
