@@ -109,8 +109,8 @@ def test_aggregates_are_nominal_counts_and_observations_are_graded(world: World,
         "kind": "metric",
         "name": "rouge",
         "version": "1",
-        "params": {"rouge_type": "rougeL_recall", "max_new_tokens": 200, "stopwords": []},
-    }
+        "params": {"rouge_type": "rougeL_recall", "max_new_tokens": 4, "stopwords": []},
+    }  # the length the generations were made with (SETTINGS overrides the configured 200), R23
     mia = cells["mia_min_k"].params
     assert mia["agg_value"] == mia["extra"]["auc"] and set(mia["extra"]) == {"auc", "forget", "holdout"}
     assert cells["model_utility"].params["requested"] and not cells["ra_Truth_Ratio"].params["requested"]

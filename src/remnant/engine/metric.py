@@ -123,9 +123,10 @@ class MetricMeasurement(Measurement):
         """Every computed metric's registered handler, version and parameters (R23), by log key."""
         from remnant import registry
         from remnant.metrics.catalogue import with_dependencies
+        from remnant.metrics.evaluate import effective_params
 
         return {
-            d.name: registry.bind("metric", d.handler, d.params).to_dict()
+            d.name: registry.bind("metric", d.handler, effective_params(d, self.settings)).to_dict()
             for d in with_dependencies(list(self.metrics))
         }
 

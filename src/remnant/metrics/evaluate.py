@@ -275,6 +275,15 @@ def _pass(
 GenerationKey = tuple[int, tuple[str, ...]]
 
 
+def effective_params(defn: MetricDef, settings: EvalSettings) -> dict[str, Any]:
+    """The metric's parameters as run: a ROUGE metric's generation length is the one its generations were made
+    with (a ``--max-new-tokens`` override, else its config's), so the manifest records it (R23)."""
+    params = dict(defn.params)
+    if defn.handler == "rouge":
+        params["max_new_tokens"] = _generation_key(defn, settings)[0]
+    return params
+
+
 def _generation_key(defn: MetricDef, settings: EvalSettings) -> GenerationKey:
     """The metric's generation length (its config's unless the settings override it) and stop strings."""
     length = settings.max_new_tokens
@@ -444,7 +453,7 @@ def evaluate(
         raise ConfigError("batch size and max new tokens must be at least 1", requirement="R23")
     defs = with_dependencies(list(names), settings.suite)
     _check_reference(defs, target, reference)
-    handlers = {d.name: registry.create("metric", d.handler, d.params) for d in defs}
+    handlers = {d.name: registry.create("metric", d.handler, effective_params(d, settings)) for d in defs}
     notes: list[str] = []
     retained = {d.name: _retain_input(d, retain_log, notes) for d in defs}
     run = _Run(target, rows_of, prompt, settings)
@@ -474,6 +483,7 @@ def evaluate(
 __all__ = [
     "EvalResult",
     "EvalSettings",
+    "effective_params",
     "ModelLike",
     "RetainLog",
     "RowsOf",
