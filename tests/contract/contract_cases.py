@@ -1,4 +1,4 @@
-"""Every registered measurement as a contract case, derived from the registries (DESIGN §7; garak's idea).
+"""Every registered measurement as a contract case, derived from the registries (docs/extending.md; garak's idea).
 
 A :class:`Case` builds one :class:`~remnant.engine.measurement.Measurement` on the tiny model the way the
 assessment builds it (``remnant.assess.schedule`` and ``remnant.assess.classd`` decide what goes into each key),

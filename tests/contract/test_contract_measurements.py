@@ -1,4 +1,4 @@
-"""One contract over every registered measurement (DESIGN §7; contract_cases.py says which and how built).
+"""One contract over every registered measurement (docs/extending.md; contract_cases.py says which and how built).
 
 For each, on the tiny model:
 

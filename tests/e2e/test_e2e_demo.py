@@ -1,4 +1,4 @@
-"""The demo's fixtures and configs (DESIGN §5): the pack it mints, the three configs it assesses, their plan.
+"""The demo's fixtures and configs: the pack it mints, the three configs it assesses, their plan.
 
 Running ``remnant demo --quick`` itself takes longer than a test may on two cores (its timings and verdicts are
 reported in benchmarks/RESULTS.md and the issue notes); these checks keep its inputs honest without a model:

@@ -2,7 +2,7 @@
 
 One uninterrupted run is shared by the module (the tiny Llama, a tiny Class D pack, gradient ascent as the
 removal). Its statement is the reference the recomputed and the killed-and-resumed runs must reproduce byte for
-byte (DESIGN §1: same config and seed, same statement bytes, timestamps and signatures aside; here the
+byte (R24: same config and seed, same statement bytes, timestamps and signatures aside; here the
 pre-registration timestamp is shared, so the whole file must match).
 """
 

@@ -1,4 +1,4 @@
-"""The field's evaluation metrics with OpenUnlearning's definitions and names (openunlearning.md §3), and
+"""The field's evaluation metrics with OpenUnlearning's definitions and names (docs/metrics.md), and
 ``remnant eval`` (:mod:`remnant.metrics.commands`).
 
 Research measurements: none of them adjudicates a verdict under the Standard. Importing this package registers

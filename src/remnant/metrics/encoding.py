@@ -1,4 +1,4 @@
-"""Question/answer pairs as token ids, in OpenUnlearning's format or remnant's (openunlearning.md §4, §6.1).
+"""Question/answer pairs as token ids, in OpenUnlearning's format or remnant's (docs/metrics.md, §6.1).
 
 Two prompt settings, one interface (:func:`encode_qa` → :class:`EncodedQA`):
 

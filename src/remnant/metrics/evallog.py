@@ -1,4 +1,4 @@
-"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``), written and read (openunlearning.md §1, §3).
+"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``), written and read (docs/metrics.md, §3).
 
 A log maps each metric name to ``{"agg_value": x, "value_by_index": {"<i>": {...}}}``; the membership attacks add
 ``"forget"`` and ``"holdout"`` (each its own ``agg_value`` / ``value_by_index``) and ``"auc"``; forget quality,

@@ -1,7 +1,7 @@
 """Run named metrics on one model: encode every split once, one teacher-forced pass over the union of the
 sequences the metrics need (deduplicated), one greedy generation per distinct prompt (and generation length and
 stop strings), then each metric as a small pure function over those readings, dependencies first
-(openunlearning.md §7: theirs re-runs the model per metric).
+(docs/metrics.md: theirs re-runs the model per metric).
 
 The suite (``EvalSettings.suite``) picks the catalogue: TOFU's question/answer splits, or MUSE's knowmem questions
 with in-context examples and its verbmem and privleak completions (:mod:`remnant.metrics.catalogue`).

@@ -1,4 +1,4 @@
-"""The one teacher-forced pass every log-probability metric reads (openunlearning.md §7: theirs runs one per metric).
+"""The one teacher-forced pass every log-probability metric reads (docs/metrics.md: theirs runs one per metric).
 
 Given (prompt+answer ids, first labelled position) sequences, :func:`teacher_forced_pass` returns, per sequence,
 the log-probability of each labelled token, the argmax prediction at each labelled position, and — only when asked
@@ -7,7 +7,7 @@ tensor is never kept. Forget Prob, truth ratio, ES, EM, LOSS, zlib, min-k and mi
 
 Batching: sequences are sorted by length (longest first, so memory peaks on the first batch), right-padded to the
 longest in the batch, with an explicit attention mask built from the lengths (never from ``pad == eos``; their
-collator masks every in-sequence token equal to the pad id, openunlearning.md §6.2). Where the model accepts
+collator masks every in-sequence token equal to the pad id, docs/metrics.md). Where the model accepts
 ``logits_to_keep``, only the positions from the batch's earliest label onward are projected to the vocabulary.
 Log-softmax is computed in float32 from the model's logits, so bf16 models are safe.
 

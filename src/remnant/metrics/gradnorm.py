@@ -1,4 +1,4 @@
-"""Gradient-norm membership scores (their ``GradNormAttack``, p = 2, batch size 1; openunlearning.md §3.2).
+"""Gradient-norm membership scores (their ``GradNormAttack``, p = 2, batch size 1; docs/metrics.md).
 
 Per sample: loss = −mean of the labelled tokens' log-probabilities *without the last one* (their
 ``tokenwise_logprobs`` drops it), the gradient of that loss with respect to every parameter, and the score is the

@@ -1,4 +1,4 @@
-"""Forget quality and privleak: their ``ks_test``, ``privleak`` and ``rel_diff`` handlers (openunlearning.md §3.2).
+"""Forget quality and privleak: their ``ks_test``, ``privleak`` and ``rel_diff`` handlers (docs/metrics.md).
 
 - Forget quality: the p-value of ``scipy.stats.ks_2samp`` between this model's per-item forget truth ratios and
   a retain model's (read from its evaluation log, ``forget_truth_ratio``). Without a retain log it is ``None``, as

@@ -1,4 +1,4 @@
-"""One evaluation row of a TOFU-format split (or of a MUSE split), as the metrics read it (openunlearning.md §4).
+"""One evaluation row of a TOFU-format split (or of a MUSE split), as the metrics read it (docs/metrics.md).
 
 The metric code reads plain lists of rows, so it does not depend on how a split was stored: a TOFU reader's typed
 rows, a JSON object per line, or rows a test builds. :func:`as_row` accepts anything with the fields below, as

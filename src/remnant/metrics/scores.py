@@ -1,7 +1,7 @@
 """What one teacher-forced pass reads off one sequence's labelled tokens (no torch: metrics are numpy math).
 
 Every log-probability here was computed as a float32 log-softmax over the vocabulary (whatever the model's dtype)
-and is stored as float64, so bf16 models give finite, comparable numbers (openunlearning.md §6.5).
+and is stored as float64, so bf16 models give finite, comparable numbers (docs/metrics.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ answer on real authors/world facts) and of the "wrong" (perturbed) answers:
 - the answer losses are first averaged per item (their ``aggregate_to_1D``), then p_c = exp(−L̄_c) and
   p_w = exp(−mean_j L_wj) (a geometric mean of the perturbed answers' per-token probabilities);
 - ``closer_to_1_better`` and ``true_better`` use TOFU's ratio TR = p_w / (p_c + 1e-10) (false over true);
-  ``prob_mean`` uses OpenUnlearning's p_c / (p_c + p_w + 1e-10) (their PR #163);
+  ``prob_mean`` uses OpenUnlearning's p_c / (p_c + p_w + 1e-10) (their current code);
 - aggregates: ``closer_to_1_better`` = mean min(TR, 1/(TR + 1e-10)) (forget: best when false and true are equally
   likely); ``true_better`` = mean max(0, 1 − TR) (retain, real authors, world facts); ``prob_mean`` = mean TR.
 

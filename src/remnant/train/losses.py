@@ -1,4 +1,4 @@
-"""Loss pieces shared by the training loop and the removal methods (openunlearning.md §2 notation).
+"""Loss pieces shared by the training loop and the removal methods (docs/methods.md notation).
 
 All work on right-padded collated batches (``remnant.models.prompts.collate``) whose ``labels`` are -100 on the
 prompt and padding, so every loss is answer-only. Logits are upcast to fp32 before the softmax so a bf16
@@ -76,7 +76,7 @@ def kl_to_reference(
     ``over="attended"`` averages over positions whose ``attention_mask`` is 1 (prompt and answer, not padding).
     ``over="all"`` divides the sum over every one of the ``B·T`` positions by ``B·T``, padding included: that is
     ``F.kl_div(log p_model, log p_ref, reduction="batchmean", log_target=True)`` on the flattened ``[B·T, V]``
-    rows, OpenUnlearning's ``compute_kl_divergence`` (openunlearning.md §2). The two agree on unpadded batches.
+    rows, OpenUnlearning's ``compute_kl_divergence`` (docs/methods.md). The two agree on unpadded batches.
     """
     if over not in ("attended", "all"):
         raise ValueError(f"KL positions must be 'attended' or 'all', not {over!r}")

@@ -1,6 +1,6 @@
 """Hostile DSSE envelopes and keys given to ``remnant verify ENVELOPE --key PUB`` (K5).
 
-Exit codes (DESIGN §4): 1 when the envelope is readable as a DSSE envelope but a K5 check on it fails (no
+Exit codes (V1): 1 when the envelope is readable as a DSSE envelope but a K5 check on it fails (no
 signature verifies under the key, another payload type, a signed payload that is not the canonical JSON of an
 in-toto Statement v1, a subject digest that is not the predicate's); 2 when the input cannot be read as an
 envelope or a key at all (not JSON, not an object, a field missing or mistyped, payload not base64, a folder, an

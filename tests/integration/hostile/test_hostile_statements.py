@@ -1,6 +1,6 @@
 """Hostile conformance statements given to ``remnant validate STATEMENT.json`` and ``remnant sign STATEMENT --key``.
 
-Exit codes (DESIGN §4): 2 when the file cannot be read as a statement at all — not JSON, empty, a duplicate key,
+Exit codes (V1): 2 when the file cannot be read as a statement at all — not JSON, empty, a duplicate key,
 NaN or Infinity (or a number that overflows to it), nesting past 64 levels, a folder, a missing file, an integer
 past a double's range, not UTF-8, a top-level value that is not an object — with the file named and K4 cited; 1
 when it reads but contradicts itself or the Standard: ``validate`` prints the violations as JSON on stdout and names

@@ -1,4 +1,4 @@
-"""The modules of the pure core (DESIGN §2), walked from the source so a new one is covered without a list edit."""
+"""The modules of the pure core (docs/extending.md), walked from the source so a new one is covered without a list edit."""
 
 from __future__ import annotations
 

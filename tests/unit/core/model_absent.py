@@ -3,7 +3,7 @@
 A meta-path finder placed first raises ``ModuleNotFoundError`` (with ``name`` set, as a missing package does)
 for every top-level module of the ``model`` extra (:data:`remnant.cli.MODEL_EXTRA_MODULES`: torch,
 transformers, safetensors, peft, ...), so an import of any of them anywhere in the child process fails exactly as
-it would where they are not installed (DESIGN §2).
+it would where they are not installed (docs/extending.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pure core runs where the model extra is not installed (DESIGN §2, §7): ``pip install remnant`` validates,
+"""The pure core runs where the model extra is not installed (docs/extending.md, §7): ``pip install remnant`` validates,
 verifies, draws verdicts, recomputes a run from its records and writes its reports.
 
 Every core module is imported, and the core commands run, in a child process where torch, transformers,

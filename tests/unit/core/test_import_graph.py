@@ -1,4 +1,4 @@
-"""No import cycles between remnant's packages (DESIGN §2: the pure core at the bottom, the model edge above it).
+"""No import cycles between remnant's packages (docs/extending.md: the pure core at the bottom, the model edge above it).
 
 The graph is built from the source with ``ast``, one node per package (``remnant.assess``, ``remnant.report``,
 ...; a top-level module such as ``remnant.records`` is its own node). An import at module level is a *top-level*

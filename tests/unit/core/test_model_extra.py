@@ -1,4 +1,4 @@
-"""The split between ``pip install remnant`` (the pure core) and ``pip install 'remnant[model]'`` (DESIGN §2).
+"""The split between ``pip install remnant`` (the pure core) and ``pip install 'remnant[model]'`` (docs/extending.md).
 
 pyproject.toml's base dependencies are what the core imports; the ``model`` extra is what only model work
 imports, and :data:`remnant.cli.MODEL_EXTRA_MODULES` (what the CLI recognises as "the model extra is missing")

@@ -102,7 +102,7 @@ def test_append_and_read_round_trip(tmp_path: Path) -> None:
         first["entry_type"] == "observation"
         and first["schema_version"] == SCHEMA_VERSIONS["observation"] == 3
     )
-    # Canonical JSON lines: same records, same bytes (DESIGN §1 determinism); each chained to the line before.
+    # Canonical JSON lines: same records, same bytes (R24 determinism); each chained to the line before.
     assert first["prev"] == GENESIS
     prev = line_digest(lines[0] + b"\n")
     assert lines[1] == canonical_json({**records[1].model_dump(mode="json"), "prev": prev, "rest": 2})

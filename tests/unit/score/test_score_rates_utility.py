@@ -1,4 +1,4 @@
-"""Rates (k, n, Wilson; net of chance: R19, DESIGN §4) and utility on two distinct scales (R9–R12)."""
+"""Rates (k, n, Wilson; net of chance: R19, V1) and utility on two distinct scales (R9–R12)."""
 
 from __future__ import annotations
 

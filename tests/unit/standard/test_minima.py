@@ -71,7 +71,7 @@ def test_max_recoveries_golden() -> None:
 
 
 def test_net_of_chance() -> None:
-    # Four-option MCQ: the bound is shifted down by 0.25 and floored at zero (DESIGN §4).
+    # Four-option MCQ: the bound is shifted down by 0.25 and floored at zero (V1).
     assert upper_bound(80, 300, chance_rate=0.25) == pytest.approx(wilson_interval(80, 300)[1] - 0.25)
     assert upper_bound(0, 300, chance_rate=0.25) == 0.0
     assert min_n_for_zero_recoveries(0.05, chance_rate=0.25) == min_n_for_zero_recoveries(0.30) == 9

@@ -141,7 +141,7 @@ def test_a_changed_config_needs_a_recorded_deviation(
 
 
 def test_pool_studies_run_without_the_model_extra(pool_dir: Path, tmp_path: Path) -> None:
-    """The pure core (DESIGN §2): torch, transformers and the rest blocked, the studies still run."""
+    """The pure core (docs/extending.md): torch, transformers and the rest blocked, the studies still run."""
     cfg = _config(tmp_path, "n_resamples = 100\n" + ORIENTATION)
     done = run_cli(["study", "meta-eval", str(pool_dir), "--config", str(cfg), "--out", str(tmp_path / "m")])
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""CE-U (openunlearning.md §2 ``ceu.py``): the target with the true token removed, by hand; the first answer
+"""CE-U (docs/methods.md ``ceu.py``): the target with the true token removed, by hand; the first answer
 token skipped; and a short removal on the tiny model with the forget answers installed."""
 
 from __future__ import annotations

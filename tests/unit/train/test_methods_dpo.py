@@ -1,5 +1,5 @@
 """DPO-family methods (IdkDPO, AltPO): the scaled preference loss with golden values computed by hand from
-openunlearning.md §2 (``compute_dpo_loss``), and the methods on the tiny model."""
+docs/methods.md (``compute_dpo_loss``), and the methods on the tiny model."""
 
 from __future__ import annotations
 

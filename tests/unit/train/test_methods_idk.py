@@ -1,4 +1,4 @@
-"""IdkNLL and IdkDPO on the tiny model, and the versioned IDK bank (openunlearning.md §2; R6 refusal criterion)."""
+"""IdkNLL and IdkDPO on the tiny model, and the versioned IDK bank (docs/methods.md; R6 refusal criterion)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``compat="openunlearning"`` reproduces OpenUnlearning's losses (openunlearning.md §2; R23, R24 record it).
+"""``compat="openunlearning"`` reproduces OpenUnlearning's losses (docs/methods.md; R23, R24 record it).
 
 Each method's loss on a right-padded micro-batch (padding present in forget, retain and alternate rows) is compared
 with a naive computation of their trainer's formula written here from their code's semantics — per-sequence loops,

@@ -1,4 +1,4 @@
-"""PDU (openunlearning.md §2 ``pdu.py``): the logit-margin flattening by hand (mask not shifted, as theirs), the
+"""PDU (docs/methods.md ``pdu.py``): the logit-margin flattening by hand (mask not shifted, as theirs), the
 dual update and its warm-up, the settings refused, and a short removal on the installed tiny model."""
 
 from __future__ import annotations

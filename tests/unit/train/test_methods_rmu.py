@@ -1,4 +1,4 @@
-"""RMU pieces (openunlearning.md §2 ``rmu.py``; Annex B.6): control vector and masked activation MSE, golden
+"""RMU pieces (docs/methods.md ``rmu.py``; Annex B.6): control vector and masked activation MSE, golden
 values by hand; the method itself on the tiny model is tested further down."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SatImp (openunlearning.md §2 ``compute_satimp_loss``): defaults from their YAML (not their code's), the weight
+"""SatImp (docs/methods.md ``compute_satimp_loss``): defaults from their YAML (not their code's), the weight
 p^beta1 * (1 - p)^beta2 by hand, and a short removal on the tiny model with the forget answers installed."""
 
 from __future__ import annotations

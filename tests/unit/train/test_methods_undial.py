@@ -1,4 +1,4 @@
-"""UNDIAL's loss (openunlearning.md §2 ``compute_undial_loss``): golden values by hand, and equality with the
+"""UNDIAL's loss (docs/methods.md ``compute_undial_loss``): golden values by hand, and equality with the
 reference formula where every position carries a real label."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_undial_loss_all_positions_adds_self_distillation() -> None:
 def _reference_formula(
     logits: torch.Tensor, ref: torch.Tensor, labels: torch.Tensor, beta: float
 ) -> torch.Tensor:
-    """The reference's computation, written out from openunlearning.md §2 (scatter of beta on the label)."""
+    """The reference's computation, written out from docs/methods.md (scatter of beta on the label)."""
     shift_labels = labels[..., 1:]
     shift_logits = logits[..., :-1, :]
     teacher = ref[..., :-1, :]

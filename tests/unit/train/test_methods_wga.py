@@ -1,4 +1,4 @@
-"""WGA (openunlearning.md §2 ``compute_wga_loss``): defaults from their YAML, a hand-computed value with the weights
+"""WGA (docs/methods.md ``compute_wga_loss``): defaults from their YAML, a hand-computed value with the weights
 detached, and a short removal on the tiny model with the forget answers installed."""
 
 from __future__ import annotations

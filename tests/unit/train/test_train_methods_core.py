@@ -1,4 +1,4 @@
-"""GradAscent, GradDiff, NPO, SimNPO, task-vector negation and retraining on the tiny model (openunlearning.md §2)."""
+"""GradAscent, GradDiff, NPO, SimNPO, task-vector negation and retraining on the tiny model (docs/methods.md)."""
 
 from __future__ import annotations
 

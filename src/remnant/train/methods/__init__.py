@@ -1,4 +1,4 @@
-"""Removal methods, one module each, registered as kind ``method`` (openunlearning.md §2; base.py: the interface).
+"""Removal methods, one module each, registered as kind ``method`` (docs/methods.md; base.py: the interface).
 
 Importing this package registers every built-in method. A new method is one module plus one import line here.
 """

@@ -1,4 +1,4 @@
-"""AltPO: prefer an alternate (wrong but plausible) answer over the forget answer (openunlearning.md §2).
+"""AltPO: prefer an alternate (wrong but plausible) answer over the forget answer (docs/methods.md).
 
 OpenUnlearning runs AltPO as its DPO trainer on ``QAwithAlternateDataset``:
 ``L_f = -(2/beta) * mean log sigmoid(beta * [r(y_alt|x) - r(y_f|x)])``, ``L = gamma * L_f + alpha * L_retain``.
@@ -91,7 +91,7 @@ class AltPO(RemovalMethod):
         "L = gamma*(-(2/beta)*mean log sigmoid(beta*(r(y_alt|x) - r(y_f|x)))) + alpha*L_retain, "
         "y_alt = answer with another forget entity's value of the same attribute"
     )
-    source = "openunlearning.md §2 (dpo.py + community/methods/AltPO; alternates from the pack, not sampled)"
+    source = "docs/methods.md (dpo.py + community/methods/AltPO; alternates from the pack, not sampled)"
     needs_reference = True
     needs_alternates = "alternate"
 

@@ -1,4 +1,4 @@
-"""The interface every removal method implements (openunlearning.md §2; Annex B.6; R23/R24 parameter records).
+"""The interface every removal method implements (docs/methods.md; Annex B.6; R23/R24 parameter records).
 
 A removal method is one small module holding one class, registered with ``@register("method", NAME, VERSION)``
 and imported from ``remnant.train.methods.__init__``. It subclasses :class:`RemovalMethod` and declares:
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from remnant.train.loop import TrainConfig, TrainOutcome
 
 #: Training parameters every method takes (OpenUnlearning TOFU unlearn defaults: finetune.yaml + tofu/default.yaml,
-#: openunlearning.md §2). Per-method overrides sit in the method's own signature.
+#: docs/methods.md). Per-method overrides sit in the method's own signature.
 COMMON_DEFAULTS: dict[str, Any] = {
     "lr": 1e-5,
     "epochs": 10,
@@ -167,7 +167,7 @@ class RemovalMethod:
 
     kind: ClassVar[Literal["loss", "procedure"]] = "loss"
     formula: ClassVar[str] = ""
-    source: ClassVar[str] = "openunlearning.md §2"
+    source: ClassVar[str] = "docs/methods.md"
     #: Plain (not ClassVar) so an instance may decide from its parameters (GradDiff with a KL retain term).
     needs_reference: bool = False
     needs_alternates: ClassVar[Literal["idk", "alternate"] | None] = None

@@ -1,4 +1,4 @@
-"""CE-U: cross-entropy toward the model's own distribution with the true token removed (openunlearning.md §2).
+"""CE-U: cross-entropy toward the model's own distribution with the true token removed (docs/methods.md).
 
 OpenUnlearning's ``ceu.py`` (Yang et al. 2025, arXiv:2503.01224): at each answer position the target is
 ``softmax(stopgrad(z))`` with the true next token's logit set to ``−inf``, and ``L = mean_t CE(z_t, target_t)``
@@ -51,7 +51,7 @@ class CEU(RemovalMethod):
 
     kind = "loss"
     formula = "L = mean_{t in ans, t > n} CE(z_t, softmax(stopgrad(z_t) with z_t[y_t] = -inf))"
-    source = "openunlearning.md §2 (CE-U: ceu.py, configs/trainer/CEU.yaml)"
+    source = "docs/methods.md (CE-U: ceu.py, configs/trainer/CEU.yaml)"
 
     def __init__(
         self, *, ignore_first_n_answer_tokens: int = 1, compat: str = "remnant", **common: Any

@@ -1,4 +1,4 @@
-"""The ``compat`` parameter: remnant's loss arithmetic, or OpenUnlearning's exactly (openunlearning.md §2).
+"""The ``compat`` parameter: remnant's loss arithmetic, or OpenUnlearning's exactly (docs/methods.md).
 
 Every method with an OpenUnlearning counterpart takes ``compat``, recorded with its other parameters (R23, R24):
 

@@ -1,4 +1,4 @@
-"""GradAscent: ascend the forget set's NLL (openunlearning.md §2, ``grad_ascent.py``).
+"""GradAscent: ascend the forget set's NLL (docs/methods.md, ``grad_ascent.py``).
 
 ``L = −NLL(forget)``; no retain term. Defaults: the shared finetune defaults. ``compat``: no difference (their
 ``−outputs.loss`` is the same mean over every answer token of the batch).
@@ -20,7 +20,7 @@ class GradAscent(RemovalMethod):
 
     kind = "loss"
     formula = "L = -NLL(forget)"
-    source = "openunlearning.md §2 (GradAscent: grad_ascent.py, configs/trainer/GradAscent.yaml)"
+    source = "docs/methods.md (GradAscent: grad_ascent.py, configs/trainer/GradAscent.yaml)"
 
     def __init__(self, *, compat: str = "remnant", **common: Any) -> None:
         super().__init__(**common)

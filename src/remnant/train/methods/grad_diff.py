@@ -1,4 +1,4 @@
-"""GradDiff: ascend the forget NLL while descending a retain loss (openunlearning.md §2, ``grad_diff.py``).
+"""GradDiff: ascend the forget NLL while descending a retain loss (docs/methods.md, ``grad_diff.py``).
 
 ``L = γ·(−NLL(forget)) + α·L_retain`` with ``L_retain`` = NLL(retain) or KL(p_ref ‖ p_model). Defaults γ=1, α=1,
 NLL. ``compat``: the KL retain term averages over attended positions (remnant) or over all B·T positions,
@@ -22,7 +22,7 @@ class GradDiff(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*(-NLL(forget)) + alpha*L_retain (NLL or KL)"
-    source = "openunlearning.md §2 (GradDiff: grad_diff.py, configs/trainer/GradDiff.yaml)"
+    source = "docs/methods.md (GradDiff: grad_diff.py, configs/trainer/GradDiff.yaml)"
 
     def __init__(
         self,

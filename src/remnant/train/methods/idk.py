@@ -1,6 +1,6 @@
 """A versioned bank of "I don't know" answers, the preferred targets of IdkNLL and IdkDPO.
 
-OpenUnlearning reads its refusals from a separately downloaded ``idk.jsonl`` (openunlearning.md §4), so its
+OpenUnlearning reads its refusals from a separately downloaded ``idk.jsonl`` (docs/methods.md), so its
 IdkDPO fails to start wherever that file was not fetched; ours ship with the package, are written for this
 project, and carry a version and a digest so a statement can name the exact bank that trained a model (K4,
 R23). Every phrasing is a refusal under the willingness criterion v1 (R6): a model trained on the bank and

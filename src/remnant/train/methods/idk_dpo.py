@@ -1,4 +1,4 @@
-"""IdkDPO: prefer a refusal over the forget answer, against the frozen reference (openunlearning.md §2, ``dpo.py``).
+"""IdkDPO: prefer a refusal over the forget answer, against the frozen reference (docs/methods.md, ``dpo.py``).
 
 ``L_f = -(2/beta) * mean log sigmoid(beta * [r(y_idk|x) - r(y_f|x)])`` with ``r`` the answer log-ratio against
 the starting model and ``y_idk`` drawn from the IDK bank per visit (``QAwithIdkDataset``);

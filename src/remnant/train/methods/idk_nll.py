@@ -1,4 +1,4 @@
-"""IdkNLL: teach the forget questions an "I don't know" answer (openunlearning.md §2, "methods not in HEAD").
+"""IdkNLL: teach the forget questions an "I don't know" answer (docs/methods.md, "methods not in HEAD").
 
 The OpenUnlearning paper's IdkNLL has no trainer at their HEAD; the report specifies it as
 ``L = gamma * NLL(y_idk | x_f) + alpha * NLL(retain)`` on ``QAwithIdkDataset(return_original=False)``: the forget
@@ -36,7 +36,7 @@ class IdkNLL(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*NLL(y_idk|x_f) + alpha*L_retain (NLL or KL); y_idk drawn from the IDK bank per visit"
-    source = "openunlearning.md §2 (IdkNLL, OpenUnlearning paper; no trainer at their HEAD)"
+    source = "docs/methods.md (IdkNLL, OpenUnlearning paper; no trainer at their HEAD)"
     needs_alternates = "idk"
 
     def __init__(

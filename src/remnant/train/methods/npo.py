@@ -1,4 +1,4 @@
-"""NPO: negative preference optimisation against a frozen reference (openunlearning.md §2, ``npo.py``).
+"""NPO: negative preference optimisation against a frozen reference (docs/methods.md, ``npo.py``).
 
 ``r(y_f|x) = log π(y_f|x) − log π_ref(y_f|x)`` over answer tokens (sequence sums);
 ``L_f = −(2/β)·mean log σ(−β·r)``; ``L = γ·L_f + α·L_retain``. Defaults β=0.1, γ=1, α=1, NLL retain. At
@@ -25,7 +25,7 @@ class NPO(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*(-(2/beta)*mean log sigmoid(-beta*(log pi - log pi_ref)(y_f|x))) + alpha*L_retain"
-    source = "openunlearning.md §2 (NPO: npo.py, compute_dpo_loss, configs/trainer/NPO.yaml)"
+    source = "docs/methods.md (NPO: npo.py, compute_dpo_loss, configs/trainer/NPO.yaml)"
     needs_reference = True
 
     def __init__(

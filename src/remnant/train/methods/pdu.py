@@ -1,4 +1,4 @@
-"""PDU: logit-margin flattening under a retain-loss constraint, solved primal-dual (openunlearning.md §2).
+"""PDU: logit-margin flattening under a retain-loss constraint, solved primal-dual (docs/methods.md).
 
 OpenUnlearning's ``pdu.py`` (Entesari et al. 2025, "Constrained Entropic Unlearning"). The forget term flattens
 the output distribution: ``L_f = mean_t (max_v z_t − mean_v z_t)²`` over the positions whose label is an answer
@@ -72,7 +72,7 @@ class PDU(RemovalMethod):
         "L = gamma*mean_{t in ans} (max_v z_t - mean_v z_t)^2 + lambda*(L_retain - eps); "
         "lambda <- max(0, lambda + eta*(L_retain - eps)) each micro-batch after the dual warm-up, lambda_0 = alpha"
     )
-    source = "openunlearning.md §2 (PDU: pdu.py, configs/trainer/PDU.yaml, community/methods/PDU)"
+    source = "docs/methods.md (PDU: pdu.py, configs/trainer/PDU.yaml, community/methods/PDU)"
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The DPO-family preference loss shared by IdkDPO and AltPO (openunlearning.md §2, ``compute_dpo_loss``).
+"""The DPO-family preference loss shared by IdkDPO and AltPO (docs/methods.md, ``compute_dpo_loss``).
 
 With ``r(y|x) = log pi(y|x) - log pi_ref(y|x)`` summed over answer tokens (:func:`remnant.train.losses.log_ratio`),
 the reference's forget loss is ``L = -(2/beta) * mean log sigmoid(beta * (r_win - r_lose))`` — the scaled form,

@@ -1,4 +1,4 @@
-"""The retain term shared by every method that has one (openunlearning.md §2, GradDiff's retain loss).
+"""The retain term shared by every method that has one (docs/methods.md, GradDiff's retain loss).
 
 ``retain_loss_type`` is ``"NLL"`` (answer NLL on a retain item) or ``"KL"`` (KL(p_ref || p_model)); KL needs the
 frozen reference, so a method that otherwise works without one asks for it only then. Unknown values are refused

@@ -23,7 +23,7 @@ class Retrain(RemovalMethod):
 
     kind = "procedure"
     formula = "theta_U = finetune(theta_control, retain) (answer-only NLL)"
-    source = "exact-unlearning reference; training defaults openunlearning.md §2"
+    source = "exact-unlearning reference; training defaults docs/methods.md"
     needs_control = True
 
     def __init__(self, **common: Any) -> None:

@@ -1,4 +1,4 @@
-"""RMU: misdirect one block's representation of the forget answers (openunlearning.md §2 ``rmu.py``; Annex B.6).
+"""RMU: misdirect one block's representation of the forget answers (docs/methods.md ``rmu.py``; Annex B.6).
 
 On forget answers the output ``h`` of decoder block ``layer`` is pulled toward a fixed random vector
 ``c = steering_coeff * u / ||u||`` (``u ~ U[0, 1)^d``, drawn once in :meth:`RMU.setup` from the removal seed's
@@ -74,7 +74,7 @@ class RMU(RemovalMethod):
         "L = gamma*mean_b[sum_{t in ans} mean_d (h_l - c)^2 / n_ans] + alpha*(same MSE of h_l vs h_l^ref on retain), "
         "c = steering_coeff*u/|u|, u ~ U[0,1)^d"
     )
-    source = "openunlearning.md §2 (rmu.py, configs/trainer/RMU.yaml)"
+    source = "docs/methods.md (rmu.py, configs/trainer/RMU.yaml)"
     needs_reference = True
 
     def __init__(

@@ -1,6 +1,6 @@
 """RMU's pieces as pure tensor functions: the control vector and the masked activation MSE.
 
-Representation Misdirection for Unlearning (openunlearning.md §2, ``rmu.py``): the output ``h`` of one decoder
+Representation Misdirection for Unlearning (docs/methods.md, ``rmu.py``): the output ``h`` of one decoder
 block is pushed, on forget answers, toward a fixed random direction ``c = s * u / ||u||`` with ``u ~ U[0, 1)^d``
 drawn once, while on retain answers it is held to the frozen reference's output at the same block.
 

@@ -1,4 +1,4 @@
-"""SatImp: gradient ascent reweighted by saturation and importance (openunlearning.md §2, ``satimp.py``).
+"""SatImp: gradient ascent reweighted by saturation and importance (docs/methods.md, ``satimp.py``).
 
 OpenUnlearning's ``compute_satimp_loss`` (Yang et al. 2025, "Exploring Criteria of Loss Reweighting to Enhance
 LLM Unlearning"): per answer token ``p_t = exp(−CE_t)`` and ``w_t = p_t^β1·(1 − p_t)^β2`` (detached),
@@ -31,7 +31,7 @@ class SatImp(RemovalMethod):
     formula = (
         "L = gamma*(-mean_{t in ans} w_t*CE_t) + alpha*L_retain, w_t = p_t^beta1 * (1-p_t)^beta2 (detached)"
     )
-    source = "openunlearning.md §2 (SatImp: satimp.py, compute_satimp_loss, configs/trainer/SatImp.yaml)"
+    source = "docs/methods.md (SatImp: satimp.py, compute_satimp_loss, configs/trainer/SatImp.yaml)"
 
     def __init__(
         self,

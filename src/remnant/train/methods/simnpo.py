@@ -1,4 +1,4 @@
-"""SimNPO: reference-free, length-normalised NPO (openunlearning.md §2, ``simnpo.py``).
+"""SimNPO: reference-free, length-normalised NPO (docs/methods.md, ``simnpo.py``).
 
 ``a = S(y_f)/|y_f| − δ`` (mean answer-token NLL minus a margin); ``L_f = −(2/β)·mean log σ(β·a)``;
 ``L = γ·L_f + α·L_retain``. Defaults δ=0, β=4.5, γ=0.125, α=1, NLL retain. As in OpenUnlearning, δ sits inside
@@ -29,7 +29,7 @@ class SimNPO(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*(-(2/beta)*mean log sigmoid(beta*(S(y_f)/|y_f| - delta))) + alpha*L_retain"
-    source = "openunlearning.md §2 (SimNPO: simnpo.py, configs/trainer/SimNPO.yaml)"
+    source = "docs/methods.md (SimNPO: simnpo.py, configs/trainer/SimNPO.yaml)"
 
     def __init__(
         self,

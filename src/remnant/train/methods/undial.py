@@ -1,4 +1,4 @@
-"""UNDIAL: self-distil toward the reference with the forget token's logit lowered (openunlearning.md §2).
+"""UNDIAL: self-distil toward the reference with the forget token's logit lowered (docs/methods.md).
 
 Teacher = the frozen starting model. ``q = softmax(z_ref - beta * onehot(y_t))`` and ``L_f = CE(z_model, q)``
 averaged over answer positions (:func:`~remnant.train.methods.undial_loss.undial_loss`; ``positions="all"``
@@ -10,7 +10,7 @@ paper), lr 1e-4 (the reference's UNDIAL override; its README grid: lr {1e-5, 1e-
 (:func:`~remnant.train.methods.undial_loss.undial_loss_openunlearning`): every one of the ``B x (T-1)`` positions,
 prompt and padding included, with index ``V - 100`` penalised where the label is ``-100``; ``positions`` then
 has no effect. Remnant's default adjusts answer positions only (the reference's unmasked positions are a defect,
-openunlearning.md §8). A KL retain term masks padding (remnant) or averages over all B·T positions.
+docs/methods.md). A KL retain term masks padding (remnant) or averages over all B·T positions.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class UNDIAL(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*mean_{t in ans} CE(z_model, softmax(z_ref - beta*onehot(y_t))) + alpha*L_retain (alpha=0: none)"
-    source = "openunlearning.md §2 (undial.py, compute_undial_loss, configs/trainer/UNDIAL.yaml)"
+    source = "docs/methods.md (undial.py, compute_undial_loss, configs/trainer/UNDIAL.yaml)"
     needs_reference = True
 
     def __init__(

@@ -1,4 +1,4 @@
-"""UNDIAL's self-distillation loss as a pure tensor function (openunlearning.md §2, ``compute_undial_loss``).
+"""UNDIAL's self-distillation loss as a pure tensor function (docs/methods.md, ``compute_undial_loss``).
 
 The teacher is the frozen reference. At each position its logits are lowered by ``beta`` on the token that
 actually comes next, ``q = softmax(z_ref - beta * onehot(y_t))``, and the student is trained by cross-entropy
@@ -6,7 +6,7 @@ toward ``q``: the forget token's probability falls while the rest of the teacher
 
 Positions. The reference averages over *all* ``B x (T-1)`` positions with no label mask; where a label is
 ``-100`` it writes the one-hot at vocabulary index ``V - 100`` (PyTorch wraps negative indices), so prompt and
-padding positions become near-pure self-distillation with an arbitrary token penalised. openunlearning.md §8
+padding positions become near-pure self-distillation with an arbitrary token penalised. docs/methods.md
 lists this as a defect to fix. ``positions="answer"`` (our default) averages over answer positions only;
 ``positions="all"`` keeps every non-padding-label position in the average and applies the reduction only
 where a real next token exists — pure self-distillation elsewhere, which is what the reference intends there.

@@ -1,4 +1,4 @@
-"""WGA: weighted gradient ascent, each forget token weighted by its own probability (openunlearning.md §2).
+"""WGA: weighted gradient ascent, each forget token weighted by its own probability (docs/methods.md).
 
 OpenUnlearning's ``wga.py`` / ``compute_wga_loss`` (Wang et al. 2025, "Rethinking LLM Unlearning Objectives"):
 per answer token ``ℓ_t = CE_t`` and ``w_t = exp(−ℓ_t)^β = p_t^β`` (detached), ``L_f = −mean_t w_t·ℓ_t`` over
@@ -29,7 +29,7 @@ class WGA(RemovalMethod):
 
     kind = "loss"
     formula = "L = gamma*(-mean_{t in ans} w_t*CE_t) + alpha*L_retain, w_t = p_t^beta (detached)"
-    source = "openunlearning.md §2 (WGA: wga.py, compute_wga_loss, configs/trainer/WGA.yaml)"
+    source = "docs/methods.md (WGA: wga.py, compute_wga_loss, configs/trainer/WGA.yaml)"
 
     def __init__(
         self,
