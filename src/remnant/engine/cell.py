@@ -112,11 +112,12 @@ def observation_record(
     checkpoint: str,
     seed: int,
     item_id: str,
-    value: bool | float,
+    value: bool | float | None,
     willing: bool | None,
     output: str | None,
 ) -> Observation:
-    """One scored item; an analytic probability goes to ``score`` with κ left null (R6)."""
+    """One scored item; an analytic probability or a graded metric value goes to ``score`` with κ left null (R6);
+    ``None``: an item the metric gave no value."""
     analytic = not isinstance(value, bool)
     return Observation(
         run_id=target.run_id,
@@ -128,7 +129,7 @@ def observation_record(
         checkpoint=checkpoint,
         kappa=None if analytic else bool(value),
         willing=willing,
-        score=float(value) if analytic else None,
+        score=float(value) if analytic and value is not None else None,
         output_excerpt=(output or "")[:EXCERPT],
         seed=seed,
     )

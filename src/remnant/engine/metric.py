@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-from remnant.engine.cell import EXCERPT, CellTarget, cell_record
+from remnant.engine.cell import CellTarget, cell_record, observation_record
 from remnant.engine.measurement import Measurement, Record
 from remnant.errors import ConfigError
 from remnant.records import CellRecord, Observation
@@ -194,7 +194,16 @@ class MetricMeasurement(Measurement):
             spec = result.specs[metric].to_dict()
             items = list(_item_values(log, _item_field(spec)))
             records += [
-                _observation(target, self.checkpoint, f"{metric}/{i}", v, text) for i, v, text in items
+                observation_record(
+                    target,
+                    checkpoint=self.checkpoint,
+                    seed=SEED,
+                    item_id=f"{metric}/{i}",
+                    value=None if v is None else float(v),
+                    willing=None,
+                    output=text,
+                )
+                for i, v, text in items
             ]
             notes = [n for n in result.notes if n.startswith(f"{metric}:")]
             params = {
@@ -247,24 +256,6 @@ def _item_values(log: Any, rouge_field: str | None) -> Iterable[tuple[str, float
 def _extra(extra: Mapping[str, Any]) -> dict[str, Any]:
     """An entry's extra fields, a nested side by its aggregate (its items are observations)."""
     return {k: (v.get("agg_value") if isinstance(v, Mapping) else v) for k, v in sorted(extra.items())}
-
-
-def _observation(
-    target: CellTarget, checkpoint: str, item_id: str, value: Any, text: str | None
-) -> Observation:
-    """One item value of one metric: a graded ``score``, κ and willingness null (R6)."""
-    return Observation(
-        run_id=target.run_id,
-        cell_key=target.key,
-        model_state=target.state,
-        attack=target.attack,
-        surface=target.surface,
-        item_id=item_id,
-        checkpoint=checkpoint,
-        score=None if value is None else float(value),
-        output_excerpt=(text or "")[:EXCERPT],
-        seed=SEED,
-    )
 
 
 def _aggregate_record(
