@@ -10,34 +10,18 @@ the sets are equal, 1 otherwise.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from remnant.records import RECORDS_FILE, CellRecord, Observation, RecordStore
-
-
-def comparable(folder: Path) -> set[str]:
-    """The store's cell records and observations as canonical JSON lines, without timings or superseded failures."""
-    records = [
-        r for r in RecordStore(folder / RECORDS_FILE).read() if isinstance(r, CellRecord | Observation)
-    ]
-    retried = {r.cell_key for r in records if isinstance(r, CellRecord) and r.status != "failed"}
-    out: set[str] = set()
-    for record in records:
-        if isinstance(record, CellRecord) and record.status == "failed" and record.cell_key in retried:
-            continue
-        data = record.model_dump(mode="json")
-        data.pop("elapsed_s", None)
-        out.add(json.dumps(data, sort_keys=True))
-    return out
+from remnant.records import RECORDS_FILE
+from remnant.sweep.compare import comparable_records
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    a, b = (comparable(Path(p)) for p in argv)
+    a, b = (comparable_records(Path(p) / RECORDS_FILE) for p in argv)
     print(f"{len(a)} records in {argv[0]}, {len(b)} in {argv[1]}: ", end="")
     if a == b:
         print("identical, order aside")

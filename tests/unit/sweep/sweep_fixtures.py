@@ -7,9 +7,7 @@ UDS), so a whole sweep runs in seconds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 TINY_METHODS = """
 [[removal.methods]]
@@ -79,12 +77,6 @@ def write_spec(folder: Path, text: str, name: str = "spec.toml") -> Path:
 
 def comparable(path: Path) -> set[str]:
     """Cell records and observations of a store, without what differs between two equal runs (timings)."""
-    from remnant.records import CellRecord, Observation, RecordStore
+    from remnant.sweep.compare import comparable_records
 
-    out: set[str] = set()
-    for record in RecordStore(path).read():
-        if isinstance(record, CellRecord | Observation):
-            data: dict[str, Any] = record.model_dump(mode="json")
-            data.pop("elapsed_s", None)
-            out.add(json.dumps(data, sort_keys=True))
-    return out
+    return comparable_records(path)
