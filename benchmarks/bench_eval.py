@@ -70,6 +70,9 @@ KNOWN = {
         CROSS_ENTROPY,
     ),
     **dict.fromkeys(("mia_loss", "mia_zlib"), CROSS_ENTROPY),
+    # their per-tensor float32 norm(): ~1e-4 relative on SmolLM2's 28M-entry embedding gradient (docs/metrics.md,
+    # "Where numbers can still differ", 3); remnant's norms are float64
+    "mia_gradnorm": "their float32 norm",
 }
 
 
@@ -411,10 +414,13 @@ def notes(args: Any) -> str:
         f"more than {TOLERANCE:g}, the note puts the worst forget_Q_A_Prob item beside a float64 reduction and "
         "beside their own cross-entropy of the same logits (one sequence, no padding), to show which side "
         "carries the rounding. remnant shares one teacher-forced pass across the "
-        "metrics, runs each question's prompt once for all its answers (paraphrased and perturbed) and generates "
-        "once per prompt; the gradient norms (one backward per sample on both sides) and the generations are the "
-        "same work on both sides, so a suite that includes them gains only on its teacher-forced part (remnant's "
-        "time by phase is in the notes below). Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
+        "metrics, runs each question's prompt once for all its answers (paraphrased and perturbed), generates "
+        "once per prompt and drops a row from the batch once it has ended (their `generate` carries every row "
+        "until the batch's longest answer ends; the texts are compared above), and takes a batch's gradient "
+        "norms from one forward and one backward through the activations, each parameter's per-sample norm "
+        "assembled from its module's inputs and output gradients (theirs: one full backward per sample; "
+        "remnant checks the first sequence of each run against its own full backward). remnant's time by phase "
+        "is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
         "REMNANT_OPENUNLEARNING_PYTHON=$VENV/bin/python .venv/bin/python benchmarks/bench_eval.py"
         f"{smol} --repeats {args.repeats}`, where `$OU` is a checkout of locuslab/open-unlearning and `$VENV` an "
         "interpreter with omegaconf, hydra-core, hydra-colorlog, datasets and scikit-learn beside remnant's torch "

@@ -48,6 +48,13 @@ def add_pack_commands(psub: Any) -> None:
     exp.add_argument("--forget", default="forget", help="name of the forget split (default forget)")
     exp.add_argument("--retain", default="retain", help="name of the retain split (default retain)")
     exp.add_argument("--holdout", default="holdout", help="name of the holdout split (default holdout)")
+    exp.add_argument(
+        "--no-utility-sets",
+        dest="utility_sets",
+        action="store_false",
+        help="do not write remnant's shipped real_authors_perturbed and world_facts_perturbed where the pack "
+        "has none (TOFU's model_utility reads them)",
+    )
     exp.set_defaults(handler=_export)
 
 
@@ -100,10 +107,22 @@ def _export(args: argparse.Namespace) -> int:
 
     out_folder(args.out, requirement="R2")
     pack = load_pack(args.pack)
-    result = pack_to_tofu(pack, args.out, forget=args.forget, retain=args.retain, holdout=args.holdout)
+    result = pack_to_tofu(
+        pack,
+        args.out,
+        forget=args.forget,
+        retain=args.retain,
+        holdout=args.holdout,
+        utility_sets=args.utility_sets,
+    )
     print(f"exported {pack.manifest.id} as TOFU -> {result.out}")
     for name, rows in result.files.items():
         print(f"  {name}: {rows} rows")
+    for name, used in result.shipped.items():
+        print(
+            f"  {name}: not from the pack: remnant's shipped general-utility set {used.file} v{used.version} "
+            f"sha256 {used.sha256} (TOFU's model_utility reads it; independent of the target, R10)"
+        )
     for reason, n in result.left_out.items():
         print(f"  left out: {n} {reason}")
     return 0

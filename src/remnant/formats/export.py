@@ -1,16 +1,21 @@
 """A target pack written as a TOFU-format folder (docs/formats.md), for tools that read TOFU (OpenUnlearning).
 
-=============================  ==================================================================
-file (JSON lines)              rows
-=============================  ==================================================================
-``<forget>.json``              the ``removal`` split (what a removal trains on)
-``<forget>_perturbed.json``    the ``probe`` split (P), with the truth-ratio fields
-``<retain>.json``              ``install`` items outside ``removal``
-``retain_perturbed.json``      the ``retain`` split, with the truth-ratio fields
-``<holdout>.json``             the ``controls`` split (never installed)
-``full.json``                  the ``install`` split
-``<name>.json``                ``general`` items imported from TOFU's ``<name>`` (template ``tofu.<name>``)
-=============================  ==================================================================
+=================================  ==============================================================
+file (JSON lines)                  rows
+=================================  ==============================================================
+``<forget>.json``                  the ``removal`` split (what a removal trains on)
+``<forget>_perturbed.json``        the ``probe`` split (P), with the truth-ratio fields
+``<retain>.json``                  ``install`` items outside ``removal``
+``retain_perturbed.json``          the ``retain`` split, with the truth-ratio fields
+``<holdout>.json``                 the ``controls`` split (never installed)
+``full.json``                      the ``install`` split
+``<name>.json``                    ``general`` items imported from TOFU's ``<name>`` (template
+                                   ``tofu.<name>``)
+``real_authors_perturbed.json``,   remnant's shipped set (:mod:`remnant.packs.utility_sets`), **not
+``world_facts_perturbed.json``     the pack's rows**, where the pack has no items imported from
+                                   that split; not written with ``utility_sets=False``
+                                   (``--no-utility-sets``)
+=================================  ==============================================================
 
 Only question-answer items are rows (kinds ``fact`` and ``mcq``; ``general`` in the general files); link
 and inference items (Class D's D-3 and D-4 tests) have no TOFU form and are counted as left out. A perturbed
@@ -18,6 +23,12 @@ file holds the items that carry ``paraphrased_answer`` and ``perturbed_answer`` 
 ``--perturbed``, or imported); it is not written when none does. An item that asks a paraphrase (probe
 phrasing with ``paraphrased_question`` set: an import from TOFU) is written with TOFU's question back in
 ``question``, so a TOFU folder imported and exported comes back row for row.
+
+TOFU's ``model_utility`` reads ``real_authors_perturbed`` and ``world_facts_perturbed``. They measure general
+utility and are independent of the target (R10), so a pack without them (every minted pack) gets remnant's
+shipped sets written in their place; :class:`TofuExport` ``.shipped`` says which files came from there, with
+each data file's version and sha256, since those rows are not the pack's. A pack imported from TOFU writes its
+own rows of a split it carries, unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from remnant.atomic import replace_dir
 from remnant.errors import PackError
 from remnant.formats.files import check_name
 from remnant.packs.schema import Item, Pack
+from remnant.packs.utility_sets import UTILITY_FILES, UtilitySet, load_utility_set
 
 _QA_KINDS = frozenset({"fact", "mcq"})
 _TOFU_TEMPLATE = re.compile(r"^tofu\.(?P<split>[A-Za-z0-9_]+)$")
@@ -40,11 +52,13 @@ _TOFU_TEMPLATE = re.compile(r"^tofu\.(?P<split>[A-Za-z0-9_]+)$")
 
 @dataclass(frozen=True)
 class TofuExport:
-    """What an export wrote: rows per file, and items left out with the reason."""
+    """What an export wrote: rows per file, items left out with the reason, and the files written from
+    remnant's shipped utility sets rather than the pack (file name -> the set, with its version and sha256)."""
 
     out: Path
     files: dict[str, int]
     left_out: dict[str, int] = field(default_factory=dict)
+    shipped: dict[str, UtilitySet] = field(default_factory=dict)
 
 
 def _row(it: Item) -> dict[str, Any]:
@@ -115,26 +129,37 @@ def pack_to_tofu(
     forget: str = "forget",
     retain: str = "retain",
     holdout: str = "holdout",
+    utility_sets: bool = True,
 ) -> TofuExport:
     """Write ``pack`` as a TOFU folder in ``out_dir`` (module docstring), replacing the folder atomically.
 
-    Read it back with :func:`remnant.formats.read_tofu`, or as a pack with :func:`remnant.formats.tofu_to_pack`
+    ``utility_sets`` writes remnant's shipped ``real_authors_perturbed`` and ``world_facts_perturbed`` where
+    the pack carries no rows of its own for them (what TOFU's ``model_utility`` reads; R10). Read the folder
+    back with :func:`remnant.formats.read_tofu`, or as a pack with :func:`remnant.formats.tofu_to_pack`
     ``(out_dir, forget, retain, holdout)`` when the pack came from TOFU.
     """
     names = [check_name(n, "split") for n in (forget, retain, holdout)]
-    if len(set(names)) < 3 or {"full", "retain_perturbed"} & set(names):
+    reserved = {"full", "retain_perturbed", *UTILITY_FILES}
+    if len(set(names)) < 3 or reserved & {*names, f"{forget}_perturbed"}:
         raise PackError(
-            f"export names {names} must differ from each other and from 'full' and 'retain_perturbed'",
+            f"export names {names} must differ from each other, and they and '{forget}_perturbed' from "
+            f"{', '.join(repr(n) for n in sorted(reserved))}",
             requirement="R16",
         )
     files, left = _plan(pack, forget, retain, holdout)
+    rows = {name: [_row(it) for it in items] for name, items in files.items()}
+    shipped: dict[str, UtilitySet] = {}
+    for split in UTILITY_FILES if utility_sets else ():
+        if split not in rows:  # the pack's own rows of a TOFU split win (an import exports unchanged)
+            shipped[f"{split}.json"] = used = load_utility_set(split)
+            rows[split] = [r.to_json() for r in used.rows]
 
     def build(tmp: Path) -> None:
-        for name, items in files.items():
-            (tmp / f"{name}.json").write_text(_lines(_row(it) for it in items), encoding="utf-8")
+        for name, lines in rows.items():
+            (tmp / f"{name}.json").write_text(_lines(lines), encoding="utf-8")
 
     out = replace_dir(out_dir, build)
-    return TofuExport(out, {f"{name}.json": len(items) for name, items in files.items()}, left)
+    return TofuExport(out, {f"{name}.json": len(lines) for name, lines in rows.items()}, left, shipped)
 
 
 __all__ = ["TofuExport", "pack_to_tofu"]

@@ -21,8 +21,7 @@ prompt's J on its own (the prompt mean is exact over shards), so fitting on more
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import torch
 from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.models.arch import resolve_parts
+from remnant.models.grads import grad_required
 
 LENS_KIND = "jacobian-lens"
 SHARD_KIND = "jacobian-lens-prompt"
@@ -89,18 +89,6 @@ def _replace(out: Any, new: torch.Tensor) -> Any:
     return (new, *out[1:]) if isinstance(out, tuple) else new
 
 
-@contextmanager
-def _frozen(model: Any) -> Iterator[None]:
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    for p, _ in flags:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-
-
 def _forward_graph(
     model: Any, ids: torch.Tensor, sources: Sequence[int], target: int
 ) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
@@ -155,7 +143,7 @@ def vjp_rows(
         return None
     b = cfg.dim_batch
     batch = torch.tensor([ids], dtype=torch.long).expand(b, -1)
-    with _frozen(model):
+    with grad_required(list(model.parameters()), False):
         states, h_t = _forward_graph(model, batch, sources, target)
         n, d = cotangents.shape
         out = {s: torch.zeros(n, states[s].shape[-1]) for s in sources}

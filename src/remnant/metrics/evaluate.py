@@ -337,20 +337,34 @@ def _generations(run: _Run, defs: Sequence[MetricDef]) -> dict[str, list[list[Ge
     return out
 
 
-def _gradnorms(run: _Run, defs: Sequence[MetricDef]) -> dict[int, float]:
+def _gradnorms(
+    run: _Run, defs: Sequence[MetricDef], stats_keys: set[int]
+) -> tuple[dict[int, float], dict[int, TokenScores]]:
+    """Gradient-norm scores by bank key, and the teacher-forced readings its forward gave for the same keys (the
+    scoring pass then skips them: one forward serves both)."""
     from remnant.metrics.forward import ScoredSequence
-    from remnant.metrics.gradnorm import gradnorm_scores
+    from remnant.metrics.gradnorm import gradnorm_pass
 
     keys = run.keys_of(defs, {"mia_gradnorm"})
     if not keys:
-        return {}
+        return {}, {}
     p = next(d.params.get("p", 2) for d in defs if d.handler == "mia_gradnorm")
     seqs = [
         ScoredSequence(run.bank.sequences[k].full_ids, max(1, run.bank.sequences[k].label_start))
         for k in keys
     ]
-    scores = gradnorm_scores(run.target.model, seqs, p=float(p), progress=run.settings.progress)
-    return dict(zip(keys, scores, strict=True))
+    tok = run.target.tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    scores, readings = gradnorm_pass(
+        run.target.model,
+        seqs,
+        p=float(p),
+        batch_size=run.settings.batch_size,
+        pad_id=int(pad),
+        vocab_stats=[k in stats_keys for k in keys],
+        progress=run.settings.progress,
+    )
+    return dict(zip(keys, scores, strict=True)), {keys[i]: r for i, r in readings.items()}
 
 
 @dataclass
@@ -459,14 +473,16 @@ def evaluate(
     run = _Run(target, rows_of, prompt, settings)
     run.plan(defs)
     stats_keys = set(run.keys_of(defs, {"mia_min_k_plus_plus"}))  # μ_t, σ²_t only where min-k++ reads them
+    gradnorm, scored = _gradnorms(run, defs, stats_keys)
+    to_score = [k for k in run.keys_of(defs, TEACHER_FORCED) if k not in scored]
     readings = _Readings(
-        target=_pass(target, run, run.keys_of(defs, TEACHER_FORCED), stats_keys=stats_keys, desc="scoring"),
+        target={**scored, **_pass(target, run, to_score, stats_keys=stats_keys, desc="scoring")},
         reference=(
             _pass(reference, run, run.keys_of(defs, {"mia_reference"}), stats_keys=set(), desc="reference")
             if reference is not None and any(d.handler == "mia_reference" for d in defs)
             else {}
         ),
-        gradnorm=_gradnorms(run, defs),
+        gradnorm=gradnorm,
         generations=_generations(run, defs),
     )
     logs: dict[str, MetricLog] = {}

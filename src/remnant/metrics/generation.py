@@ -12,11 +12,12 @@ occurrence), and stripped. Stop strings (MUSE knowmem) also end a row's generati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from remnant.metrics.decode import greedy_pruned, pruned_decoding_applies
 from remnant.metrics.text import decode
 
 
@@ -42,6 +43,18 @@ def _stopping(tokenizer: Any, stopwords: Sequence[str], start: int) -> Any:
     return StoppingCriteriaList([_StopStrings()])
 
 
+def _stop_check(tokenizer: Any, stopwords: Sequence[str]) -> Callable[[list[int]], bool] | None:
+    """The pruned loop's form of :func:`_stopping`: a row's new tokens, decoded as the criterion decodes them."""
+    if not stopwords:
+        return None
+
+    def stop(new: list[int]) -> bool:
+        text = tokenizer.decode(new, skip_special_tokens=False)
+        return any(w in text for w in stopwords)
+
+    return stop
+
+
 def _generate_batch(
     model: Any,
     tokenizer: Any,
@@ -57,6 +70,20 @@ def _generate_batch(
     for r, p in enumerate(prompts):
         ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
         mask[r, width - len(p) :] = 1
+    stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
+    if pruned_decoding_applies(model):
+        rows = greedy_pruned(
+            model,
+            ids,
+            mask,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=eos,
+            stop=_stop_check(tokenizer, stopwords),
+        )
+        return [
+            cut_generation(decode(tokenizer, row, skip_special_tokens=True, clean_up=True), stops)
+            for row in rows
+        ]
     device = next(model.parameters()).device
     extra: dict[str, Any] = {}
     if stopwords:
@@ -74,7 +101,6 @@ def _generate_batch(
             pad_token_id=eos,
             **extra,
         )
-    stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
     return [
         cut_generation(
             decode(tokenizer, row[width:].tolist(), skip_special_tokens=True, clean_up=True), stops

@@ -12,72 +12,217 @@ Differences from their code, on purpose:
 - gradients are taken with ``torch.autograd.grad`` rather than ``backward()``, so the model's ``.grad`` fields
   are left as they were (theirs zeroes them); frozen parameters are differentiated too, as theirs are when loaded;
 - a sample with nothing left to score (a one-token answer) scores 0, as their min-k does (their code feeds NaN to
-  the AUC and fails).
+  the AUC and fails);
+- each norm is taken in float64 (theirs in float32, whose reduction over an embedding's millions of entries is off
+  by up to about 1e-4 relative, which moves the mean by about 2e-5 on SmolLM2);
+- with p = 2 a batch runs one forward and one backward through the activations only, and each parameter's
+  per-sample norm is assembled from module inputs and output gradients (:mod:`remnant.metrics.persample`): the
+  same numbers to float32 rounding of the activations, checked against one sequence's own backward per call.
 
 Tied parameters count once (``model.parameters()`` deduplicates them, in both).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from remnant.metrics.forward import ScoredSequence, logits_keep_kwarg
+from remnant.metrics.forward import ScoredSequence, TokenScores, logits_keep_kwarg, token_scores
+from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
+from remnant.models.grads import grad_required
+
+#: Padded positions per batched backward: the activations kept for the backward grow with it (a 2,048-token
+#: MUSE passage is a batch of its own).
+TOKENS_PER_BACKWARD = 4096
 
 #: The p-norms their attack accepts.
 NORMS = (1.0, 2.0, float("inf"))
 
 
-@contextlib.contextmanager
-def _all_trainable(params: list[torch.nn.Parameter]) -> Iterator[None]:
-    before = [p.requires_grad for p in params]
-    try:
-        for p in params:
-            p.requires_grad_(True)
-        yield
-    finally:
-        for p, flag in zip(params, before, strict=True):
-            p.requires_grad_(flag)
-
-
-def _one(model: Any, params: list[torch.nn.Parameter], seq: ScoredSequence, p: float) -> float:
+def _one_norms(model: Any, params: list[torch.nn.Parameter], seq: ScoredSequence, p: float) -> list[float]:
+    """The p-norm of each used parameter's gradient for one sequence, from its own backward (in float64)."""
     n = len(seq.input_ids)
-    if n - seq.label_start < 2:
-        return 0.0
     device = params[0].device
     ids = torch.tensor([seq.input_ids], dtype=torch.long, device=device)
     kwargs: dict[str, Any] = {"use_cache": False}
     keep_name = logits_keep_kwarg(model)
     if keep_name is not None:  # the output head (forward and backward) only where the loss reads it
         kwargs[keep_name] = n - (seq.label_start - 1)
-    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs).logits
-    offset = n - logits.shape[1]  # logits[:, j] predicts the token at position offset + j + 1
-    # Positions label_start-1 .. n-3 predict the labelled tokens except the last.
-    logp = torch.log_softmax(logits[0, seq.label_start - 1 - offset : n - 2 - offset].float(), dim=-1)
-    targets = ids[0, seq.label_start : n - 1]
-    loss = -logp.gather(-1, targets[:, None]).mean()
-    grads = torch.autograd.grad(loss, params, allow_unused=True)
-    norms = [g.detach().float().norm(p=p) for g in grads if g is not None]
-    return float(torch.stack(norms).mean().item())
+    with grad_required(params, True), torch.enable_grad():
+        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs).logits
+        loss = _batch_losses([seq])(logits, n - logits.shape[1])[0]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return [float(g.detach().double().norm(p=p)) for g in grads if g is not None]
 
 
-def gradnorm_scores(
-    model: Any, sequences: Sequence[ScoredSequence], *, p: float = 2.0, progress: bool = False
-) -> list[float]:
-    """One score per sequence (see the module docstring)."""
+def _batch_losses(batch: Sequence[ScoredSequence], readings: Readings | None = None) -> LossFn:
+    """Each row's loss: −mean log-probability of its labelled tokens but the last (module docstring).
+
+    With ``readings``, each row's teacher-forced readings (:func:`remnant.metrics.forward.token_scores`, μ_t and
+    σ²_t where its flag asks) are taken from the same logits and appended there."""
+
+    def losses(logits: torch.Tensor, offset: int) -> torch.Tensor:
+        # logits[:, j] predicts the token at position offset + j + 1; positions label_start-1 .. n-3 are read.
+        rows = []
+        for r, seq in enumerate(batch):
+            n = len(seq.input_ids)
+            if readings is not None:
+                with torch.no_grad():
+                    readings.scores.append(
+                        token_scores(
+                            logits[r, seq.label_start - 1 - offset : n - 1 - offset].detach(),
+                            torch.tensor(seq.input_ids[seq.label_start :], dtype=torch.long),
+                            readings.stats[r],
+                        )
+                    )
+            logp = torch.log_softmax(logits[r, seq.label_start - 1 - offset : n - 2 - offset].float(), dim=-1)
+            targets = torch.tensor(
+                seq.input_ids[seq.label_start : n - 1], dtype=torch.long, device=logits.device
+            )
+            rows.append(-logp.gather(-1, targets[:, None]).mean())
+        return torch.stack(rows)
+
+    return losses
+
+
+@dataclass
+class Readings:
+    """Teacher-forced readings taken from the gradient pass's forward, one per row, with their μ_t/σ²_t flags."""
+
+    stats: Sequence[bool]
+    scores: list[TokenScores] = field(default_factory=list)
+
+
+def _batched_norms(
+    model: Any, batch: Sequence[ScoredSequence], pad_id: int, readings: Readings | None = None
+) -> list[list[float]]:
+    """Each sequence's per-parameter 2-norms from one forward and backward (:mod:`remnant.metrics.persample`).
+
+    The batch is laid out as the teacher-forced pass lays out a plain batch (right padding, the output head from
+    the earliest labelled position), so readings taken here are the ones that pass would give."""
+    width = max(len(s.input_ids) for s in batch)
+    device = next(model.parameters()).device
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for r, s in enumerate(batch):  # right padding: no real position attends to a pad
+        ids[r, : len(s.input_ids)] = torch.tensor(s.input_ids, dtype=torch.long)
+        mask[r, : len(s.input_ids)] = 1
+    forward: dict[str, Any] = {}
+    keep_name = logits_keep_kwarg(model)
+    if keep_name is not None:
+        forward[keep_name] = width - (min(s.label_start for s in batch) - 1)
+    losses = _batch_losses(batch, readings)
+    table = per_sample_sq_norms(model, ids.to(device), mask.to(device), losses, **forward)
+    return [[math.sqrt(v) for v in row] for row in table]
+
+
+def _scored(seq: ScoredSequence) -> bool:
+    return len(seq.input_ids) - seq.label_start >= 2
+
+
+def _score(norms: list[float]) -> float:
+    return math.fsum(norms) / len(norms)
+
+
+def _same_norms(fast: list[float], slow: list[float]) -> bool:
+    """The batched path's self-check: the same parameters, each norm within 1e-5 (float32 activations)."""
+    return len(fast) == len(slow) and all(
+        abs(a - b) <= 1e-5 * max(abs(b), 1e-12) for a, b in zip(fast, slow, strict=True)
+    )
+
+
+def _batches(sequences: Sequence[ScoredSequence], live: list[int], batch_size: int) -> list[list[int]]:
+    """Longest first (a batch's first row sets its width), at most ``batch_size`` rows and the token budget."""
+    batches: list[list[int]] = []
+    for i in sorted(live, key=lambda i: -len(sequences[i].input_ids)):
+        last = batches[-1] if batches else []
+        rows = len(last) + 1
+        if last and rows <= batch_size and rows * len(sequences[last[0]].input_ids) <= TOKENS_PER_BACKWARD:
+            last.append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _batched_scores(
+    model: Any,
+    sequences: Sequence[ScoredSequence],
+    batch_size: int,
+    pad_id: int,
+    stats: Sequence[bool] | None,
+    progress: bool,
+) -> tuple[list[float], dict[int, TokenScores]] | None:
+    """p = 2 scores by batches (and each scored sequence's readings when ``stats`` is given), or None where the
+    batched path does not apply or fails its self-check."""
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
+
+    scores = [0.0] * len(sequences)
+    found: dict[int, TokenScores] = {}
+    batches = _batches(sequences, [i for i, s in enumerate(sequences) if _scored(s)], batch_size)
+    for n, chunk in enumerate(tqdm(batches, desc="gradient norms", disable=not progress, leave=False)):
+        readings = Readings([stats[i] for i in chunk]) if stats is not None else None
+        try:
+            norms = _batched_norms(model, [sequences[i] for i in chunk], pad_id, readings)
+        except Unsupported:
+            return None
+        if n == 0:  # one sequence through its own backward: a parameter the hooks missed shows here
+            params = list(model.parameters())
+            if not _same_norms(norms[0], _one_norms(model, params, sequences[chunk[0]], 2.0)):
+                return None
+        for i, row in zip(chunk, norms, strict=True):
+            scores[i] = _score(row)
+        if readings is not None:
+            found.update(zip(chunk, readings.scores, strict=True))
+    return scores, found
+
+
+def gradnorm_pass(
+    model: Any,
+    sequences: Sequence[ScoredSequence],
+    *,
+    p: float = 2.0,
+    batch_size: int = 1,
+    pad_id: int = 0,
+    vocab_stats: Sequence[bool] | None = None,
+    progress: bool = False,
+) -> tuple[list[float], dict[int, TokenScores]]:
+    """Scores as :func:`gradnorm_scores`, and, when ``vocab_stats`` flags are given and the batched path ran, the
+    teacher-forced readings of the sequences it scored (by index), so the caller need not run them again."""
+    from tqdm.auto import tqdm
 
     if float(p) not in NORMS:
         raise ValueError(f"gradient norm p must be one of 1, 2, inf, not {p!r}")
+    if float(p) == 2.0 and batch_size > 1:
+        fast = _batched_scores(model, sequences, batch_size, pad_id, vocab_stats, progress)
+        if fast is not None:
+            return fast
     params = list(model.parameters())
-    with _all_trainable(params), torch.enable_grad():
-        return [
-            _one(model, params, s, float(p))
-            for s in tqdm(sequences, desc="gradient norms", disable=not progress, leave=False)
-        ]
+    scores = [
+        _score(_one_norms(model, params, s, float(p))) if _scored(s) else 0.0
+        for s in tqdm(sequences, desc="gradient norms", disable=not progress, leave=False)
+    ]
+    return scores, {}
 
 
-__all__ = ["NORMS", "gradnorm_scores"]
+def gradnorm_scores(
+    model: Any,
+    sequences: Sequence[ScoredSequence],
+    *,
+    p: float = 2.0,
+    batch_size: int = 1,
+    pad_id: int = 0,
+    progress: bool = False,
+) -> list[float]:
+    """One score per sequence (see the module docstring).
+
+    With p = 2 and ``batch_size`` > 1, one forward and backward per batch (:mod:`remnant.metrics.persample`),
+    checked against one sequence's own backward; otherwise, or where that check fails, one backward per sequence."""
+    scores, _ = gradnorm_pass(model, sequences, p=p, batch_size=batch_size, pad_id=pad_id, progress=progress)
+    return scores
+
+
+__all__ = ["NORMS", "Readings", "gradnorm_pass", "gradnorm_scores"]

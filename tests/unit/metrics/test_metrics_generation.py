@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import pytest
 from metrics_data import SPLITS
 
 from remnant.metrics.encoding import OpenUnlearningPrompt, encode_qa
@@ -53,3 +55,68 @@ def test_stop_strings_cut_the_generation(tiny_llama: Any) -> None:
     for text, short in zip(full, cut, strict=True):
         assert short == cut_generation(text, stops)
         assert not any(s in short for s in stops if s.strip())
+
+
+def _fresh(path: Any) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path).eval()
+
+
+def test_pruned_decoding_gives_generate_s_texts_as_rows_end(
+    tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows that end early leave the batch; every row's text is what generate gives for the same batch."""
+    from remnant.metrics import generation
+
+    tok = tiny_llama.tokenizer
+    prompts = _prompts(tok)
+    model = _fresh(tiny_llama_dir)
+    # an end-of-sequence token that the model produces at different steps in different rows
+    assert generation.pruned_decoding_applies(model)
+    plain = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+    ids = [tok(t, add_special_tokens=False)["input_ids"] for t in plain]
+    firsts = Counter(i for row in ids for i in set(row[1:6]))
+    model.generation_config.eos_token_id = firsts.most_common(1)[0][0]
+    calls = {"pruned": 0}
+    real = generation.greedy_pruned
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls["pruned"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(generation, "greedy_pruned", counting)
+    pruned = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+    assert calls["pruned"] > 0
+    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    reference = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+    assert pruned == reference
+    assert len({len(t) for t in pruned}) > 3 and pruned != plain  # rows ended at different steps
+
+
+def test_pruned_decoding_stops_on_stop_strings_as_generate_does(
+    tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remnant.metrics import generation
+
+    tok = tiny_llama.tokenizer
+    prompts = _prompts(tok)[:6]
+    model = _fresh(tiny_llama_dir)
+    full = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10)
+    stops = sorted({text[3] for text in full if len(text) > 4})[:2]
+    pruned = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10, stopwords=stops)
+    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    reference = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10, stopwords=stops)
+    assert pruned == reference != full
+
+
+def test_a_score_changing_generation_config_uses_generate(tiny_llama_dir: Any) -> None:
+    from remnant.metrics.decode import pruned_decoding_applies
+
+    model = _fresh(tiny_llama_dir)
+    assert pruned_decoding_applies(model)
+    model.generation_config.repetition_penalty = 1.3
+    assert not pruned_decoding_applies(model)
+    model.generation_config.repetition_penalty = 1.0
+    model.generation_config.no_repeat_ngram_size = 2
+    assert not pruned_decoding_applies(model)
