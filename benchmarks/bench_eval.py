@@ -264,7 +264,7 @@ def breakdown(run: Any) -> str:
     phases = {
         "teacher_forced_pass": "one teacher-forced pass",
         "greedy_generations": "generations",
-        "gradnorm_scores": "gradient norms",
+        "gradnorm_pass": "gradient norms (their forward also reads the attacks' sequences)",
     }
     found = {name: 0.0 for name in phases}
     for (_file, _line, func), (_cc, _nc, _tt, cumulative, _callers) in stats.items():
@@ -419,8 +419,9 @@ def notes(args: Any) -> str:
         "until the batch's longest answer ends; the texts are compared above), and takes a batch's gradient "
         "norms from one forward and one backward through the activations, each parameter's per-sample norm "
         "assembled from its module's inputs and output gradients (theirs: one full backward per sample; "
-        "remnant checks the first sequence of each run against its own full backward). remnant's time by phase "
-        "is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
+        "remnant checks the first sequence of each run against its own full backward); that forward's logits "
+        "also give the attacks' teacher-forced readings of the same sequences, which the scoring pass then "
+        "skips. remnant's time by phase is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
         "REMNANT_OPENUNLEARNING_PYTHON=$VENV/bin/python .venv/bin/python benchmarks/bench_eval.py"
         f"{smol} --repeats {args.repeats}`, where `$OU` is a checkout of locuslab/open-unlearning and `$VENV` an "
         "interpreter with omegaconf, hydra-core, hydra-colorlog, datasets and scikit-learn beside remnant's torch "
