@@ -82,11 +82,12 @@ def greedy_pruned(
     max_new_tokens: int,
     eos_token_id: int,
     stop: Callable[[list[int]], bool] | None = None,
-) -> list[list[int]]:
+) -> list[list[int]] | None:
     """Each row's new tokens (its end-of-sequence token included when it produced one) for left-padded ``ids``.
 
     ``stop`` is asked after each new token of a row with that row's new tokens so far; a True ends the row, as a
-    stopping criterion does in ``generate``.
+    stopping criterion does in ``generate``. None when the model's cache cannot drop rows (the caller then uses
+    ``generate``).
     """
     cache_name = cache_kwarg(model)
     if cache_name is None:
@@ -102,6 +103,8 @@ def greedy_pruned(
     with torch.inference_mode():
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **keep)
         cache: Any = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        if not hasattr(cache, "batch_select_indices"):  # a cache whose rows cannot be dropped
+            return None
         last = positions[:, -1:]
         for _ in range(max_new_tokens):
             tokens = out.logits[:, -1].to(dtype=torch.float32).argmax(dim=-1)

@@ -71,6 +71,7 @@ def _generate_batch(
         ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
         mask[r, width - len(p) :] = 1
     stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
+    rows = None
     if pruned_decoding_applies(model):
         rows = greedy_pruned(
             model,
@@ -80,6 +81,7 @@ def _generate_batch(
             eos_token_id=eos,
             stop=_stop_check(tokenizer, stopwords),
         )
+    if rows is not None:
         return [
             cut_generation(decode(tokenizer, row, skip_special_tokens=True, clean_up=True), stops)
             for row in rows

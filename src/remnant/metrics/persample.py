@@ -158,7 +158,7 @@ def _ghost(factors: list[_Factor]) -> torch.Tensor:
     """(B,) squared norms of Σ over factors of Σ_t rows_t ⊗ cols_t, from inner products of positions only.
 
     Padded positions need no masking: each factor holds an output gradient, which is zero there."""
-    acc = torch.zeros(factors[0].cols.shape[0], dtype=torch.float64)
+    acc = torch.zeros(factors[0].cols.shape[0], dtype=torch.float64, device=factors[0].cols.device)
     for fi in factors:
         for fj in factors:
             cols = torch.bmm(fi.cols.float(), fj.cols.float().transpose(1, 2))
@@ -169,9 +169,10 @@ def _ghost(factors: list[_Factor]) -> torch.Tensor:
 def _direct(factors: list[_Factor], shape: torch.Size) -> torch.Tensor:
     """The same squared norms from each sample's gradient matrix (cheaper when sequences are long)."""
     batch = factors[0].cols.shape[0]
-    out = torch.zeros(batch, dtype=torch.float64)
+    device = factors[0].cols.device
+    out = torch.zeros(batch, dtype=torch.float64, device=device)
     for b in range(batch):
-        total = torch.zeros(tuple(shape), dtype=torch.float64)
+        total = torch.zeros(tuple(shape), dtype=torch.float64, device=device)
         for f in factors:
             cols = f.cols[b].to(torch.float64)
             if f.rows.dim() == 2:
@@ -227,7 +228,7 @@ def _param_sq_norms(param: torch.nn.Parameter, uses: list[tuple[_Call, str]]) ->
         factors = [f for f in (_factor(c, name) for c, name in uses) if f is not None]
         return _matrix_sq_norms(factors, param.shape)
     # a linear layer's bias: Σ_t g_t (zero at padded positions)
-    vec = sum((_grad(c).to(torch.float64).sum(dim=1) for c, _ in uses), torch.zeros(()))
+    vec = sum((_grad(c).to(torch.float64).sum(dim=1) for c, _ in uses), torch.zeros((), dtype=torch.float64))
     return (vec * vec).sum(dim=1)
 
 
@@ -267,7 +268,11 @@ def per_sample_sq_norms(
                 columns.append(_param_sq_norms(p, uses))
     finally:
         recorder.close()
-    table = torch.stack(columns, dim=1) if columns else torch.zeros((ids.shape[0], 0), dtype=torch.float64)
+    table = (
+        torch.stack(columns, dim=1)
+        if columns
+        else torch.zeros((ids.shape[0], 0), dtype=torch.float64, device=ids.device)
+    )
     return [[float(v) for v in row] for row in table]
 
 

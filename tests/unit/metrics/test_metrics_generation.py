@@ -120,3 +120,23 @@ def test_a_score_changing_generation_config_uses_generate(tiny_llama_dir: Any) -
     model.generation_config.repetition_penalty = 1.0
     model.generation_config.no_repeat_ngram_size = 2
     assert not pruned_decoding_applies(model)
+
+
+def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
+    tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import DynamicCache
+
+    from remnant.metrics import decode, generation
+
+    tok = tiny_llama.tokenizer
+    prompts = _prompts(tok)[:5]
+    model = _fresh(tiny_llama_dir)
+    expected = greedy_generations(model, tok, prompts, batch_size=5, max_new_tokens=8)
+    owner = next(c for c in DynamicCache.__mro__ if "batch_select_indices" in vars(c))
+    monkeypatch.delattr(owner, "batch_select_indices")
+    used: list[object] = []
+    real = decode.greedy_pruned
+    monkeypatch.setattr(generation, "greedy_pruned", lambda *a, **k: used.append(real(*a, **k)) or used[-1])
+    assert greedy_generations(model, tok, prompts, batch_size=5, max_new_tokens=8) == expected
+    assert used == [None]  # the pruned loop declined, and generate gave the texts
