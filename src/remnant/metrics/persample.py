@@ -16,9 +16,10 @@ and output gradient, and each parameter's per-sample squared norm is assembled f
   ``torch.func`` on its captured input: exact, and cheap for the small tensors such modules hold.
 
 :class:`Unsupported` is raised for what this cannot read exactly (an embedding with ``max_norm`` or frequency
-scaling, a module called with other than one tensor, inputs without a sequence axis, a parameter shared between a
-linear or embedding and another kind of module, a parameter used outside any module call); the caller then
-falls back to one backward per sample, and the caller's self-check catches a parameter used outside a module.
+scaling, a module called with other than one tensor, inputs without a sequence axis or one row per sample, a
+parameter shared between a linear or embedding and another kind of module); the caller then falls back to one
+backward per sample. What no hook can see — a parameter used outside any module call — is caught by the caller's
+self-check (one sequence through its own full backward, :mod:`remnant.metrics.gradnorm`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Unsupported(Exception):
     """The batched path cannot compute this model's per-sample norms exactly; use one backward per sample."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Factor:
     """One module call's share of a 2-D parameter's gradient: Σ_t rows_t ⊗ cols_t over a sample's positions.
 
@@ -52,7 +53,8 @@ class _Factor:
 
 @dataclass
 class _Call:
-    """A call of a module that owns parameters: its input and, after the backward, its output gradient."""
+    """A call of a module that owns parameters: its input and, after the backward, its output gradient (set by
+    the output's gradient hook, hence not frozen)."""
 
     module: torch.nn.Module
     inputs: torch.Tensor
