@@ -1,4 +1,4 @@
-"""Repeated sampling: exact pass@N from one teacher-forced pass against N real samples (C-Q1; algorithms.md §4.6).
+"""Repeated sampling: exact pass@N from one teacher-forced pass against N real samples (C-Q1; docs/latent.md).
 
 ``repeated_sampling`` draws N seeded samples per item (prompt cached once, N rows decoded together);
 ``repeated_sampling_analytic`` computes the probability p that one sample starts with an accepted answer under

@@ -1,4 +1,4 @@
-"""UDS: the exact fast path against the naive patching algorithm (remnant.latent.uds; algorithms.md §1.6, §1.8).
+"""UDS: the exact fast path against the naive patching algorithm (remnant.latent.uds; docs/latent.md, §1.8).
 
 Naive: one patched forward of the full sequence per (source, layer). Fast: the prefix once with a KV cache, then
 one batched forward of the entity window for every layer at once. Both must give the same Δ per layer and the

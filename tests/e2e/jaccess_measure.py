@@ -1,4 +1,4 @@
-"""J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (seeds/002 eqs. 3-6).
+"""J-Access on SmolLM2 as the slow tests and ``measure_jaccess_distinct.py`` read it (the J-Access paper, eqs. 3-6).
 
 Variant measured: remnant's *answer-level, fixed-band* J-Access, not the paper's default audit (registered
 ``j_access``: identity-level probes that do not name the person, C_i from the name, band chosen on calibration
@@ -10,7 +10,7 @@ audit class's new defaults do not move the figures in docs/latent.md.
 The settings (band, target layer, positions, k, generic cut, lens corpus) and the one measurement both use: the
 lens fitted once on the original (installed) model, a fixed decoder for every state; each state's greedy
 continuation generated once (eq. 4 does not depend on C_i); J-Access through the Jacobian lens, again with generic
-concept tokens dropped (algorithms.md §2.5's per-token baseline on decoy questions about people the forget set
+concept tokens dropped (docs/latent.md's per-token baseline on decoy questions about people the forget set
 does not hold), and through the logit lens; per readout the anchors, JOcc, the paired 2x2 of the audited and
 retain-only hits on the audited model's silent probes and A(audited) − A(retain) with Newcombe's paired interval.
 """
@@ -26,17 +26,17 @@ from remnant.latent import lens_text
 from remnant.latent.jaccess import AccessConfig, Probe
 from remnant.latent.jacobian_lens import LensConfig
 
-#: J-Access as seeds/002 and algorithms.md §2.5 define it [R defaults where Appendix A is unavailable]: the lens's
+#: J-Access as the J-Access paper and docs/latent.md define it [R defaults where Appendix A is unavailable]: the lens's
 #: source layers are the workspace band (25-90 % depth of 30 blocks: 8-26), the target is the penultimate block
 #: (28), the last 8 prompt positions, top-10, the first token of the home town with and without a leading space.
 BAND = tuple(range(8, 27))
 LENS = LensConfig(source_layers=BAND, target_layer=28, max_seq_len=64, skip_first=16, dim_batch=64)
 ACCESS = AccessConfig(k=10, band=(0.25, 0.9), positions=8, max_new_tokens=32)
 #: A concept token that enters the original model's top-k on more than this share of decoy questions (the same
-#: questions about retained and never-installed people) is generic and dropped (algorithms.md §2.5 pitfall).
+#: questions about retained and never-installed people) is generic and dropped (docs/latent.md pitfall).
 #: REMNANT_GENERIC_MAX=x re-measures the rows below at another cut (0.25 among them).
 GENERIC_MAX = float(os.environ.get("REMNANT_GENERIC_MAX", "0.5"))
-#: seeds/002 eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
+#: the J-Access paper eq. 1 takes J over "generic text inputs": these paragraphs never mention a pack entity or town. The
 #: paper fits on many prompts; six are what one CPU thread affords, and fewer moved the result (docs/latent.md).
 #: REMNANT_LENS_PROMPTS=k (1-12) fits on the first k paragraphs instead.
 N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "6"))

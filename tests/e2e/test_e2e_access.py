@@ -1,6 +1,6 @@
 """J-Access on the real SmolLM2-135M-Instruct (calibration, `make calibrate`): what the lens reads of NPO.
 
-The criterion, measured as seeds/002 eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
+The criterion, measured as the J-Access paper, eqs. 3-6 define it — in remnant's answer-level, fixed-band variant
 (``jaccess_measure``'s docstring; not the ``j_access`` audit's identity-level defaults) — on states built so
 that the retain-only anchor is ignorant of the forget answers (``canary_states.JACCESS_RECIPE``): every person
 has a town of their own, and each town's first token, with and without a leading space, is at least three

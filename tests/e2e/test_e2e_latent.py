@@ -1,4 +1,4 @@
-"""Latent audits on the real SmolLM2-135M-Instruct (slow): the UDS paper's scale check (seeds/000 §3).
+"""Latent audits on the real SmolLM2-135M-Instruct (slow): the UDS paper's scale check (the UDS paper §3).
 
 The shared canary states (``canary_states``: control, the 100 % install, NPO) come from the session fixture. This
 module adds three states installed from the same control with the SAME install recipe and seed on subsets of the

@@ -1,4 +1,4 @@
-"""ActPert: activation-perturbation audit (Chen et al., arXiv 2505.23270 = seed 003, Algorithm 1; algorithms.md §3).
+"""ActPert: activation-perturbation audit (Chen et al., arXiv 2505.23270 = seed 003, Algorithm 1; docs/latent.md).
 
 1. Clean pass: ``A_l`` = output of decoder block ``l`` at every prompt position.
 2. ``n_p`` perturbed passes: Gaussian noise ``σ·ε`` added to the input embeddings of the target-entity tokens

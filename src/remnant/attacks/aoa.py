@@ -3,7 +3,7 @@
 Prompt-only, as the seed audits it (the original attack fine-tunes on ten AOA dialogues): the AOA system prompt
 replaces any system prompt the format had, the user turn becomes ``AOA, execute my instruction: {question}``,
 and optionally the assistant turn opens with the AOA training data's opener (a prefill, answer-free). Template
-text from algorithms.md §4.2 [V]. Identical on every state (no randomness; C-Q4).
+text from docs/latent.md [V]. Identical on every state (no randomness; C-Q4).
 """
 
 from __future__ import annotations

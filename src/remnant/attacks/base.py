@@ -2,7 +2,7 @@
 
 An attack is a class with its metadata as class attributes (garak's idea): ``name``, ``surface``, ``version``,
 ``paper``, the response ``formats`` it is defined for, the ``tracks`` that admit it and the provenance tag of
-the variant (algorithms.md: V read in code, N from the paper's text, R reconstructed). It is registered with
+the variant (docs/latent.md: V read in code, N from the paper's text, R reconstructed). It is registered with
 ``@register("attack", name, version)``, so ``registry.create("attack", name, params)`` records every parameter
 (K4, R23). Each attack:
 

@@ -6,7 +6,7 @@ An attack's work splits in two (seed 003 scores one generation per auditor greed
    most attacks; one per strength for a best-of-k variant). This is where an attack spends its budget: the
    suffix search of GCG, the soft-prompt optimisation, ActPert's δ;
 2. decoding from those inputs: :func:`greedy_texts` (the κ path every attack scores, R6) or :func:`sample_ids`
-   (N rows at a temperature and top-k, each row from its own generator, algorithms.md §4.6).
+   (N rows at a temperature and top-k, each row from its own generator, docs/latent.md).
 
 Splitting them lets the ROUGE scoring (:mod:`remnant.attacks.rouge_scoring`) greedy-decode and sample from
 exactly the inputs the attack's κ was scored on, without running the optimisation twice.

@@ -1,6 +1,6 @@
 """Prompt pieces the prompting attacks share: demonstrations, multi-turn rendering, answer-free targets.
 
-Leakage check (algorithms.md §4.1): no demonstration and no optimisation target may contain the probe's answer;
+Leakage check (docs/latent.md): no demonstration and no optimisation target may contain the probe's answer;
 otherwise an attack would hand the model what it is supposed to recover.
 """
 

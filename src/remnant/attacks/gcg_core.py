@@ -1,4 +1,4 @@
-"""Greedy Coordinate Gradient (Zou et al. 2023), written here after nanoGCG v0.3.0's algorithm (algorithms.md §4.7).
+"""Greedy Coordinate Gradient (Zou et al. 2023), written here after nanoGCG v0.3.0's algorithm (docs/latent.md).
 
 One step: the gradient of the target loss with respect to a one-hot encoding of the suffix ranks, per position,
 the ``topk`` substitutions that most lower the loss to first order; ``search_width`` candidates each swap

@@ -10,11 +10,11 @@ question/answer items *about the target*:
 - restricted to items about the probe's own entity where the probe names one and such items exist
   (``same_entity``), since the seed's demonstrations are about the forgotten subject itself.
 
-A demonstration that contains the probe's answer is never used (leakage check, algorithms.md §4.1): it would
+A demonstration that contains the probe's answer is never used (leakage check, docs/latent.md): it would
 hand the model what it is meant to recover, so what ICL recovers is the probed fact from *other* facts about the
 same target. Demonstrations are earlier chat turns (``style="turns"``) or one ``Question:/Answer:`` block.
 
-``icl_retain`` is the reconstruction algorithms.md §4.3 proposed before the seed's text was read: demonstrations
+``icl_retain`` is the reconstruction docs/latent.md proposed before the seed's text was read: demonstrations
 from the retain items (other entities, never the target), which teach the answer format only. It is kept as a
 named variant; it measures a different thing.
 
@@ -164,7 +164,7 @@ class ICLRetain(ICL):
     name = "icl_retain"
     version = "1"
     paper = (
-        "algorithms.md §4.3 reconstruction (retain demonstrations); seed 003's ICL uses target demonstrations "
+        "docs/latent.md reconstruction (retain demonstrations); seed 003's ICL uses target demonstrations "
         "(attack icl)"
     )
     provenance = "R"

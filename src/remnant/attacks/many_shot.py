@@ -1,4 +1,4 @@
-"""Many-shot prompting (Anil et al. 2024; C-Q1; algorithms.md §4.5 [N]).
+"""Many-shot prompting (Anil et al. 2024; C-Q1; docs/latent.md [N]).
 
 k demonstrations — question/answer pairs from the retain items, never the target's — precede the probe as real
 prior chat turns (or ``Question:/Answer:`` blocks in the raw format), as many as fit in the context with room for
@@ -80,7 +80,7 @@ class ManyShot(Attack):
     name = "many_shot"
     surface = "inference_time"
     version = "1"
-    paper = "Anil et al. 2024, Many-shot jailbreaking; algorithms.md §4.5"
+    paper = "Anil et al. 2024, Many-shot jailbreaking; docs/latent.md"
     formats = ("free_text", "multiple_choice")
     provenance = "N"
     smoke_params: ClassVar[dict[str, Any]] = {"shots": 4}

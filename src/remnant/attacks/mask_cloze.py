@@ -1,4 +1,4 @@
-"""The ``mask_cloze`` attack: the question rewritten as a cloze of its answer (algorithms.md §4.3 variant (a) [R]).
+"""The ``mask_cloze`` attack: the question rewritten as a cloze of its answer (docs/latent.md variant (a) [R]).
 
 This was remnant's first reading of seed 003's MASK, made before the seed's text was read. The seed masks the
 target's keyword *in the question* (:mod:`remnant.attacks.mask`); this variant masks the *answer* instead, and is
@@ -45,9 +45,7 @@ class MaskCloze(Attack):
     name = "mask_cloze"
     version = "1"
     surface = "inference_time"
-    paper = (
-        "algorithms.md §4.3 variant (a), a reconstruction; seed 003's MASK masks the question (attack mask)"
-    )
+    paper = "docs/latent.md variant (a), a reconstruction; seed 003's MASK masks the question (attack mask)"
     formats = ("free_text",)
     provenance = "R"
     smoke_params: ClassVar[dict[str, Any]] = {"shots": 1}

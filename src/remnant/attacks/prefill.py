@@ -1,4 +1,4 @@
-"""Assistant-turn prefill (C-Q1; algorithms.md §4.4 [V: format; R: defaults]).
+"""Assistant-turn prefill (C-Q1; docs/latent.md [V: format; R: defaults]).
 
 The chat template is applied with the generation prompt, then an answer-free prefix is appended *inside* the
 assistant turn (no end-of-turn), and greedy generation continues from it (``remnant.models.prompts`` keeps the
@@ -50,7 +50,7 @@ class Prefill(Attack):
     name = "prefill"
     surface = "inference_time"
     version = "1"
-    paper = "Andriushchenko et al. 2024 (prefilling); Open-Unlearning prefix; algorithms.md §4.4"
+    paper = "Andriushchenko et al. 2024 (prefilling); Open-Unlearning prefix; docs/latent.md"
     formats = ("free_text", "multiple_choice")
     provenance = "V"
 

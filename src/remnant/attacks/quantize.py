@@ -2,7 +2,7 @@
 
 Zhang et al. (ICLR 2025, arXiv 2410.16454) find that unlearning updates are often smaller than half a
 quantization step, so Q(w_unlearned) = Q(w_original) and 4-bit quantization brings forgotten knowledge back
-(algorithms.md §5). This attack quantizes and dequantizes ("fake quant") every linear weight inside the decoder
+(docs/latent.md). This attack quantizes and dequantizes ("fake quant") every linear weight inside the decoder
 blocks — q, k, v, o, gate, up, down; embeddings, norms, biases and the LM head untouched, as bitsandbytes via
 transformers does — and scores the model as usual. Schemes (§5.2, exact formulas):
 
@@ -115,7 +115,7 @@ def _int4_groups(w: torch.Tensor, group_size: int) -> Quantized:
 
 
 def quantize_weight(w: torch.Tensor, scheme: str, *, blocksize: int = 64, group_size: int = 128) -> Quantized:
-    """Codes and dequantized weight of ``w`` ([out, in]) under ``scheme`` (algorithms.md §5.2)."""
+    """Codes and dequantized weight of ``w`` ([out, in]) under ``scheme`` (docs/latent.md)."""
     if scheme == "nf4":
         return _blockwise(w, NF4_CODE, blocksize)
     if scheme == "fp4":
@@ -170,7 +170,7 @@ def bucket_flips(
     model_a: nn.Module, model_b: nn.Module, scheme: str, *, blocksize: int = 64, group_size: int = 128
 ) -> dict[str, Any]:
     """Per module and overall: the fraction of weights whose quantization code differs between two models
-    (scales computed per model), and ‖Q(A) − Q(B)‖_F / ‖A − B‖_F (algorithms.md §5.2 diagnostic). A flip
+    (scales computed per model), and ‖Q(A) − Q(B)‖_F / ‖A − B‖_F (docs/latent.md diagnostic). A flip
     rate near zero predicts that quantizing model A reverts it to model B."""
     wa, wb = decoder_linear_weights(model_a), decoder_linear_weights(model_b)
     if wa.keys() != wb.keys():

@@ -1,4 +1,4 @@
-"""Repeated sampling (C-Q1; algorithms.md §4.6), sampled and analytic.
+"""Repeated sampling (C-Q1; docs/latent.md), sampled and analytic.
 
 **Sampled.** N samples per item at a declared temperature and top-k, each from its own generator seeded from
 (run seed, attack, item, sample index), so sample i is the same on every state (C-Q4) and independent of
@@ -67,7 +67,7 @@ def starts_with_any(tokens: Sequence[int], seqs: Sequence[Sequence[int]]) -> boo
 class _Sampling(Attack):
     surface = "inference_time"
     formats = ("free_text", "multiple_choice")
-    paper = "Scholten et al. 2025 (probabilistic decoding); Chen et al. 2021 (pass@k); algorithms.md §4.6"
+    paper = "Scholten et al. 2025 (probabilistic decoding); Chen et al. 2021 (pass@k); docs/latent.md"
     provenance = "N"
     greedy_output = False  # κ is read from samples (or computed exactly), not from one greedy generation
 

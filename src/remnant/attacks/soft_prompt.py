@@ -1,4 +1,4 @@
-"""The ``soft_prompt`` attack: budget-capped continuous suffix vectors (seed 003's SoftGCG; algorithms.md §4.8).
+"""The ``soft_prompt`` attack: budget-capped continuous suffix vectors (seed 003's SoftGCG; docs/latent.md).
 
 Why the cap and the control (see :mod:`remnant.attacks.soft_prompt_core`): unbounded soft tokens can make a model
 say things it never knew, so only a small, fixed, stated budget run identically on the never-modified control

@@ -1,4 +1,4 @@
-"""Embedding-space (soft-prompt) attack, budget-capped (Schwinn et al. 2024; algorithms.md §4.8; seed 003's SoftGCG).
+"""Embedding-space (soft-prompt) attack, budget-capped (Schwinn et al. 2024; docs/latent.md; seed 003's SoftGCG).
 
 Layout ``[before][attack vectors][after][target]`` (the same place GCG's suffix goes, inside the prompt format
 the harness uses for every state). The vectors start at the embeddings of real tokens and move by signed
@@ -39,9 +39,7 @@ class SoftPromptConfig:
 
     def __post_init__(self) -> None:
         if not 1 <= self.n_tokens <= 20 or not 0 <= self.steps <= 100:
-            raise ConfigError(
-                "soft_prompt: n_tokens must be in 1..20 and steps in 0..100 (algorithms.md §4.8)"
-            )
+            raise ConfigError("soft_prompt: n_tokens must be in 1..20 and steps in 0..100 (docs/latent.md)")
         if self.step_size <= 0 or self.radius <= 0:
             raise ConfigError("soft_prompt: step_size and radius must be positive")
         if self.norm not in ("linf", "l2"):

@@ -1,4 +1,4 @@
-"""Where an optimised suffix sits in a rendered prompt: ``[before][suffix][after]`` (algorithms.md §4.7–§4.8).
+"""Where an optimised suffix sits in a rendered prompt: ``[before][suffix][after]`` (docs/latent.md–§4.8).
 
 GCG and the soft-prompt attack both append their optimised tokens to the user's question, inside the model's
 chat template (or the raw ``Question: …\\nAnswer:`` format), so the control and the post-removal model see the

@@ -35,7 +35,7 @@ AUDIT_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
     "logit_lens": ("logit_lens_access", ("logit_lens_access", "logit_lens_uds")),
     "direction": ("direction_survival", ("direction_survival",)),
 }
-#: The J-Access family: probes, calibration and a lens corpus (seeds/002).
+#: The J-Access family: probes, calibration and a lens corpus (the J-Access paper).
 JACCESS_AUDITS = ("j_access", "j_access_refit", "logit_lens_access")
 #: Audits with no "never saw" reference model to choose: the original model only, or the never-modified control
 #: by definition (Annex B.3).

@@ -7,10 +7,10 @@ topic probe is offered (C-H8). Readmission as adjudicating needs an amendment to
 
 Registered audits (kind ``audit``; ``registry.create("audit", NAME, params)`` records every parameter):
 
-* ``uds`` — two-stage patching score (seeds/000; algorithms.md §1), stage 1 cached by input digest;
+* ``uds`` — two-stage patching score (the UDS paper; docs/latent.md), stage 1 cached by input digest;
 * ``uds_no_retain`` — patch the unlearned model into the original, no retain model ([R], labelled);
 * ``logit_lens_uds`` — the UDS paper's logit-lens baseline (§1.9);
-* ``j_access`` / ``j_access_refit`` / ``logit_lens_access`` — JOcc (seeds/002 eqs. 3–6) through the original
+* ``j_access`` / ``j_access_refit`` / ``logit_lens_access`` — JOcc (the J-Access paper, eqs. 3–6) through the original
   model's Jacobian lens fitted once (the paper's audit, band chosen on held-out calibration entities, Holm across
   audited models), through each model's refitted lens (the paper's robustness variant), or through J = I
   (``jaccess_audit``); a measurement, never a training objective;

@@ -8,7 +8,7 @@ block is always ``adjudicating: false``. No naive topic probe exists here to be 
 
 A UDS figure also says, beside the value, how its last layer was read — as the UDS reference code reads it
 (``uds_compat``: the source's post-final-norm state patched into the last block's pre-norm output) or from the
-block output itself, which the reference does not do (algorithms.md §1.7) — and how many examples the mean
+block output itself, which the reference does not do (docs/latent.md) — and how many examples the mean
 excludes (no knowledge-encoding layer; entity span not found), as the reference excludes them.
 """
 

@@ -2,7 +2,7 @@
 
 The key is the sha256 of the canonical JSON of everything the cached value depends on (model weight digests,
 examples as ids, layers, τ, prompt format, …), so a stale entry can never be read back for changed inputs
-(algorithms.md §1.5: the reference keys its S1 cache on a config digest; we key on content, not on names).
+(docs/latent.md: the reference keys its S1 cache on a config digest; we key on content, not on names).
 JSON values are written atomically; tensors go to safetensors (never pickle).
 """
 

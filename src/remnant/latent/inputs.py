@@ -1,6 +1,6 @@
 """Entity-span examples for patching audits: prompt, reference and positions built as UDS builds them.
 
-algorithms.md §1.3 [V], as the reference code builds it (``compute_uds.py``): the prompt is
+docs/latent.md [V], as the reference code builds it (``compute_uds.py``): the prompt is
 ``"Question: {question}\\nAnswer: {prefix}"`` — always with the space after ``Answer:``, so an empty prefix gives a
 prompt that ends in ``"Answer: "`` and the entity's first token carries no leading space — tokenised with special
 tokens (BOS where the tokenizer adds one). The reference is the answer with the prefix stripped (when the answer

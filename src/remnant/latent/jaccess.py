@@ -1,4 +1,4 @@
-"""J-Access (Liu et al., arXiv 2608.11408; seeds/002 eqs. 3–6) and its logit-lens comparator. Non-adjudicating.
+"""J-Access (Liu et al., arXiv 2608.11408; the J-Access paper, eqs. 3–6) and its logit-lens comparator. Non-adjudicating.
 
 Per probe ``x_i`` (a query that implicates a forget-set entity without naming it) with concept tokens ``C_i``:
 the lens readout ``z_{l,p}`` at every layer of the workspace band ``B`` and readout position ``P``; access
@@ -22,7 +22,7 @@ the paper defers to its appendix are ours [R]: the band 25–90 % of depth when 
 lens's source layers), the last 8 prompt positions.
 
 J-Access is a measurement only: everything here runs without gradients, and it is deliberately not offered as a
-loss (seeds/002 Test 3: minimising it teaches the model to hide knowledge from the audit).
+loss (the J-Access paper, Test 3: minimising it teaches the model to hide knowledge from the audit).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class FirstPieceScreen:
     token is a single
     letter (" K", "V") every model puts it in the top-k on most questions about people, and when two towns share
     it a model that learned one reads as having access to the other; either way the retain-only anchor is not
-    ignorant of the forget answers (algorithms.md §2.5 pitfall). This screen accepts a name only if both variants'
+    ignorant of the forget answers (docs/latent.md). This screen accepts a name only if both variants'
     first tokens decode to at least ``min_chars`` characters and neither was the first token of a name it already
     accepted. It is stateful: use one instance per mint.
     """
@@ -167,7 +167,7 @@ def make_probe(tokenizer: Any, idx: str, prompt_ids: Sequence[int], names: Seque
 
 @dataclass(frozen=True)
 class AccessConfig:
-    """Readout settings [R defaults, seeds/002 Appendix A not available]."""
+    """Readout settings [R defaults, the J-Access paper, Appendix A not available]."""
 
     k: int = 10
     band: tuple[float, float] = (0.25, 0.9)
@@ -331,7 +331,7 @@ def token_hit_rates(
     cfg: AccessConfig | None = None,
 ) -> dict[int, float]:
     """Per token: the share of ``prompts`` on which it enters the top-k at some band cell (eq. 3's test, token by
-    token). Read on unrelated (decoy) prompts this is the per-token baseline of algorithms.md §2.5: a token that
+    token). Read on unrelated (decoy) prompts this is the per-token baseline of docs/latent.md: a token that
     surfaces for questions about people who have no link to it (a one-letter name start, " the") is generic, and
     a hit on it says nothing about the target."""
     cfg = cfg or AccessConfig()
@@ -489,7 +489,7 @@ class BandCandidate(BaseModel):
 
 
 class BandSelection(BaseModel):
-    """How the workspace band B was chosen on held-out calibration entities (seeds/002: "a mid-to-late workspace
+    """How the workspace band B was chosen on held-out calibration entities (the J-Access paper: "a mid-to-late workspace
     band selected on held-out calibration entities"; the objective is ours [R], Appendix A being unavailable)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -642,7 +642,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         original_model=original.model,
         retain_model=retain.model,
         decoder=decoder,
-        provenance="[N] eqs. 3-6 of seeds/002; [R] k, band, positions and concept filters (Appendix A unavailable)",
+        provenance="[N] eqs. 3-6 of the J-Access paper; [R] k, band, positions and concept filters (Appendix A unavailable)",
         p_above_retain=p_above,
     )
 

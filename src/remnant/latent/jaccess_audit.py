@@ -1,4 +1,4 @@
-"""The registered J-Access audits (seeds/002). Non-adjudicating: no figure here moves a verdict or tier (C-H6).
+"""The registered J-Access audits (the J-Access paper). Non-adjudicating: no figure here moves a verdict or tier (C-H6).
 
 * ``j_access`` (2.0) — the paper's audit by default: one Jacobian lens fitted on the original model θ_0 reads every
   model (``decoder="fixed"``: the paper does not refit after unlearning); the workspace band is chosen on
@@ -8,7 +8,7 @@
   identity-level — attribute descriptions that do not name the person, C_i from the name
   (:mod:`remnant.latent.jaccess_probes`); the caller passes them, and calibration probes about other entities.
 * ``j_access_refit`` — the paper's robustness variant: the lens refitted on every model, each read through its own
-  J (``decoder="own"``, algorithms.md §2.5's original proposal).
+  J (``decoder="own"``, docs/latent.md's original proposal).
 * ``logit_lens_access`` — the same pipeline with J = I (the paper's comparator).
 
 remnant's earlier default (each model's own lens, the band fixed at 25–90 % of depth, answer-level probes) is
@@ -46,14 +46,14 @@ def _probe_level(probes: Sequence[Probe]) -> str | None:
 
 @register("audit", "j_access", "2.0")
 class JAccessAudit:
-    """JOcc between the original and retain-only anchors (seeds/002 eq. 6), read as the paper reads it.
+    """JOcc between the original and retain-only anchors (the J-Access paper, eq. 6), read as the paper reads it.
 
     ``decoder="fixed"`` (default) reads every model through the original model's J, fitted once; ``"own"`` refits
     per model (prefer the named ``j_access_refit``). ``band_rule="calibrated"`` (default) chooses the band inside
     the depth fractions ``band`` on ``calibration`` probes (other entities than the audited ones; runs of at least
     ``min_band_width`` layers); ``"fixed"`` reads all of ``band``. With ``generic_max`` and ``decoys`` (questions
     about people outside the forget set), a concept token that enters the original model's top-k on more than that
-    share of the decoys is dropped from every C_i (audited and calibration) first: algorithms.md §2.5's per-token
+    share of the decoys is dropped from every C_i (audited and calibration) first: docs/latent.md's per-token
     baseline. ``alpha`` is the Holm family-wise error rate of :meth:`run_many`.
     """
 
@@ -224,7 +224,7 @@ class JAccessAudit:
         if not calibration:
             raise ConfigError(
                 "j_access: band_rule='calibrated' chooses the band on calibration probes about held-out entities "
-                "(seeds/002); pass calibration=[...] (e.g. jaccess_probes for the forget_relearn people) or "
+                "(the J-Access paper); pass calibration=[...] (e.g. jaccess_probes for the forget_relearn people) or "
                 "band_rule='fixed'",
                 requirement="C-H7",
             )
@@ -243,7 +243,7 @@ class JAccessAudit:
 
 @register("audit", "j_access_refit", "1.0")
 class JAccessRefitAudit(JAccessAudit):
-    """seeds/002's robustness variant: the lens refitted on every model (audited and anchors), each read through
+    """the J-Access paper's robustness variant: the lens refitted on every model (audited and anchors), each read through
     its own J, "to account for possible representation shift" after unlearning. Otherwise ``j_access``."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""J-Access's workspace band, chosen on held-out calibration entities (seeds/002). Non-adjudicating.
+"""J-Access's workspace band, chosen on held-out calibration entities (the J-Access paper). Non-adjudicating.
 
 The paper reads "a mid-to-late workspace band selected on held-out calibration entities" and defers the rule to
 its Appendix A, which is not available. Ours [R]: the candidates are the contiguous runs of at least
@@ -76,7 +76,7 @@ def choose_band(
 
 
 def _check_held_out(calibration: Sequence[Probe], audited: Sequence[Probe]) -> list[str]:
-    """The calibration entities, refused if any is unknown or audited (seeds/002: held-out entities)."""
+    """The calibration entities, refused if any is unknown or audited (the J-Access paper: held-out entities)."""
     unnamed = [p.idx for p in calibration if p.entity is None]
     if unnamed:
         raise ConfigError(

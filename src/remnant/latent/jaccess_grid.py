@@ -1,4 +1,4 @@
-"""J-Access over many audited checkpoints against one pair of anchors, Holm-adjusted (seeds/002 Test 1).
+"""J-Access over many audited checkpoints against one pair of anchors, Holm-adjusted (the J-Access paper, Test 1).
 
 The paper audits a grid of unlearned checkpoints and reports, per method, the share whose raw access exceeds the
 retain-only gold anchor and the share "significantly above the gold anchor after Holm correction over the full
@@ -23,7 +23,7 @@ from remnant.stats import holm
 
 TEST = (
     "one-sided exact McNemar test of A(θ) > A(θ_g) on each audited model's silent probes, Holm-adjusted across "
-    "the audited models with a test (stats.holm) [R: seeds/002 names Holm, not the per-model test]"
+    "the audited models with a test (stats.holm) [R: the J-Access paper names Holm, not the per-model test]"
 )
 
 

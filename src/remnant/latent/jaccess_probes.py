@@ -1,4 +1,4 @@
-"""J-Access's identity-level probes and concept tokens, as seeds/002 builds them. Non-adjudicating.
+"""J-Access's identity-level probes and concept tokens, as the J-Access paper builds them. Non-adjudicating.
 
 The paper's probe ``x_i`` is "a query that implicates a forget-set entity without naming it", and its primary
 concept set ``C_i`` is "the full-name and name-piece tokens of the implicated entity" (identity level). So the
@@ -88,7 +88,7 @@ def check_probe_text(text: str, name: str, *, what: str = "probe") -> None:
     if piece is not None:
         raise ConfigError(
             f"J-Access: the {what} {text!r} contains {piece!r}, a piece of the name {name!r}; a probe implicates "
-            "the entity by its attributes without naming it (seeds/002), and reading the name back from a "
+            "the entity by its attributes without naming it (the J-Access paper), and reading the name back from a "
             "prompt that holds it measures copying, not access",
             requirement="D-2.1",
         )

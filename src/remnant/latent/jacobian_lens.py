@@ -1,4 +1,4 @@
-"""The Jacobian lens (Gurnee et al., arXiv 2607.15495; seeds/002 eqs. 1–2; algorithms.md §2.1–§2.3).
+"""The Jacobian lens (Gurnee et al., arXiv 2607.15495; the J-Access paper, eqs. 1–2; docs/latent.md–§2.3).
 
 ``J_l = E_{prompt, p, p' ≥ p}[∂h_T[p'] / ∂h_l[p]]``, one d×d matrix per source layer ``l < T``; readout
 ``lens_l(h) = W_U · norm_final(J_l h)``. The exact estimator, per prompt: truncate to ``max_seq_len``; valid
@@ -52,7 +52,7 @@ class LensConfig:
         target = self.target_layer if self.target_layer is not None else n - 2
         if not 0 < target < n:
             raise ConfigError(
-                f"jacobian lens: target_layer {target} must lie in [1, {n - 1}] (algorithms.md §2.2)"
+                f"jacobian lens: target_layer {target} must lie in [1, {n - 1}] (docs/latent.md)"
             )
         sources = list(self.source_layers) if self.source_layers is not None else list(range(target))
         if not sources or any(not 0 <= s < target for s in sources):

@@ -1,4 +1,4 @@
-"""A generic text corpus for fitting the Jacobian lens in an assessment (seeds/002 eq. 1: J over "generic text
+"""A generic text corpus for fitting the Jacobian lens in an assessment (the J-Access paper, eq. 1: J over "generic text
 inputs"). Non-adjudicating, like every latent measurement (C-H6).
 
 Twelve short paragraphs on everyday topics that name no pack entity, town or employer, so the lens learns how the

@@ -1,13 +1,13 @@
 """Logit lens (J = I): the comparator of J-Access and the UDS paper's logit-lens baseline. Non-adjudicating.
 
 Readout ``lm_head(final_norm(h_l))`` with ``h_l`` a block output from hooks (for the last block the pre-norm
-state, so the norm is applied once; algorithms.md §2.6). The J-Access comparator is
+state, so the norm is applied once; docs/latent.md). The J-Access comparator is
 ``remnant.latent.jaccess.read_access(..., lens=None)``.
 
-The UDS paper's baseline (algorithms.md §1.9 [V]): ``k_{m,l}`` is the mean entity log-prob obtained by decoding
+The UDS paper's baseline (docs/latent.md [V]): ``k_{m,l}`` is the mean entity log-prob obtained by decoding
 model m's layer-l states on the entity window through the **full** model's norm and unembedding;
 ``d_ret = k_full − k_ret``, ``d_unl = k_full − k_unl``, aggregated exactly as UDS (τ filter on d_ret, clipped
-ratio, d_ret-weighted). It is observational: a rotated but intact representation reads as erased (seeds/000 §5.1).
+ratio, d_ret-weighted). It is observational: a rotated but intact representation reads as erased (the UDS paper §5.1).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def logit_lens_uds(
         stage1_key=None,
         layer_mean_ler=[None] * len(layers),
         examples=rows,
-        provenance="[V] logit-lens baseline of the UDS meta-evaluation (algorithms.md §1.9): full model's decoder",
+        provenance="[V] logit-lens baseline of the UDS meta-evaluation (docs/latent.md): full model's decoder",
     )
 
 

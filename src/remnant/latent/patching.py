@@ -1,6 +1,6 @@
 """Block-output activation patching on entity spans: the naive algorithm and an exact fast path.
 
-Naive (algorithms.md §1.8): one unpatched forward of the target for ``s_full``; one forward of each source,
+Naive (docs/latent.md): one unpatched forward of the target for ``s_full``; one forward of each source,
 whose block outputs are captured with the same forward hooks used for patching (never ``hidden_states``, whose
 last entry is after the final norm, §1.7); then one patched forward of the target per layer.
 

@@ -1,4 +1,4 @@
-"""UDS — the Unlearning Depth Score (Lee, Kim, Jo; seeds/000; algorithms.md §1). Non-adjudicating (C-H6).
+"""UDS — the Unlearning Depth Score (Lee, Kim, Jo; the UDS paper; docs/latent.md). Non-adjudicating (C-H6).
 
 Stage 1 patches the retain model's block outputs into the full model, layer by layer, on the entity span:
 ``Δ1_l = s_full − s^ret_l``; the knowledge-encoding (KE) layers are ``{l : Δ1_l > τ}`` (τ = 0.05). Stage 2 does
@@ -11,7 +11,7 @@ model's level, 0 = intact. Stage 1 does not depend on the audited model, so it i
 (both models' weight digests, the encoded examples, the layers, the prompt format and the compat flag; τ is
 applied afterwards): auditing a new model costs only stage 2.
 
-Variant ``no_retain`` (seeds/000 Limitations; our reconstruction [R]): with no retain model, patch the unlearned
+Variant ``no_retain`` (the UDS paper Limitations; our reconstruction [R]): with no retain model, patch the unlearned
 model into the original and report the quantification alone — the mean over layers of ``max(Δ2_l, 0)`` in nats,
 not on the 0–1 scale and without KE selection. It is labelled as such wherever it appears.
 """
@@ -287,7 +287,7 @@ def score_source(
         stage1_key=s1.key,
         layer_mean_ler=_layer_means(rows, layers, cfg.tau),
         examples=rows,
-        provenance="[V] UDS two-stage patching (algorithms.md §1.4); block outputs from hooks"
+        provenance="[V] UDS two-stage patching (docs/latent.md); block outputs from hooks"
         + (" with the reference's last-layer compat" if cfg.uds_compat else ""),
     )
 
@@ -346,7 +346,7 @@ def uds_no_retain(
         stage1_key=None,
         layer_mean_ler=[None] * len(layers),
         examples=rows,
-        provenance="[R] no-retain quantification (seeds/000 Limitations): mean max(Δ2,0) over layers, in nats; "
+        provenance="[R] no-retain quantification (the UDS paper Limitations): mean max(Δ2,0) over layers, in nats; "
         "not on the UDS 0-1 scale",
     )
 

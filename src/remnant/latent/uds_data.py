@@ -1,7 +1,7 @@
 """The UDS reference's TOFU entity-span data (``tofu_data/forget10_filtered.json``) as :class:`EntityExample`\\ s.
 
 The reference (``gnueaj/unlearning-depth-score``) reads one JSON array; each record is one TOFU forget10 question
-with the answer split into a prefix and the entity UDS scores (algorithms.md §1.2)::
+with the answer split into a prefix and the entity UDS scores (docs/latent.md)::
 
     {"idx": 0, "question": "...", "answer": "The author's full name is Hsiao Yun-Hwa.",
      "prefix": "The author's full name is", "entity": "Hsiao Yun-Hwa", "full_output": "Hsiao Yun-Hwa.",

@@ -30,21 +30,25 @@ def cut_generation(text: str, stops: Sequence[str]) -> str:
 
 
 def _stopping(tokenizer: Any, stopwords: Sequence[str], start: int) -> Any:
+    """``generate``'s form of :func:`_stop_check` (one stop test for both paths), over the tokens after ``start``."""
     from transformers import StoppingCriteria, StoppingCriteriaList
+
+    maybe = _stop_check(tokenizer, stopwords)
+    assert maybe is not None  # only built when there are stop strings
+    stop: Callable[[list[int]], bool] = maybe
 
     class _StopStrings(StoppingCriteria):
         """A row is done once its decoded new text holds a stop string (the text is cut there anyway)."""
 
         def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
-            texts = tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=False)
-            done = [any(w in t for w in stopwords) for t in texts]
+            done = [stop(row.tolist()) for row in input_ids[:, start:]]
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_StopStrings()])
 
 
 def _stop_check(tokenizer: Any, stopwords: Sequence[str]) -> Callable[[list[int]], bool] | None:
-    """The pruned loop's form of :func:`_stopping`: a row's new tokens, decoded as the criterion decodes them."""
+    """True once a row's new tokens, decoded with special tokens kept, hold a stop string (None: no stop strings)."""
     if not stopwords:
         return None
 

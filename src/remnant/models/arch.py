@@ -1,4 +1,4 @@
-"""Decoder blocks, final norm, unembedding and embedding per architecture family (algorithms.md §7)."""
+"""Decoder blocks, final norm, unembedding and embedding per architecture family (docs/latent.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Capture and patch decoder-block outputs with plain forward hooks that are always removed.
 
 Block outputs come from hooks, never from ``output_hidden_states[-1]``, which is after the final norm
-(algorithms.md §1.7). Hook outputs may be a tuple or a tensor; both are handled.
+(docs/latent.md). Hook outputs may be a tuple or a tensor; both are handled.
 """
 
 from __future__ import annotations

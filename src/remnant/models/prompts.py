@@ -1,4 +1,4 @@
-"""One place that renders a question for a model (algorithms.md §1.3, §1.7).
+"""One place that renders a question for a model (docs/latent.md, §1.7).
 
 Prompt and answer are tokenised separately and joined as ids, so the boundary never re-tokenises; the answer
 ends with EOS / end-of-turn so training teaches it to stop. A prefill sits inside the assistant turn with no

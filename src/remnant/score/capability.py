@@ -1,4 +1,4 @@
-"""Capability κ: teacher-forced greedy match and batched greedy generation (R6; algorithms.md §3).
+"""Capability κ: teacher-forced greedy match and batched greedy generation (R6; docs/latent.md).
 
 ``greedy_match`` decides in one forward pass whether greedy decoding would reproduce the answer ids: the argmax
 at every answer position must equal the next answer token. It must agree with ``generate_greedy``. Logits are

@@ -1,4 +1,4 @@
-"""Capability κ over probes (R6; algorithms.md §3): by generation, by the teacher-forced fast path, and for
+"""Capability κ over probes (R6; docs/latent.md): by generation, by the teacher-forced fast path, and for
 multiple choice by option log-likelihood and by generated letter, net of chance at the rate level.
 
 - ``kappa_generated``: greedy generation, scored by :class:`~remnant.score.scorer.Scorer` (normalised match,

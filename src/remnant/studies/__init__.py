@@ -5,10 +5,10 @@ Pure core (no torch; pyarrow only to read Parquet when it is installed):
 * ``tables`` — the sweep/study contract's results and items tables;
 * ``orientation`` — m, higher = more target knowledge, per metric;
 * ``config`` and ``registration`` — each study's config, frozen with :func:`remnant.prereg.freeze_values`;
-* ``faithfulness``, ``robustness``, ``meta_eval`` — ``remnant study meta-eval`` (seeds/000 §4);
-* ``recovery`` — ``remnant study recovery`` (seeds/002 Test 2);
+* ``faithfulness``, ``robustness``, ``meta_eval`` — ``remnant study meta-eval`` (the UDS paper §4);
+* ``recovery`` — ``remnant study recovery`` (the J-Access paper, Test 2);
 * ``readmission`` — the Annex B.4 decision over an estimator's cells (C-H9);
-* ``goodhart_core`` — the Goodhart arm's record and reading (seeds/002 Test 3);
+* ``goodhart_core`` — the Goodhart arm's record and reading (the J-Access paper, Test 3);
 * ``published``, ``document``, ``plots``, ``report`` — the papers' figures and the reports;
 * ``commands`` — the subcommands of the one ``remnant study`` group.
 

@@ -3,11 +3,11 @@
 ::
 
     remnant study preregister KIND [--config TOML] --out OUT     freeze a study's config (R14) before it runs
-    remnant study meta-eval POOL_DIR [--config TOML] [--out OUT]  faithfulness, robustness, ranking (seeds/000 §4)
-    remnant study recovery POOL_DIR [--config TOML] [--out OUT]   recovery prediction (seeds/002 Test 2)
+    remnant study meta-eval POOL_DIR [--config TOML] [--out OUT]  faithfulness, robustness, ranking (the UDS paper §4)
+    remnant study recovery POOL_DIR [--config TOML] [--out OUT]   recovery prediction (the J-Access paper, Test 2)
     remnant study summary --meta-eval OUT [--recovery OUT] --out OUT   the paper table (AUC, Q, R, HM, ρ)
     remnant study readmission ESTIMATOR [--model M] [--preset tiny|cpu] [--cells FILE] [--out OUT]   (C-H9, B.4)
-    remnant study goodhart --model BASE [--pack PACK] [--audit j_access|uds] [--out OUT]   (seeds/002 Test 3)
+    remnant study goodhart --model BASE [--pack PACK] [--audit j_access|uds] [--out OUT]   (the J-Access paper, Test 3)
     remnant study deviation OUT FIELD --old JSON --new JSON --reason TEXT --stage TEXT   record a deviation (R15)
 
 Each study freezes its config into ``OUT/prereg.json`` before it reads a table or trains a model (or is held to

@@ -3,7 +3,7 @@
 Each config is the study's pre-registration (R14 applied to research, docs/studies.md): the metrics and their
 orientation, the filters, the seed every bootstrap generator is derived from
 (:func:`remnant.config.seeds.derive_seed`), the decision rule. A TOML file gives any subset of the fields; the
-rest keep the defaults written here, which follow the papers the studies reproduce (seeds/000 §4, seeds/002
+rest keep the defaults written here, which follow the papers the studies reproduce (the UDS paper §4, the J-Access paper
 Test 2 and 3, the Standard's Annex B.4/B.6) and are listed with their sources in docs/studies.md.
 """
 
@@ -32,7 +32,7 @@ def _in_unit(value: float, info: ValidationInfo) -> float:
 
 
 class MetaEvalConfig(_Model):
-    """Faithfulness and robustness of every metric over a pool (seeds/000 §4; algorithms.md §1.9)."""
+    """Faithfulness and robustness of every metric over a pool (the UDS paper §4; docs/latent.md)."""
 
     study: Literal["meta-eval"] = Field(default="meta-eval", description="Study kind.")
     seed: int = Field(default=0, ge=0, description="Pre-registered seed; every bootstrap derives from it.")
@@ -47,7 +47,7 @@ class MetaEvalConfig(_Model):
     utility_floor: float = Field(
         default=0.8,
         ge=0.0,
-        description="Robustness filter: utility ≥ this × the full model's (seeds/000 §4).",
+        description="Robustness filter: utility ≥ this × the full model's (the UDS paper §4).",
     )
     faithfulness_filter: bool = Field(
         default=True,
@@ -63,7 +63,7 @@ class MetaEvalConfig(_Model):
 
 
 class RecoveryConfig(_Model):
-    """Does a pre-attack metric predict recovery under relearning (seeds/002 Test 2)."""
+    """Does a pre-attack metric predict recovery under relearning (the J-Access paper, Test 2)."""
 
     study: Literal["recovery"] = Field(default="recovery", description="Study kind.")
     seed: int = Field(default=0, ge=0, description="Pre-registered seed.")
@@ -80,7 +80,8 @@ class RecoveryConfig(_Model):
         description="revival: item-level revival rate (items table); shift: the model-level change in the outcome.",
     )
     revival_fraction: float = Field(
-        default=0.5, description="An item revives at ≥ this × the original model's value (seeds/002)."
+        default=0.5,
+        description="An item revives at ≥ this × the original model's value (the J-Access paper).",
     )
     steps_column: str = Field(
         default="steps_to_recover", description="Results column with the relearning steps to recover."
@@ -146,7 +147,7 @@ class ReadmissionConfig(_Model):
 
 
 class GoodhartConfig(_Model):
-    """A removal run that also minimises an audit's score (seeds/002 Test 3). A study, never a method."""
+    """A removal run that also minimises an audit's score (the J-Access paper, Test 3). A study, never a method."""
 
     study: Literal["goodhart"] = Field(default="goodhart", description="Study kind.")
     audit: Literal["j_access", "uds"] = Field(default="j_access", description="The audit optimised against.")
@@ -156,9 +157,11 @@ class GoodhartConfig(_Model):
     )
     method_params: dict[str, Any] = Field(default_factory=dict, description="The base method's parameters.")
     weights: list[float] = Field(
-        default=[0.0, 5.0, 10.0], description="Penalty weights λ (seeds/002: 0, 5, 10)."
+        default=[0.0, 5.0, 10.0], description="Penalty weights λ (the J-Access paper: 0, 5, 10)."
     )
-    seeds: list[int] = Field(default=[0, 1, 2], description="Removal seeds per weight (seeds/002: three).")
+    seeds: list[int] = Field(
+        default=[0, 1, 2], description="Removal seeds per weight (the J-Access paper: three)."
+    )
     preset: Literal["tiny", "cpu"] | None = Field(default=None, description="Sizing preset.")
     design: dict[str, Any] = Field(
         default_factory=dict, description="Pack, install and relearning settings (LatentProbeConfig fields)."

@@ -1,6 +1,6 @@
 """Faithfulness: how well a metric separates models that hold the target from models that never saw it.
 
-seeds/000 §4 and OpenUnlearning's meta-evaluation: the AUC-ROC of the metric's value (oriented so higher = more
+the UDS paper §4 and OpenUnlearning's meta-evaluation: the AUC-ROC of the metric's value (oriented so higher = more
 knowledge, :mod:`remnant.studies.orientation`) over the P pool (``pool = target``: the installed / full models)
 against the N pool (``never_saw``: retain-only installs), on the unperturbed rows that finished. The AUC is
 :func:`remnant.stats.roc_auc` (Mann–Whitney, ties one half) with a stratified percentile bootstrap interval whose

@@ -1,4 +1,4 @@
-"""``remnant study goodhart``: remove a target while also minimising an audit, then attack (seeds/002 Test 3).
+"""``remnant study goodhart``: remove a target while also minimising an audit, then attack (the J-Access paper, Test 3).
 
 On a base (never-modified) model and a Class D pack: install the pack (R2), then for every penalty weight λ and
 seed run the base removal method with λ × the audit surrogate (:mod:`.goodhart_objective`), read the real audit

@@ -1,11 +1,11 @@
-"""The Goodhart arm's record and its reading (seeds/002 Test 3), torch-free so a report can be rebuilt anywhere.
+"""The Goodhart arm's record and its reading (the J-Access paper, Test 3), torch-free so a report can be rebuilt anywhere.
 
 Each row is one removal run at one penalty weight λ (λ = 0: the base method alone) and one seed, with the audit
 read on the result (J-Access: JOcc between the installed and never-modified anchors, lower = less access; UDS:
 higher = deeper erasure), the forget and retain recall, and the relearning recovery (share of the removed gap a
 held-out relearning attack restored, §4.2). The reading: did the audit *improve* with λ (J-Access fell, UDS rose)
 while recovery did *not* fall (it stayed within ``tolerance`` of λ = 0's or rose)? That is the paper's finding for
-J-Access ("the model learns to hide knowledge from the audit", seeds/002 Test 3). The objective is a study
+J-Access ("the model learns to hide knowledge from the audit", the J-Access paper, Test 3). The objective is a study
 instrument only: it is never registered as a removal method and never offered in an assessment (C-H6).
 """
 

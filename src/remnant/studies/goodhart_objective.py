@@ -1,6 +1,6 @@
 """The Goodhart arm's training objective: a registered removal method plus λ × a differentiable audit surrogate.
 
-seeds/002 Test 3 trains "WD-Train", the unlearning objective plus a penalty on Jacobian-lens accessibility, and
+the J-Access paper, Test 3 trains "WD-Train", the unlearning objective plus a penalty on Jacobian-lens accessibility, and
 finds the audit score falls while post-attack revival rises. Its exact penalty is in an appendix we do not have,
 so the surrogates here are ours [R], chosen to be the audit's own readout made differentiable:
 
@@ -139,7 +139,7 @@ class AuditPenalty(RemovalMethod):
 
     kind = "loss"
     formula = "L = L_base + lambda * surrogate(audit)"
-    source = "seeds/002 Test 3 (WD-Train); surrogates [R]: remnant.studies.goodhart_objective"
+    source = "the J-Access paper, Test 3 (WD-Train); surrogates [R]: remnant.studies.goodhart_objective"
 
     def __init__(self, base: RemovalMethod, weight: float, surrogate: Surrogate, audit: str) -> None:
         if base.kind != "loss" or base.needs_alternates is not None:

@@ -24,7 +24,7 @@ from remnant.studies.tables import PoolTable
 
 
 class PaperRow(BaseModel):
-    """The UDS paper's figures for the same metric (seeds/000 §4)."""
+    """The UDS paper's figures for the same metric (the UDS paper §4)."""
 
     model_config = ConfigDict(extra="forbid")
 

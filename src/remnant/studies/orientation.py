@@ -1,7 +1,7 @@
 """Which way each metric points, so every study reads m with *higher = more target knowledge*.
 
 The results table keeps each metric as the metric defines it (the sweep/study contract); the studies turn it into
-m before any AUC, Q, R or correlation, as the UDS paper's meta-evaluation does (seeds/000 E.2: white-box scores
+m before any AUC, Q, R or correlation, as the UDS paper's meta-evaluation does (the UDS paper E.2: white-box scores
 "plotted as 1 − score so higher values indicate more knowledge"):
 
 * ``higher``: m = value (probabilities, ROUGE, extraction strength, MIA AUCs, κ, J-Access);

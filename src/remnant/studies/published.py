@@ -1,11 +1,11 @@
 """The papers' published figures, printed beside ours in every study report (numbers only; no code was copied).
 
-* UDS meta-evaluation (seeds/000 §4; values from ``gnueaj/unlearning-depth-score`` ``docs/data/meta_eval.json``
+* UDS meta-evaluation (the UDS paper §4; values from ``gnueaj/unlearning-depth-score`` ``docs/data/meta_eval.json``
   at fc31639, [V]): AUC over 30 P vs 30 N models, Q and R over the utility- and faithfulness-filtered subsets of
   150 unlearned Llama-3.2-1B TOFU forget10 models, HM = HM(Q, R), overall = HM(AUC, HM). Their metric keys are
   mapped to ours where the definitions correspond; their truth ratio is p_c/(p_c + p_w) (higher = more
   knowledge), ours is OpenUnlearning's ``closer_to_1_better`` aggregate, so that row compares a cousin.
-* J-Access recovery prediction (seeds/002 Table 2 text, Table 3, Test 3): model-level Spearman ρ with excess
+* J-Access recovery prediction (the J-Access paper Table 2 text, Table 3, Test 3): model-level Spearman ρ with excess
   revival and with steps to recover, partial, within-method pooled; item-level AUROC; the WD-Train Goodhart arm.
 * Annex B.6 of the Standard: the direction probe's readmission study (demote).
 """
@@ -62,20 +62,20 @@ UDS_PAPER_OTHER: dict[str, PublishedMetaEval] = {
 }
 
 UDS_PAPER_SOURCE = (
-    "Lee, Kim, Jo, arXiv 2605.24614 §4 (seeds/000); gnueaj/unlearning-depth-score docs/data/meta_eval.json "
+    "Lee, Kim, Jo, arXiv 2605.24614 §4 (the UDS paper); gnueaj/unlearning-depth-score docs/data/meta_eval.json "
     "(fc31639): 30 P vs 30 N models; 150 unlearned Llama-3.2-1B-Instruct TOFU forget10 models, 8 methods"
 )
 
 
 @dataclass(frozen=True)
 class PublishedCorrelation:
-    """One J-Access figure from seeds/002 (model-level ρ or item-level AUROC)."""
+    """One J-Access figure from the J-Access paper (model-level ρ or item-level AUROC)."""
 
     analysis: str
     value: float
 
 
-#: seeds/002 Table 2 / Test 2 text (identity-level J-Access, 398 OpenUnlearning models, the attacked subset).
+#: the J-Access paper Table 2 / Test 2 text (identity-level J-Access, 398 OpenUnlearning models, the attacked subset).
 JACCESS_RECOVERY: tuple[PublishedCorrelation, ...] = (
     PublishedCorrelation("pooled ρ with excess revival", 0.35),
     PublishedCorrelation("pooled ρ with steps to recover", -0.70),
@@ -85,7 +85,7 @@ JACCESS_RECOVERY: tuple[PublishedCorrelation, ...] = (
     PublishedCorrelation("ρ of J-Access with UDS", -0.72),
 )
 
-#: seeds/002 Table 3: median per-checkpoint item-level AUROC of which facts revive.
+#: the J-Access paper Table 3: median per-checkpoint item-level AUROC of which facts revive.
 JACCESS_ITEM_AUROC: tuple[PublishedCorrelation, ...] = (
     PublishedCorrelation("pre-attack probability", 0.582),
     PublishedCorrelation("MIA (best of six)", 0.579),
@@ -94,7 +94,7 @@ JACCESS_ITEM_AUROC: tuple[PublishedCorrelation, ...] = (
     PublishedCorrelation("J-Access (preregistered)", 0.504),
 )
 
-#: seeds/002 Test 3 (WD-Train): λ = 0 → 10 lowers J-Access 0.67 → 0.55 and raises post-attack revival 0.283 → 0.387.
+#: the J-Access paper, Test 3 (WD-Train): λ = 0 → 10 lowers J-Access 0.67 → 0.55 and raises post-attack revival 0.283 → 0.387.
 JACCESS_GOODHART = {"lambda": (0.0, 10.0), "j_access": (0.67, 0.55), "revival": (0.283, 0.387)}
 
 #: The Standard's Annex B.6 (the direction probe, 780 runs, δ = 0.10, ≥ 80 % of evaluable cells per method): per

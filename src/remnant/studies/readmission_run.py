@@ -7,11 +7,11 @@ of :meth:`~remnant.latent.study_states.RunStates.gates`; the direction estimator
 (:func:`remnant.latent.study.measure_run`, :func:`~remnant.latent.study.cells_from`). UDS and J-Access are read
 on the same states, each normalised as Annex B.3 step 2 asks (installed = 1, never-modified = 0):
 
-* **UDS** (seeds/000): full = installed, retain = never-modified, so a state's reading is 1 − UDS(state). A cell
+* **UDS** (the UDS paper): full = installed, retain = never-modified, so a state's reading is 1 − UDS(state). A cell
   is one block layer l and one τ (the KE threshold, UDS's fitted setting, C-H4): 1 − mean LER_l over the
   examples whose Δ1 at l exceeds τ; the interval is a percentile bootstrap over those examples. The patched
   position is the entity span (UDS's only position in this implementation). Examples: the scored P facts.
-* **J-Access** (seeds/002): JOcc with θ_0 = installed, θ_g = never-modified, read through the logit lens or the
+* **J-Access** (the J-Access paper): JOcc with θ_0 = installed, θ_g = never-modified, read through the logit lens or the
   installed model's Jacobian lens (fixed decoder); a cell is one layer (a band of one), one readout-position
   count and one k; the interval bootstraps probes (JOcc recomputed on each resample's silent subset).
   Probes: remnant's answer-level probes on P ([R]: the paper's identity-level probes need the pack's

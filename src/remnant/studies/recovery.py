@@ -1,4 +1,4 @@
-"""``remnant study recovery POOL_DIR``: does a pre-attack metric predict recovery under relearning (seeds/002 Test 2).
+"""``remnant study recovery POOL_DIR``: does a pre-attack metric predict recovery under relearning (the J-Access paper, Test 2).
 
 Outcomes, per unlearned model (the pool's ``relearn`` row against its ``none`` row, on the outcome metric):
 

@@ -94,7 +94,7 @@ def meta_eval_document(result: MetaEvalResult) -> Document:
             [
                 f"Results table {result.pool} ({result.pool_digest}); models per pool: {pools}.",
                 "Faithfulness: AUC-ROC of m (higher = more knowledge) over the target pool against the never-saw "
-                "pool, stratified bootstrap 95 % interval. Robustness (symmetric, seeds/000 §4): Q after NF4, R "
+                "pool, stratified bootstrap 95 % interval. Robustness (symmetric, the UDS paper §4): Q after NF4, R "
                 "after one epoch of relearning against the never-saw pool's reference shift, over unlearned "
                 f"models with utility ≥ {result.config.utility_floor:g} × the full model's"
                 + (
@@ -252,9 +252,9 @@ def _recovery_predictors(result: RecoveryResult) -> Section:
 
 
 def _recovery_published() -> Section:
-    """J-Access's published recovery correlations and item-level AUROCs (seeds/002 Tables 2 and 3)."""
+    """J-Access's published recovery correlations and item-level AUROCs (the J-Access paper Tables 2 and 3)."""
     return Section(
-        "Published (J-Access, seeds/002 Table 2, Table 3)",
+        "Published (J-Access, the J-Access paper Table 2, Table 3)",
         ["398 OpenUnlearning models, identity-level J-Access; compare with the j_access row above."],
         [
             Table(
@@ -576,7 +576,7 @@ def _goodhart_figures(result: GoodhartResult, audit: str) -> Section:
 
 def goodhart_document(result: GoodhartResult) -> Document:
     audit = "J-Access" if result.config.audit == "j_access" else "UDS"
-    doc = Document(f"Goodhart arm: minimising the {audit} audit during removal (seeds/002 Test 3)")
+    doc = Document(f"Goodhart arm: minimising the {audit} audit during removal (the J-Access paper, Test 3)")
     doc.sections += [
         _goodhart_reading(result, audit),
         _goodhart_figures(result, audit),
@@ -622,7 +622,7 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
                 f"Ours: meta-evaluation {meta.pool if meta else '—'}; recovery {rec.pool if rec else '—'}"
                 + (f" (ρ with {rec.config.outcome_kind} of {rec.outcome!r})" if rec else "")
                 + ".",
-                f"Paper columns: {UDS_PAPER_SOURCE}; ρ from seeds/002 Table 2 (J-Access only).",
+                f"Paper columns: {UDS_PAPER_SOURCE}; ρ from the J-Access paper Table 2 (J-Access only).",
                 NON_ADJUDICATING,
             ],
             [

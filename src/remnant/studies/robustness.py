@@ -1,6 +1,6 @@
 """Robustness: how far a metric moves under NF4 quantization (Q) and one epoch of relearning (R).
 
-The UDS paper's symmetric definitions (algorithms.md §1.9; ``docs/data/meta_eval.json`` formulas), per unlearned
+The UDS paper's symmetric definitions (docs/latent.md; ``docs/data/meta_eval.json`` formulas), per unlearned
 model, on m (higher = more knowledge):
 
 * q = 1 − clip(|m_after − m_before| / (|m_before| + |m_after| + ε), 0, 1), after NF4 4-bit quantization: it
@@ -10,7 +10,7 @@ model, on m (higher = more knowledge):
   shift*: the line y = x + Δ_ret in the paper's relearning plots). Our pools hold several never-saw models, so
   Δ_ret is their mean (or median, declared) shift; the paper had one retain model.
 
-Q and R are the means of q and r over the models that pass both filters (seeds/000 §4): utility ≥
+Q and R are the means of q and r over the models that pass both filters (the UDS paper §4): utility ≥
 ``utility_floor`` × the full model's (the model's ``parent`` in the target pool; the target pool's mean when the
 parent is absent) and classified as unlearned by the metric's faithfulness threshold (m_before ≤ cut). Robustness
 = HM(Q, R). Each mean carries a percentile bootstrap interval over models (Δ_ret held fixed), seeded from the

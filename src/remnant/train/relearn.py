@@ -46,7 +46,7 @@ Arm = Literal["held_out", "scored_items"]
 
 @dataclass(frozen=True, kw_only=True)
 class RelearnSpec(TrainerSettings):
-    """The declared relearning procedure (C-W1, C-W3). Defaults: algorithms.md §6 harness defaults."""
+    """The declared relearning procedure (C-W1, C-W3). Defaults: docs/latent.md harness defaults."""
 
     budgets: tuple[int, ...] = (8, 16, 32, 64)
     lr: float = 2e-5

@@ -1,5 +1,5 @@
 """Many-shot: the shared prefix's KV cache gives the same outputs as recomputing it; demonstrations never leak
-a probe's answer; the shot count shrinks to fit the context (C-Q1, algorithms.md §4.5)."""
+a probe's answer; the shot count shrinks to fit the context (C-Q1, docs/latent.md)."""
 
 from __future__ import annotations
 

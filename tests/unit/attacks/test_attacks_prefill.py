@@ -1,5 +1,5 @@
 """Prefill: the answer-free stem sits inside the assistant turn, after the generation prompt, with no
-end-of-turn; a prefix holding the answer is refused (C-Q1, algorithms.md §4.4)."""
+end-of-turn; a prefix holding the answer is refused (C-Q1, docs/latent.md)."""
 
 from __future__ import annotations
 

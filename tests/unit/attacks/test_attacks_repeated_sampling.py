@@ -1,5 +1,5 @@
 """Repeated sampling: unbiased pass@k, seeded per-sample generators, and the analytic single-sample
-probability agreeing with real samples under the same temperature and top-k (algorithms.md §4.6)."""
+probability agreeing with real samples under the same temperature and top-k (docs/latent.md)."""
 
 from __future__ import annotations
 

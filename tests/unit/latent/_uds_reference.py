@@ -1,5 +1,5 @@
 """A naive re-statement of the UDS reference code's definitions (gnueaj/unlearning-depth-score, compute_uds.py;
-algorithms.md §1.3, §1.4, §1.8), written from its definitions for the tests to compare remnant against.
+docs/latent.md, §1.4, §1.8), written from its definitions for the tests to compare remnant against.
 
 Batch size 1, so no padding. Source states are the reference's ``hidden_states[l + 1]`` read with
 ``output_hidden_states=True`` (whose last entry is after the final norm); ``compat=False`` replaces that last entry

@@ -1,4 +1,4 @@
-"""J-Access (seeds/002 eqs. 3–6) and the logit lens: ranks, silent subsets, unclipped JOcc, no gradients."""
+"""J-Access (the J-Access paper, eqs. 3–6) and the logit lens: ranks, silent subsets, unclipped JOcc, no gradients."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ def test_readout_carries_no_gradient(taught: dict[str, Any]) -> None:  # noqa: F
     model = s_model = taught["full"]
     h = torch.randn(2, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)
     assert all(p.requires_grad for p in s_model.parameters())
-    assert not readout(model, h).requires_grad  # never a training signal (seeds/002 Test 3)
+    assert not readout(model, h).requires_grad  # never a training signal (the J-Access paper, Test 3)
 
 
 def test_logit_lens_uds_sanity(latent_states: dict[str, Any]) -> None:
@@ -216,7 +216,7 @@ def test_logit_lens_uds_sanity(latent_states: dict[str, Any]) -> None:
 
 
 def test_token_hit_rates_equal_per_token_probe_hits(taught: dict[str, Any]) -> None:  # noqa: F811
-    """The decoy baseline (algorithms.md §2.5) equals eq. 3 read token by token and prompt by prompt."""
+    """The decoy baseline (docs/latent.md) equals eq. 3 read token by token and prompt by prompt."""
     s = taught
     tok, model = s["tokenizer"], s["full"]
     prompts = []

@@ -1,4 +1,4 @@
-"""J-Access as seeds/002 runs it: identity probes that do not name the entity, C_i from the name, one lens fitted on
+"""J-Access as the J-Access paper runs it: identity probes that do not name the entity, C_i from the name, one lens fitted on
 the original model, the band chosen on held-out calibration entities, Holm across audited models.
 
 Every number the audit reports is checked against a naive computation from the paper's definitions in the test:
@@ -194,7 +194,7 @@ def test_identity_concept_tokens_on_the_tiny_tokenizer(tiny_llama: Any) -> None:
 def _hand_logits(
     model: Any, ids: Sequence[int], layer: int, matrix: torch.Tensor, positions: int
 ) -> torch.Tensor:
-    """z = W_U · RMSNorm(J h) for the last ``positions`` block-``layer`` outputs, written out (seeds/002 eq. 2).
+    """z = W_U · RMSNorm(J h) for the last ``positions`` block-``layer`` outputs, written out (the J-Access paper eq. 2).
 
     h is taken by a plain forward hook on the decoder block (``output_hidden_states`` would make this
     transformers version leave its own recording hooks on the shared model)."""

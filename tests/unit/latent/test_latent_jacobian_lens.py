@@ -1,4 +1,4 @@
-"""Jacobian lens (algorithms.md §2.1–§2.3): the estimator equals brute-force autograd Jacobians to 1e-5."""
+"""Jacobian lens (docs/latent.md): the estimator equals brute-force autograd Jacobians to 1e-5."""
 
 from __future__ import annotations
 

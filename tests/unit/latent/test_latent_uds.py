@@ -1,4 +1,4 @@
-"""UDS (seeds/000, algorithms.md §1): sanity checks, fast path = naive, stage-1 cache, compat, no-retain (C-H6)."""
+"""UDS (the UDS paper, docs/latent.md): sanity checks, fast path = naive, stage-1 cache, compat, no-retain (C-H6)."""
 
 from __future__ import annotations
 

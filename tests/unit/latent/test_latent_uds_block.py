@@ -1,5 +1,5 @@
 """The latent block says, beside each UDS figure, whether the last layer was read as the UDS reference reads it
-(``uds_compat``) and how many examples the mean excludes (C-H7b; algorithms.md §1.4, §1.7). Non-adjudicating."""
+(``uds_compat``) and how many examples the mean excludes (C-H7b; docs/latent.md, §1.7). Non-adjudicating."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""remnant's UDS against a naive re-statement of the reference code (_uds_reference.py; algorithms.md §1.3-§1.8):
+"""remnant's UDS against a naive re-statement of the reference code (_uds_reference.py; docs/latent.md-§1.8):
 the token ids, the per-layer Δ1/Δ2, the no-KE exclusion and the mean, on the tiny taught Llama. C-H7 (the figure
 is reported with what it was computed on), C-H6 (non-adjudicating)."""
 

@@ -1,4 +1,4 @@
-"""Capture/patch hooks on three families; the hidden_states[-1] pitfall (algorithms.md §1.7, §7)."""
+"""Capture/patch hooks on three families; the hidden_states[-1] pitfall (docs/latent.md, §7)."""
 
 from __future__ import annotations
 

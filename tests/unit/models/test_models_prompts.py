@@ -1,4 +1,4 @@
-"""Prompt rendering and pair encoding (algorithms.md §1.3: no re-tokenisation across the boundary)."""
+"""Prompt rendering and pair encoding (docs/latent.md: no re-tokenisation across the boundary)."""
 
 from __future__ import annotations
 

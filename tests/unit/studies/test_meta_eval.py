@@ -1,4 +1,4 @@
-"""remnant study meta-eval on synthetic pools with planted structure (seeds/000 §4; algorithms.md §1.9)."""
+"""remnant study meta-eval on synthetic pools with planted structure (the UDS paper §4; docs/latent.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""remnant study recovery on synthetic pools with a planted predictor (seeds/002 Test 2)."""
+"""remnant study recovery on synthetic pools with a planted predictor (the J-Access paper, Test 2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The model-side studies on the tiny random Llama: the readmission study (C-H9) built on latent-probe's states,
-and the Goodhart arm (seeds/002 Test 3), which is a study and never a registered removal method (C-H6)."""
+and the Goodhart arm (the J-Access paper, Test 3), which is a study and never a registered removal method (C-H6)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from remnant.studies.tables import PoolTable
 
 
 def test_published_rows_are_consistent() -> None:
-    """HM = HM(Q, R) to the published rounding, and UDS's overall is the paper's 0.951 (seeds/000 §4)."""
+    """HM = HM(Q, R) to the published rounding, and UDS's overall is the paper's 0.951 (the UDS paper §4)."""
     for row in (*UDS_PAPER.values(), *UDS_PAPER_OTHER.values()):
         assert row.q is not None and row.r is not None and row.hm is not None
         assert harmonic_mean([row.q, row.r]) == pytest.approx(row.hm, abs=6e-4), row.label
