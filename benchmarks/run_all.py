@@ -16,6 +16,7 @@ SCRIPTS = (
     "bench_scaling.py",
     "bench_eval.py",  # needs REMNANT_OPENUNLEARNING_SRC (their checkout); says so and measures nothing without it
     "bench_sweep.py",  # needs the ray extra (make installs it)
+    "bench_startup.py",  # the core commands' start-up against a bare interpreter (a light start)
 )
 
 

@@ -130,3 +130,25 @@ def smollm2_dir() -> Path:
         return zoo.fetch("smollm2-135m-instruct")
     except ModelError as exc:
         pytest.skip(f"SmolLM2 zoo fetch unavailable: {exc}")
+
+
+def build_lora_adapter(base_dir: Path, out_dir: Path, seed: int = 0, base_name: str | None = None) -> Path:
+    """A PEFT LoRA adapter (safetensors) on the model in ``base_dir``, with random non-zero B matrices and a large
+    alpha so it changes the model measurably; ``adapter_config.json`` names ``base_name`` (default: ``base_dir`` as an absolute path)."""
+    import json
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(base_dir, use_safetensors=True)
+    config = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.random.manual_seed(seed)
+        peft_model = get_peft_model(base, config)
+    peft_model.save_pretrained(str(out_dir), safe_serialization=True)
+    path = out_dir / "adapter_config.json"
+    data = json.loads(path.read_text())
+    data["base_model_name_or_path"] = str(base_dir.resolve()) if base_name is None else base_name
+    path.write_text(json.dumps(data, indent=2))
+    return out_dir

@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "remnant.studies.commands",
     "remnant.sweep.commands",
     "remnant.metrics.commands",
+    "remnant.list_commands",
     "remnant.demo",
 )
 
@@ -44,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 MODEL_EXTRA_MODULES = frozenset(
     {
         "accelerate",
+        "datasets",
         "filelock",
         "gguf",
         "huggingface_hub",
@@ -132,6 +134,10 @@ def _path_error(exc: OSError) -> str:
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:  # answered before the parser imports every command module
+        print(f"remnant {__version__}")
+        return EXIT_OK
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

@@ -1,9 +1,9 @@
 """``remnant demo --vectors``: the verdict engine over the published conformance test vectors, with what each
 verdict licenses (V6).
 
-This was the interim demo; ``remnant demo`` now assesses a real model (:mod:`remnant.demo`) and keeps
-this table as its appendix. It runs :func:`remnant.standard.verdict.decide` over every
-vector in the repository's ``tests/vectors/`` and prints one row per vector: the verdict beside its customer gloss
+``remnant demo`` assesses a real model (:mod:`remnant.demo`) and keeps this table as its appendix. It runs
+:func:`remnant.standard.verdict.decide` over every vector installed with remnant (``remnant/data/vectors/``,
+package data; the tests read the same files) and prints one row per vector: the verdict beside its customer gloss
 (V6: the normative term alongside), g* with its two-sided 95% Wilson interval (R19), the smallest n behind it and
 the highest tier that n can support at zero recoveries (R21), the rule ids the reasons cite, and what the verdict
 licenses (V1's table). Every row is checked against the vector's expected verdict, so the demo exits 1 if the
@@ -25,8 +25,9 @@ from remnant.jsonio import read_json
 if TYPE_CHECKING:
     from rich.table import Table
 
-#: src/remnant/demo_vectors.py → the repository root, where tests/vectors lives in a checkout.
-REPO_VECTORS = Path(__file__).resolve().parents[2] / "tests" / "vectors"
+#: The published conformance test vectors, package data (docs/vectors.md): the one copy, read by the tests and by
+#: ``remnant demo --vectors`` from a checkout and from an installed wheel alike.
+PACKAGED_VECTORS = Path(__file__).resolve().parent / "data" / "vectors"
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,12 @@ class VectorRow:
 
 
 def find_vectors(directory: Path | None = None) -> Path:
-    """The vector directory: ``directory`` if given, else the checkout's ``tests/vectors``; ConfigError if absent."""
-    path = directory if directory is not None else REPO_VECTORS
+    """The vector directory: ``directory`` if given, else the packaged vectors; ConfigError if absent."""
+    path = directory if directory is not None else PACKAGED_VECTORS
     if not path.is_dir() or not any(path.glob("*.json")):
         raise ConfigError(
-            f"{path}: no conformance test vectors found; the interim demo reads the repository's tests/vectors "
-            "(run it from a checkout, or pass --vectors DIR)"
+            f"{path}: no conformance test vectors (*.json) found; `remnant demo --vectors` reads the vectors "
+            "installed with remnant, or the folder passed as --vectors DIR"
         )
     return path
 
@@ -132,7 +133,7 @@ def _row(path: Path) -> VectorRow:
 
 
 def vector_rows(directory: Path | None = None) -> list[VectorRow]:
-    """Every vector in ``directory`` (default: the checkout's tests/vectors) through the verdict engine, by name."""
+    """Every vector in ``directory`` (default: the packaged vectors) through the verdict engine, by name."""
     return [_row(path) for path in sorted(find_vectors(directory).glob("*.json"))]
 
 
@@ -194,4 +195,4 @@ def gloss_table() -> Table:
     return table
 
 
-__all__ = ["REPO_VECTORS", "VectorRow", "find_vectors", "gloss_table", "vector_rows", "vector_table"]
+__all__ = ["PACKAGED_VECTORS", "VectorRow", "find_vectors", "gloss_table", "vector_rows", "vector_table"]

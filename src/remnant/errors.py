@@ -13,8 +13,9 @@ Anything else escaping is a bug.
      ├── ModelError               a model cannot be loaded safely (pickled weights, remote code, missing files)
      │    └── UnsupportedArchitecture   hooks cannot resolve blocks/norm/unembedding for this family
      ├── RecordError              a records file is torn, of an unknown schema version, or not append-only
-     │    └── RecordIntegrityError  (remnant.records; also an IntegrityError) a line edited, inserted, deleted
-     │                               or reordered: the chain, the pinned head or the counts disagree (R23)
+     │    ├── RecordIntegrityError  (remnant.records; also an IntegrityError) a line edited, inserted, deleted
+     │    │                          or reordered: the chain, the pinned head or the counts disagree (R23)
+     │    └── FolderInUse           (remnant.runlock) another process holds the run or sweep folder's lock (R23)
      ├── IntegrityError           a check of the inputs' integrity ran and failed (exit 1, not 2)
      ├── SignatureError           a DSSE envelope does not verify against the key (K5)
      └── DivergedError            training produced a non-finite or exploding loss (recorded as *diverged*)

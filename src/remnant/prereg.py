@@ -279,8 +279,19 @@ def check_values(
 def record_deviation(
     run_dir: str | Path, field: str, old: Any, new: Any, reason: str, stage: str
 ) -> Deviation:
-    """Append a deviation (R15) to ``RUN/deviations.jsonl``; the field must be one the run pre-registered."""
+    """Append a deviation (R15) to ``RUN/deviations.jsonl``; the field must be one the run pre-registered.
+
+    Holds the run folder's lock (R23, :mod:`remnant.runlock`): a deviation is not appended to a run another
+    process is assessing or recomputing (its statement would not say it); that process is named instead."""
+    from remnant.runlock import hold
+
     run = Path(run_dir)
+    load_prereg(run)  # R14, before the lock: a folder that is no pre-registered run is not locked
+    with hold(run, purpose="remnant study deviation", create=False):
+        return _append_deviation(run, field, old, new, reason, stage)
+
+
+def _append_deviation(run: Path, field: str, old: Any, new: Any, reason: str, stage: str) -> Deviation:
     prereg = load_prereg(run)
     if field != "pack_digest" and field.split(".")[0] not in prereg.values:
         raise PreregError(f"{run / PREREG_FILE}: {field!r} is not a pre-registered field", requirement="R15")

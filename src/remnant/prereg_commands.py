@@ -16,7 +16,7 @@ EXIT_OK = 0
 
 
 def _preregister(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import run_folder
+    from remnant.cli_paths import mark_output, run_folder
     from remnant.config import load_config
     from remnant.prereg import PREREG_FILE, freeze
 
@@ -26,6 +26,7 @@ def _preregister(args: argparse.Namespace) -> int:
 
     check_components(cfg)  # every attack, metric, method and the relearning procedure, created once (R14)
     prereg = freeze(cfg, Path(args.out))
+    mark_output(args.out, "run")
     print(prereg.digest)
     print(Path(args.out) / PREREG_FILE)
     return EXIT_OK

@@ -54,7 +54,7 @@ from pydantic import (
     model_validator,
 )
 
-from remnant.atomic import fsync_dir
+from remnant.atomic import append_durable, fsync_dir, truncate_durable
 from remnant.errors import IntegrityError, RecordError, RemnantError
 from remnant.jsonio import loads_strict
 from remnant.standard.derive import label_budget, parse_checkpoint
@@ -598,11 +598,7 @@ class RecordStore:
         created = not self.path.exists()
         prev = GENESIS if created else self._tail_digest()
         payload = b"".join(chained_lines(batch, prev=prev))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_durable(self.path, payload)  # never through a link out of the run (R23)
         if created:
             fsync_dir(self.path.parent)
 
@@ -753,14 +749,9 @@ class RecordStore:
             return None
         torn = data[start:]
         number = data.count(b"\n", 0, start) + 1
-        with open(self.side_file, "ab") as side:
-            side.write(torn if torn.endswith(b"\n") else torn + b"\n")
-            side.flush()
-            os.fsync(side.fileno())
-        with open(self.path, "r+b") as handle:
-            handle.truncate(start)
-            handle.flush()
-            os.fsync(handle.fileno())
+        # neither the side file nor the store is written through a link out of the run (R23)
+        append_durable(self.side_file, torn if torn.endswith(b"\n") else torn + b"\n")
+        truncate_durable(self.path, start)
         self.read()  # what remains must read cleanly, or the damage was not a torn tail
         return TornTail(line=number, nbytes=len(torn), side_file=self.side_file)
 

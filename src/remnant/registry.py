@@ -7,15 +7,25 @@ statement names exactly what ran (name, version, every parameter) and the compon
 
 Kinds whose modules import torch are not imported until asked for: :data:`KIND_PACKAGES` maps each kind to the
 package whose import registers all of its built-in members, and :func:`names` / :func:`get` import it on demand.
-A new attack or method is one module plus its ``@register`` line and an import in that package's ``__init__``;
+A new attack or method is one module plus its ``@register`` line and an import in that package's ``__init__``
+(for metrics, ``remnant.metrics.handlers``: that package exports lazily, for a light start);
 the contract tests iterate over :func:`names` and so cover it without further work.
+
+Another distribution adds components through entry points in the groups of :data:`PLUGIN_GROUPS`
+(``remnant.methods``, ``remnant.attacks``, ``remnant.metrics``, ``remnant.audits``): each entry point names a
+module (or a class in one) whose import runs ``@register``. They are loaded the first time their kind is asked for,
+after the built-ins, so :func:`names` (and with it the contract tests) covers them too (K4, R23). A plugin whose
+import fails, or which registers nothing of its group's kind, is one :class:`PluginWarning` naming its
+distribution and entry point, and :func:`plugins` lists it as broken: never a crash, never a silent skip.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,7 +42,7 @@ KIND_PACKAGES: dict[str, str] = {
     "scorer": "remnant.score",
     "audit": "remnant.latent",
     "classd": "remnant.classd",
-    "metric": "remnant.metrics",
+    "metric": "remnant.metrics.handlers",
 }
 
 
@@ -86,10 +96,119 @@ def register(kind: str, name: str, version: str) -> Callable[[type[T]], type[T]]
     return decorate
 
 
+#: The entry-point group through which another distribution adds components of a kind.
+PLUGIN_GROUPS: dict[str, str] = {
+    "method": "remnant.methods",
+    "attack": "remnant.attacks",
+    "metric": "remnant.metrics",
+    "audit": "remnant.audits",
+}
+
+
+class PluginWarning(UserWarning):
+    """A plugin that could not be loaded, or registered nothing of its group's kind (K4)."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One entry point of a plugin group, loaded: the components it registered, or why it is broken."""
+
+    kind: str
+    group: str
+    entry_point: str  # "name = module:attr"
+    distribution: str
+    version: str
+    names: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+
+_PLUGINS: dict[str, tuple[Plugin, ...]] = {}
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> tuple[str, str]:
+    dist = ep.dist
+    if dist is None:  # an entry point built by hand, not read from an installed distribution
+        return ep.module, "?"
+    return dist.name, dist.version
+
+
+def _built_in(target: type[Any]) -> bool:
+    return target.__module__.split(".")[0] == "remnant"
+
+
+def _registered_by(loaded: Any) -> list[tuple[str, str]]:
+    """``(kind, name)`` of the registered class ``loaded``, or of the registered classes a module defines."""
+    if isinstance(loaded, type):
+        candidates: list[Any] = [loaded]
+    else:
+        home = getattr(loaded, "__name__", None)
+        members = getattr(loaded, "__dict__", {}).values()
+        candidates = [c for c in members if isinstance(c, type) and c.__module__ == home]
+    return [(str(c.registry_kind), str(c.registry_name)) for c in candidates if hasattr(c, "registry_kind")]
+
+
+def _load_plugin(kind: str, group: str, ep: importlib.metadata.EntryPoint) -> Plugin:
+    dist, dist_version = _distribution(ep)
+    where = f"{ep.name} = {ep.value}"
+    before = set(_ENTRIES)
+    error: str | None = None
+    try:
+        loaded = ep.load()
+    except Exception as exc:  # a plugin's failure is its own: one warning, never a crash (K4)
+        return Plugin(
+            kind, group, where, dist, dist_version, error=f"import failed: {type(exc).__name__}: {exc}"
+        )
+    # remnant's own modules that the plugin imports register built-ins as a side effect: those are not its own
+    added = [key for key in _ENTRIES if key not in before and not _built_in(_ENTRIES[key].target)]
+    # a module imported before (by the user, or an earlier load) registered its classes then: count them too
+    added += [key for key in _registered_by(loaded) if key not in added and key in _ENTRIES]
+    wrong = sorted(f"{k} {n!r}" for k, n in added if k != kind)
+    mine = tuple(sorted(n for k, n in added if k == kind))
+    if wrong:
+        error = f"registered {', '.join(wrong)} in group {group}, which takes {kind}s only"
+    elif not mine:
+        error = f"registered no {kind} (its module has no @register('{kind}', ...) class)"
+    if error is not None:  # a broken plugin contributes nothing, not half of what it meant to
+        for key in added:
+            _ENTRIES.pop(key, None)
+        mine = ()
+    return Plugin(kind, group, where, dist, dist_version, names=mine, error=error)
+
+
+def plugins(kind: str) -> tuple[Plugin, ...]:
+    """Every entry point of ``kind``'s plugin group, loaded once (broken ones warned about once, kept listed)."""
+    group = PLUGIN_GROUPS.get(kind)
+    if group is None:
+        return ()
+    if kind not in _PLUGINS:
+        _PLUGINS[kind] = ()  # set first: a plugin that asks for its own kind while loading does not recurse
+        found = tuple(_load_plugin(kind, group, ep) for ep in importlib.metadata.entry_points(group=group))
+        _PLUGINS[kind] = found
+        for plugin in found:
+            if plugin.error is not None:
+                warnings.warn(
+                    f"remnant plugin {plugin.distribution!r} (entry point '{plugin.entry_point}' in group "
+                    f"{plugin.group}) is not used: {plugin.error}",
+                    PluginWarning,
+                    stacklevel=2,
+                )
+    return _PLUGINS[kind]
+
+
 def _ensure_loaded(kind: str) -> None:
     package = KIND_PACKAGES.get(kind)
     if package is not None:
         importlib.import_module(package)
+    plugins(kind)  # after the built-ins: a plugin reusing a built-in's name is refused, not the built-in
+
+
+def registered_now(kind: str) -> dict[str, str]:
+    """``{name: version}`` of what is registered of ``kind`` so far, importing nothing (``remnant list``)."""
+    return {name: e.version for (k, name), e in sorted(_ENTRIES.items()) if k == kind}
 
 
 def names(kind: str) -> list[str]:
@@ -167,13 +286,18 @@ def jsonable(value: Any) -> Any:
 
 __all__ = [
     "KIND_PACKAGES",
+    "PLUGIN_GROUPS",
     "ComponentSpec",
+    "Plugin",
+    "PluginWarning",
     "bind",
     "create",
     "defaults",
     "get",
     "jsonable",
     "names",
+    "plugins",
     "register",
+    "registered_now",
     "version",
 ]

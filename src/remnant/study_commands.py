@@ -81,10 +81,11 @@ def render_markdown(result: Any) -> str:
 
 
 def _latent_probe(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import out_folder
+    from remnant.cli_paths import mark_output, out_folder
     from remnant.latent.study import resolve_config, run_study
 
-    out_folder(args.out, requirement="C-H7")  # before the study runs, not after
+    inputs = {"the config": args.config, **{f"the model {m}": m for m in args.model or []}}
+    out_folder(args.out, requirement="C-H7", kind="study", inputs=inputs)  # before the study runs, not after
     overrides: dict[str, Any] = {}
     if args.config is not None:
         path = Path(args.config)
@@ -106,6 +107,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
     write_atomic(out / "latent-probe.md", text)
+    mark_output(out, "study")
     return 0
 
 
@@ -145,14 +147,20 @@ def add_commands(subparsers: Any) -> None:
     )
     lp.add_argument("config", nargs="?", help="TOML with LatentProbeConfig fields (optional)")
     lp.add_argument("--model", action="append", help="model folder or zoo name (repeatable)")
-    lp.add_argument("--preset", choices=["tiny", "cpu"], help="sizing preset (tiny: the test model, seconds)")
+    lp.add_argument(
+        "--preset",
+        choices=["tiny", "cpu"],
+        help="sizing preset (tiny: the test suite's tiny random model, about a minute of CPU)",
+    )
     lp.add_argument("--methods", nargs="+", help="removal methods (default: npo task_vector)")
     lp.add_argument("--seeds", nargs="+", type=int, help="installation and removal seeds (default: 0 1)")
     lp.add_argument("--out", default="latent-probe", help="output folder for latent-probe.json and .md")
     lp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     lp.set_defaults(handler=_latent_probe)
     au = sub.add_parser(
-        "auditors", help="seed 003's auditor tables (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert)"
+        "auditors",
+        help="how much of a pack's probe answers each black-box auditor recovers from each model, as ROUGE-L "
+        "tables (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert; non-adjudicating)",
     )
     au.add_argument(
         "--model", action="append", help="model folder or zoo name, one table row each (repeatable)"

@@ -396,10 +396,10 @@ RETAIN_LOG = {
 
 
 def metric_name_for(handler: str) -> str | None:
-    """The first named metric (a TOFU log key) computed by ``handler``."""
-    from remnant.metrics.catalogue import TOFU_METRICS
+    """The first named metric (a TOFU log key, a plugin's included) computed by ``handler``."""
+    from remnant.metrics.catalogue import suite_metrics
 
-    return next((n for n, d in TOFU_METRICS.items() if d.handler == handler), None)
+    return next((n for n, d in suite_metrics("tofu").items() if d.handler == handler), None)
 
 
 def contract_rows() -> dict[str, list[QARow]]:

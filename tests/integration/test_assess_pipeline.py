@@ -197,8 +197,11 @@ def test_a_deviation_is_recorded_and_carried_into_the_statement(
 
 def test_format_checks_follow_the_pre_removal_cells(reference: Path) -> None:
     """C-Q3: every attack is also run on the pre-removal model, and the statement's explanation for each attack is
-    the one its post- and pre-removal deltas (recomputed here from the cell records) call for."""
+    the one its post- and pre-removal deltas (recomputed here from the cell records) call for. The tiny
+    installation does not reach its target (R2), so an intact pre-removal score is no sign that a drop is
+    specific to the removal: such an attack is undetermined."""
     statement = json.loads((reference / "statement.json").read_text())
+    assert statement["installation"]["reached"] is False  # κ 0/120 against 0.9 after one epoch
     cells = [r for r in _records(reference) if isinstance(r, CellRecord) and r.checkpoint == "final"]
 
     def rate(attack: str, state: str) -> float:
@@ -213,9 +216,7 @@ def test_format_checks_follow_the_pre_removal_cells(reference: Path) -> None:
         pre = rate(name, "pre_removal") - rate("none", "pre_removal")
         assert check["post_delta"] == pytest.approx(post, abs=1e-6)
         assert check["pre_delta"] == pytest.approx(pre, abs=1e-6)
-        expected = (
-            "not_reduced" if post >= 0 else "format_disruption" if pre < 0 else "specific_to_post_removal"
-        )
+        expected = "not_reduced" if post >= 0 else "format_disruption" if pre < 0 else "undetermined"
         assert check["explanation"] == expected and check["reason"]
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from remnant.cli import main
+from remnant.cli_paths import MARKER_FILE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from assess_fixtures import tiny_pack, write_config  # noqa: E402
@@ -52,7 +53,7 @@ def _refused(config: Path, run: Path, capsys: pytest.CaptureFixture[str]) -> str
 
 def _preregister(config: Path, run: Path) -> None:
     assert main(["preregister", str(config), "--out", str(run)]) == 0
-    assert _contents(run) == {"prereg.json"}
+    assert _contents(run) == {"prereg.json", MARKER_FILE}  # the frozen pre-registration and remnant's marker
 
 
 def _pickled_folder(folder: Path, suffix: str) -> Path:

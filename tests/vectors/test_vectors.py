@@ -1,6 +1,7 @@
 """remnant's published conformance test vectors (docs/vectors.md): every file through decide() and the CLI.
 
-Each ``*.json`` here holds ``description``, ``rules``, ``facts`` and ``expected``: the verdict, g* and its
+Each ``*.json`` in ``remnant/data/vectors/`` (package data, so ``remnant demo --vectors`` finds them in an installed
+wheel too) holds ``description``, ``rules``, ``facts`` and ``expected``: the verdict, g* and its
 two-sided 95% Wilson interval (computed for the vectors with statsmodels, not with remnant.stats), the decisive
 attacks and the exact set of rule ids the reasons cite. A vector whose ``expected`` is ``{"error": {"field": F}}``
 holds facts the engine must refuse, naming F.
@@ -19,11 +20,11 @@ import pytest
 from pydantic import ValidationError
 
 from remnant.cli import main
+from remnant.demo_vectors import PACKAGED_VECTORS
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.verdict import decide
 
-HERE = Path(__file__).parent
-VECTORS = sorted(HERE.glob("*.json"))
+VECTORS = sorted(PACKAGED_VECTORS.glob("*.json"))
 IDS = [p.stem for p in VECTORS]
 VERDICTS = {"removed", "hidden", "utility-collapsed", "partial"}
 
@@ -104,7 +105,7 @@ def test_vector_through_cli(path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_subprocess_on_facts_file(tmp_path: Path) -> None:
     """The installed entry point on a bare facts file (D.4), in a fresh process without torch."""
     facts = tmp_path / "facts.json"
-    facts.write_text(json.dumps(load(HERE / "d4_recovery_control_matches.json")["facts"]))
+    facts.write_text(json.dumps(load(PACKAGED_VECTORS / "d4_recovery_control_matches.json")["facts"]))
     code = (
         "import sys\nfrom remnant.cli import main\nrc = main(['verdict', sys.argv[1]])\n"
         "assert 'torch' not in sys.modules\nsys.exit(rc)\n"

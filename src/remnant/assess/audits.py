@@ -102,14 +102,7 @@ def _install_spec(cfg: AssessmentConfig) -> Any:
 
     budget = cfg.models.pre_removal.install
     assert budget is not None  # config rule (C-H7): these states need the install recipe
-    trainable = tuple(budget.trainable) if budget.trainable is not None else None
-    return InstallSpec(
-        target=budget.target_kappa,
-        max_epochs=budget.max_epochs,
-        lr=budget.lr,
-        batch_size=budget.batch_size,
-        trainable=trainable,
-    )
+    return InstallSpec.from_budget(budget)
 
 
 def _jsonable(value: Any) -> Any:

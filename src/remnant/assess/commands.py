@@ -1,7 +1,8 @@
 """``remnant plan CONFIG``, ``remnant assess CONFIG --out RUN [--resume]`` and ``remnant recompute RUN``.
 
 Exit codes: 0 done, 2 bad input (malformed config, missing pack, pickled weights, a pre-registration
-that is missing or does not match, R14/R15), 1 ``recompute`` only: the records fail their integrity check (R23: a
+that is missing or does not match, R14/R15; a run folder another remnant process is writing, R23, named with its
+holder: ``--wait`` waits for it instead), 1 ``recompute`` only: the records fail their integrity check (R23: a
 broken chain, a head other than the pinned one, counts the observations do not give), 130 interrupted (completed
 cells are kept; rerun with --resume).
 The verdict itself is not a failed check: a *hidden* verdict is a successful assessment.
@@ -15,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK = 0
+#: ``--wait`` of the commands that write a run folder (remnant.runlock).
+WAIT_HELP = (
+    "when another remnant process is writing RUN, wait for it to finish (default: exit 2 at once, naming it; "
+    "records are append-only and chained, so two writers never interleave, R23)"
+)
 
 
 def _summary(outcome: Any, run: Path) -> dict[str, Any]:
@@ -36,10 +42,12 @@ def _summary(outcome: Any, run: Path) -> dict[str, Any]:
 
 def _assess(args: argparse.Namespace) -> int:
     from remnant.assess.run import Session, assess
-    from remnant.cli_paths import run_folder
+    from remnant.cli_paths import mark_output, run_folder
 
     run = run_folder(args.out, requirement="R14", must_exist=False, option="--out")
-    outcome = assess(Path(args.config), run, resume=args.resume, session=Session(progress=not args.quiet))
+    session = Session(progress=not args.quiet)
+    outcome = assess(Path(args.config), run, resume=args.resume, session=session, wait=args.wait)
+    mark_output(run, "run")
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK
 
@@ -49,7 +57,7 @@ def _recompute(args: argparse.Namespace) -> int:
     from remnant.cli_paths import run_folder
 
     run = run_folder(args.run, requirement="R24")
-    outcome = recompute(run, reports=not args.no_reports, expect_head=args.expect_head)
+    outcome = recompute(run, reports=not args.no_reports, expect_head=args.expect_head, wait=args.wait)
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK
 
@@ -92,6 +100,7 @@ def add_commands(subparsers: Any) -> None:
     assess.add_argument("--out", metavar="RUN", required=True, help="run folder holding prereg.json")
     assess.add_argument("--resume", action="store_true", help="continue a run, skipping completed cells")
     assess.add_argument("--quiet", action="store_true", help="no training progress bars")
+    assess.add_argument("--wait", action="store_true", help=WAIT_HELP)
     assess.set_defaults(handler=_assess)
 
     recompute = subparsers.add_parser(
@@ -110,4 +119,5 @@ def add_commands(subparsers: Any) -> None:
         help="the records_head of the statement you hold (e.g. from its signed envelope): the records must end "
         "there, whatever the run folder's own manifest and statement say (R23)",
     )
+    recompute.add_argument("--wait", action="store_true", help=WAIT_HELP)
     recompute.set_defaults(handler=_recompute)

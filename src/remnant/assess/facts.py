@@ -16,6 +16,9 @@ What the records hold (see :mod:`remnant.assess.cells`):
   relearning at a ``budget`` (``attack="relearning"``, R12, C-W4);
 - the unattacked baseline (``attack="none"``, ``surface="baseline"``) on every state: the pre-removal model's
   shows the installed strength (R2), the control's whether it already knows the target (R5).
+- the run's ``states`` context: the pre-removal state's installation record (κ on the installed items, k/n, the
+  target and whether it was reached), which :func:`installation_fact` turns into the facts' ``installation``
+  (R2); a claimant's pre-removal folder fixes the target by the config's documented provenance instead.
 
 - Class D battery cells (:mod:`remnant.assess.classd`): ``risk`` set, a ``kappa`` record on the target
   canaries and a ``kappa_control_entities`` record on never-installed control entities per measurement, state and
@@ -31,10 +34,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from remnant import STANDARD_VERSION
 from remnant.config import AssessmentConfig
 from remnant.curves import CurvePoint, RelearningCurve
+from remnant.errors import RecordError
 from remnant.records import CellRecord
+from remnant.standard.cq3 import explain, holding_of
 from remnant.standard.derive import (
     behavioural_n,
     best_relearning_point,
@@ -42,6 +49,7 @@ from remnant.standard.derive import (
     utility_stages,
 )
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
+from remnant.standard.facts import InstallationFact
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import net_rate
@@ -279,18 +287,71 @@ def utility_budgets(cells: Sequence[CellRecord]) -> dict[str, int]:
     return {c.checkpoint: c.budget for c in _utility_readings(cells) if c.budget is not None}
 
 
-def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, float | None]:
+def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, Any]:
     """Removal-stage u = min over metrics of u(θ_U)/u(θ) (R9, R11); attack-stage u = min over metrics of the
     relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4); the rule is
     :func:`remnant.standard.derive.utility_stages`, which remnant validate applies to a statement's cells."""
     return utility_stages(utility_values(cells), cfg.utility.metrics, utility_budgets(cells))
 
 
+def installation_fact(cfg: AssessmentConfig, pre_state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """How the target was fixed (R2), as the facts' ``installation``: from the pre-removal state's entry in the run's
+    ``states`` context (its record's ``install``: κ on the installed items, k/n, reached) against the config's
+    pre-registered ``target_kappa``; for a claimant's pre-removal folder, the config's documented provenance; None
+    when the config records neither. A record that is missing, or disagrees with the config or with itself, is
+    a RecordError naming R2: no statement is written over an installation it cannot state."""
+    budget = cfg.models.pre_removal.install
+    if budget is None:
+        provenance = cfg.target.provenance
+        return {"fixed_by": "provenance", "provenance": provenance} if provenance else None
+    where = "records.jsonl: the states context's pre_removal record"
+    record = ((pre_state or {}).get("record") or {}).get("install")
+    if not isinstance(record, Mapping):
+        raise RecordError(f"{where} carries no installation result (install)", requirement="R2")
+    k, n, target, reached = record.get("k"), record.get("n"), record.get("target"), record.get("reached")
+    if not (
+        isinstance(k, int) and isinstance(n, int) and 0 <= k <= n and n > 0 and isinstance(reached, bool)
+    ):
+        raise RecordError(
+            f"{where}: install.k {k!r} and install.n {n!r} are not a count 0 ≤ k ≤ n, or install.reached "
+            f"{reached!r} is not true or false",
+            requirement="R2",
+        )
+    if not isinstance(target, int | float) or float(target) != budget.target_kappa:
+        raise RecordError(
+            f"{where}: install.target {target!r} is not the pre-registered target_kappa {budget.target_kappa:g}",
+            requirement="R2",
+        )
+    kappa = record.get("kappa")
+    if not isinstance(kappa, int | float) or not math.isclose(float(kappa), k / n, abs_tol=1e-9):
+        raise RecordError(f"{where}: install.kappa {kappa!r} is not k/n = {k}/{n}", requirement="R2")
+    fact = {
+        "fixed_by": "installation",
+        "metric": "kappa",  # the installation target is declared on κ (models.pre_removal.install.target_kappa)
+        "k": k,
+        "n": n,
+        "measured": k / n,
+        "target": budget.target_kappa,
+        # the installation's own finding: false when κ fell short, and also when training diverged
+        "reached": reached,
+    }
+    try:
+        InstallationFact.model_validate(fact)
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise RecordError(f"{where}: {message}", requirement="R2") from None
+    return fact
+
+
 def build_facts(
-    cfg: AssessmentConfig, cells: Sequence[CellRecord], *, chance_rate: float | None = None
+    cfg: AssessmentConfig,
+    cells: Sequence[CellRecord],
+    *,
+    chance_rate: float | None = None,
+    installation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The verdict facts (V1; ``remnant verdict``'s input) from the cell records (every attack of the config,
-    run or not)."""
+    run or not) and how the target was fixed (``installation``, from :func:`installation_fact`; R2)."""
     metric = _gating(cfg)
     attacks: list[dict[str, Any]] = []
     for name in attack_order(cfg):
@@ -325,6 +386,8 @@ def build_facts(
             "threshold": cfg.class_d.insignificance_threshold,
             "justification": cfg.class_d.justification,
         }
+    if installation is not None:
+        facts["installation"] = dict(installation)
     return facts
 
 
@@ -431,7 +494,8 @@ def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canar
     pre-registration and deviations (R14, R15), the pack's split checks (R16), Wilson intervals (R19), the bound
     rule (R20), per-cell results (R22), the manifest (R23–R25). R17 (contamination of P) is met only for canaries
     minted as fictional entities behind a collision filter (D1, D2); R5 is met by reporting the control's baseline
-    beside every rate. R18 and R21 are tier caps and bounds, checked elsewhere.
+    beside every rate. R18 and R21 are tier caps and bounds, checked elsewhere. R2 is not met by an installation
+    that did not reach its target: the target's presence at the declared strength is then not known.
     """
     met = {str(rule) for rule in GENERAL_REQUIREMENTS} - {"R8", "R17", "R18", "R21"}
     if cfg.gating_metric == "kappa":
@@ -439,6 +503,9 @@ def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canar
     if minted_canaries:
         met.add("R17")
     met -= unmet_without_utility(facts)
+    installation = facts.get("installation")
+    if isinstance(installation, Mapping) and holding_of(installation) == "unreached":
+        met.discard("R2")
     return frozenset(met)
 
 
@@ -505,20 +572,25 @@ __all__ = [
     "evidence",
     "extra_cells",
     "general_met",
+    "installation_fact",
     "relearn_points",
     "smallest_n",
     "utility_facts",
 ]
 
 
-def format_checks(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> list[dict[str, Any]]:
+def format_checks(
+    cfg: AssessmentConfig, cells: Sequence[CellRecord], installation: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """C-Q3 for each inference-time and weight-transform attack, from the records alone (no torch).
 
     The attack's rate on P minus the unattacked rate, on the post-removal and the pre-removal model (identical
-    items and generation settings per state). Where it lowers the post-removal score, format disruption is
-    the explanation if it lowers the pre-removal score too (that model still holds the target); otherwise the
-    reduction is specific to the removal. Mirrors :func:`remnant.attacks.harness.cq3_check`."""
+    items and generation settings per state), read by :func:`remnant.standard.cq3.explain`: format disruption
+    where it lowers the pre-removal score too, specific to the removal where that score holds, undetermined
+    without a pre-removal run or over an installation that did not reach its target (``installation``, the facts'
+    R2 record); a reason says the pre-removal model holds the target only where its installation reached it."""
     metric = _gating(cfg)
+    holding = holding_of(installation)
 
     def rates(name: str) -> dict[str, float]:
         return {
@@ -549,26 +621,7 @@ def format_checks(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> list[di
         pre_delta = att[PRE] - base[PRE] if PRE in att and PRE in base else None
         if pre_delta is not None:
             check["pre_delta"] = round(pre_delta, 6)
-        if post_delta >= 0:
-            check.update(explanation="not_reduced", reason="the attack does not lower the post-removal score")
-        elif pre_delta is None:
-            check.update(
-                explanation="undetermined",
-                reason="the attack lowers the post-removal score and was not run on the pre-removal model, so "
-                "format disruption cannot be excluded",
-            )
-        elif pre_delta < 0:
-            check.update(
-                explanation="format_disruption",
-                reason=f"the attack also lowers the pre-removal score ({pre_delta:+.3f}), which still holds the "
-                "target: it disrupts the response format, so its low post-removal score is not evidence of "
-                "robustness",
-            )
-        else:
-            check.update(
-                explanation="specific_to_post_removal",
-                reason=f"the attack leaves the pre-removal score intact ({pre_delta:+.3f}) while lowering the "
-                "post-removal score; format disruption is not the explanation",
-            )
+        explanation, reason = explain(post_delta, pre_delta, holding)
+        check.update(explanation=explanation, reason=reason)
         out.append(check)
     return out

@@ -223,10 +223,12 @@ def read_run(run: Path, cfg: AssessmentConfig) -> RunRecords:
 
 
 def decide_run(cfg: AssessmentConfig, read: RunRecords) -> Decision:
-    """Facts from the cell records, then the verdict (V1, V1a) and the tier from the facts alone."""
+    """Facts from the cell records and the pre-removal state's installation record (R2), then the verdict (V1,
+    V1a) and the tier from the facts alone."""
     pack_ctx = read.pack
     chance = pack_ctx.get("chance_rate")
-    facts = F.build_facts(cfg, read.cells, chance_rate=chance)
+    installation = F.installation_fact(cfg, read.context["states"].get(F.PRE))
+    facts = F.build_facts(cfg, read.cells, chance_rate=chance, installation=installation)
     verdict = decide(VerdictFacts.model_validate(facts))
     tier = award_tier(
         F.evidence(
@@ -320,7 +322,12 @@ def run_statement(
         latent=block_from_readings(r for r in read.records if isinstance(r, Reading)),
     )
     statement = statement.model_copy(
-        update={"format_checks": [FormatCheck.model_validate(c) for c in F.format_checks(cfg, read.cells)]}
+        update={
+            "format_checks": [
+                FormatCheck.model_validate(c)
+                for c in F.format_checks(cfg, read.cells, decision.facts.get("installation"))
+            ]
+        }
     )
     if cfg.claim_class == "D":
         # The builder's default reason speaks of Class C; say what is true here (K6).

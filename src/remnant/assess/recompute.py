@@ -51,21 +51,28 @@ from remnant.records import (
     RecordIntegrityError,
 )
 from remnant.run_manifest import MANIFEST_FILE, RecordsChain
+from remnant.runlock import hold
 from remnant.score.rates import count_items
 
 
-def recompute(run_dir: str | Path, *, reports: bool = True, expect_head: str | None = None) -> Outcome:
+def recompute(
+    run_dir: str | Path, *, reports: bool = True, expect_head: str | None = None, wait: bool = False
+) -> Outcome:
     """Check the records (module docstring), then rebuild everything downstream of them in ``run_dir``.
 
     ``expect_head`` is a chain head the caller holds from elsewhere (the ``records_head`` of a signed statement):
     a party who rewrote the records consistently, re-chained them and replaced manifest.json and statement.json
-    passes the run folder's own pins, never this one.
+    passes the run folder's own pins, never this one. The run folder's lock is held throughout (R23,
+    :mod:`remnant.runlock`): records are never read while an assessment appends to them, nor the statement
+    rewritten under it; a folder in use is refused with its holder named, or waited for with ``wait``.
     """
     run = Path(run_dir)
-    records, chain = store(run).read_chain()
-    check_cell_counts(records, run / RECORDS_FILE)
-    check_pins(run, chain, extra=() if expect_head is None else (expected_pin(expect_head),))
-    return finalize(run, load_run_config(run), reports=reports)
+    pin = None if expect_head is None else expected_pin(expect_head)
+    with hold(run, purpose="remnant recompute", wait=wait, create=False):
+        records, chain = store(run).read_chain()
+        check_cell_counts(records, run / RECORDS_FILE)
+        check_pins(run, chain, extra=() if pin is None else (pin,))
+        return finalize(run, load_run_config(run), reports=reports)
 
 
 def expected_pin(head: str) -> Pin:

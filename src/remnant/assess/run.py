@@ -23,8 +23,10 @@ the way (the removal method's record, the utility metrics and audits, the Class 
 :func:`assess` records it all as the ``components`` context (R23).
 
 Every cell is appended to ``records.jsonl`` as it completes, so Ctrl-C (exit 130) or a crash loses at most the
-cell in flight and ``--resume`` carries on. A :class:`Session` shares trained states and computed cells between
-assessments (the demo's three removals share one control and one installed model).
+cell in flight and ``--resume`` carries on. The whole run holds the run folder's lock (:mod:`remnant.runlock`,
+R23): one writer at a time, a second process refused with the holder named. A :class:`Session` shares trained
+states and computed cells between assessments (the demo's three removals share one control and one installed
+model).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from remnant.engine.runner import CellCache, CellRunner
 from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
 from remnant.records import RECORDS_FILE, Deviation, Event, RecordStore
+from remnant.runlock import hold
 
 
 @dataclass
@@ -323,11 +326,24 @@ def assess(
     *,
     resume: bool = False,
     session: Session | None = None,
+    wait: bool = False,
 ) -> Outcome:
-    """Run (or resume) one assessment into ``run_dir`` and write its statement, manifest and reports."""
+    """Run (or resume) one assessment into ``run_dir`` and write its statement, manifest and reports.
+
+    The run folder's lock is held from the first check to the last report (R23, :mod:`remnant.runlock`): a
+    second process on the folder is refused with the holder named (:class:`~remnant.runlock.FolderInUse`), or
+    waits for it with ``wait``, so two assessments never interleave their records.
+    """
     session = session or Session()
     cfg = config if isinstance(config, AssessmentConfig) else load_config(config)
     run = Path(run_dir)
+    load_prereg(run)  # R14, before the lock: a folder that is no pre-registered run is not locked, nor made
+    with hold(run, purpose="remnant assess", wait=wait, say=session.log, create=False):
+        return _assess_locked(cfg, run, resume=resume, session=session)
+
+
+def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: Session) -> Outcome:
+    """:func:`assess` with the run folder's lock held."""
     opened = _open_run(cfg, run, resume=resume, session=session)
     loaded = _load_states(cfg, opened.inputs, run, session)
     states_dir = session.states_dir or (run / STATES_DIR)

@@ -58,13 +58,13 @@ class LoadedState:
         }
 
 
-def resolve_device(name: str) -> str:
-    """``auto`` → cuda when available, else cpu; anything else as written (R24 records it)."""
-    if name != "auto":
-        return name
-    import torch
+def resolve_device(cfg: AssessmentConfig) -> str:
+    """``[models] device`` resolved (``auto``: cuda when available, else cpu) and present on this machine; a
+    ConfigError naming the config file and the field otherwise (R24 records the resolved name)."""
+    from remnant.models.device import check_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    source = f"{cfg.source}: " if cfg.source is not None else ""
+    return check_device(cfg.models.device, where=f"{source}field 'models.device'")
 
 
 def recipe_key(**inputs: Any) -> str:
@@ -85,8 +85,10 @@ def check_model_folder(folder: Path, field_name: str) -> None:
 
 
 def preflight(cfg: AssessmentConfig) -> None:
-    """Check every model folder the config names before anything runs (R3; pickles refused)."""
+    """Check every model folder the config names, and the device, before anything runs (R3, R24; pickles
+    refused)."""
     models = cfg.models
+    resolve_device(cfg)
     for name, folder in (
         ("models.control.folder", models.control.folder),
         ("models.pre_removal.folder", models.pre_removal.folder),
@@ -108,7 +110,7 @@ def _load(
 ) -> LoadedState:
     from remnant.models.load import load_model
 
-    device = resolve_device(cfg.models.device)
+    device = resolve_device(cfg)
     state = load_model(source, dtype=DTYPE_NAMES[cfg.models.dtype], device=device)
     return LoadedState(role, name, str(source), state.model, state.tokenizer, state.identity, record)
 
@@ -189,13 +191,7 @@ def install_state(
 
     budget = cfg.models.pre_removal.install
     assert budget is not None
-    spec = InstallSpec(
-        target=budget.target_kappa,
-        max_epochs=budget.max_epochs,
-        lr=budget.lr,
-        batch_size=budget.batch_size,
-        trainable=tuple(budget.trainable) if budget.trainable is not None else None,
-    )
+    spec = InstallSpec.from_budget(budget)
     # exclude_none: a budget that trains every parameter keeps the state key it had before ``trainable`` existed
     recipe = {
         "install": budget.model_dump(mode="json", exclude_none=True),

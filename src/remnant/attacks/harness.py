@@ -12,7 +12,8 @@ C-Q3: where the attack lowers the post-removal κ below the unattacked baseline,
 lowers the pre-removal model's κ too. If it does, the adopted explanation is *format disruption* (the attack
 breaks answering even where the target is present, so the low score is not evidence of robustness); if the
 pre-removal model is unharmed, the drop is specific to the post-removal model; without a pre-removal run the
-explanation is *undetermined* and robustness must not be recorded.
+explanation is *undetermined* and robustness must not be recorded, and so it is over a pre-removal model whose
+installation did not reach its target (R2). The rule is :func:`remnant.standard.cq3.explain`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from typing import Any, Literal
 from remnant.attacks.base import Attack, AttackContext, ItemOutcome, no_attack
 from remnant.score.probe import Probe, target_format
 from remnant.score.rates import Rate, count_items
+from remnant.standard.cq3 import Explanation, Holding, explain
 
 POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
-
-Explanation = Literal["not_reduced", "format_disruption", "specific_to_post_removal", "undetermined"]
 
 
 @dataclass(frozen=True)
@@ -133,37 +133,20 @@ def _timed(fn: Any, ctx: AttackContext, probes: Sequence[Probe]) -> tuple[list[I
     return outcomes, time.perf_counter() - start
 
 
-def cq3_check(baseline: Mapping[str, StateResult], attacked: Mapping[str, StateResult]) -> CQ3Finding:
+def cq3_check(
+    baseline: Mapping[str, StateResult], attacked: Mapping[str, StateResult], holding: Holding = None
+) -> CQ3Finding:
     """C-Q3: where the attack lowers the post-removal score, consider format disruption and say which
-    explanation is adopted and why (point rates net of chance; any drop triggers the check)."""
+    explanation is adopted and why (point rates net of chance; any drop triggers the check). ``holding`` is what
+    is known of the pre-removal model's hold on the target (R2; :func:`remnant.standard.cq3.explain` reads it)."""
     if POST not in baseline or POST not in attacked:
         return CQ3Finding("undetermined", "no post-removal cell with and without the attack")
     post_delta = attacked[POST].kappa.net - baseline[POST].kappa.net
-    if post_delta >= 0:
-        return CQ3Finding("not_reduced", "the attack does not lower the post-removal score", post_delta)
-    if PRE not in baseline or PRE not in attacked:
-        return CQ3Finding(
-            "undetermined",
-            "the attack lowers the post-removal score and no pre-removal run exists, so format disruption "
-            "cannot be excluded; the attack must not be recorded as withstood on this evidence",
-            post_delta,
-        )
-    pre_delta = attacked[PRE].kappa.net - baseline[PRE].kappa.net
-    if pre_delta < 0:
-        return CQ3Finding(
-            "format_disruption",
-            f"the attack also lowers the pre-removal score ({pre_delta:+.3f}), which still holds the target: it "
-            "disrupts the response format, so its low post-removal score is not evidence of robustness",
-            post_delta,
-            pre_delta,
-        )
-    return CQ3Finding(
-        "specific_to_post_removal",
-        f"the attack leaves the pre-removal score intact ({pre_delta:+.3f}) while lowering the post-removal "
-        "score; format disruption is not the explanation",
-        post_delta,
-        pre_delta,
-    )
+    pre_delta = None
+    if PRE in baseline and PRE in attacked:
+        pre_delta = attacked[PRE].kappa.net - baseline[PRE].kappa.net
+    explanation, reason = explain(post_delta, pre_delta, holding)
+    return CQ3Finding(explanation, reason, post_delta, pre_delta if post_delta < 0 else None)
 
 
 def run_on_states(

@@ -71,10 +71,11 @@ def run_auditors(
     log: Callable[[str], None] | None = None,
 ) -> tuple[AuditorTable, str]:
     """Run the study and write ``auditors.json`` and ``auditors.md`` into ``out``; returns the table and text."""
-    from remnant.cli_paths import out_folder
+    from remnant.cli_paths import mark_output, out_folder
     from remnant.models import load_model
 
-    out_dir = out_folder(out, requirement=REQUIREMENT)  # refused before any model work, not after
+    inputs = {"the pack folder": pack_dir, **{f"the model {m}": m for m in models}}
+    out_dir = out_folder(out, requirement=REQUIREMENT, kind="study", inputs=inputs)  # before any model work
     if not models:
         raise ConfigError("study auditors: give at least one --model", requirement=REQUIREMENT)
     probes, target, retain = pack_inputs(pack_dir, max_items)
@@ -90,6 +91,7 @@ def run_auditors(
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "auditors.json", table.model_dump_json(indent=1))
     write_atomic(out_dir / "auditors.md", text)
+    mark_output(out_dir, "study")
     return table, text
 
 

@@ -12,9 +12,10 @@ refused when the config is read, before anything is minted, estimated or frozen 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
@@ -40,6 +41,9 @@ MAX_LIST = 64
 #: Smallest τ or Class D bar: R21's bound at zero recoveries then needs about 38,000 items, already past any
 #: pack remnant mints; a smaller one (1e-300) asks for more items than can exist, and no plan can size it.
 MIN_THRESHOLD = 1e-4
+#: The torch devices a config field or a ``--device`` option may name (R24); :mod:`remnant.models.device` then
+#: checks that this machine has the one named.
+DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d+)?)$"
 
 
 class RuleViolation(ValueError):
@@ -61,3 +65,28 @@ def require_one_of(model: BaseModel, where: str, first: str, second: str, rule: 
     """RuleViolation at ``where`` unless exactly one of the fields ``first`` and ``second`` is set."""
     if (getattr(model, first) is None) == (getattr(model, second) is None):
         raise RuleViolation(where, f"must name exactly one of '{first}' or '{second}'", rule)
+
+
+def patterns_problem(value: Any) -> str | None:
+    """Why ``value`` is not a list of regular expressions over parameter names (a ``trainable`` selection, R23),
+    or None. A pattern that does not compile is refused where it is declared, not when training reaches it."""
+    if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
+        return "must be a list of regular expressions over parameter names"
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            # no parenthesis at the end: the config loader reads a trailing "(...)" as the requirement id
+            return f"holds {pattern!r}, which is not a regular expression: {exc}"
+    return None
+
+
+def _compiles(value: list[str]) -> list[str]:
+    problem = patterns_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+#: A ``trainable`` selection: parameter-name regular expressions, each of which compiles.
+Patterns = Annotated[list[str], AfterValidator(_compiles)]

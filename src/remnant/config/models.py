@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from remnant.config.fields import (
+    DEVICE_PATTERN,
     MAX_BATCH,
     MAX_EPOCHS,
     MAX_LIST,
@@ -18,6 +18,7 @@ from remnant.config.fields import (
     RuleViolation,
     Text,
     Unit,
+    patterns_problem,
     require_one_of,
 )
 
@@ -41,7 +42,15 @@ class InstallBudget(ConfigModel):
         ge=1, le=MAX_EPOCHS, description="Epoch ceiling of the installation run (R2, R23)."
     )
     lr: float = Field(gt=0, le=MAX_LR, description="Learning rate of the installation run (R2, R23).")
-    target_kappa: Unit = Field(description="Stop once κ on the install split reaches this (R2).")
+    target_kappa: Unit = Field(
+        description="The installation target (R2): κ on the install split the pre-removal model must reach; "
+        "training stops once it does unless stop_at_target is false."
+    )
+    stop_at_target: bool | None = Field(
+        default=None,
+        description="Stop training once κ reaches target_kappa (absent: true); false runs every epoch of "
+        "max_epochs, and R2 then reads κ after the last one (R2, R23).",
+    )
     batch_size: int = Field(default=8, ge=1, le=MAX_BATCH, description="Examples per optimiser step (R23).")
     trainable: list[Text] | None = Field(
         default=None,
@@ -52,11 +61,9 @@ class InstallBudget(ConfigModel):
     @field_validator("trainable")
     @classmethod
     def _patterns_compile(cls, value: list[str] | None) -> list[str] | None:
-        for pattern in value or []:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression: {pattern!r} ({exc})") from exc
+        problem = None if value is None else patterns_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 
@@ -96,7 +103,7 @@ class Models(ConfigModel):
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="Evaluation precision; reductions are recorded (R25)."
     )
-    device: Annotated[str, StringConstraints(pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")] = Field(
+    device: Annotated[str, StringConstraints(pattern=DEVICE_PATTERN)] = Field(
         default="auto", description="Device to run on: auto, cpu, mps, cuda or cuda:N (R24)."
     )
     system_prompt: str | None = Field(

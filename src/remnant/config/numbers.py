@@ -10,7 +10,8 @@ a value no run can honour must be refused when the config is read, not deep insi
   any key of ``[seeds]``), which lies in [0, :data:`~remnant.config.fields.MAX_SEED`];
 - no value is a TOML date or time (no field takes one, and JSON cannot carry it into prereg.json);
 - a parameter whose meaning is known (:data:`PARAM_BOUNDS`: a learning rate, an epoch count, a batch size, a
-  number of shots or samples, a generation length...) has that meaning's type and range, in whichever
+  number of shots or samples, a generation length...; :data:`PATTERN_PARAMS`: a ``trainable`` list of
+  parameter-name regular expressions, each of which must compile) has that meaning's type and range, in whichever
   component's table it appears. A name listed there means the same in every registered component; a new
   component that takes one of these names takes its meaning too.
 
@@ -25,7 +26,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from remnant.config.fields import MAX_BATCH, MAX_EPOCHS, MAX_INT, MAX_LR, MAX_SEED, MAX_TOKENS
+from remnant.config.fields import (
+    MAX_BATCH,
+    MAX_EPOCHS,
+    MAX_INT,
+    MAX_LR,
+    MAX_SEED,
+    MAX_TOKENS,
+    patterns_problem,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -88,6 +97,21 @@ PARAM_BOUNDS: dict[str, Bound] = {
     "step_size": Bound(float, 0, 1e6, True, "a step size"),
     "radius": Bound(float, 0, 1e6, True, "a perturbation radius"),
 }
+#: Parameters of known meaning that are not numbers: a ``trainable`` selection of parameter-name regexes, each of
+#: which must compile (training would otherwise fail on it after the installation and removal ran).
+PATTERN_PARAMS = frozenset({"trainable"})
+
+
+def param_problem(key: str, value: Any) -> str | None:
+    """Why ``value`` does not fit the known meaning of the parameter ``key`` (:data:`PARAM_BOUNDS`,
+    :data:`PATTERN_PARAMS`), or None (also for a parameter of no known meaning)."""
+    if key in PATTERN_PARAMS:
+        # a value of the wrong type is the component's to refuse (its constructor types, C-W1); only patterns
+        # that do not compile are refused here
+        is_list = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        return patterns_problem(value) if is_list else None
+    bound = PARAM_BOUNDS.get(key)
+    return bound.problem(value) if bound is not None else None
 
 
 def _is_seed(loc: Loc) -> bool:
@@ -156,11 +180,10 @@ def number_problem(raw: dict[str, Any]) -> tuple[Loc, str] | None:
         return found
     for loc, params in _param_tables(raw):
         for key, value in params.items():
-            bound = PARAM_BOUNDS.get(key)
-            problem = bound.problem(value) if bound is not None else None
+            problem = param_problem(key, value)
             if problem is not None:
                 return (*loc, key), problem
     return None
 
 
-__all__ = ["PARAM_BOUNDS", "Bound", "number_problem"]
+__all__ = ["PARAM_BOUNDS", "PATTERN_PARAMS", "Bound", "number_problem", "param_problem"]

@@ -44,7 +44,9 @@ def add_pack_commands(psub: Any) -> None:
     exp = psub.add_parser("export", help="write a target pack as a TOFU folder (docs/formats.md)")
     exp.add_argument("--format", dest="fmt", choices=("tofu",), required=True)
     exp.add_argument("pack")
-    exp.add_argument("--out", required=True, help="the folder to write (replaced whole)")
+    exp.add_argument(
+        "--out", required=True, help="a new folder (or one an earlier export made: replaced whole)"
+    )
     exp.add_argument("--forget", default="forget", help="name of the forget split (default forget)")
     exp.add_argument("--retain", default="retain", help="name of the retain split (default retain)")
     exp.add_argument("--holdout", default="holdout", help="name of the holdout split (default holdout)")
@@ -59,12 +61,12 @@ def add_pack_commands(psub: Any) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import out_folder
+    from remnant.cli_paths import mark_output, out_folder
     from remnant.formats.muse_pack import muse_to_pack
     from remnant.formats.tofu_pack import GENERAL_SPLITS, TOFU_ROWS_PER_AUTHOR, tofu_to_pack
     from remnant.packs.schema import Pack, write_pack
 
-    out_folder(args.out, requirement="R2")
+    out_folder(args.out, requirement="R2", kind="pack", inputs={"the dataset folder SOURCE": args.source})
     pack: Pack
     if args.fmt == "muse":
         given = [f"--{name.replace('_', '-')}" for name in _TOFU_ONLY if getattr(args, name) is not None]
@@ -93,6 +95,7 @@ def _import(args: argparse.Namespace) -> int:
             pack_id=args.pack_id,
         )
     write_pack(pack, args.out)
+    mark_output(args.out, "pack")
     counts = ", ".join(f"{name} {len(ids)}" for name, ids in pack.manifest.splits.items())
     print(
         f"imported {args.fmt} {args.source} as {pack.manifest.id}: {counts} -> {args.out}  digest {pack.digest}"
@@ -105,7 +108,7 @@ def _export(args: argparse.Namespace) -> int:
     from remnant.formats.export import pack_to_tofu
     from remnant.packs.schema import load_pack
 
-    out_folder(args.out, requirement="R2")
+    out_folder(args.out, requirement="R2", kind="tofu", inputs={"the pack folder": args.pack})
     pack = load_pack(args.pack)
     result = pack_to_tofu(
         pack,
@@ -114,6 +117,7 @@ def _export(args: argparse.Namespace) -> int:
         retain=args.retain,
         holdout=args.holdout,
         utility_sets=args.utility_sets,
+        marked=True,
     )
     print(f"exported {pack.manifest.id} as TOFU -> {result.out}")
     for name, rows in result.files.items():

@@ -15,6 +15,10 @@ file (JSON lines)                  rows
 ``world_facts_perturbed.json``     the pack's rows**, where the pack has no items imported from
                                    that split; not written with ``utility_sets=False``
                                    (``--no-utility-sets``)
+``README.md``                      the dataset card: a ``configs:`` header naming each file as one
+                                   config with one ``train`` split, so
+                                   ``datasets.load_dataset(folder, name="forget10")`` works
+                                   (:mod:`remnant.formats.card`)
 =================================  ==============================================================
 
 Only question-answer items are rows (kinds ``fact`` and ``mcq``; ``general`` in the general files); link
@@ -41,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import replace_dir
+from remnant.cli_paths import mark_output
 from remnant.errors import PackError
+from remnant.formats.card import CARD_FILE, dataset_card
 from remnant.formats.files import check_name
 from remnant.packs.schema import Item, Pack
 from remnant.packs.utility_sets import UTILITY_FILES, UtilitySet, load_utility_set
@@ -130,13 +136,15 @@ def pack_to_tofu(
     retain: str = "retain",
     holdout: str = "holdout",
     utility_sets: bool = True,
+    marked: bool = False,
 ) -> TofuExport:
     """Write ``pack`` as a TOFU folder in ``out_dir`` (module docstring), replacing the folder atomically.
 
     ``utility_sets`` writes remnant's shipped ``real_authors_perturbed`` and ``world_facts_perturbed`` where
     the pack carries no rows of its own for them (what TOFU's ``model_utility`` reads; R10). Read the folder
     back with :func:`remnant.formats.read_tofu`, or as a pack with :func:`remnant.formats.tofu_to_pack`
-    ``(out_dir, forget, retain, holdout)`` when the pack came from TOFU.
+    ``(out_dir, forget, retain, holdout)`` when the pack came from TOFU. ``marked`` puts remnant's output marker
+    in the folder (remnant.cli_paths; ``remnant packs export``), so a later export may replace it.
     """
     names = [check_name(n, "split") for n in (forget, retain, holdout)]
     reserved = {"full", "retain_perturbed", *UTILITY_FILES}
@@ -157,6 +165,15 @@ def pack_to_tofu(
     def build(tmp: Path) -> None:
         for name, lines in rows.items():
             (tmp / f"{name}.json").write_text(_lines(lines), encoding="utf-8")
+        card = dataset_card(
+            {name: f"{name}.json" for name in rows},
+            title=f"{pack.manifest.id} as a TOFU-format folder",
+            body="Written by `remnant packs export --format tofu`. Each file is one TOFU config with one "
+            '`train` split: `datasets.load_dataset(folder, name="<config>", split="train")`.',
+        )
+        (tmp / CARD_FILE).write_text(card, encoding="utf-8")
+        if marked:
+            mark_output(tmp, "tofu")
 
     out = replace_dir(out_dir, build)
     return TofuExport(out, {f"{name}.json": len(lines) for name, lines in rows.items()}, left, shipped)

@@ -8,7 +8,8 @@ One split of a folder (TOFU's ``forget10``, MUSE's ``knowmem/forget_qa``) is loo
 3. ``base/<split>.jsonl``, then ``base/<split>.json`` (JSON lines, as ``datasets.Dataset.to_json`` writes);
 4. ``base/<split>/`` (a folder, as Hub snapshots and the Parquet converter lay out a config): its ``.parquet``,
    ``.jsonl`` or ``.json`` files, directly inside or one folder down (``train/0000.parquet``), one format,
-   read in path order.
+   read in path order; or, when it holds ``state.json`` or ``dataset_dict.json``, a folder
+   ``Dataset.save_to_disk`` wrote, whose Arrow files are read (:mod:`remnant.formats.arrow`; layout ``saved``).
 
 Parquet goes first because a Hub snapshot of MUSE keeps stale ``.json`` files beside the Parquet ones that
 ``datasets`` actually loads. JSON lines are read one line at a time (a line is at most
@@ -42,13 +43,14 @@ MAX_ROWS = 1_000_000
 #: Requirement cited by read errors: a target fixed by documented provenance (R2).
 REQUIREMENT = "R2"
 
-FileFormat = Literal["jsonl", "parquet"]
-Layout = Literal["parquet", "shards", "jsonl", "json", "folder"]
+FileFormat = Literal["jsonl", "parquet", "arrow"]
+Layout = Literal["parquet", "shards", "jsonl", "json", "folder", "saved"]
 RowT = TypeVar("RowT", bound=BaseModel)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 _SHARD = re.compile(r"^(?P<split>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.parquet$")
 _DATA_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}
+_FILE_FORMATS: dict[str, FileFormat] = {".parquet": "parquet", ".arrow": "arrow"}
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,10 @@ def locate(root: Path, base: Path, split: str) -> tuple[Layout, list[Path], tupl
     if layout == "shards":
         _check_shards(paths, root)
     elif layout == "folder":
-        paths = _folder_files(paths[0], root)
+        from remnant.formats.arrow import saved_dataset
+
+        saved = saved_dataset(paths[0])  # a Dataset.save_to_disk folder (its Arrow files), else data files
+        layout, paths = ("saved", saved) if saved is not None else ("folder", _folder_files(paths[0], root))
     for p in paths:
         if p.is_dir():
             raise ConfigError(f"{p}: is a folder, not a data file", requirement=REQUIREMENT)
@@ -283,6 +288,12 @@ def _parquet_records(path: Path, label: str, max_rows: int, digest: Any) -> Iter
         raise ConfigError(f"{label}: cannot read row {row + 1}: {exc}", requirement=REQUIREMENT) from None
 
 
+def _arrow_records(path: Path, label: str, max_rows: int, digest: Any) -> Iterator[tuple[str, Any]]:
+    from remnant.formats.arrow import arrow_records
+
+    return arrow_records(path, label, max_rows, digest)
+
+
 def read_split(
     root: Path,
     base: Path,
@@ -305,10 +316,12 @@ def read_split(
     for path in paths:
         label = str(path)
         digest = hashlib.sha256()
-        fmt: FileFormat = "parquet" if path.suffix == ".parquet" else "jsonl"
+        fmt = _FILE_FORMATS.get(path.suffix, "jsonl")
         records = (
             _parquet_records(path, label, max_rows, digest)
             if fmt == "parquet"
+            else _arrow_records(path, label, max_rows, digest)
+            if fmt == "arrow"
             else _jsonl_records(path, label, max_line_bytes, digest)
         )
         before = len(rows)
@@ -327,12 +340,28 @@ def read_split(
                 check(row, where)
             rows.append(row)
         files.append(SourceFile(_relative(path, root), digest.hexdigest(), len(rows) - before, fmt))
+    if not rows:  # an empty split would score as 0.0 (or as nothing) rather than be refused
+        raise ConfigError(
+            f"{', '.join(str(p) for p in paths)}: split {split!r} holds no rows; there is nothing to read",
+            requirement=REQUIREMENT,
+        )
     return tuple(rows), SplitSource(split, layout, tuple(files), ignored)
 
 
+#: The files a dataset repo's snapshot is fetched with: the data layouts read here, and the dataset card.
+HUB_PATTERNS = ("*.json", "*.jsonl", "*.parquet", "*.arrow", "*.md")
+
+
 def check_folder(folder: str | Path) -> Path:
-    """The dataset folder as a Path; ConfigError when it is missing or a file."""
+    """The dataset folder as a Path; ConfigError when it is missing or a file. A string naming no path that
+    can only be a hub id (``locuslab/TOFU``) is that dataset repo's snapshot, from the local Hugging Face cache
+    when offline (:mod:`remnant.hub`)."""
     root = Path(folder)
+    if isinstance(folder, str):
+        from remnant.hub import is_hub_id, snapshot
+
+        if is_hub_id(folder):
+            return snapshot(folder, repo_type="dataset", patterns=HUB_PATTERNS, error=ConfigError)
     if not root.exists():
         raise ConfigError(f"{root}: no such folder", requirement=REQUIREMENT)
     if not root.is_dir():

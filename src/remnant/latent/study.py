@@ -23,8 +23,9 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from remnant.config.fields import Patterns
 from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
 
 NullReading = Literal["held", "failed", "not evaluable"]
@@ -76,7 +77,7 @@ class ModelSettings(_Model):
     model. Each field left ``None`` keeps the study-wide value; ``method_params`` merge over the study's, per
     method and per parameter."""
 
-    trainable: list[str] | None = Field(default=None, description="Trainable parameter regexes.")
+    trainable: Patterns | None = Field(default=None, description="Trainable parameter regexes.")
     layers: list[int] | None = Field(default=None, description="Layers the direction is read in.")
     install: InstallSettings | None = Field(default=None, description="Install recipe.")
     relearn: RelearnSettings | None = Field(default=None, description="Relearning arm.")
@@ -97,7 +98,7 @@ class LatentProbeConfig(_Model):
     pack: PackSettings = Field(default_factory=PackSettings, description="The target pack.")
     attributes: list[str] = Field(default=["birth_year"], description="Installed attributes.")
     system_prompt: str | None = Field(default="", description="Chat system turn (None: template default).")
-    trainable: list[str] | None = Field(default=None, description="Trainable parameter regexes (all: None).")
+    trainable: Patterns | None = Field(default=None, description="Trainable parameter regexes (all: None).")
     install: InstallSettings = Field(default_factory=InstallSettings, description="Install recipe.")
     relearn: RelearnSettings = Field(default_factory=RelearnSettings, description="Relearning arm.")
     layers: list[int] | None = Field(default=None, description="Layers (None: 25/50/75 % of depth).")
@@ -139,7 +140,8 @@ class LatentProbeConfig(_Model):
         return self.model_copy(update=update)
 
 
-#: Sizing presets: ``tiny`` runs on the test suite's tiny random model in seconds; ``cpu`` is SmolLM2-scale.
+#: Sizing presets: ``tiny`` runs on the test suite's tiny random model in about a minute of CPU (docs/latent.md);
+#: ``cpu`` is SmolLM2-scale.
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
         "seeds": [0],
@@ -275,8 +277,12 @@ def resolve_config(
         raise ConfigError("study latent-probe: no model given (--model DIR or models = [...] in the config)")
     try:
         return LatentProbeConfig(**data)
-    except ValueError as exc:
-        raise ConfigError(f"study latent-probe: bad config: {exc}") from exc
+    except ValidationError as exc:  # one line: the first problem's field and message
+        from remnant.formats.files import describe_error
+
+        raise ConfigError(
+            f"study latent-probe: bad config: {describe_error(exc)}", requirement="C-H7"
+        ) from None
 
 
 def reading(held: int, evaluable: int, pass_fraction: float) -> NullReading:

@@ -287,14 +287,42 @@ DEFAULT_MUSE = (
 DEFAULTS: dict[str, tuple[str, ...]] = {"tofu": DEFAULT_TOFU, "muse": DEFAULT_MUSE}
 
 
+def plugin_metrics(suite: Suite) -> dict[str, MetricDef]:
+    """Named metrics that plugins' handlers declare for ``suite``: a handler registered through the
+    ``remnant.metrics`` entry point names its metrics in a class attribute ``named_metrics = {suite: (MetricDef,
+    ...)}`` (docs/extending.md), since a plugin cannot add to the lists above. A name the suite already has is a
+    ConfigError naming the plugin (two definitions of one log key would make logs ambiguous; R23)."""
+    from remnant import registry
+
+    out: dict[str, MetricDef] = {}
+    for plugin in registry.plugins("metric"):
+        for handler in plugin.names:
+            declared = getattr(registry.get("metric", handler), "named_metrics", {})
+            for defn in declared.get(suite, ()):
+                if defn.name in SUITES[suite] or defn.name in out:
+                    raise ConfigError(
+                        f"plugin {plugin.distribution!r} (entry point '{plugin.entry_point}') defines metric "
+                        f"{defn.name!r}, which the {suite.upper()} suite already has",
+                        requirement="R23",
+                    )
+                out[defn.name] = defn
+    return out
+
+
+def suite_metrics(suite: Suite) -> dict[str, MetricDef]:
+    """Every named metric of ``suite``: the built-in catalogue, then the plugins' (:func:`plugin_metrics`)."""
+    return {**SUITES[suite], **plugin_metrics(suite)}
+
+
 def lookup(name: str, suite: Suite = "tofu") -> MetricDef:
     """The definition of ``name`` (or of its alias) in ``suite``; an unknown name is a ConfigError listing the known
     ones (and saying so when the name belongs to the other suite)."""
-    metrics = SUITES[suite]
+    metrics = suite_metrics(suite)
     key = ALIASES.get(name, name)
     defn = metrics.get(key)
     if defn is None:
-        other = next((s for s, m in SUITES.items() if s != suite and key in m), None)
+        both: tuple[Suite, ...] = ("tofu", "muse")
+        other = next((s for s in both if s != suite and key in suite_metrics(s)), None)
         hint = f" ({name!r} is a {other.upper()} metric: --suite {other})" if other else ""
         known = ", ".join(sorted(metrics))
         raise ConfigError(
@@ -337,5 +365,7 @@ __all__ = [
     "Source",
     "Suite",
     "lookup",
+    "plugin_metrics",
+    "suite_metrics",
     "with_dependencies",
 ]

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def _split_files(base: Path, split: str) -> bool:
     return bool(candidates(base / config if config else base, check_name(name, "split")))
 
 
-def _check_splits(folder: Path, names: Sequence[str], settings: Any) -> list[str]:
+def _check_splits(folder: str | Path, names: Sequence[str], settings: Any) -> list[str]:
     """The splits the metrics read; a missing one is a ConfigError naming the folder, the split and the metrics
     that read it (a dependency with the metric it is computed for)."""
     from remnant.formats.files import check_folder
@@ -179,10 +180,45 @@ def _check_prompt(args: argparse.Namespace, names: list[str], suite: Any) -> Non
             )
 
 
-def _run(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation: every computed metric (:class:`~remnant.metrics.evaluate.EvalResult`), the requested
+    names in order, and the provenance manifest (R23, R24, R25)."""
+
+    result: Any
+    names: tuple[str, ...]
+    manifest: dict[str, Any]
+
+    @property
+    def summary(self) -> dict[str, float | None]:
+        """``{requested metric: agg_value}``, what ``remnant eval`` prints (their ``TOFU_SUMMARY.json``)."""
+        return {n: self.result.logs[n].agg_value for n in self.names}
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.result.notes)
+
+    def log_json(self) -> str:
+        """The evaluation log in their ``TOFU_EVAL.json`` / ``MUSE_EVAL.json`` layout."""
+        from remnant.metrics.evallog import eval_log_json
+
+        return str(eval_log_json(self.result.logs))
+
+
+def run_eval(
+    args: argparse.Namespace, *, model: Any = None, before_reading: Callable[[], None] | None = None
+) -> Evaluation:
+    """``remnant eval``'s evaluation of ``args`` (the command's options), writing nothing: the one path behind the
+    command and :func:`remnant.evaluate`. ``model`` is an already loaded state (``model``, ``tokenizer``,
+    ``identity``, ``source``) used instead of loading ``args.model``; ``before_reading`` runs once the options are
+    checked and before any data or model is read (the command checks its output paths there)."""
     from remnant.metrics.catalogue import ALIASES
     from remnant.metrics.evaluate import RetainLog
+    from remnant.models.device import check_device
 
+    # resolved here, so a device this machine lacks is refused before the data are read and the manifest
+    # records the device the metrics ran on (R24)
+    args.device = check_device(args.device, where="--device")
     suite = _suite(args)
     names = list(dict.fromkeys(ALIASES.get(n, n) for n in _metric_names(args.metrics, suite)))
     settings = _settings(args, suite)
@@ -191,17 +227,53 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "metric 'mia_reference' needs a reference model (--reference MODEL)", requirement="R23"
         )
-    from remnant.cli_paths import out_file
-
-    out = out_file(args.out, requirement="R23")
-    out_file(_manifest_path(out), requirement="R23", option="--out's manifest")
-    splits = _check_splits(Path(args.data), names, settings)
+    if before_reading is not None:
+        before_reading()
+    splits = _check_splits(args.data, names, settings)  # a str: a hub dataset id too (docs/formats.md)
     retain = None
     if args.retain_logs is not None:
         from remnant.metrics.evallog import read_eval_log
 
         retain = RetainLog(read_eval_log(args.retain_logs), str(args.retain_logs))
-    return _evaluate(args, names, settings, splits, retain)
+    return _evaluate(args, names, settings, splits, retain, model)
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    from remnant.cli_paths import out_file
+
+    # the log and its manifest replace none of what the evaluation reads, nor land in its model or data folders
+    inputs = {
+        "the model": args.model,
+        "the --data folder": args.data,
+        "the --retain-logs file": args.retain_logs,
+        "the --reference model": args.reference,
+    }
+    out = out_file(_log_path(args), requirement="R23", inputs=inputs)
+    out_file(_manifest_path(out), requirement="R23", option="--out's manifest", inputs=inputs)
+
+
+def _log_path(args: argparse.Namespace) -> Path:
+    """``--out``: the log file; written with a trailing slash (``--out eval/``) it names a folder, which receives
+    the log under OpenUnlearning's name for the suite (``TOFU_EVAL.json``, ``MUSE_EVAL.json``, as their
+    ``eval.py`` writes into its output folder) and its manifest beside it, never a file called ``eval`` (R23)."""
+    text = str(args.out)
+    if text.endswith(("/", os.sep)):
+        return Path(text) / f"{_suite(args).upper()}_EVAL.json"
+    return Path(text)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from remnant.atomic import write_atomic
+
+    evaluation = run_eval(args, before_reading=lambda: _check_out(args))
+    out = _log_path(args)
+    write_atomic(out, evaluation.log_json())
+    manifest = json.dumps(evaluation.manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    write_atomic(_manifest_path(out), manifest)
+    for note in evaluation.notes:
+        print(f"remnant eval: note: {note}", file=sys.stderr)
+    print(json.dumps(evaluation.summary, indent=2))
+    return 0
 
 
 def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[str, list[Any]]]:
@@ -221,15 +293,18 @@ def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[st
 
 
 def _evaluate(
-    args: argparse.Namespace, names: list[str], settings: Any, splits: list[str], retain: Any
-) -> int:
-    from remnant.atomic import write_atomic
-    from remnant.metrics.evallog import eval_log_json
+    args: argparse.Namespace,
+    names: list[str],
+    settings: Any,
+    splits: list[str],
+    retain: Any,
+    model: Any,
+) -> Evaluation:
     from remnant.metrics.evaluate import evaluate
     from remnant.models.load import load_model
 
     data, rows = _read_rows(args.data, settings.suite, splits)
-    state = load_model(args.model, dtype=args.dtype, device=args.device)
+    state = model if model is not None else load_model(args.model, dtype=args.dtype, device=args.device)
     ref = None if args.reference is None else load_model(args.reference, dtype=args.dtype, device=args.device)
     prompt = _prompt(args, state.tokenizer)
     result = evaluate(
@@ -239,14 +314,8 @@ def _evaluate(
         result.notes.append(
             f"evaluated in {args.dtype}: a precision reduction (R25); log-softmax runs in fp32"
         )
-    out = Path(args.out)
-    write_atomic(out, eval_log_json(result.logs))
     manifest = _manifest(args, names, settings, (state, ref), data, prompt, result)
-    write_atomic(_manifest_path(out), json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    for note in result.notes:
-        print(f"remnant eval: note: {note}", file=sys.stderr)
-    print(json.dumps({n: result.logs[n].agg_value for n in names}, indent=2))
-    return 0
+    return Evaluation(result=result, names=tuple(names), manifest=manifest)
 
 
 def add_commands(subparsers: Any) -> None:
@@ -257,12 +326,16 @@ def add_commands(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", help="a local model folder (safetensors), a .gguf file or a zoo name")
+    p.add_argument(
+        "model",
+        help="a model folder (safetensors), a PEFT LoRA adapter folder, a .gguf file, a zoo name or a hub id "
+        "(org/name); see docs/formats.md, Model arguments",
+    )
     p.add_argument(
         "--data",
         required=True,
         help="a TOFU-format folder (forget10_perturbed.json, ...) or a MUSE-format folder (knowmem/, verbmem/, "
-        "privleak/)",
+        "privleak/), or a hub dataset id (org/name); docs/formats.md",
     )
     p.add_argument(
         "--suite",
@@ -278,7 +351,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument(
         "--out",
         required=True,
-        help="the evaluation log to write (their TOFU_EVAL.json / MUSE_EVAL.json layout)",
+        help="the evaluation log to write (their TOFU_EVAL.json / MUSE_EVAL.json layout); ending in / it is a folder that receives TOFU_EVAL.json / MUSE_EVAL.json",
     )
     p.add_argument("--retain-logs", help="a retain model's evaluation log (forget quality, privleak)")
     p.add_argument("--reference", help="a reference model for mia_reference (same tokenizer)")
@@ -292,7 +365,7 @@ def add_commands(subparsers: Any) -> None:
         "verbmem 128)",
     )
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="model dtype (default fp32)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--device", default="cpu", help="auto, cpu, mps, cuda or cuda:N (default cpu)")
     p.add_argument("--forget-split", help="TOFU forget split (default forget10)")
     p.add_argument("--holdout-split", help="TOFU holdout split for the attacks (default holdout10)")
     p.add_argument(
@@ -311,4 +384,4 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-__all__ = ["add_commands"]
+__all__ = ["Evaluation", "add_commands", "run_eval"]

@@ -14,12 +14,13 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from remnant.models.device import check_device
     from remnant.models.load import load_model
     from remnant.statement.canonical import canonical_json
 
-    state = load_model(Path(args.path), dtype=args.dtype, device=args.device)
+    device = check_device(args.device, where="--device")
+    # a string: an existing path is a path, else a zoo name or a hub id (docs/formats.md, "Model arguments")
+    state = load_model(args.path, dtype=args.dtype, device=device)
     print(canonical_json(state.identity.model_dump(mode="json")).decode("utf-8"))
     return 0
 
@@ -53,9 +54,13 @@ def add_commands(subparsers: Any) -> None:
     lst.set_defaults(handler=_list)
     ident = sub.add_parser(
         "identify",
-        help="load a model folder or .gguf file as an assessment would and print its identity JSON (R2, R23)",
+        help="load a model as an assessment would and print its identity JSON (R2, R23)",
     )
-    ident.add_argument("path", help="a model folder (safetensors) or a .gguf file; never a hub id")
+    ident.add_argument(
+        "path",
+        help="a model folder (safetensors), a PEFT LoRA adapter folder, a .gguf file, a zoo name or a hub id "
+        "(org/name; from the local Hugging Face cache when offline); see docs/formats.md, Model arguments",
+    )
     ident.add_argument("--dtype", default="fp32", choices=("fp32", "bf16", "fp16"))
-    ident.add_argument("--device", default="cpu")
+    ident.add_argument("--device", default="cpu", help="auto, cpu, mps, cuda or cuda:N (default cpu)")
     ident.set_defaults(handler=_identify)

@@ -15,6 +15,13 @@ transformers cannot read anything else in the claimant's folder, and :mod:`remna
 exactly these files. A Hugging Face cache snapshot (``<repo>/snapshots/<rev>/``) links its files into
 ``<repo>/blobs/``; those links are allowed, and only those.
 
+A PEFT LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``, no weights of its own) is a
+model too (R2): its base is ``base_model_name_or_path`` (an absolute folder, a folder relative to the adapter
+folder, or a hub id resolved as :func:`remnant.models.load.load_model` does), whose files are chosen and checked as
+above; the adapter's two files are added under ``adapter/`` names, so they are staged, hashed and loaded with
+the base's. ``adapter_model.bin`` (pickled) is refused, as is an adapter whose base is itself an adapter or
+whose ``peft_type`` is not ``LORA``.
+
 This module does not import torch.
 """
 
@@ -58,6 +65,12 @@ TOKENIZER_FILES = (
     "tiktoken.model",
 )
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: Where an adapter's files sit among the files of one load (a folder of the staging folder).
+ADAPTER_DIR = "adapter"
+#: The PEFT adapter types remnant applies (merged into the base before scoring).
+ADAPTER_TYPES = ("LORA",)
 #: Largest JSON file (config, index, tokenizer config) read here to check it; real ones are under 2 MB.
 MAX_JSON_BYTES = 64 << 20
 _SEGMENT = re.compile(r"[^/\\\x00]+")
@@ -77,6 +90,7 @@ class ModelFiles:
     tokenizer: tuple[str, ...]
     resolved: dict[str, Path]
     gguf: str | None = None
+    adapter: tuple[str, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -85,8 +99,8 @@ class ModelFiles:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every file read, in role order."""
-        return self.weights + self.config + self.tokenizer
+        """Every file read, in role order (a PEFT adapter's files last)."""
+        return self.weights + self.config + self.tokenizer + self.adapter
 
 
 def _refuse(message: str) -> ModelError:
@@ -215,6 +229,72 @@ def folder_files(folder: Path) -> ModelFiles:
     return ModelFiles(folder, weights, config, tokenizer, resolved)
 
 
+def _adapter_base(folder: Path, config: dict[str, Any]) -> Path:
+    """The base model folder an adapter names (module docstring); ModelError (R2) when it cannot be found."""
+    label = folder / ADAPTER_CONFIG
+    base = config.get("base_model_name_or_path")
+    if not isinstance(base, str) or not base.strip():
+        raise _refuse(f"{label}: base_model_name_or_path must name the base model (a folder or a hub id)")
+    path = Path(base).expanduser()
+    if path.is_absolute():
+        return path
+    if os.path.lexists(folder / path):
+        return folder / path
+    from remnant.hub import is_hub_id
+
+    if not is_hub_id(base):
+        raise _refuse(f"{label}: base model {base!r} is neither a folder (beside the adapter) nor a hub id")
+    from remnant.models.load import resolve_source  # lazy: only a hub base needs the loader (and torch)
+
+    try:
+        return resolve_source(base)
+    except ModelError as exc:
+        raise _refuse(f"{label}: base model {base!r}: {exc}") from None
+
+
+def adapter_files(folder: Path) -> ModelFiles:
+    """A PEFT LoRA adapter folder: its base's files plus ``adapter/adapter_config.json`` and
+    ``adapter/adapter_model.safetensors`` (module docstring; R2)."""
+    label = folder / ADAPTER_CONFIG
+    roots = _containment_roots(folder)
+    _refuse_code(folder)
+    if not _present(folder, ADAPTER_WEIGHTS):
+        if _present(folder, "adapter_model.bin"):
+            raise _refuse(
+                f"{folder / 'adapter_model.bin'}: pickled adapter weights are refused (loading them can run "
+                "code); save the adapter with safe_serialization=True"
+            )
+        raise _refuse(f"{folder}: {ADAPTER_CONFIG} but no {ADAPTER_WEIGHTS}")
+    real_config = _regular_inside(folder, ADAPTER_CONFIG, roots, "the adapter config")
+    config = _read_json(real_config, label)
+    if not isinstance(config, dict):
+        raise _refuse(f"{label}: not a JSON object")
+    if config.get("peft_type") not in ADAPTER_TYPES:
+        raise _refuse(
+            f"{label}: peft_type {config.get('peft_type')!r} is not supported (only {', '.join(ADAPTER_TYPES)})"
+        )
+    # peft imports the module named by megatron_core when megatron_config is set: a claimant picks code to run.
+    # (auto_mapping is only a note of the base's class: the base is always read by AutoModelForCausalLM.)
+    if config.get("megatron_config") is not None:
+        raise _refuse(f"{label}: megatron_config makes peft import a module the file names; it is refused")
+    base_path = _adapter_base(folder, config)
+    if base_path.is_file() or (base_path.is_dir() and _present(base_path, ADAPTER_CONFIG)):
+        # one level only: a chain of adapters, or an adapter on a GGUF file, is not what PEFT publishes
+        raise _refuse(
+            f"{label}: the base model {base_path} must be a safetensors model folder, not another adapter"
+        )
+    if not base_path.is_dir():
+        raise _refuse(f"{label}: base model {base_path}: no such model folder")
+    base = folder_files(base_path)
+    resolved = dict(base.resolved)
+    resolved[f"{ADAPTER_DIR}/{ADAPTER_CONFIG}"] = real_config
+    resolved[f"{ADAPTER_DIR}/{ADAPTER_WEIGHTS}"] = _regular_inside(
+        folder, ADAPTER_WEIGHTS, roots, "the adapter weights"
+    )
+    adapter = (f"{ADAPTER_DIR}/{ADAPTER_CONFIG}", f"{ADAPTER_DIR}/{ADAPTER_WEIGHTS}")
+    return ModelFiles(folder, base.weights, base.config, base.tokenizer, resolved, adapter=adapter)
+
+
 def gguf_files(file: Path) -> ModelFiles:
     """A single ``.gguf`` file: weights, config and tokenizer all come from it."""
     if file.suffix != ".gguf":
@@ -230,6 +310,12 @@ def model_files(path: Path) -> ModelFiles:
         return gguf_files(path)
     if not path.exists():
         raise _refuse(f"{path}: no such model folder")
+    if (
+        _present(path, ADAPTER_CONFIG)
+        and not _present(path, SINGLE_WEIGHTS)
+        and not _present(path, INDEX_NAME)
+    ):
+        return adapter_files(path)
     return folder_files(path)
 
 
@@ -248,10 +334,14 @@ def staged(files: ModelFiles) -> Iterator[Path]:
 
 
 __all__ = [
+    "ADAPTER_CONFIG",
+    "ADAPTER_DIR",
+    "ADAPTER_WEIGHTS",
     "INDEX_NAME",
     "PICKLE_SUFFIXES",
     "TOKENIZER_FILES",
     "ModelFiles",
+    "adapter_files",
     "folder_files",
     "gguf_files",
     "model_files",

@@ -3,7 +3,8 @@
 The files are those :mod:`remnant.models.files` chose and checked, the only ones a load can read: the shard index
 and the shards it names (or ``model.safetensors``, or the ``.gguf`` file), ``config.json`` and
 ``generation_config.json``, and the tokenizer files including ``chat_template.jinja``. A file beside them that the
-load does not read is not hashed, and one that is read is never left out.
+load does not read is not hashed, and one that is read is never left out. A PEFT adapter folder's identity is
+its base's files plus the adapter's two files (named ``adapter/...``).
 """
 
 from __future__ import annotations
@@ -89,11 +90,15 @@ def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> Mode
     def hashes(names: tuple[str, ...]) -> dict[str, str]:
         return {name: sha256_file(files.resolved[name]) for name in names}
 
+    # A PEFT adapter's files (``adapter/...``) are hashed beside its base's, so base + adapter is one identity
+    # and the base alone is another (R2, R23).
+    adapter_weights = tuple(n for n in files.adapter if n.endswith(".safetensors"))
+    adapter_config = tuple(n for n in files.adapter if n not in adapter_weights)
     param = next(model.parameters())
     fields: dict[str, Any] = {
-        "weights": hashes(files.weights),
+        "weights": hashes(files.weights + adapter_weights),
         "tokenizer": hashes(files.tokenizer),
-        "config": hashes(files.config),
+        "config": hashes(files.config + adapter_config),
         "chat_template": _template_digest(tokenizer),
         "architecture": type(model).__name__,
         "parameter_count": sum(p.numel() for p in model.parameters()),
@@ -106,3 +111,22 @@ def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> Mode
 def identify(folder: Path | str, model: Any, tokenizer: Any = None) -> ModelIdentity:
     """The identity of a model loaded from ``folder`` (a directory or a single .gguf file), as a load reads it."""
     return identify_files(model_files(Path(folder)), model, tokenizer)
+
+
+def identify_in_memory(model: Any, tokenizer: Any = None) -> ModelIdentity:
+    """The identity of a state that was never read from files (a notebook's model): its weights' bytes stand for
+    the weights files (``weights_digest_of``, under the name ``in-memory``); no tokenizer or config files (R23)."""
+    from remnant.models.dtype import dtype_name
+
+    param = next(model.parameters())
+    fields: dict[str, Any] = {
+        "weights": {"in-memory": weights_digest_of(model)},
+        "tokenizer": {},
+        "config": {},
+        "chat_template": _template_digest(tokenizer),
+        "architecture": type(model).__name__,
+        "parameter_count": sum(p.numel() for p in model.parameters()),
+        "dtype": dtype_name(param.dtype),
+        "device": str(param.device),
+    }
+    return ModelIdentity(**fields, digest=_digest(fields))

@@ -10,7 +10,10 @@ identity is what was loaded:
   identity); parameters tied to another (``lm_head.weight`` to the embeddings) are not missing;
 - a chat template that cannot be rendered (e.g. it trips the Jinja sandbox) is refused at load time;
 - a path that does not exist is "no such model folder", never a hub id; only a string that can be nothing but
-  a hub id (``org/name``) is fetched from the hub.
+  a hub id (``org/name``) is resolved through huggingface_hub as transformers does (downloaded where the network
+  allows, from the local cache with ``HF_HUB_OFFLINE=1``), safetensors files only;
+- a PEFT LoRA adapter folder loads its base (:mod:`remnant.models.files`), applies the adapter and merges it, so
+  scoring sees one plain model; its identity hashes the base's files and the adapter's.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +28,18 @@ from typing import Any
 
 from remnant.atomic import replace_dir
 from remnant.errors import ModelError
+from remnant.hub import is_hub_id
 from remnant.models.dtype import resolve_dtype
-from remnant.models.files import PICKLE_SUFFIXES, ModelFiles, model_files, staged
+from remnant.models.files import (
+    ADAPTER_DIR,
+    ADAPTER_WEIGHTS,
+    PICKLE_SUFFIXES,
+    ModelFiles,
+    model_files,
+    staged,
+)
 from remnant.models.identity import ModelIdentity, identify_files
 
-#: A hub id: ``org/name``, one slash, no leading ``.``, ``/`` or ``~``; a name ending like a file is not one.
-HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
-_FILE_ENDINGS = (".gguf", ".safetensors", ".json", ".bin", ".pt", ".pth", ".ckpt", ".pkl")
 #: How many missing / unexpected / mismatched parameter names a refusal lists before "and N more".
 LISTED = 10
 
@@ -43,6 +50,7 @@ __all__ = [
     "is_hub_id",
     "load_files",
     "load_model",
+    "resolve_source",
     "save_model",
 ]
 
@@ -57,17 +65,7 @@ class ModelState:
     source: str
 
 
-def is_hub_id(name: str) -> bool:
-    """``name`` can only mean a hub id: ``org/name`` (module docstring) and not an existing path."""
-    return (
-        HUB_ID.fullmatch(name) is not None
-        and ".." not in name
-        and not name.lower().endswith(_FILE_ENDINGS)
-        and not os.path.lexists(name)
-    )
-
-
-def _resolve_source(source: str | Path) -> Path:
+def resolve_source(source: str | Path) -> Path:
     """The path to load and whether it came from the hub. A ``Path`` (e.g. a config's ``folder``) is always a
     path; a string is a path when it exists, else a zoo name, else a hub id, else a missing folder."""
     path = Path(source).expanduser()
@@ -87,23 +85,11 @@ def _resolve_source(source: str | Path) -> Path:
 
 
 def _from_hub(hub_id: str) -> Path:
-    try:
-        from huggingface_hub import snapshot_download
+    """A hub model's snapshot (:func:`remnant.hub.snapshot`): safetensors, configs and tokenizer files only."""
+    from remnant.hub import snapshot
 
-        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        return Path(
-            snapshot_download(
-                hub_id,
-                allow_patterns=["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model"],
-                local_files_only=offline,
-                etag_timeout=5,
-            )
-        )
-    except Exception as exc:  # network or offline: one clear message
-        raise ModelError(
-            f"cannot reach hub model {hub_id!r} ({type(exc).__name__}); run `remnant models fetch NAME` "
-            "or point to a local folder"
-        ) from exc
+    patterns = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model"]
+    return snapshot(hub_id, repo_type="model", patterns=patterns, error=ModelError)
 
 
 def _names(keys: Any) -> list[str]:
@@ -162,7 +148,37 @@ def _read(files: ModelFiles, where: Path, torch_dtype: Any) -> tuple[Any, Any]:
     )
     model, info = loaded
     check_loading_info(info, files.folder)
+    if files.adapter:
+        model = _apply_adapter(model, where / ADAPTER_DIR, files.folder)
     return tokenizer, model
+
+
+def _apply_adapter(model: Any, adapter_dir: Path, folder: Path) -> Any:
+    """The base ``model`` with the LoRA adapter staged in ``adapter_dir`` applied and merged (R2): every adapter
+    tensor must land on a LoRA parameter of the base and every LoRA parameter must be given (a partial adapter
+    would leave random LoRA weights behind one identity). A shape that does not fit the base raises in peft."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    config = LoraConfig.from_pretrained(str(adapter_dir))
+    config.inference_mode = True
+    # the base was read from the staging folder; naming it keeps peft from warning about a renamed base
+    config.base_model_name_or_path = getattr(model, "name_or_path", None)
+    peft_model = get_peft_model(model, config)
+    result = set_peft_model_state_dict(peft_model, load_file(str(adapter_dir / ADAPTER_WEIGHTS)))
+    unexpected = _names(getattr(result, "unexpected_keys", ()))
+    missing = [k for k in _names(getattr(result, "missing_keys", ())) if "lora_" in k]
+    for names, what in (
+        (unexpected, "not LoRA parameters of the base"),
+        (missing, "missing from the adapter"),
+    ):
+        if names:
+            more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
+            raise ModelError(
+                f"{folder / ADAPTER_WEIGHTS}: {len(names)} tensor(s) {what}: {', '.join(names[:LISTED])}{more}",
+                requirement="R2",
+            )
+    return peft_model.merge_and_unload()
 
 
 def load_files(files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
@@ -188,10 +204,10 @@ def load_files(files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu") -
 def load_model(source: str | Path, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
     """Load a folder (safetensors), a .gguf file, a zoo name or a hub id, in eval mode (R2 identity).
 
-    A ``Path`` is always a folder or file (never a hub id); see :func:`_resolve_source` for strings.
+    A ``Path`` is always a folder or file (never a hub id); see :func:`resolve_source` for strings.
     """
     resolve_dtype(dtype, device)  # a bad dtype is refused before any file is read
-    return load_files(model_files(_resolve_source(source)), dtype=dtype, device=device)
+    return load_files(model_files(resolve_source(source)), dtype=dtype, device=device)
 
 
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:

@@ -60,13 +60,13 @@ def add_commands(sub: Any) -> None:
 
 
 def _mint(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import out_folder
+    from remnant.cli_paths import mark_output, out_folder
     from remnant.packs.classc import mint_class_c
     from remnant.packs.classd import ClassDSpec, mint_class_d
     from remnant.packs.general import with_general
     from remnant.packs.schema import write_pack
 
-    out_folder(args.out, requirement="R2")
+    out_folder(args.out, requirement="R2", kind="pack")
     start = time.perf_counter()
     if args.pack_class == "D":
         pack = mint_class_d(
@@ -92,6 +92,7 @@ def _mint(args: argparse.Namespace) -> int:
         if args.general:
             pack = with_general(pack)
     write_pack(pack, args.out)
+    mark_output(args.out, "pack")
     print(
         f"minted {pack.manifest.id} ({len(pack.items)} items) in {time.perf_counter() - start:.2f}s "
         f"-> {args.out}  digest {pack.digest}"

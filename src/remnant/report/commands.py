@@ -12,13 +12,18 @@ EXIT_OK = 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import out_file, run_folder
+    from pathlib import Path
+
+    from remnant.cli_paths import out_file, run_files, run_folder
     from remnant.report.runs import report_runs
 
     for run in args.runs:
         run_folder(run, requirement="K4")
     if args.out is not None:
-        out_file(args.out, requirement="R22")
+        # the page replaces none of the run files it reads (a statement, the records...) nor a pack's files
+        inputs = {f"{name} of {run}": Path(run) / name for run in args.runs for name in run_files()}
+        inputs |= {f"the --pack folder {pack}": pack for pack in args.pack or ()}
+        out_file(args.out, requirement="R22", inputs=inputs)
     path = report_runs(
         args.runs,
         customer=args.customer,

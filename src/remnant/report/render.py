@@ -24,6 +24,7 @@ from remnant.report.curves import PointView, RelearningCurve, Separation, point_
 from remnant.report.plots import IntervalRow, curve_svg, intervals_svg
 from remnant.report.redact import Redactor
 from remnant.run_manifest import RunManifest
+from remnant.standard.derive import UNDEFINED_UTILITY
 from remnant.statement.absent import Absent
 from remnant.statement.schema import Cell, ConformanceStatement
 
@@ -73,6 +74,9 @@ class ReportEntry:
     public_key_file: str = "remnant.pub"
     statement_digest: str | None = None
     manifest_matches: bool | None = None
+    #: Whether the envelope's signed payload carries this very statement (K5; its signature is not checked
+    #: here, there is no key): None when not looked at. A report calls the statement signed only when True.
+    envelope_matches: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,54 @@ class EntryView:
     @property
     def verdict(self) -> str | None:
         return None if isinstance(self.s.verdict, Absent) else self.s.verdict
+
+    @property
+    def signature(self) -> str:
+        """What the reports may say of a signature (K5): ``signed`` (an envelope beside the statement whose
+        payload is this statement; the signature itself is for ``remnant verify`` to check), ``other`` (an
+        envelope that carries some other statement, or none readable), ``unknown`` (an envelope not looked
+        at) or ``unsigned``."""
+        if self.entry.envelope_file is None:
+            return "unsigned"
+        return {True: "signed", False: "other", None: "unknown"}[self.entry.envelope_matches]
+
+    @property
+    def utility_undefined(self) -> list[str]:
+        """The metrics on which the pre-removal utility was measured at zero, leaving the removal-stage ratio
+        undefined rather than unmeasured (R11); empty when that is not why it is absent."""
+        utility = self.facts.get("utility")
+        named = utility.get(UNDEFINED_UTILITY) if isinstance(utility, dict) else None
+        if not isinstance(self.s.utility.removal_stage, Absent) or not isinstance(named, list):
+            return []
+        return [str(m) for m in named]
+
+    @property
+    def missing_controls(self) -> list[str]:
+        """The adjudicating attacks that ran on the post-removal model with no control result (R3, R4): a report
+        may say each attack ran on both models only when there are none."""
+        return [a.name for a in self.attacks if a.role == "adjudicating" and a.post and a.control is None]
+
+    @property
+    def preregistered(self) -> bool:
+        """Whether the statement carries the digest of a frozen pre-registration (R14)."""
+        return not isinstance(self.s.pre_registration.digest, Absent)
+
+    @property
+    def installation(self) -> str:
+        """What the reports may say of how the target was fixed (R2), from the statement's ``installation``:
+        ``reached`` and ``unreached`` (installed here; the reports print κ against the target), ``provenance``
+        (documented provenance, nothing measured) or ``not_recorded``. Only ``reached`` lets a report say the
+        pre-removal model holds the target."""
+        block = self.s.installation
+        if not isinstance(block, Absent):
+            return "reached" if block.reached else "unreached"
+        return "provenance" if self.installation_provenance else "not_recorded"
+
+    @property
+    def installation_provenance(self) -> bool:
+        """Whether documented provenance fixes the target (the facts' ``installation`` says so, R2)."""
+        raw = self.facts.get("installation")
+        return isinstance(raw, dict) and raw.get("fixed_by") == "provenance"
 
     @property
     def headline(self) -> AttackRow | None:

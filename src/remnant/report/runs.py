@@ -44,16 +44,34 @@ def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
     if manifest is not None and not isinstance(statement.manifest_ref, Absent):
         matches = check_manifest_ref(manifest_path, statement.manifest_ref)
     envelope = folder / ENVELOPE_FILE
+    signed = envelope.is_file()
     return ReportEntry(
         statement=statement,
         curves=tuple(manifest.results.curves) if manifest is not None else (),
         manifest=manifest,
         label=label or folder.resolve().name,
         statement_file=STATEMENT_FILE,
-        envelope_file=ENVELOPE_FILE if envelope.is_file() else None,
+        envelope_file=ENVELOPE_FILE if signed else None,
         statement_digest=sha256_of(statement_path),
         manifest_matches=matches,
+        envelope_matches=envelope_carries(envelope, statement_path) if signed else None,
     )
+
+
+def envelope_carries(envelope: Path, statement: Path) -> bool:
+    """Whether the envelope's signed payload is the statement in ``statement`` (K5), the signature unchecked (no
+    key here): an envelope left from an earlier run, or one about another statement, does not make this one
+    signed."""
+    from remnant.errors import SignatureError
+    from remnant.jsonio import read_json
+    from remnant.statement.canonical import canonical_json
+    from remnant.statement.dsse import carried_predicate
+
+    try:
+        carried = carried_predicate(read_json(envelope, requirement="K5"))
+        return canonical_json(carried) == canonical_json(read_json(statement, requirement="K4"))
+    except (ConfigError, SignatureError):  # unreadable or foreign: it carries nothing about this statement
+        return False
 
 
 def _canaries(entries: Sequence[ReportEntry], pack_dirs: Sequence[Path]) -> frozenset[str] | None:

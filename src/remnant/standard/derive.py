@@ -8,7 +8,9 @@ call the rules here, so a statement whose cells were edited cannot agree with it
   the control at the same budget and step; among equal rates the one whose control is lowest;
 - **utility** (R9, R11, R12): removal-stage u is the smallest ratio over the declared metrics of the
   post-removal value to the pre-removal value; attack-stage u the smallest ratio of the relearned post-removal
-  model's value (largest budget relearned) to θ_U's; a ratio over a zero reference says nothing (None);
+  model's value (largest budget relearned) to θ_U's; a ratio over a zero reference says nothing (None), and the
+  facts then name the metrics whose pre-removal value was measured as zero (:data:`UNDEFINED_UTILITY`), so a
+  report can tell *measured, but undefined* from *not measured*;
 - **tier evidence** (R21, §7.1): the smallest n behind the admitted, adjudicating evidence, and the §3
   requirements a utility that was never measured leaves unmet (R11, R13).
 
@@ -37,6 +39,9 @@ CHECKPOINT_PATTERN = re.compile(r"^budget=(\d+)/step=(\d+)$")
 #: Any label of a relearning curve at budget B: a checkpoint, its end (R12, C-W4) or its divergence.
 _BUDGET_PATTERN = re.compile(r"^budget=(\d+)/(?:step=\d+|final|diverged)$")
 
+#: The utility facts' key naming the declared metrics on which the pre-removal model was measured at zero, so
+#: u(θ_U)/u(θ) is undefined though both were measured (R11); present only then.
+UNDEFINED_UTILITY = "removal_stage_undefined"
 #: One utility value: (attack, checkpoint, state, metric name) → value (higher is better).
 UtilityKey = tuple[str, str, str, str]
 
@@ -101,24 +106,32 @@ def utility_ratio(num: float, den: float) -> float | None:
 
 def utility_stages(
     values: Mapping[UtilityKey, float], metrics: Sequence[str], budgets: Mapping[str, int] | None = None
-) -> dict[str, float | None]:
+) -> dict[str, Any]:
     """Removal-stage and attack-stage utility from per-state values (R9, R11, R12, C-W4).
 
     Removal stage: the smallest over ``metrics`` of u(θ_U)/u(θ), None when any metric lacks either reading or
-    its pre-removal value is zero. Attack stage: the smallest over metrics of the relearned post-removal model's
-    value at the largest budget relearned over θ_U's, None when no metric has both. ``budgets`` maps the
-    checkpoint of each relearned reading to its budget (a record's typed ``budget``); None reads it from the
-    label (:func:`label_budget`), all a statement's cells carry.
+    its pre-removal value is zero. When every metric has both readings and only zero references stand in the
+    way, :data:`UNDEFINED_UTILITY` lists those metrics: measured, but the ratio is undefined (R11). Attack
+    stage: the smallest over metrics of the relearned post-removal model's value at the largest budget
+    relearned over θ_U's, None when no metric has both. ``budgets`` maps the checkpoint of each relearned
+    reading to its budget (a record's typed ``budget``); None reads it from the label (:func:`label_budget`),
+    all a statement's cells carry.
     """
     removal: list[float] = []
+    missing: list[str] = []
+    zero: list[str] = []
     for metric in metrics:
         post = values.get((NONE, REMOVAL_STAGE, POST, metric))
         pre = values.get((NONE, REMOVAL_STAGE, PRE, metric))
         ratio = utility_ratio(post, pre) if post is not None and pre is not None else None
-        if ratio is None:
-            removal = []
-            break
-        removal.append(ratio)
+        if ratio is not None:
+            removal.append(ratio)
+        elif post is None or pre is None:
+            missing.append(metric)
+        else:
+            zero.append(metric)
+    if missing or zero:
+        removal = []
     budget_of = budgets.get if budgets is not None else label_budget
     relearned = sorted(
         {
@@ -136,10 +149,13 @@ def utility_stages(
             ratio = utility_ratio(after, post) if after is not None and post is not None else None
             if ratio is not None:
                 attack_stage.append(ratio)
-    return {
+    stages: dict[str, Any] = {
         "removal_stage": min(removal) if removal else None,
         "attack_stage": min(attack_stage) if attack_stage else None,
     }
+    if zero and not missing:
+        stages[UNDEFINED_UTILITY] = zero
+    return stages
 
 
 def behavioural_n(facts: Mapping[str, Any], admitted: Iterable[str]) -> int | None:
@@ -165,6 +181,7 @@ def unmet_without_utility(facts: Mapping[str, Any]) -> frozenset[str]:
 __all__ = [
     "CHECKPOINT_PATTERN",
     "Reading",
+    "UNDEFINED_UTILITY",
     "behavioural_n",
     "best_relearning_point",
     "checkpoint_label",

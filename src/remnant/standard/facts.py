@@ -12,13 +12,26 @@ rate is taken net of (D4), and ``baseline`` is the rate an adversary reaches on 
 anything — the forced-choice chance rate of a linkability test (D-3) or the population baseline of an inference
 test (D-4.2). Both the attack's rate and its control's are taken net of it, as ``chance_rate`` does for a whole
 multiple-choice target.
+
+``installation`` (optional) records how the target was fixed (R2): by an installation, with the strength the
+pre-removal model reached on the installed items against the declared target and whether it reached it, or by
+documented provenance, with no measurement. An installation that did not reach its target makes *removed*
+impossible (:mod:`remnant.standard.verdict`); facts without the key are read as before and left without it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from remnant.standard.vocabulary import Risk, Status, Surface
 
@@ -40,6 +53,110 @@ class UtilityFacts(_Model):
         ge=0.0,
         description="Utility re-measured during the attack (R12, C-W4); reported, never the floor test.",
     )
+    removal_stage_undefined: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="The declared metrics on which the pre-removal model was measured at zero, so u(θ_U)/u(θ) "
+        "is undefined although both models were measured (R11); left out when that is not the case.",
+    )
+
+    @model_validator(mode="after")
+    def _undefined_means_no_value(self) -> UtilityFacts:
+        if self.removal_stage_undefined is not None and self.removal_stage is not None:
+            raise ValueError(
+                "removal_stage_undefined: set beside a removal_stage value; a zero pre-removal reference leaves "
+                "the removal-stage ratio undefined (R11)"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_undefined(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The key is written only when it applies, so the facts of a measured or unmeasured utility keep their
+        form; it reads back as null."""
+        data: dict[str, Any] = handler(self)
+        if data.get("removal_stage_undefined") is None:
+            data.pop("removal_stage_undefined", None)
+        return data
+
+
+#: Slack on ``measured == k/n`` for an installation read back from JSON (a float written and parsed again).
+_MEASURED_TOL = 1e-9
+_MEASUREMENT_FIELDS = ("metric", "k", "n", "measured", "target", "reached")
+
+
+class InstallationFact(_Model):
+    """How the removal target was fixed (R2), and for an installation the strength the pre-removal model reached.
+
+    ``fixed_by: "installation"``: the target was installed here, and ``metric`` (κ, or w), ``k``/``n`` on the
+    installed items, ``measured`` (= k/n), the declared ``target`` and ``reached`` are all given; ``reached`` true
+    needs ``measured`` ≥ ``target``. ``reached`` false beside ``measured`` ≥ ``target`` is accepted: it only
+    withholds *removed* (an installation run that diverged after its last score records that). ``fixed_by:
+    "provenance"``: the claimant's documented provenance fixes the target (``provenance``), nothing was installed
+    or measured here, and every measurement field stays null.
+    """
+
+    fixed_by: Literal["installation", "provenance"] = Field(
+        description="How the target was fixed: installed here, or by the claimant's documented provenance (R2)."
+    )
+    metric: Literal["kappa", "w"] | None = Field(
+        default=None, description="The metric the installation target is declared on (κ; w where it gates)."
+    )
+    k: int | None = Field(default=None, ge=0, description="Installed items the pre-removal model gets right.")
+    n: int | None = Field(default=None, gt=0, description="Installed items scored (R19).")
+    measured: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="k/n: the strength the pre-removal model reached (R2)."
+    )
+    target: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="The declared installation target (pre-registered, R14)."
+    )
+    reached: bool | None = Field(default=None, description="Whether measured reached the target (R2).")
+    provenance: str | None = Field(
+        default=None, min_length=1, description="The documented provenance that fixes the target (R2)."
+    )
+
+    @field_validator("fixed_by", mode="before")
+    @classmethod
+    def _known_way(cls, value: Any) -> Any:
+        if value not in ("installation", "provenance"):
+            raise ValueError(
+                f"{value!r} is neither 'installation' nor 'provenance', the two ways R2 fixes a target"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> InstallationFact:
+        given = [f for f in _MEASUREMENT_FIELDS if getattr(self, f) is not None]
+        if self.fixed_by == "provenance":
+            if given or not self.provenance:
+                raise ValueError(
+                    f"fixed_by 'provenance' needs the provenance text and no measurement (got "
+                    f"{', '.join(given) or 'no provenance'}); nothing was installed or measured here (R2)"
+                )
+            return self
+        missing = [f for f in _MEASUREMENT_FIELDS if getattr(self, f) is None]
+        if missing or self.provenance is not None:
+            raise ValueError(
+                f"fixed_by 'installation' needs {', '.join(_MEASUREMENT_FIELDS)} and no provenance"
+                + (f" (missing: {', '.join(missing)})" if missing else "")
+                + " (R2: the strength installed and its target)"
+            )
+        k, n, measured, target = self.k, self.n, self.measured, self.target
+        assert k is not None and n is not None and measured is not None and target is not None
+        if k > n:
+            raise ValueError(f"k={k} exceeds n={n} (R2)")
+        if abs(measured - k / n) > _MEASURED_TOL:
+            raise ValueError(f"measured {measured:g} is not k/n = {k}/{n} (R2, R19)")
+        if self.reached and measured < target:
+            raise ValueError(
+                f"reached is true but measured {measured:g} ({k}/{n}) is below the target {target:g}: an "
+                "installation that did not reach its target is not reached (R2)"
+            )
+        return self
+
+    @property
+    def unreached(self) -> bool:
+        """An installation that did not reach its declared target (R2): *removed* is then unavailable."""
+        return self.fixed_by == "installation" and self.reached is False
 
 
 class InsignificanceBar(_Model):
@@ -176,6 +293,11 @@ class VerdictFacts(_Model):
     insignificance: InsignificanceBar | None = Field(
         default=None, description="Class D only: the declared insignificance bar (D-5.1, D-5.2)."
     )
+    installation: InstallationFact | None = Field(
+        default=None,
+        description="How the target was fixed (R2): the installation's strength against its target, or "
+        "provenance; an unreached installation makes removed impossible. Left out when not recorded.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> VerdictFacts:
@@ -201,3 +323,12 @@ class VerdictFacts(_Model):
                 f"insignificance: set on a Class {self.class_} assessment; the bar is Class D's (D-5.1)"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unrecorded_installation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``installation`` is written only when recorded, so facts that never carried it keep their bytes (the
+        statement's facts, R24); it reads back as null."""
+        data: dict[str, Any] = handler(self)
+        if data.get("installation") is None:
+            data.pop("installation", None)
+        return data

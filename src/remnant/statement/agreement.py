@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from remnant.standard.derive import behavioural_n, unmet_without_utility
+from remnant.standard.derive import UNDEFINED_UTILITY, behavioural_n, unmet_without_utility
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.rules import GENERAL_REQUIREMENTS
@@ -115,7 +115,7 @@ def _stage(value: float | Absent) -> float | None:
 
 
 def _check_utility(
-    s: ConformanceStatement, facts: VerdictFacts, from_cells: dict[str, float | None] | None, phi: Any
+    s: ConformanceStatement, facts: VerdictFacts, from_cells: dict[str, Any] | None, phi: Any
 ) -> list[Violation]:
     """R13, R12, R11: the utility block is the facts', the facts are the utility cells'; no verdict but
     utility-collapsed beside a removal-stage utility below φ."""
@@ -138,6 +138,17 @@ def _check_utility(
                     f"({show(from_cells[stage])})",
                 )
             )
+    undefined = facts.utility.removal_stage_undefined
+    if from_cells is not None and from_cells.get(UNDEFINED_UTILITY) != undefined:
+        # Whether a missing ratio was measured over a zero reference or not measured is what the reports say
+        # (R11): the facts may not claim either against the cells.
+        out.append(
+            Violation(
+                requirement="R11",
+                message=f"facts.utility.{UNDEFINED_UTILITY} {show(undefined)} is not what the utility cells give "
+                f"({show(from_cells.get(UNDEFINED_UTILITY))})",
+            )
+        )
     u = block["removal_stage"]
     if u is not None and isinstance(phi, int | float) and u < phi and s.verdict in ("removed", "hidden"):
         out.append(

@@ -3,7 +3,8 @@
 The verdict is computed here with :func:`remnant.standard.verdict.decide`, never passed in, so a statement always
 agrees with its own facts (V1); its scope qualifier (V4) and validity period (V5) come from
 :mod:`remnant.standard.scope` and :mod:`remnant.standard.validity`. Surfaces are summarised from the facts and
-point at the per-cell results they aggregate (R22).
+point at the per-cell results they aggregate (R22). The ``installation`` block repeats the facts' installation record
+(R2), or marks it absent with the reason (K6).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from remnant.standard.facts import VerdictFacts
+from remnant.standard.derive import UNDEFINED_UTILITY
+from remnant.standard.facts import InstallationFact, VerdictFacts
 from remnant.standard.scope import scope_qualifier
 from remnant.standard.tier import TierAward, parse_tier_label
 from remnant.standard.validity import VALIDITY_MONTHS, validity_until
 from remnant.standard.verdict import decide, net_rate
 from remnant.statement.absent import Absent
 from remnant.statement.schema import (
+    INSTALLATION_NOT_RECORDED,
     RECORDS_NOT_CHAINED,
     Assessor,
     Cell,
@@ -99,6 +102,21 @@ def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
                 )
             )
     return cells
+
+
+def installation_block(facts: Mapping[str, Any]) -> InstallationFact | Absent:
+    """The statement's ``installation`` from the facts' (R2): the installation record itself; absent, saying so,
+    where documented provenance fixes the target (nothing was installed or measured, K6) or the facts record
+    neither. ValueError (pydantic's) when the facts' record disagrees with itself."""
+    raw = facts.get("installation")
+    if raw is None:
+        return Absent(reason=INSTALLATION_NOT_RECORDED)
+    fact = InstallationFact.model_validate(raw)
+    if fact.fixed_by == "provenance":
+        return Absent(
+            reason=f"no installation: the target is fixed by documented provenance (R2): {fact.provenance}"
+        )
+    return fact
 
 
 def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[str, SurfaceOutcome]:
@@ -203,8 +221,11 @@ def build_statement(
             "deviations": list(deviations),
             "cells": cells,
             "surfaces": summarise_surfaces(raw, cells),
+            "installation": installation_block(raw),
             "utility": Utility(
-                removal_stage=_utility_value(utility.get("removal_stage"), "removal"),
+                removal_stage=_utility_value(
+                    utility.get("removal_stage"), "removal", utility.get(UNDEFINED_UTILITY)
+                ),
                 attack_stage=_utility_value(utility.get("attack_stage"), "attack"),
             ),
             "facts": raw,
@@ -252,7 +273,13 @@ def _tier_label(tier: TierAward | str | None, track: str) -> str | None:
     return f"{parsed[0]}{parsed[1]}"
 
 
-def _utility_value(value: Any, stage: str) -> float | Absent:
+def _utility_value(value: Any, stage: str, undefined: Sequence[str] | None = None) -> float | Absent:
+    """The stage's value, or absent saying whether it was not measured or measured over a zero reference (R11)."""
+    if value is None and undefined:
+        return Absent(
+            reason=f"{stage}-stage utility undefined: the pre-removal model was measured at zero on "
+            f"{', '.join(undefined)}, so the ratio has no value (R11)"
+        )
     if value is None:
         return Absent(reason=f"{stage}-stage utility not measured")
     return float(value)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_atomic
-from remnant.cli_paths import out_file, out_folder
+from remnant.cli_paths import mark_output, out_file, out_folder
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
@@ -72,7 +72,9 @@ def _validate(args: argparse.Namespace) -> int:
 def _keys(args: argparse.Namespace) -> int:
     from remnant.statement.keys import generate_keypair
 
-    private, public = generate_keypair(out_folder(args.out, requirement="K5"))
+    out = out_folder(args.out, requirement="K5", kind="keys")
+    private, public = generate_keypair(out)
+    mark_output(out, "keys")
     print(f"{private}\n{public}")
     return EXIT_OK
 
@@ -83,14 +85,16 @@ def _sign(args: argparse.Namespace) -> int:
     from remnant.statement.validate import validate_statement
 
     path = Path(args.statement)
+    out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".dsse.json")
+    # the envelope never replaces the statement it signs, nor the key (K5)
+    inputs = {"the statement signed": path, "the --key file": args.key}
+    out_file(out, requirement="K5", option="--out" if args.out else "envelope", inputs=inputs)
     statement = read_statement(path)
     report = validate_statement(statement)
     if not report.conformant:  # K5: a signature vouches for what it signs; nothing is written
         print(f"remnant sign: refused: {first_violation(path, report)}", file=sys.stderr)
         return EXIT_FAILED
     envelope = sign_statement(statement, load_private_key(Path(args.key)), name=path.name)
-    out = Path(args.out) if args.out else path.with_name(path.name.removesuffix(".json") + ".dsse.json")
-    out_file(out, requirement="K5", option="--out" if args.out else "envelope")
     write_json_atomic(out, envelope)
     print(out)
     return EXIT_OK

@@ -74,7 +74,7 @@ class Derivation:
     """The facts the cells imply (JSON form, ``utility`` left to the caller) and where they disagree."""
 
     attacks: list[dict[str, Any]] = field(default_factory=list)
-    utility: dict[str, float | None] | None = None
+    utility: dict[str, Any] | None = None
     violations: list[Violation] = field(default_factory=list)
 
     def flag(self, requirement: str, message: str) -> None:
@@ -277,7 +277,7 @@ def _orphans(facts: VerdictFacts, cells: _Cells, out: Derivation) -> list[dict[s
     return rows
 
 
-def utility_from_cells(s: ConformanceStatement) -> dict[str, float | None] | None:
+def utility_from_cells(s: ConformanceStatement) -> dict[str, Any] | None:
     """Both utility stages from the utility cells, or None when a declared metric lacks its removal-stage cells."""
     metrics = [m.strip() for m in s.pre_registration.utility_metric.split(METRIC_SEPARATOR) if m.strip()]
     values: dict[tuple[str, str, str, str], float] = {}

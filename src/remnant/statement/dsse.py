@@ -98,7 +98,8 @@ def _signed_by(signatures: list[Any], message: bytes, public_key: Ed25519PublicK
 
 
 def _canonical_statement(payload: bytes) -> dict[str, Any]:
-    """The signed payload parsed strictly, refused unless it is the canonical JSON of what it holds (K5).
+    """The signed payload parsed strictly, refused unless it is the canonical JSON of what it holds and an in-toto
+    Statement v1 (``_type``) of remnant's predicate type (``predicateType``) (K5).
 
     Two parsers must not read one signed payload two ways: duplicate keys, NaN, deep nesting and non-UTF-8 are
     refused by the strict reader, and any other freedom of form (whitespace, key order, escapes, number forms)
@@ -119,6 +120,14 @@ def _canonical_statement(payload: bytes) -> dict[str, Any]:
         raise SignatureError(
             f"signed payload is not an in-toto Statement v1 ({STATEMENT_TYPE})", requirement="K5"
         )
+    # a valid signature over another tool's attestation says nothing about a conformance statement
+    if statement.get("predicateType") != PREDICATE_TYPE:
+        found = str(statement.get("predicateType"))[:200]
+        raise SignatureError(
+            f"signed statement's predicateType {found!r} is not a remnant conformance statement "
+            f"({PREDICATE_TYPE})",
+            requirement="K5",
+        )
     return statement
 
 
@@ -138,14 +147,9 @@ def _check_subject(statement: dict[str, Any]) -> None:
         raise SignatureError("subject digest does not match the signed predicate", requirement="K5")
 
 
-def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, Any]:
-    """Verify a DSSE envelope against ``public_key`` and return the in-toto Statement it carries.
-
-    Raises ConfigError when the envelope cannot be read as one (not an object, a field missing or mistyped,
-    payload not base64, an entry without ``sig``) and SignatureError when a check fails (K5): no signature
-    verifies under the key, another payload type, a payload that is not the canonical JSON of an in-toto
-    Statement v1, or a first subject whose digest is not the predicate's.
-    """
+def _envelope_parts(envelope: Any) -> tuple[list[Any], bytes]:
+    """The signatures and decoded payload of a DSSE envelope of remnant's payload type with at least one
+    signature; ConfigError (unreadable) or SignatureError (another payload type, no signature), K5."""
     if not isinstance(envelope, dict):
         raise ConfigError("DSSE envelope is not a JSON object", requirement="K5")
     payload_type = _field(envelope, "payloadType", str)
@@ -158,7 +162,34 @@ def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, An
         raise SignatureError(f"payloadType {payload_type!r} is not {PAYLOAD_TYPE!r}", requirement="K5")
     if not signatures:
         raise SignatureError("DSSE envelope carries no signature", requirement="K5")
-    if not _signed_by(signatures, pae(payload_type, payload), public_key):
+    return signatures, payload
+
+
+def carried_predicate(envelope: Any) -> dict[str, Any]:
+    """The conformance statement an envelope carries, read as :func:`verify_envelope` reads it but with no key
+    and so no signature checked: what a report needs to say whether the envelope beside a statement is about
+    that statement at all (K5). It proves nothing about who signed; only :func:`verify_envelope` does that.
+
+    Raises ConfigError or SignatureError (K5) where the envelope is malformed, its payload is not the canonical
+    JSON of an in-toto Statement v1 of this predicate type, or its first subject is not the predicate's digest.
+    """
+    _, payload = _envelope_parts(envelope)
+    statement = _canonical_statement(payload)
+    _check_subject(statement)
+    predicate: dict[str, Any] = statement["predicate"]
+    return predicate
+
+
+def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, Any]:
+    """Verify a DSSE envelope against ``public_key`` and return the in-toto Statement it carries.
+
+    Raises ConfigError when the envelope cannot be read as one (not an object, a field missing or mistyped,
+    payload not base64, an entry without ``sig``) and SignatureError when a check fails (K5): no signature
+    verifies under the key, another payload type, a payload that is not the canonical JSON of an in-toto
+    Statement v1 of remnant's predicate type, or a first subject whose digest is not the predicate's.
+    """
+    signatures, payload = _envelope_parts(envelope)
+    if not _signed_by(signatures, pae(PAYLOAD_TYPE, payload), public_key):
         raise SignatureError(
             "signature does not verify: the payload was altered or the key is not the signer's",
             requirement="K5",

@@ -44,6 +44,16 @@ def example_facts() -> dict[str, Any]:
         "phi": 0.9,
         "evidence_rule": "point",
         "utility": {"removal_stage": 0.97, "attack_stage": 0.99},
+        # R2: the target was installed and the pre-removal model reached its declared strength
+        "installation": {
+            "fixed_by": "installation",
+            "metric": "kappa",
+            "k": 285,
+            "n": 300,
+            "measured": 0.95,
+            "target": 0.9,
+            "reached": True,
+        },
         "attacks": [
             {
                 "name": "relearning",

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from remnant.standard.facts import InstallationFact
 from remnant.statement.absent import Absent
 
 Interval = tuple[float, float]
@@ -25,6 +26,14 @@ STATEMENT_SCHEMA_VERSION = "1"
 RECORDS_NOT_CHAINED = (
     "records not chained: this statement pins no chain head of records.jsonl, so an edited, inserted or deleted "
     "record would not show (R23)"
+)
+
+
+#: What a statement whose facts record no ``installation`` says in ``installation`` (and what one written before the
+#: field existed reads as): how the target was fixed is not stated, so R2 cannot be read from it.
+INSTALLATION_NOT_RECORDED = (
+    "not recorded: the facts do not say how the target was fixed (R2), by an installation and the strength it "
+    "reached, or by documented provenance"
 )
 
 
@@ -260,6 +269,13 @@ class ConformanceStatement(_Model):
     )
     latent: LatentBlock | Absent = Field(description="Supplementary latent measurements (C-H6, C-H7).")
     utility: Utility = Field(description="Removal-stage and attack-stage utility, distinct (R11, R12).")
+    installation: InstallationFact | Absent = Field(
+        default_factory=lambda: Absent(reason=INSTALLATION_NOT_RECORDED),
+        description="How the target was fixed (R2): the facts' installation record, the strength the pre-removal "
+        "model reached on the installed items against the declared target and whether it reached it (removed is "
+        "impossible where it did not). Absent, saying why, where documented provenance fixes the target or the "
+        "facts record neither; a statement written before this field existed reads as not recorded.",
+    )
     facts: dict[str, Any] = Field(
         description="The exact verdict facts (the remnant verdict input, V1) the verdict is recomputed from."
     )

@@ -8,7 +8,9 @@ states, layer and position, and with its control figures or named as lacking the
 T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4
 only with verification by Yuyari or an Accredited Assessor), R0.3 (track letter on tiers), R19 (every rate with
 n and interval), R22 (aggregates traceable to cells), D-5.1 (the Class D block's net bounds and bar findings), Z1
-(the version triple). :mod:`remnant.statement.agreement` cross-checks facts, cells, surfaces, utility (R11–R13),
+(the version triple), R2 (no *removed* over an installation that did not reach its target; the installation record
+consistent with itself and the same in the facts and the ``installation`` block). :mod:`remnant.statement.agreement`
+cross-checks facts, cells, surfaces, utility (R11–R13),
 required surfaces (C1, C-Q1), tier and Class D block against one another. Schema problems that map to none of
 these come back as requirement "schema". Nothing here raises on bad input.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from remnant.standard.facts import VerdictFacts
+from remnant.standard.facts import InstallationFact, VerdictFacts
 from remnant.standard.scope import VERDICTS
 from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
@@ -28,6 +30,7 @@ from remnant.standard.verdict import decide
 from remnant.standard.vocabulary import CLASS_D_RISKS
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.agreement import agreement_violations
+from remnant.statement.build import installation_block
 from remnant.statement.latent import latent_violations
 from remnant.statement.schema import ConformanceStatement
 from remnant.statement.violation import TOL, ValidationReport, Violation
@@ -43,6 +46,8 @@ def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
     head = loc[0] if loc else ""
     if head == "versions":
         return "Z1"
+    if head == "installation":
+        return "R2"
     if head == "cells" and any(p in loc for p in ("k", "n", "ci95", "rate")):
         return "R19"
     if head == "latent" and "figures" in loc and len(loc) > 3:  # a figure's value or C-H7(b) field
@@ -401,6 +406,55 @@ def _check_latent(s: ConformanceStatement) -> list[Violation]:
     return [] if isinstance(s.latent, Absent) else latent_violations(s.latent)
 
 
+def _check_installation(s: ConformanceStatement) -> list[Violation]:
+    """R2: the facts' installation record is consistent with itself, the ``installation`` block says what it does,
+    and *removed* is never stated over an installation that did not reach its target."""
+    raw = s.facts.get("installation")
+    try:
+        fact = None if raw is None else InstallationFact.model_validate(raw)
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        return [Violation(requirement="R2", message=f"facts.installation: {message}")]
+    out: list[Violation] = []
+    block = s.installation
+    expected = installation_block(s.facts)
+    if isinstance(block, Absent) != isinstance(expected, Absent) or (
+        not isinstance(block, Absent) and block != expected
+    ):
+        out.append(
+            Violation(
+                requirement="R2",
+                message="installation does not repeat facts.installation: "
+                f"{_show(block)} against {_show(expected)}",
+            )
+        )
+    if s.verdict == "removed" and fact is None:
+        out.append(
+            Violation(
+                requirement="R2",
+                message="removed stated with no record of how the target was fixed: facts.installation must "
+                "show an installation that reached its target, or the documented provenance",
+            )
+        )
+    unreached = [f for f in (fact, block) if isinstance(f, InstallationFact) and f.unreached]
+    if s.verdict == "removed" and unreached:
+        found = unreached[0]
+        out.append(
+            Violation(
+                requirement="R2",
+                message=f"removed stated over an installation that did not reach its target (measured "
+                f"{found.measured:g}, {found.k}/{found.n}, against {found.target:g})",
+            )
+        )
+    return out
+
+
+def _show(value: InstallationFact | Absent) -> str:
+    if isinstance(value, Absent):
+        return "absent"
+    return f"{value.fixed_by} {value.k}/{value.n} against {value.target}, reached {value.reached}"
+
+
 def _check_versions(s: ConformanceStatement) -> list[Violation]:
     """Z1: all three versions recorded, the Standard's matching standard_version."""
     if s.versions.standard != s.standard_version:
@@ -424,6 +478,7 @@ def validate_statement(data: Any) -> ValidationReport:
     violations += [v for v in schema_errors if v.requirement not in raised]
     if statement is not None:
         for check in (
+            _check_installation,  # first: over an unreached installation, R2 is why the verdict cannot stand
             _check_verdict,
             _check_scope,
             _check_validity,

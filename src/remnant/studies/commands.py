@@ -29,12 +29,34 @@ STUDY_KINDS = ("meta-eval", "recovery", "readmission", "goodhart")
 
 def _write(out: Path, stem: str, result: Any, doc: Any) -> None:
     from remnant.atomic import write_atomic
+    from remnant.cli_paths import mark_output
     from remnant.studies.document import to_html, to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / f"{stem}.json", result.model_dump_json(indent=1) + "\n")
     write_atomic(out / f"{stem}.md", to_markdown(doc))
     write_atomic(out / f"{stem}.html", to_html(doc))
+    mark_output(out, "study")
+
+
+#: The tables of a pool folder a pool study reads (remnant.studies.tables.load_pool).
+POOL_TABLES = ("results.parquet", "results.csv", "items.parquet", "items.csv")
+
+
+def _inputs(args: argparse.Namespace) -> dict[str, str | Path | None]:
+    """What a study reads, by what a refusal calls it: the output guard keeps its output off every one."""
+    found: dict[str, str | Path | None] = {
+        "the --config file": getattr(args, "config", None),
+        "the --cells file": getattr(args, "cells", None),
+        "the --pack folder": getattr(args, "pack", None),
+    }
+    pool = getattr(args, "pool", None)
+    if pool is not None:
+        found |= {f"the pool's {name}": Path(pool) / name for name in POOL_TABLES}
+    models = getattr(args, "model", None)
+    for model in [models] if isinstance(models, str) else models or []:
+        found[f"the model {model}"] = model
+    return found
 
 
 def _log(args: argparse.Namespace, name: str) -> Any:
@@ -51,7 +73,7 @@ def _registered(kind: str, args: argparse.Namespace, overrides: dict[str, Any], 
     from remnant.studies.config import load_config
     from remnant.studies.registration import register
 
-    out_folder(out, requirement="R14")
+    out_folder(out, requirement="R14", kind="study", inputs=_inputs(args))
     cfg = load_config(kind, args.config, overrides)
     return cfg, register(cfg, out)
 
@@ -67,9 +89,11 @@ def _model_extra() -> None:
 
 
 def _preregister(args: argparse.Namespace) -> int:
+    from remnant.cli_paths import mark_output
     from remnant.prereg import PREREG_FILE
 
     _, reg = _registered(args.kind, args, {}, Path(args.out))
+    mark_output(args.out, "study")
     print(reg.prereg.digest)
     print(Path(args.out) / PREREG_FILE)
     return 0
@@ -82,11 +106,13 @@ def _pool_out(args: argparse.Namespace, kind: str) -> Path:
 def _meta_eval(args: argparse.Namespace) -> int:
     from remnant.studies.meta_eval import meta_eval
     from remnant.studies.report import meta_eval_document
-    from remnant.studies.tables import load_pool
+    from remnant.studies.tables import load_pool, require_finished
 
     out = _pool_out(args, "meta-eval")
     cfg, reg = _registered("meta-eval", args, {"seed": args.seed}, out)
-    result = meta_eval(load_pool(args.pool), cfg, registration=reg.to_json())
+    table = load_pool(args.pool)
+    require_finished(table, ("target", "never_saw"), "meta-evaluation")  # faithfulness compares the two
+    result = meta_eval(table, cfg, registration=reg.to_json())
     _write(out, "meta-eval", result, meta_eval_document(result))
     print(out / "meta-eval.md")
     return 0
@@ -95,12 +121,14 @@ def _meta_eval(args: argparse.Namespace) -> int:
 def _recovery(args: argparse.Namespace) -> int:
     from remnant.studies.recovery import recovery
     from remnant.studies.report import recovery_document
-    from remnant.studies.tables import load_pool
+    from remnant.studies.tables import load_pool, require_finished
 
     out = _pool_out(args, "recovery")
     overrides = {"seed": args.seed, "outcome": args.outcome, "outcome_kind": args.outcome_kind}
     cfg, reg = _registered("recovery", args, overrides, out)
-    result = recovery(load_pool(args.pool), cfg, registration=reg.to_json())
+    table = load_pool(args.pool)
+    require_finished(table, ("unlearned",), "recovery study")  # its outcomes are the unlearned models'
+    result = recovery(table, cfg, registration=reg.to_json())
     _write(out, "recovery", result, recovery_document(result))
     print(out / "recovery.md")
     return 0
@@ -108,14 +136,17 @@ def _recovery(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     from remnant.atomic import write_atomic
-    from remnant.cli_paths import out_folder
+    from remnant.cli_paths import mark_output, out_folder
     from remnant.jsonio import read_json
     from remnant.studies.document import to_html, to_markdown
     from remnant.studies.meta_eval import MetaEvalResult
     from remnant.studies.recovery import RecoveryResult
     from remnant.studies.report import summary_document
 
-    out = out_folder(args.out, requirement="R22")
+    read = {"--meta-eval's meta-eval.json": Path(args.meta_eval) / "meta-eval.json"}
+    if args.recovery:
+        read["--recovery's recovery.json"] = Path(args.recovery) / "recovery.json"
+    out = out_folder(args.out, requirement="R22", kind="study", inputs=read)
     meta = MetaEvalResult.model_validate(
         read_json(Path(args.meta_eval) / "meta-eval.json", requirement="R22")
     )
@@ -128,6 +159,7 @@ def _summary(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "summary.md", to_markdown(doc))
     write_atomic(out / "summary.html", to_html(doc))
+    mark_output(out, "study")
     print(out / "summary.md")
     return 0
 
@@ -197,6 +229,9 @@ def _deviation(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"{exc} (give --old and --new as JSON, e.g. 0.8 or '\"mean\"')", requirement="R15"
         ) from None
+    from remnant.cli_paths import run_folder
+
+    run_folder(args.out, requirement="R15", option="OUT", kind="study")
     dev = record_deviation(args.out, args.field, old, new, args.reason, args.stage)
     print(f"deviation recorded: {dev.field}: {old!r} -> {new!r} ({dev.stage})")
     return 0

@@ -88,7 +88,10 @@ class ModelOutcome(_Model):
 
     model: str = Field(description="Model id.")
     method: str | None = Field(description="Removal method.")
-    recovery: float | None = Field(description="Excess revival (or excess shift).")
+    recovery: float | None = Field(
+        description="Excess revival (or excess shift): net of the never-saw level when the pool gives one "
+        "(RecoveryResult.gold_rate), else the raw revival rate (or shift)."
+    )
     rate: float | None = Field(default=None, description="Raw revival rate (revival outcome).")
     steps: float | None = Field(description="Steps to recover (censored at the horizon when declared).")
 
@@ -156,15 +159,15 @@ class _Revival:
             return self.before[row.parent]
         return self.target_mean
 
+    def eligible(self, model: str) -> list[str]:
+        """Items the original model holds (> 0) on which ``model`` was below the bar before the attack."""
+        before, orig = self.before.get(model, {}), self.original(model)
+        return [i for i, o in orig.items() if o > 0 and i in before and before[i] < self.fraction * o]
+
     def labels(self, model: str) -> dict[str, bool]:
         """Eligible items (original > 0, below the bar before) → revived after the attack."""
-        before, after, orig = self.before.get(model, {}), self.after.get(model, {}), self.original(model)
-        out = {}
-        for item, o in orig.items():
-            bar = self.fraction * o
-            if o > 0 and item in before and item in after and before[item] < bar:
-                out[item] = after[item] >= bar
-        return out
+        after, orig = self.after.get(model, {}), self.original(model)
+        return {i: after[i] >= self.fraction * orig[i] for i in self.eligible(model) if i in after}
 
     def rate(self, model: str) -> float | None:
         labels = self.labels(model)
@@ -179,6 +182,27 @@ def _steps(table: PoolTable, model: str, cfg: RecoveryConfig) -> float | None:
             if value is not None:
                 return value
     return cfg.steps_horizon
+
+
+def no_gold_reason(table: PoolTable, outcome: str, revival: _Revival | None) -> str:
+    """Why the pool gives no never-saw level, as the table shows it: no never-saw model, none relearned, or
+    relearned with no eligible item (revival) or no value before and after (shift)."""
+    never = table.models("never_saw")
+    if not never:
+        return "the pool has no never-saw model"
+    relearned = [m for m in never if (row := table.row(m, "relearn")) is not None and row.ok]
+    if not relearned:
+        return f"no never-saw model was relearned ({len(never)} in the pool, no finished relearn row)"
+    done = f"{len(relearned)} never-saw model{'s were' if len(relearned) > 1 else ' was'} relearned"
+    if revival is None:
+        return f"{done}, but none has a value of {outcome!r} both before and after relearning"
+    if not any(revival.eligible(m) for m in relearned):
+        return (
+            f"{done}, but none had an eligible item (one the original model holds on which the never-saw model "
+            f"was below the revival bar, {revival.fraction:g} × the original's value, before the attack), so "
+            "there is no never-saw revival rate"
+        )
+    return f"{done}, but none has item values of {outcome!r} after relearning on its eligible items"
 
 
 def model_outcomes(
@@ -205,7 +229,7 @@ def model_outcomes(
     gold_levels = [v for m in table.models("never_saw") if (v := level(m)) is not None]
     gold = float(np.mean(gold_levels)) if gold_levels else None
     if gold is None:
-        notes.append("no never-saw model was relearned: recovery is not net of fresh learning")
+        notes.append(f"{no_gold_reason(table, outcome, revival)}: recovery is not net of fresh learning")
     if cfg.steps_column not in table.metric_columns:
         notes.append(f"no {cfg.steps_column!r} column: the steps-to-recover analysis is not available")
     out = []
@@ -358,6 +382,7 @@ __all__ = [
     "RecoveryResult",
     "WithinMethod",
     "model_outcomes",
+    "no_gold_reason",
     "recovery",
     "resolve_outcome",
 ]

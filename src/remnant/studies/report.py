@@ -211,13 +211,24 @@ def _corr(c: Correlation) -> str:
     return f"{c.rho:+.3f}{star} (p_Holm {fmt(c.p_holm)}, n={c.n})"
 
 
+def recovery_kind(result: RecoveryResult) -> str:
+    """The outcome's name as the record supports it: *excess* only when a never-saw level was subtracted."""
+    kind = "revival" if result.config.outcome_kind == "revival" else "shift"
+    return f"excess {kind}" if result.gold_rate is not None else f"{kind} (not net of fresh learning)"
+
+
 def _recovery_outcome(result: RecoveryResult, kind: str) -> Section:
     """What the outcome is and how each predictor column reads."""
+    net = (
+        f"net of the never-saw models' level ({fmt(result.gold_rate)})"
+        if result.gold_rate is not None
+        else "not net of the never-saw models' level: the pool gives none (see below)"
+    )
     return Section(
         "Outcome",
         [
             f"Results table {result.pool} ({result.pool_digest}). Outcome: {kind} of {result.outcome!r} after "
-            f"one epoch of relearning, net of the never-saw models' level ({fmt(result.gold_rate)}).",
+            f"one epoch of relearning, {net}.",
             "ρ: Spearman over unlearned models; partial: controlling for the covariates; within-method: Fisher-z "
             "pooled; steps: ρ with steps to recover (negative = predicts faster recovery); item AUROC: median "
             "per-model AUROC of which facts revive. * = significant after Holm across metrics "
@@ -251,11 +262,17 @@ def _recovery_predictors(result: RecoveryResult) -> Section:
     )
 
 
-def _recovery_published() -> Section:
+def _recovery_published(result: RecoveryResult) -> Section:
     """J-Access's published recovery correlations and item-level AUROCs (the J-Access paper Tables 2 and 3)."""
+    compare = (
+        "compare with the j_access row above."
+        if result.gold_rate is not None
+        else "the paper's outcome is net of its never-saw models and ours is not (no never-saw level), so the "
+        "j_access row above is not its like."
+    )
     return Section(
         "Published (J-Access, the J-Access paper Table 2, Table 3)",
-        ["398 OpenUnlearning models, identity-level J-Access; compare with the j_access row above."],
+        [f"398 OpenUnlearning models, identity-level J-Access; {compare}"],
         [
             Table(
                 ["analysis", "paper"],
@@ -319,11 +336,11 @@ def _recovery_models(result: RecoveryResult, kind: str) -> Section:
 
 def recovery_document(result: RecoveryResult) -> Document:
     doc = Document("Recovery prediction: does a pre-attack metric forecast relearning recovery")
-    kind = "excess revival" if result.config.outcome_kind == "revival" else "excess shift"
+    kind = recovery_kind(result)
     doc.sections += [
         _recovery_outcome(result, kind),
         _recovery_predictors(result),
-        _recovery_published(),
+        _recovery_published(result),
         _recovery_figures(result, kind),
         _recovery_models(result, kind),
         registration_section(result.registration, result.config),
@@ -620,7 +637,7 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
             "Metrics",
             [
                 f"Ours: meta-evaluation {meta.pool if meta else '—'}; recovery {rec.pool if rec else '—'}"
-                + (f" (ρ with {rec.config.outcome_kind} of {rec.outcome!r})" if rec else "")
+                + (f" (ρ with {recovery_kind(rec)} of {rec.outcome!r})" if rec else "")
                 + ".",
                 f"Paper columns: {UDS_PAPER_SOURCE}; ρ from the J-Access paper Table 2 (J-Access only).",
                 NON_ADJUDICATING,
@@ -655,6 +672,7 @@ __all__ = [
     "meta_eval_document",
     "readmission_document",
     "recovery_document",
+    "recovery_kind",
     "registration_section",
     "summary_document",
 ]

@@ -7,7 +7,16 @@ orientation, :mod:`remnant.studies.orientation`). ``DIR/items.parquet`` (or ``it
 ``ray`` extra installs it); otherwise the CSV beside it is read, so the studies run from the pure core alone.
 
 Every problem with a table is a :class:`~remnant.errors.ConfigError` naming the file, the row or column and R23
-(the full per-cell results table a study reads must be the one the records produced).
+(the full per-cell results table a study reads must be the one the records produced):
+
+- a missing value is an empty cell (CSV) or a null (Parquet), which is how ``remnant sweep report`` writes one;
+  NaN, an infinity or a number that overflows to one (``1e309``) is no measurement and is refused, never read as
+  missing;
+- a metric column empty in every row measured nothing and is refused (a study would report it as if evaluated);
+- where both ``results.parquet`` and ``results.csv`` are present and pyarrow reads the Parquet, the Parquet is
+  the table read and the CSV must hold the same rows and values: ``remnant sweep report`` writes both from the
+  same records, so a disagreement means one was edited, and the study refuses it naming both files (the same for
+  the items tables).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ import csv
 import hashlib
 import importlib.util
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -127,7 +136,7 @@ def _is_missing(value: Any) -> bool:
 
 
 def _number(value: Any, where: str) -> float | None:
-    """A finite float, or None for a missing or non-finite value (NaN is how Parquet writers mark missing)."""
+    """A finite float, or None for a missing value (an empty cell or a null); NaN and infinities are refused."""
     if _is_missing(value):
         return None
     if isinstance(value, bool):
@@ -136,7 +145,12 @@ def _number(value: Any, where: str) -> float | None:
         x = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{where}: expected a number, got {value!r}", requirement="R23") from None
-    return x if math.isfinite(x) else None
+    if not math.isfinite(x):
+        raise ConfigError(
+            f"{where}: {value!r} is not a finite number (a value not measured is an empty cell)",
+            requirement="R23",
+        )
+    return x
 
 
 def _text(value: Any) -> str | None:
@@ -167,6 +181,12 @@ def parse_results(records: Iterable[Mapping[str, Any]], source: str) -> tuple[li
     if missing:
         raise ConfigError(f"{source}: missing column(s) {', '.join(missing)}", requirement="R23")
     metric_columns = [c for c in columns if c not in FIXED_COLUMNS]
+    for column in metric_columns:
+        if all(_is_missing(r.get(column)) for r in records):
+            raise ConfigError(
+                f"{source}: column {column!r} is empty in every row; a metric with no value was not measured",
+                requirement="R23",
+            )
     rows: list[ResultRow] = []
     seen: dict[tuple[str, str], int] = {}
     pools: dict[str, str] = {}
@@ -209,7 +229,8 @@ def parse_results(records: Iterable[Mapping[str, Any]], source: str) -> tuple[li
 
 
 def parse_items(records: Iterable[Mapping[str, Any]], source: str) -> list[ItemValue]:
-    """Item values from plain records; rows with a missing or non-finite value are skipped (not measured)."""
+    """Item values from plain records; rows with a missing value are skipped (not measured), a non-finite one is
+    refused."""
     out: list[ItemValue] = []
     for i, rec in enumerate(records, start=2 if source.endswith(".csv") else 1):
         where = f"{source}: row {i}"
@@ -231,17 +252,56 @@ def pyarrow_available() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
-def _read_records(folder: Path, stem: str) -> tuple[list[dict[str, Any]], Path] | None:
-    """Records of ``stem.parquet`` (pyarrow present) or ``stem.csv``; None when neither can be read."""
-    parquet, text = folder / f"{stem}.parquet", folder / f"{stem}.csv"
-    if parquet.is_file() and pyarrow_available():
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no stubs
+def _parquet_records(path: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no stubs
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-        return [dict(r) for r in pq.read_table(parquet).to_pylist()], parquet
+    try:
+        return [dict(r) for r in pq.read_table(path).to_pylist()]
+    except pa.ArrowException as exc:
+        raise ConfigError(f"{path}: not a readable Parquet table ({exc})", requirement="R23") from None
+
+
+def _csv_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return [dict(r) for r in csv.DictReader(handle)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"{path}: not a readable CSV table ({exc})", requirement="R23") from None
+
+
+def _read_records(folder: Path, stem: str) -> list[tuple[list[dict[str, Any]], Path]]:
+    """Every readable copy of ``stem``: ``stem.parquet`` first (pyarrow present), then ``stem.csv``; empty when
+    neither can be read. The first is the table; the others must agree with it (module docstring)."""
+    parquet, text = folder / f"{stem}.parquet", folder / f"{stem}.csv"
+    copies: list[tuple[list[dict[str, Any]], Path]] = []
+    if parquet.is_file() and pyarrow_available():
+        copies.append((_parquet_records(parquet), parquet))
     if text.is_file():
-        with text.open(encoding="utf-8", newline="") as handle:
-            return [dict(r) for r in csv.DictReader(handle)], text
-    return None
+        copies.append((_csv_records(text), text))
+    return copies
+
+
+def _agree(table: Path, other: Path, first: Sequence[Any], second: Sequence[Any], what: str) -> None:
+    """ConfigError naming both files unless ``first`` and ``second`` (parsed rows) are the same table."""
+    if list(first) == list(second):
+        return
+    at = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), None)
+    where = (
+        f"{table.name} has {len(first)} {what}(s), {other.name} {len(second)}"
+        if at is None
+        else f"{what} {at + 1} differs ({_label(first[at])})"
+    )
+    raise ConfigError(
+        f"{other} disagrees with {table} ({where}); both are written from the same records, so one was edited: "
+        "delete the stale one or rerun remnant sweep report",
+        requirement="R23",
+    )
+
+
+def _label(row: Any) -> str:
+    extra = f", item {row.item_id}, metric {row.metric}" if isinstance(row, ItemValue) else ""
+    return f"model {row.model}, perturbation {row.perturbation}{extra}"
 
 
 def _digest(path: Path) -> str:
@@ -254,7 +314,7 @@ def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
     if not root.is_dir():
         raise ConfigError(f"{root}: not a sweep folder", requirement="R23")
     found = _read_records(root, "results")
-    if found is None:
+    if not found:
         hint = (
             " (results.parquet needs pyarrow: pip install 'remnant[ray]')"
             if (root / "results.parquet").is_file()
@@ -264,20 +324,49 @@ def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
             f"{root}: no results table (results.parquet or results.csv); run `remnant sweep report {root}`{hint}",
             requirement="R23",
         )
-    records, path = found
+    (records, path), *others = found
     rows, metrics = parse_results(records, str(path))
+    for other_records, other in others:
+        other_rows, other_metrics = parse_results(other_records, str(other))
+        if sorted(other_metrics) != sorted(metrics):
+            raise ConfigError(
+                f"{other} disagrees with {path} (metric columns {sorted(other_metrics)} against "
+                f"{sorted(metrics)}); delete the stale one or rerun remnant sweep report",
+                requirement="R23",
+            )
+        _agree(path, other, rows, other_rows, "row")
     items_found = _read_records(root, "items")
-    if items_found is None and need_items:
+    if not items_found and need_items:
         raise ConfigError(f"{root}: no items table (items.parquet or items.csv)", requirement="R23")
-    items = parse_items(items_found[0], str(items_found[1])) if items_found is not None else None
+    items: list[ItemValue] | None = None
+    if items_found:
+        (item_records, items_path), *other_items = items_found
+        items = parse_items(item_records, str(items_path))
+        for other_records, other in other_items:
+            _agree(items_path, other, items, parse_items(other_records, str(other)), "item")
     return PoolTable(
         source=str(path),
         digest=_digest(path),
         rows=tuple(rows),
         metric_columns=tuple(metrics),
         items=tuple(items) if items is not None else None,
-        items_source=str(items_found[1]) if items_found is not None else None,
+        items_source=str(items_found[0][1]) if items_found else None,
     )
+
+
+def require_finished(table: PoolTable, pools: Sequence[str], study: str) -> None:
+    """ConfigError naming the table unless every pool in ``pools`` has a model whose unperturbed row finished
+    (status ``ok``): a study over a pool with no finished row would report every AUC and ρ as missing and exit
+    as if it had evaluated something (R23: the per-cell table must hold what the study compares)."""
+    for pool in pools:
+        models = table.models(pool)
+        if not any((row := table.row(m)) is not None and row.ok for m in models):
+            found = f"its {len(models)} model(s) all failed or diverged" if models else "it has no model"
+            raise ConfigError(
+                f"{table.source}: the {study} compares pool {pool!r}, but {found} (no row with status ok "
+                "under perturbation none); nothing is evaluable",
+                requirement="R23",
+            )
 
 
 def write_csv_table(path: str | Path, records: Iterable[Mapping[str, Any]], columns: Iterable[str]) -> None:
@@ -306,5 +395,6 @@ __all__ = [
     "parse_items",
     "parse_results",
     "pyarrow_available",
+    "require_finished",
     "write_csv_table",
 ]

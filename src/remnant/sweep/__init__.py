@@ -11,6 +11,22 @@ shared across specs. :mod:`~remnant.sweep.table` and :mod:`~remnant.sweep.report
 results table the studies read, and the HTML page. Research measurements: nothing here adjudicates (C-H6).
 """
 
-from remnant.sweep.spec import ExistingSpec, GeneratedSpec, load_spec, parse_spec
+from typing import TYPE_CHECKING
+
+from remnant.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from remnant.sweep.spec import ExistingSpec, GeneratedSpec, load_spec, parse_spec
+
+#: Imported on first use: the package's command module and its small helpers load without the rest (a light start).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "ExistingSpec": "spec",
+        "GeneratedSpec": "spec",
+        "load_spec": "spec",
+        "parse_spec": "spec",
+    },
+)
 
 __all__ = ["ExistingSpec", "GeneratedSpec", "load_spec", "parse_spec"]

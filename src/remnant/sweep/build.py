@@ -5,7 +5,10 @@ trains by itself. An install trains the base model on the pack's install split â
 the retained people and that share of the forget people (``share`` 0: the retain-only model, the N-pool). A
 removal applies a registered method to its parent checkpoint, storing its final weights and every declared
 intermediate checkpoint. A run that diverges is stored as a *diverged* outcome (Annex B.6), not an error; a
-build that raises stores nothing, so a rerun builds it again. A job whose checkpoints are all stored is skipped.
+build that raises stores nothing, so a rerun builds it again. A job whose checkpoints are all stored and trusted
+(pinned by the sweep's records, or built by this run: remnant.sweep.pins) is skipped; a stored checkpoint nothing
+pins is built again. A build reports the pin (status, weights digest) of every checkpoint it stored, for the
+driver to record (R23).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from remnant.sweep.pool import Job
 
 @dataclass(frozen=True)
 class BuildResult:
-    """What building one job did: ``built``, ``reused`` (all stored before) or ``failed`` (with the error)."""
+    """What building one job did: ``built``, ``reused`` (all stored before) or ``failed`` (with the error);
+    ``pins``: checkpoint key -> pin (remnant.sweep.pins.Pin as JSON) of every checkpoint this call stored, its
+    parents' included."""
 
     job: str
     status: str
@@ -29,6 +34,7 @@ class BuildResult:
     error: str | None = None
     seconds: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+    pins: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _install_items(ctx: WorkerContext, share: float) -> tuple[Any, ...]:
@@ -43,13 +49,20 @@ def _install_items(ctx: WorkerContext, share: float) -> tuple[Any, ...]:
 
 
 def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra: Any) -> dict[str, Any]:
+    from pathlib import Path
+
+    from remnant.records import RECORDS_FILE
+
     model = next(m for m in ctx.pool.models if m.job == job.key and m.checkpoint == point)
+    # where the pin will be recorded, so another sweep reusing the checkpoint can find it (remnant.sweep.pins)
+    built_by = {"records": str((Path(ctx.ws.out) / RECORDS_FILE).resolve()), "run": ctx.ws.token}
     return {
         "key": model.state,
         "job": job.key,
         "checkpoint": point,
         "parent": parent,
         "model": model.id,
+        **({"built_by": built_by} if ctx.ws.token else {}),
         **extra,
     }
 
@@ -208,11 +221,39 @@ def _merged(start: Any, lora: dict[str, Any], adapter: dict[str, Any]) -> Any:
 
 
 def _stored(ctx: WorkerContext, job: Job) -> dict[str, str] | None:
-    """The status of each of the job's models when every checkpoint is stored, else None."""
-    models = [m for m in ctx.pool.models if m.job == job.key]
-    if not all(ctx.store.has(m.state) for m in models):
-        return None
-    return {m.id: str(ctx.store.meta(m.state)["status"]) for m in models}
+    """The status of each of the job's models when every checkpoint is stored and trusted (pinned, or built by
+    this run: remnant.sweep.pins), else None (the job is built, replacing what nothing pins)."""
+    out: dict[str, str] = {}
+    for m in ctx.pool.models:
+        if m.job == job.key:
+            meta = ctx.trusted_meta(m.state)
+            if meta is None:
+                return None
+            out[m.id] = meta.status
+    return out
+
+
+def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, Any]]:
+    """The pins of the checkpoints ``job`` just stored: this build's own measurement, for the driver to record.
+    A checkpoint this sweep had pinned (its store entry lost or untrusted) must be rebuilt to the same weights:
+    the sweep's recorded cells were measured on those (R23)."""
+    from remnant.errors import IntegrityError
+    from remnant.sweep.pins import Pin, pin_of
+
+    out: dict[str, dict[str, Any]] = {}
+    for m in ctx.pool.models:
+        if m.job != job.key:
+            continue
+        pin = pin_of(ctx.store.meta(m.state))
+        pinned = ctx.ws.pins.get(m.state)
+        if pinned is not None and Pin.model_validate(pinned) != pin:
+            raise IntegrityError(
+                f"{ctx.store.folder(m.state)}: rebuilding {m.id} gave other weights than the ones the records of "
+                f"the sweep in {ctx.ws.out} pin, and its recorded cells were measured on those (use a new --out)",
+                requirement="R23",
+            )
+        out[m.state] = pin.model_dump(mode="json")
+    return out
 
 
 def build_job(ctx: WorkerContext, job_key: str) -> BuildResult:
@@ -226,18 +267,21 @@ def build_job(ctx: WorkerContext, job_key: str) -> BuildResult:
     if stored is not None:
         return BuildResult(job_key, "reused", stored)
     start = time.perf_counter()
+    pins: dict[str, dict[str, Any]] = {}
     if job.parent is not None:
         parent = build_job(ctx, ctx.pool.model(job.parent).job)
+        pins.update(parent.pins)
         if parent.status == "failed" or parent.models.get(job.parent) != "ok":
             why = f"its parent {job.parent} was not built ({parent.error or parent.models.get(job.parent)})"
-            return BuildResult(job_key, "failed", error=why)
+            return BuildResult(job_key, "failed", error=why, pins=pins)
     with ctx.store.lock(job_key):
         stored = _stored(ctx, job)
         if stored is not None:
-            return BuildResult(job_key, "reused", stored)
+            return BuildResult(job_key, "reused", stored, pins=pins)
         statuses = _build_install(ctx, job) if job.kind == "install" else _build_removal(ctx, job)
+        pins.update(_pins(ctx, job))
     models = {m.id: statuses[m.checkpoint] for m in ctx.pool.models if m.job == job_key}
-    return BuildResult(job_key, "built", models, seconds=time.perf_counter() - start)
+    return BuildResult(job_key, "built", models, seconds=time.perf_counter() - start, pins=pins)
 
 
 __all__ = ["BuildResult", "build_job"]

@@ -3,7 +3,8 @@
 Run by :func:`remnant.sweep.spec.parse_spec` after the schema, so ``remnant sweep plan`` refuses a spec no run can
 honour before anything is minted, fetched or trained. Method, audit and attack parameters are bound against the
 registered constructors (:func:`remnant.registry.bind`: an unknown parameter is refused, never defaulted), and a
-parameter of known meaning (``lr``, ``epochs``…) has that meaning's range (:data:`PARAM_BOUNDS`).
+parameter of known meaning (``lr``, ``epochs``…, ``trainable``) has that meaning's range or form
+(:func:`remnant.config.numbers.param_problem`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ def _refuse(source: str, where: str, problem: str, rule: str = SPEC_RULE) -> Con
 
 
 def _bounded(params: Mapping[str, Any], where: str, source: str) -> None:
-    from remnant.config.numbers import PARAM_BOUNDS
+    from remnant.config.numbers import param_problem
 
     for key, value in params.items():
-        bound = PARAM_BOUNDS.get(key)
-        problem = bound.problem(value) if bound is not None else None
+        problem = param_problem(key, value)
         if problem is not None:
             raise _refuse(source, f"{where}.{key}", problem)
 

@@ -4,7 +4,8 @@
   runs (nothing is trained or written);
 - ``remnant sweep run SPEC --out DIR [--executor local|ray] [--address ADDR]``: builds what is missing and
   measures every pending cell, with progress; records go to ``DIR/records.jsonl`` (the driver is the only
-  writer); a rerun skips every finished cell;
+  writer, and holds DIR's lock: a second ``sweep run`` into DIR exits 2 naming it, or waits with ``--wait``,
+  R23); a rerun skips every finished cell;
 - ``remnant sweep report DIR``: ``results.parquet``/``results.csv`` (one row per model × perturbation),
   ``items.parquet`` and ``report.html``;
 - ``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone safetensors model folder.
@@ -19,7 +20,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from remnant.runlock import FolderLock
 
 
 def _say(args: argparse.Namespace) -> Any:
@@ -30,14 +34,32 @@ def _say(args: argparse.Namespace) -> Any:
     return say
 
 
+def _check_cpu_options(args: argparse.Namespace) -> None:
+    """``--threads`` and ``--num-cpus`` are counts of CPU threads, 1 to MAX_THREADS, refused before the spec is
+    read: 0 would silently fall back to the spec's count and a negative one reaches torch or Ray (R24: the run
+    records the threads it measured at)."""
+    from remnant.errors import ConfigError
+    from remnant.sweep.spec import MAX_THREADS
+
+    for option, value in (("--threads", args.threads), ("--num-cpus", getattr(args, "num_cpus", None))):
+        if value is not None and not 1 <= value <= MAX_THREADS:
+            raise ConfigError(
+                f"{option} {value}: must be a number of CPU threads from 1 to {MAX_THREADS}",
+                requirement="R24",
+            )
+
+
 def _threads(args: argparse.Namespace, prepared: Any) -> int:
-    return int(args.threads) if getattr(args, "threads", None) else int(prepared.spec.resources.cpus_per_task)
+    if getattr(args, "threads", None) is not None:
+        return int(args.threads)
+    return int(prepared.spec.resources.cpus_per_task)
 
 
 def _plan(args: argparse.Namespace) -> int:
     from remnant.sweep.estimate import estimate, render_plan, use_threads
     from remnant.sweep.prepare import prepare
 
+    _check_cpu_options(args)
     prepared = prepare(args.spec)
     threads = _threads(args, prepared)
     use_threads(threads)
@@ -69,20 +91,32 @@ def _executor(args: argparse.Namespace, prepared: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from remnant.runlock import hold
+    from remnant.sweep.prepare import check_out
+
+    _check_cpu_options(args)
+    out = Path(args.out)
+    check_out(args.spec, out)  # before the lock: a folder that is refused is neither locked nor made
+    with hold(out, purpose="remnant sweep run", wait=args.wait, say=_say(args)) as lock:
+        return _run_locked(args, out, lock)
+
+
+def _run_locked(args: argparse.Namespace, out: Path, lock: FolderLock) -> int:
+    """``sweep run`` holding the sweep folder's lock (R23) from the inputs to the run summary: one writer."""
     from remnant.atomic import write_atomic
+    from remnant.cli_paths import mark_output
     from remnant.sweep.driver import run_sweep
     from remnant.sweep.estimate import estimate, use_threads
     from remnant.sweep.prepare import check_disk, prepare
 
     say = _say(args)
-    out = Path(args.out)
-    prepared = prepare(args.spec, out=out, fetch=True)
+    prepared = prepare(args.spec, out=out, fetch=True, lock=lock)
     use_threads(_threads(args, prepared))
     models, rate = estimate(prepared)
     check_disk(prepared, sum(m.disk for m in models))
     executor = _executor(args, prepared)
     try:
-        summary = run_sweep(prepared, out, executor, say=say, retry_failed=args.retry_failed)
+        summary = run_sweep(prepared, out, executor, say=say, retry_failed=args.retry_failed, lock=lock)
     finally:
         executor.close()
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -98,7 +132,9 @@ def _run(args: argparse.Namespace) -> int:
         "estimate_cpu_seconds": {m.model: round(m.cpu_build + m.cpu_measure, 1) for m in models},
         "cpu_rate_gflops": round(rate / 1e9, 1),
     }
-    write_atomic(out / "runs" / f"run-{stamp}.json", json.dumps(result, indent=1, sort_keys=True) + "\n")
+    summary_file = out / "runs" / f"run-{stamp}.json"
+    write_atomic(summary_file, json.dumps(result, indent=1, sort_keys=True) + "\n", root=out)  # no link (R23)
+    mark_output(out, "sweep")
     print(
         json.dumps(
             {
@@ -115,7 +151,7 @@ def _report(args: argparse.Namespace) -> int:
     from remnant.cli_paths import run_folder
     from remnant.sweep.report import write_report
 
-    out = run_folder(args.dir, requirement="R23", option="DIR")
+    out = run_folder(args.dir, requirement="R23", option="DIR", kind="sweep")
     summary = write_report(out)
     for note in summary.notes:
         print(f"remnant sweep report: note: {note}", file=sys.stderr)
@@ -135,10 +171,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from remnant.cli_paths import run_folder
-    from remnant.sweep.export import export_model
+    from remnant.cli_paths import out_folder, run_folder
+    from remnant.sweep.export import export_inputs, export_model
 
-    folder = export_model(run_folder(args.dir, requirement="R23", option="DIR"), args.model, Path(args.out))
+    sweep = run_folder(args.dir, requirement="R23", option="DIR", kind="sweep")
+    # the sweep folder, its store, the base model and the pool's own folders are never the folder replaced
+    out = out_folder(args.out, requirement="R23", kind="model", inputs=export_inputs(sweep))
+    folder = export_model(sweep, args.model, out)
     print(f"exported {args.model} -> {folder}")
     return 0
 
@@ -166,6 +205,12 @@ def add_commands(subparsers: Any) -> None:
         help="run again the cells recorded as failed (their records stay; the new ones supersede them)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another remnant process is running into --out, wait for it to finish (default: exit 2 at "
+        "once, naming it; the records are append-only and chained, so two writers never interleave, R23)",
+    )
     run.set_defaults(handler=_run)
     rep = sub.add_parser("report", help="results table (Parquet, CSV), items table and report.html")
     rep.add_argument("dir", help="sweep folder")
@@ -173,7 +218,9 @@ def add_commands(subparsers: Any) -> None:
     exp = sub.add_parser("export", help="one pool model as a standalone safetensors model folder")
     exp.add_argument("dir", help="sweep folder")
     exp.add_argument("model", help="the model's id in the pool (plan.json; the results table's `model`)")
-    exp.add_argument("--out", required=True, help="model folder to write (replaced whole)")
+    exp.add_argument(
+        "--out", required=True, help="a new model folder (or one an earlier export made: replaced whole)"
+    )
     exp.set_defaults(handler=_export)
 
 

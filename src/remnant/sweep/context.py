@@ -14,6 +14,7 @@ from typing import Any
 
 from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.spec import ExistingSpec, GeneratedSpec
+from remnant.sweep.store import CheckpointMeta
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class Workspace:
     threads: int = 1
     #: Test seam only (remnant.sweep.measure.inject_fault); None in every real run.
     fault: str | None = None
+    #: Checkpoint key -> its pin (remnant.sweep.pins.Pin as JSON): the stored checkpoints a task may use (R23).
+    pins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: This run's token (32 hex digits; empty outside a run): a checkpoint whose meta names it was built by this
+    #: run, whose driver pins it from the build result.
+    token: str = ""
 
     def open(self) -> WorkerContext:
         from remnant.packs import load_pack
@@ -108,7 +114,38 @@ class WorkerContext:
             return self.load_base()
         from remnant.sweep.weights import load_chain
 
-        return load_chain(self.store, model.state, self.load_base)
+        return load_chain(self.store, model.state, self.load_base, expected=self.expected_digest(model.state))
+
+    def trusted_meta(self, key: str) -> CheckpointMeta | None:
+        """The stored meta of checkpoint ``key`` when this task may use it (remnant.sweep.pins): the workspace
+        pins it (and the meta agrees with the pin, else IntegrityError) or this run built it; None when it is
+        not stored, or stored but pinned by nothing this sweep trusts (it is then built again)."""
+        from remnant.sweep.pins import Pin, check_against
+
+        if not self.store.has(key):
+            return None
+        meta: CheckpointMeta = self.store.meta(key)
+        if key in self.ws.pins:
+            pin = Pin.model_validate(self.ws.pins[key])
+            check_against(meta, pin, self.store.folder(key), f"the records of the sweep in {self.ws.out}")
+            return meta
+        built_here = meta.built_by is not None and bool(self.ws.token) and meta.built_by.run == self.ws.token
+        return meta if built_here else None
+
+    def expected_digest(self, key: str) -> str | None:
+        """The weights digest checkpoint ``key`` must load to (its pin); IntegrityError when nothing this sweep
+        trusts pins it (R23). None for a diverged checkpoint (which has no weights to load)."""
+        from remnant.errors import IntegrityError
+
+        meta = self.trusted_meta(key)
+        if meta is None:
+            raise IntegrityError(
+                f"{self.store.folder(key)}: checkpoint {key[:12]}… is pinned by no record of the sweep in "
+                f"{self.ws.out}, so its weights are not trusted (the store is never the authority; "
+                "`remnant sweep run` builds and pins it)",
+                requirement="R23",
+            )
+        return meta.weights_digest
 
 
 __all__ = ["WorkerContext", "Workspace"]

@@ -1,8 +1,9 @@
 """The driver of ``remnant sweep run``: the one writer of the sweep's records (docs/sweep.md).
 
-It prepares the sweep (:func:`remnant.sweep.prepare.prepare`: spec, pool, cells, disk), repairs a torn record
-tail left by a killed run, reads which cells the store already holds, and hands one task per model with
-pending cells to the executor. Every item a task streams back is appended by the driver alone: a cell's records
+It holds the sweep folder's lock for the whole run (:mod:`remnant.runlock`, R23: one writer per folder; Ray
+workers never take it), prepares the sweep (:func:`remnant.sweep.prepare.prepare`: spec, pool, cells, disk),
+repairs a torn record tail left by a killed run, reads which cells the store already holds, and hands one task
+per model with pending cells to the executor. Every item a task streams back is appended by the driver alone: a cell's records
 through the engine's :class:`~remnant.engine.runner.CellRunner` (in one write, so a cell is recorded whole or
 re-run whole), a build that trained something as an :class:`~remnant.records.Event`. A task that failed on every
 try has its remaining cells recorded as *failed* with its error. Progress lines say the models and cells done
@@ -11,6 +12,7 @@ and the time left at the rate so far.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
+from remnant.runlock import FolderLock, held
 from remnant.sweep.build import BuildResult
 from remnant.sweep.cells import PlannedCell, model_cells
 from remnant.sweep.context import Workspace
 from remnant.sweep.executors import TaskFailed
 from remnant.sweep.measure import CellOutput, TaskDone
+from remnant.sweep.pins import Pin
 from remnant.sweep.prepare import Prepared
 
 
@@ -92,11 +96,20 @@ def _build_event(run_id: str, model_id: str, build: BuildResult) -> Event:
             "status": build.status,
             "models": build.models,
             "seconds": round(build.seconds, 3),
+            "pins": build.pins,  # what each stored checkpoint holds: later reads check against this (R23)
         },
     )
 
 
-def workspace(prepared: Prepared, out: Path, fault: str | None = None) -> Workspace:
+def workspace(
+    prepared: Prepared,
+    out: Path,
+    fault: str | None = None,
+    pins: dict[str, Pin] | None = None,
+    token: str = "",
+) -> Workspace:
+    """The tasks' workspace; ``pins`` (key -> remnant.sweep.pins.Pin) are the stored checkpoints they may use,
+    ``token`` marks the checkpoints this run builds (remnant.sweep.pins)."""
     import json
 
     from remnant.sweep.prepare import PACK_DIR
@@ -112,7 +125,17 @@ def workspace(prepared: Prepared, out: Path, fault: str | None = None) -> Worksp
         run_id=prepared.run_id,
         base_path=None if prepared.base_path is None else str(prepared.base_path),
         fault=fault,
+        pins={k: v.model_dump(mode="json") for k, v in (pins or {}).items()},
+        token=token,
     )
+
+
+def _trusted_pins(prepared: Prepared, store: RecordStore, say: Callable[[str], None]) -> dict[str, Pin]:
+    """The stored checkpoints of the pool this run's tasks may use, pinned by records (remnant.sweep.pins)."""
+    from remnant.sweep.pins import trust_store
+
+    keys = [m.state for m in prepared.pool.models if m.path is None and m.pool != "base"]
+    return trust_store(keys, prepared.store, store, prepared.run_id, say)
 
 
 def only_failed(records: list[CellRecord]) -> bool:
@@ -129,9 +152,29 @@ def run_sweep(
     say: Callable[[str], None],
     fault: str | None = None,
     retry_failed: bool = False,
+    lock: FolderLock | None = None,
+    wait: bool = False,
 ) -> RunSummary:
     """Run every pending cell of ``prepared`` through ``executor``, recording into ``out/records.jsonl``; with
-    ``retry_failed``, cells recorded as failed are pending again (their records stay; the new ones follow)."""
+    ``retry_failed``, cells recorded as failed are pending again (their records stay; the new ones follow).
+
+    This process, the driver, holds the sweep folder's lock throughout (R23, :mod:`remnant.runlock`): the
+    caller's ``lock`` when it holds it already, else one taken here (a folder in use is refused with its holder
+    named, or waited for with ``wait``). Workers, local or Ray, never take it: they write no records."""
+    with held(out, lock, purpose="remnant sweep run", wait=wait, say=say, create=False):
+        return _run_locked(prepared, out, executor, say=say, fault=fault, retry_failed=retry_failed)
+
+
+def _run_locked(
+    prepared: Prepared,
+    out: Path,
+    executor: Any,
+    *,
+    say: Callable[[str], None],
+    fault: str | None,
+    retry_failed: bool,
+) -> RunSummary:
+    """:func:`run_sweep` with the sweep folder's lock held."""
     from remnant.engine.runner import CellRunner
 
     start = time.perf_counter()
@@ -141,6 +184,7 @@ def run_sweep(
         say(
             f"moved a torn tail (line {torn.line}, {torn.nbytes} bytes) to {torn.side_file.name}: its cell re-runs"
         )
+    pins = _trusted_pins(prepared, store, say)
     runner = CellRunner(store, prepared.run_id, redo=only_failed if retry_failed else None)
     done = runner.recorded()
     pending: dict[str, set[str]] = {}
@@ -160,11 +204,12 @@ def run_sweep(
         for m in prepared.pool.models
         if m.id in pending
     ]
-    for model_id, item in executor.run(workspace(prepared, out, fault), tasks):
+    token = secrets.token_hex(16)  # marks what this run builds (remnant.sweep.pins)
+    for model_id, item in executor.run(workspace(prepared, out, fault, pins, token), tasks):
         if isinstance(item, TaskDone):
             summary.per_model[model_id] = item.seconds
         elif isinstance(item, BuildResult):
-            if item.status != "reused":
+            if item.status != "reused" or item.pins:
                 store.append(_build_event(prepared.run_id, model_id, item))
                 summary.builds += 1
         elif isinstance(item, CellOutput):

@@ -1,7 +1,8 @@
 """``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone model folder.
 
 A generated pool stores its checkpoints as deltas and LoRA adapters over the base model (remnant.sweep.store),
-which no other tool reads. Export rebuilds the model's chain (checked against the recorded weights digest, R23)
+which no other tool reads. Export rebuilds the model's chain, checked against the weights digest the sweep's own
+records pin (remnant.sweep.pins; the store's meta.json is never the authority, R23),
 and writes a plain Hugging Face folder — ``config.json``, ``model.safetensors``, the base model's tokenizer and
 chat template — so the model can be evaluated by ``remnant eval``, assessed, or read by another framework. The
 folder is written whole or not at all (remnant.atomic.replace_dir). Safetensors only: nothing is pickled.
@@ -16,15 +17,43 @@ from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
 
-def _workspace(sweep_dir: Path) -> Any:
-    from remnant.sweep.context import Workspace
-    from remnant.sweep.prepare import PACK_DIR
-
-    plan = read_json(sweep_dir / "plan.json")
+def _plan(sweep_dir: Path) -> dict[str, Any]:
+    plan = read_json(sweep_dir / "plan.json", requirement="R23")
     if not isinstance(plan, dict) or not {"spec", "pool", "store", "run_id"} <= set(plan):
         raise ConfigError(
             f"{sweep_dir / 'plan.json'}: not a sweep plan (spec, pool, store, run_id)", requirement="R23"
         )
+    return plan
+
+
+def export_inputs(sweep_dir: Path) -> dict[str, str | Path | None]:
+    """What an export reads, by what a refusal calls it: the sweep folder, its checkpoint store, the pool's base
+    model and the folders of an existing pool. The output guard (remnant.cli_paths) refuses each as ``--out``,
+    so an export never replaces what it reads."""
+    plan = _plan(sweep_dir)
+    base = plan.get("base_path")
+    found: dict[str, str | Path | None] = {
+        "the sweep folder": sweep_dir,
+        "the checkpoint store": str(plan["store"]),
+        "the pool's base model folder": base if isinstance(base, str) else None,
+    }
+    pool = plan["pool"]
+    models = pool.get("models") if isinstance(pool, dict) else None
+    for model in models if isinstance(models, list) else []:
+        if isinstance(model, dict) and isinstance(model.get("path"), str):
+            found[f"pool model {model.get('id')}"] = model["path"]
+    return found
+
+
+def _workspace(sweep_dir: Path) -> Any:
+    from remnant.records import RECORDS_FILE
+    from remnant.sweep.context import Workspace
+    from remnant.sweep.pins import read_pins
+    from remnant.sweep.prepare import PACK_DIR
+
+    plan = _plan(sweep_dir)
+    # only what the sweep's own records pin is exported, checked against the pin: never the store's word (R23)
+    pins = read_pins(sweep_dir / RECORDS_FILE)
     return Workspace(
         spec=plan["spec"],
         pool=plan["pool"],
@@ -33,12 +62,14 @@ def _workspace(sweep_dir: Path) -> Any:
         out=str(sweep_dir),
         run_id=str(plan["run_id"]),
         base_path=plan.get("base_path"),
+        pins={k: v.model_dump(mode="json") for k, v in pins.items()},
     )
 
 
 def export_model(sweep_dir: Path, model_id: str, out: Path) -> Path:
     """Write pool model ``model_id`` of the sweep in ``sweep_dir`` to ``out`` (replaced whole); returns ``out``."""
     from remnant.atomic import replace_dir
+    from remnant.cli_paths import mark_output
 
     ctx = _workspace(sweep_dir).open()
     by_id = {m.id: m for m in ctx.pool.models}
@@ -53,6 +84,7 @@ def export_model(sweep_dir: Path, model_id: str, out: Path) -> Path:
     def build(tmp: Path) -> None:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+        mark_output(tmp, "model")  # so a later export may replace this folder, and nothing else (R23)
 
     replace_dir(out, build)
     return out

@@ -158,6 +158,13 @@ def render_page(
         for p in perturbations
         if p != "none"
     ]
+    declared = [p for p in perturbations if p != "none"]
+    # Each placeholder says why its section is empty, from the plan and the table, never a guess.
+    no_shift = (
+        "no perturbation declared"
+        if not declared
+        else f"no measured column to compare before and after {', '.join(declared)}"
+    )
     title = html.escape(f"Sweep {name}")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -171,9 +178,9 @@ svg.plot{{width:420px;display:inline-block;margin:4px}}</style></head><body>
 <h2>Metric against metric</h2>
 {"".join(plots) or "<p>fewer than two measured columns</p>"}
 <h2>Spread per method</h2>
-{"".join(spreads)}
+{"".join(spreads) or "<p>no measured column</p>"}
 <h2>Before and after perturbation</h2>
-{"".join(shifts) or "<p>no perturbation declared</p>"}
+{"".join(shifts) or f"<p>{html.escape(no_shift)}</p>"}
 </body></html>
 """
 

@@ -170,7 +170,7 @@ def _own_status(ctx: WorkerContext, model_id: str, build: BuildResult) -> tuple[
     if build.models.get(model_id, "ok") != "ok":
         model = ctx.pool.model(model_id)
         meta = ctx.store.meta(model.state)
-        return str(meta["status"]), str(meta.get("reason") or "the build did not finish")
+        return meta.status, meta.reason or "the build did not finish"
     return None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
+from remnant.runlock import FolderLock, held
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
 from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, spec_dump
@@ -59,9 +60,19 @@ class Prepared:
         }
 
 
+def file_tag(path: Path) -> str:
+    """What a cached file hash is kept under: the path, and the metadata any change of the file's content moves.
+    Size and modification time alone can be restored after rewriting the file in place (``touch -d``,
+    ``os.utime``), and the old hash — so the old identity and its recorded results — would stand (R23); the
+    inode (a file replaced) and the status-change time (set by the kernel on every write or utime, and by nothing
+    a user can call) cannot be put back."""
+    stat = path.stat()
+    return f"{path}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+
+
 def folder_digest(folder: Path, cache: dict[str, Any]) -> str:
     """sha256 over the files a load of ``folder`` reads (weights, config, tokenizer), each by name and sha256;
-    ``cache`` keeps each file's hash by path, size and modification time (a pool of GB checkpoints is hashed once)."""
+    ``cache`` keeps each file's hash by :func:`file_tag` (a pool of GB checkpoints is hashed once)."""
     from remnant.models.files import model_files
     from remnant.models.identity import sha256_file
 
@@ -69,8 +80,7 @@ def folder_digest(folder: Path, cache: dict[str, Any]) -> str:
     out: dict[str, str] = {}
     for name in files.names:
         path = files.resolved[name]
-        stat = path.stat()
-        tag = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        tag = file_tag(path)
         if tag not in cache:
             cache[tag] = sha256_file(path)
         out[name] = cache[tag]
@@ -83,8 +93,18 @@ def _cached_digests(store: CheckpointStore) -> dict[str, Any]:
     path = store.root / DIGESTS_FILE
     if not path.is_file():
         return {}
-    data = loads_strict(path.read_bytes(), source=str(path))
-    return data if isinstance(data, dict) else {}
+    data = loads_strict(path.read_bytes(), source=str(path), requirement="R23")
+    if not isinstance(data, dict):
+        return {}
+    # only entries of the current tag form with a sha256 value: anything else is hashed again, never trusted
+    return {
+        k: v
+        for k, v in data.items()
+        if k.count("|") >= 5
+        and isinstance(v, str)
+        and len(v) == 64
+        and all(c in "0123456789abcdef" for c in v)
+    }
 
 
 def _save_digests(store: CheckpointStore, cache: dict[str, Any]) -> None:
@@ -148,14 +168,32 @@ def _pool(
     return pool
 
 
-def prepare(spec_path: str | Path, *, out: Path | None = None, fetch: bool = False) -> Prepared:
-    """Resolve the sweep of ``spec_path`` (module docstring); with ``out``, write its fixed inputs there."""
-    from remnant.sweep.suite import suite_data, suite_measurements, write_tofu_view
-
+def prepare(
+    spec_path: str | Path, *, out: Path | None = None, fetch: bool = False, lock: FolderLock | None = None
+) -> Prepared:
+    """Resolve the sweep of ``spec_path`` (module docstring); with ``out``, write its fixed inputs there, holding
+    the sweep folder's lock (R23, :mod:`remnant.runlock`): the caller's ``lock`` when it holds it already (the
+    command holds one lock from this call to the end of :func:`remnant.sweep.driver.run_sweep`), else one taken
+    for this call, so a second process never rewrites the inputs of a sweep another one is running."""
     path = Path(spec_path)
     spec = load_spec(path)
-    if out is not None:
-        _check_folder(out, path)
+    if out is None:
+        return _prepare(spec, path, None, fetch)
+    _check_folder(out, path, spec)  # before the lock: a folder that is refused is neither locked nor made
+    with held(out, lock, purpose="remnant sweep run"):
+        return _prepare(spec, path, out, fetch)
+
+
+def check_out(spec_path: str | Path, out: Path) -> None:
+    """What :func:`prepare` checks before writing into ``out``, for a caller to check before taking its lock:
+    the spec reads, and ``out`` is a new folder or a sweep folder of this spec (R14)."""
+    path = Path(spec_path)
+    _check_folder(out, path, load_spec(path))
+
+
+def _prepare(spec: GeneratedSpec | ExistingSpec, path: Path, out: Path | None, fetch: bool) -> Prepared:
+    from remnant.sweep.suite import suite_data, suite_measurements, write_tofu_view
+
     root = path.resolve().parent
     store = _store(spec, root)
     base = _base_path(spec, path, fetch) if isinstance(spec, GeneratedSpec) else None
@@ -183,11 +221,12 @@ def prepare(spec_path: str | Path, *, out: Path | None = None, fetch: bool = Fal
     return prepared
 
 
-def _check_folder(out: Path, spec_path: Path) -> None:
-    """``out`` is a sweep folder of this spec, or a new one (module docstring)."""
+def _check_folder(out: Path, spec_path: Path, spec: GeneratedSpec | ExistingSpec) -> None:
+    """``out`` is a sweep folder of this spec, or a new one (module docstring), and none of the sweep's inputs
+    (remnant.cli_paths: the one output guard)."""
     from remnant.cli_paths import out_folder
 
-    out_folder(out, requirement=SPEC_RULE)
+    out_folder(out, requirement=SPEC_RULE, kind="sweep", inputs=_input_paths(spec, spec_path))
     copy = out / SPEC_COPY
     if copy.is_file() and copy.read_bytes() != spec_path.read_bytes():
         raise ConfigError(
@@ -195,6 +234,28 @@ def _check_folder(out: Path, spec_path: Path) -> None:
             "(use a new --out, or move the folder aside)",
             requirement=SPEC_RULE,
         )
+
+
+def _input_paths(spec: GeneratedSpec | ExistingSpec, spec_path: Path) -> dict[str, Path | None]:
+    """The folders and files a sweep reads, by what a refusal calls them (a zoo name is no path: skipped)."""
+    root = spec_path.resolve().parent
+
+    def local(given: str | None) -> Path | None:
+        if given is None:
+            return None
+        path = Path(given).expanduser()
+        return path if path.is_absolute() else root / path
+
+    found: dict[str, Path | None] = {
+        "the spec": spec_path,
+        "the pack": local(spec.pack.path),
+        "the checkpoint store": local(spec.resources.store),
+    }
+    if isinstance(spec, GeneratedSpec):
+        found["the base model folder"] = local(spec.base.model)
+    else:
+        found |= {f"pool model {m.path}": local(m.path) for m in spec.models if m.path is not None}
+    return found
 
 
 def _write_inputs(prepared: Prepared, out: Path) -> None:
@@ -236,6 +297,8 @@ __all__ = [
     "TOFU_DIR",
     "Prepared",
     "check_disk",
+    "check_out",
+    "file_tag",
     "folder_digest",
     "prepare",
 ]

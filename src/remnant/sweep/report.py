@@ -74,8 +74,9 @@ def write_report(out: Path) -> ReportSummary:
         notes.append(
             f"{tables.unfinished} model × perturbation rows are unfinished and left out (rerun the sweep)"
         )
-    note = (
-        " ".join(notes) or f"{len(tables.rows)} rows (model × perturbation), {len(tables.items)} item values."
+    # The counts are always stated; the notes say what is missing beside them.
+    note = " ".join(
+        [f"{len(tables.rows)} rows (model × perturbation), {len(tables.items)} item values.", *notes]
     )
     page = render_page(plan["pool"]["name"], tables.rows, tables.columns, plan["perturbations"], note)
     written.append(write_atomic(out / "report.html", page))

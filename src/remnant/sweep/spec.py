@@ -20,9 +20,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from remnant.config.fields import MAX_BATCH, MAX_EPOCHS, MAX_LIST, MAX_LR, MAX_TOKENS
+from remnant.config.fields import MAX_BATCH, MAX_EPOCHS, MAX_LIST, MAX_LR, MAX_TOKENS, Patterns
 from remnant.errors import ConfigError
 
 #: A label that becomes part of a model id: lower-case letters, digits, ``-``, ``_``, ``.``, ``=``.
@@ -37,6 +45,8 @@ Batch = Annotated[int, Field(ge=1, le=MAX_BATCH)]
 MAX_MODELS = 5_000
 #: The requirement a spec field serves unless its description names another: declared before the run.
 SPEC_RULE = "R14"
+#: Most CPU threads a task (``cpus_per_task``) or a command (``--threads``, ``--num-cpus``) may ask for.
+MAX_THREADS = 1_024
 
 
 class _Table(BaseModel):
@@ -85,7 +95,7 @@ class InstallRecipe(_Table):
     lr: LearningRate = Field(default=3e-4, description="Learning rate (R2).")
     batch_size: Batch = Field(default=8, description="Examples per micro-batch (R2).")
     grad_accum: Batch = Field(default=1, description="Micro-batches per optimiser step (R2).")
-    trainable: list[str] | None = Field(
+    trainable: Patterns | None = Field(
         default=None, max_length=MAX_LIST, description="Trainable parameter regexes (None: all) (R2)."
     )
 
@@ -181,7 +191,7 @@ class RelearnPerturbation(_Table):
     epochs: Epochs = Field(default=1, description="Epochs (C-W1).")
     batch_size: Batch = Field(default=8, description="Examples per micro-batch (C-W1).")
     grad_accum: Batch = Field(default=4, description="Micro-batches per step: batch 8 × 4 = 32 (C-W1).")
-    trainable: list[str] | None = Field(
+    trainable: Patterns | None = Field(
         default=None, max_length=MAX_LIST, description="Trainable parameter regexes (None: all) (C-W1)."
     )
     seed: Seed = Field(default=0, description="Data-order seed (C-W1).")
@@ -229,7 +239,7 @@ class Resources(_Table):
     gpus_per_task: Annotated[float, Field(ge=0.0, le=64.0)] = Field(
         default=1.0, description="GPUs a task asks for where the cluster has GPUs."
     )
-    cpus_per_task: Annotated[int, Field(ge=1, le=1024)] = Field(
+    cpus_per_task: Annotated[int, Field(ge=1, le=MAX_THREADS)] = Field(
         default=1, description="CPU threads a task asks for (and uses) where there is no GPU."
     )
     retries: Annotated[int, Field(ge=0, le=100)] = Field(default=1, description="Retries of a crashed task.")
@@ -276,6 +286,17 @@ class ExistingModel(_Table):
     strength: str | None = Field(default=None, description="Label of the hyper-parameter point.")
     seed: Seed | None = Field(default=None, description="Removal seed.")
     parent: str | None = Field(default=None, description="Id of the model it started from.")
+
+    @field_validator("glob")
+    @classmethod
+    def _relative_glob(cls, value: str | None) -> str | None:
+        # a glob is searched under the spec's folder: an absolute or empty pattern names no folder there
+        if value is not None and (not value.strip() or Path(value).is_absolute()):
+            raise ValueError(
+                f"{value!r} must be a non-empty pattern relative to the spec's folder (give an absolute "
+                "folder as path)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> ExistingModel:
@@ -356,6 +377,7 @@ def spec_dump(spec: GeneratedSpec | ExistingSpec) -> dict[str, Any]:
 
 __all__ = [
     "MAX_MODELS",
+    "MAX_THREADS",
     "SPEC_RULE",
     "BaseSpec",
     "ExistingModel",

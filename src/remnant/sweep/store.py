@@ -12,9 +12,16 @@ Layout (``STORE`` is ``[resources] store``, else ``$REMNANT_HOME/checkpoints``):
 removal that trains part of the model stores only what it changed, a LoRA removal only its adapter, so a pool of
 tens of removals of one install costs tens of adapters or deltas, not tens of models; installs are stored as
 deltas from the base model. A checkpoint folder is written whole through :func:`remnant.atomic.replace_dir` or
-not at all; the weights digest in ``meta.json`` is checked when a checkpoint is loaded, so a store edited by hand
-cannot pass for the checkpoint its key names (R23). A build that raised stores nothing (a rerun builds it
-again); a diverged one stores its meta and no weights (a recorded outcome, Annex B.6). Pure: no torch.
+not at all. A build that raised stores nothing (a rerun builds it again); a diverged one stores its meta and no
+weights (a recorded outcome, Annex B.6). Pure: no torch.
+
+The store is a cache, never the authority on what a checkpoint holds (R23): whoever can write it can rewrite a
+delta and recompute the digest in ``meta.json``. What a checkpoint must hold is *pinned* in the records of the
+sweep that built it (its status and weights digest, :mod:`remnant.sweep.pins`), and every later read — a task
+of any sweep, ``remnant sweep export`` — checks the loaded weights against a pin from records, so a store edited
+by hand cannot pass for the checkpoint its key names. ``meta.json`` is read through :class:`CheckpointMeta`
+(unknown fields, an unknown format, a LoRA rank that is not a whole number are refused, naming the file and the
+field) and says which sweep's records pin it (``built_by``).
 """
 
 from __future__ import annotations
@@ -22,19 +29,98 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from remnant.atomic import write_atomic
 from remnant.errors import ConfigError, RecordError
+from remnant.runlock import open_lock_file
 
 META = "meta.json"
 DELTA = "delta.safetensors"
 ADAPTER = "adapter.safetensors"
 #: Bytes per parameter of the stored dtype (checkpoints are stored in the dtype they were trained in).
 DTYPE_BYTES = {"fp32": 4, "bf16": 2}
+#: A checkpoint key or weights digest: sha256 in hex.
+HEX64 = r"^[0-9a-f]{64}$"
+#: The requirement a stored checkpoint answers to: what was built is what is read (R23).
+STORE_RULE = "R23"
+
+
+class LoraMeta(BaseModel):
+    """The LoRA configuration a stored adapter is merged with (the same as the build's, or the weights differ)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rank: StrictInt = Field(gt=0, le=65536, description="LoRA rank: a whole number (R23).")
+    alpha: float = Field(gt=0, allow_inf_nan=False, description="LoRA alpha (R23).")
+    targets: str | list[str] = Field(description="Adapted modules: 'all-linear' or their names (R23).")
+    seed: StrictInt = Field(ge=0, description="Seed the adapter was initialised with (R23).")
+
+
+class BuiltBy(BaseModel):
+    """Where a checkpoint's pin is recorded: the records of the sweep that built it, and that run's token."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    records: str = Field(min_length=1, description="records.jsonl of the sweep whose build event pins it.")
+    run: str = Field(pattern=r"^[0-9a-f]{32}$", description="Token of the run that built it.")
+
+
+class CheckpointMeta(BaseModel):
+    """``meta.json`` of a stored checkpoint (module docstring): what it is, never proof of what it holds (R23)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(pattern=HEX64, description="The checkpoint's key (its folder name).")
+    job: str = Field(min_length=1, description="Key of the job that built it.")
+    checkpoint: str = Field(min_length=1, description="Position in the job: 'final' or 'epoch=X'.")
+    parent: str | None = Field(
+        pattern=HEX64, description="Key of the parent checkpoint; None: the base model."
+    )
+    model: str = Field(min_length=1, description="Pool model id it was built as.")
+    status: Literal["ok", "diverged"] = Field(description="ok (weights stored) or diverged (Annex B.6).")
+    reason: str | None = Field(default=None, description="Why the build diverged.")
+    weights_digest: str | None = Field(
+        default=None, pattern=HEX64, description="Digest of the weights the build measured (ok only)."
+    )
+    format: Literal["delta", "lora"] | None = Field(
+        default=None, description="delta.safetensors or adapter.safetensors (ok only)."
+    )
+    lora: LoraMeta | None = Field(default=None, description="The adapter's LoRA configuration (format lora).")
+    build: dict[str, Any] | None = Field(default=None, description="What building an install measured.")
+    built_by: BuiltBy | None = Field(default=None, description="The sweep records that pin it.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CheckpointMeta:
+        if self.status == "ok" and (self.weights_digest is None or self.format is None):
+            raise ValueError("a checkpoint with status ok names its weights_digest and format")
+        if self.status == "diverged" and self.format is not None:
+            raise ValueError("a diverged checkpoint stores no weights, so it has no format")
+        if (self.format == "lora") != (self.lora is not None):
+            raise ValueError("the lora table is given exactly when format is 'lora'")
+        return self
+
+    @property
+    def weights_file(self) -> str:
+        return ADAPTER if self.format == "lora" else DELTA
+
+
+def parse_meta(raw: object, source: str) -> CheckpointMeta:
+    """``raw`` (parsed JSON) as a :class:`CheckpointMeta`; RecordError naming ``source`` and the field (R23)."""
+    from remnant.packs.schema import describe_validation
+
+    try:
+        return CheckpointMeta.model_validate(raw)
+    except ValidationError as exc:
+        raise RecordError(
+            f"{source}: not a checkpoint meta: {describe_validation(exc)}", requirement=STORE_RULE
+        ) from None
 
 
 def default_root() -> Path:
@@ -60,8 +146,9 @@ class CheckpointStore:
         """Whether the checkpoint (or its diverged outcome) is stored."""
         return (self.folder(key) / META).is_file()
 
-    def meta(self, key: str) -> dict[str, Any]:
-        """The stored meta of ``key`` (strict JSON); RecordError naming the file when it is unreadable."""
+    def meta(self, key: str) -> CheckpointMeta:
+        """The stored meta of ``key`` (strict JSON, :class:`CheckpointMeta`); RecordError naming the file and the
+        field when it is unreadable or malformed. What it says is checked against a pin before use (R23)."""
         from remnant.jsonio import loads_strict
 
         path = self.folder(key) / META
@@ -69,11 +156,16 @@ class CheckpointStore:
             data = path.read_bytes()
         except OSError as exc:
             raise RecordError(
-                f"{path}: cannot read the checkpoint's meta: {exc}", requirement="R23"
+                f"{path}: cannot read the checkpoint's meta: {exc.strerror or exc}", requirement=STORE_RULE
             ) from None
-        meta = loads_strict(data, source=str(path), error=RecordError, requirement="R23")
-        if not isinstance(meta, dict) or meta.get("key") != key:
-            raise RecordError(f"{path}: is not the meta of checkpoint {key}", requirement="R23")
+        meta = parse_meta(
+            loads_strict(data, source=str(path), error=RecordError, requirement=STORE_RULE), str(path)
+        )
+        if meta.key != key:
+            raise RecordError(
+                f"{path}: field 'key' is {meta.key[:12]}…: not the meta of checkpoint {key}",
+                requirement=STORE_RULE,
+            )
         return meta
 
     @contextlib.contextmanager
@@ -81,12 +173,15 @@ class CheckpointStore:
         """Hold the build lock of ``key`` (blocking): two workers never build one checkpoint twice at once."""
         path = self.root / "locks" / f"{key}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        fd = open_lock_file(path)  # never follows a link out of the store (R23)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def write_meta_only(self, key: str, meta: dict[str, Any]) -> None:
         """Store an outcome without weights (a diverged build)."""
@@ -103,7 +198,10 @@ class CheckpointStore:
 
 
 def dump_meta(meta: dict[str, Any]) -> str:
-    return json.dumps(meta, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    """``meta`` as stored JSON, validated as the reader will read it (a writer cannot store what is refused)."""
+    text = json.dumps(meta, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    parse_meta(json.loads(text), "the checkpoint meta being written")
+    return text
 
 
 def safetensors_header(path: Path) -> dict[str, Any]:
@@ -116,7 +214,7 @@ def safetensors_header(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: not a safetensors file", requirement="R2")
         (size,) = struct.unpack("<Q", raw)
         if size > 100 * 2**20:
-            raise ConfigError(f"{path}: safetensors header of {size} bytes", requirement="R2")
+            raise ConfigError(f"{path}: not a safetensors file (a header of {size} bytes)", requirement="R2")
         header = loads_strict(handle.read(size), source=str(path), requirement="R2")
     if not isinstance(header, dict):
         raise ConfigError(f"{path}: safetensors header is not an object", requirement="R2")
@@ -141,9 +239,14 @@ __all__ = [
     "DELTA",
     "DTYPE_BYTES",
     "META",
+    "STORE_RULE",
+    "BuiltBy",
+    "CheckpointMeta",
     "CheckpointStore",
+    "LoraMeta",
     "default_root",
     "dump_meta",
     "parameter_shapes",
+    "parse_meta",
     "safetensors_header",
 ]

@@ -2,20 +2,33 @@
 
 A stored checkpoint names its parent (another checkpoint, or ``None``: the base model). Loading walks the chain
 from the base model: load the base, then apply each checkpoint's delta (``load_state_dict`` of the tensors it
-changed) or LoRA adapter (wrap with the same LoRA config, set A and B, merge) in order, then check the weights
-digest the build recorded (R23). Merging an adapter here does the arithmetic ``apply_removal`` did when it merged
-the same adapter, so the loaded weights are the built ones bit for bit (tested).
+changed) or LoRA adapter (wrap with the same LoRA config, set A and B, merge) in order, then check the loaded
+weights against the digest pinned in the records of the sweep that built it (R23; remnant.sweep.pins: the
+store's own ``meta.json`` is never the authority). Every tensor file's header is checked against the model
+before a byte of it is applied (a tensor the model lacks, or of another shape, is refused naming the file and the
+tensor). Merging an adapter here does the arithmetic ``apply_removal`` did when it merged the same adapter, so
+the loaded weights are the built ones bit for bit (tested).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from remnant.errors import IntegrityError
-from remnant.sweep.store import ADAPTER, DELTA, META, CheckpointStore, dump_meta
+from remnant.errors import IntegrityError, ModelError, RemnantError
+from remnant.sweep.store import (
+    ADAPTER,
+    DELTA,
+    META,
+    STORE_RULE,
+    CheckpointMeta,
+    CheckpointStore,
+    dump_meta,
+    safetensors_header,
+)
 
 
 def changed_tensors(model: Any, parent: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -47,8 +60,6 @@ def save_checkpoint(
     store: CheckpointStore, key: str, meta: dict[str, Any], tensors: Mapping[str, torch.Tensor], fmt: str
 ) -> None:
     """Write ``tensors`` (a delta, or a LoRA adapter when ``fmt == "lora"``) and ``meta`` as checkpoint ``key``."""
-    from pathlib import Path
-
     from safetensors.torch import save_file
 
     from remnant.atomic import replace_dir, write_atomic
@@ -60,62 +71,96 @@ def save_checkpoint(
     replace_dir(store.folder(key), build)
 
 
-def _apply(model: Any, store: CheckpointStore, key: str, meta: dict[str, Any]) -> Any:
+def _tensors(path: Path, expected: Mapping[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
+    """The tensors of the stored file ``path``, each checked by its header against ``expected`` (name -> the
+    tensor it replaces) before anything is read: ModelError naming the file and the tensor (R23)."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
+    try:
+        header = safetensors_header(path)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}", requirement=STORE_RULE) from None
+    except RemnantError as exc:  # safetensors_header names the file and the problem
+        raise ModelError(str(exc.args[0]), requirement=STORE_RULE) from None
+    for name, info in header.items():
+        target = expected.get(name)
+        if target is None:
+            raise IntegrityError(
+                f"{path}: names tensor {name!r}, which the model lacks", requirement=STORE_RULE
+            )
+        shape = info.get("shape") if isinstance(info, dict) else None
+        if not isinstance(shape, list) or tuple(shape) != tuple(target.shape):
+            raise ModelError(
+                f"{path}: tensor {name!r} has shape {shape}, the model's is {list(target.shape)}",
+                requirement=STORE_RULE,
+            )
+    try:
+        return load_file(str(path), device=str(device))
+    except (SafetensorError, OSError) as exc:
+        raise ModelError(f"{path}: cannot read its tensors: {exc}", requirement=STORE_RULE) from None
+
+
+def _apply(model: Any, store: CheckpointStore, key: str, meta: CheckpointMeta) -> Any:
     folder = store.folder(key)
     device = next(model.parameters()).device
-    if meta["format"] == "delta":
-        tensors = load_file(str(folder / DELTA), device=str(device))
-        missing = set(tensors) - set(model.state_dict())
-        if missing:
-            raise IntegrityError(
-                f"{folder}: delta names tensors the model lacks: {sorted(missing)[:3]}", requirement="R23"
-            )
+    if meta.format == "delta":
+        tensors = _tensors(folder / DELTA, model.state_dict(), device)
         model.load_state_dict(tensors, strict=False)
         return model
     from remnant.train.loop import LoraSpec, TrainConfig, merge_lora, prepare_model
 
-    lora = meta["lora"]
-    spec = LoraSpec(rank=int(lora["rank"]), alpha=float(lora["alpha"]), targets=lora["targets"])
-    wrapped = prepare_model(model, TrainConfig(lora=spec, seed=int(lora["seed"]), progress=False))
-    tensors = load_file(str(folder / ADAPTER), device=str(device))
+    lora = meta.lora
+    if lora is None:  # CheckpointMeta refuses a lora format without its table; kept for the type checker
+        raise ModelError(f"{folder / META}: field 'lora' is missing", requirement=STORE_RULE)
+    targets = lora.targets if isinstance(lora.targets, str) else tuple(lora.targets)
+    spec = LoraSpec(rank=lora.rank, alpha=lora.alpha, targets=targets)
+    wrapped = prepare_model(model, TrainConfig(lora=spec, seed=lora.seed, progress=False))
     params = dict(wrapped.named_parameters())
+    tensors = _tensors(folder / ADAPTER, params, device)
     if set(tensors) != {n for n in params if "lora_" in n}:
-        raise IntegrityError(f"{folder}: the adapter does not fit the model's LoRA layers", requirement="R23")
+        raise IntegrityError(
+            f"{folder}: the adapter does not fit the model's LoRA layers", requirement=STORE_RULE
+        )
     with torch.no_grad():
         for name, value in tensors.items():
             params[name].copy_(value)
     return merge_lora(wrapped)
 
 
-def load_chain(store: CheckpointStore, key: str, load_base: Callable[[], Any], *, verify: bool = True) -> Any:
+def load_chain(
+    store: CheckpointStore, key: str, load_base: Callable[[], Any], *, expected: str | None
+) -> Any:
     """The model of checkpoint ``key``: the base model (``load_base()``) with every checkpoint of its chain
-    applied in order, checked against the recorded weights digest (R23)."""
-    chain: list[tuple[str, dict[str, Any]]] = []
+    applied in order, checked against ``expected``: the weights digest pinned for ``key`` in sweep records
+    (remnant.sweep.pins; R23). The store's ``meta.json`` only says how to apply each checkpoint."""
+    chain: list[tuple[str, CheckpointMeta]] = []
     current: str | None = key
     while current is not None:
         meta = store.meta(current)
-        if meta.get("status") != "ok":
+        if meta.status != "ok":
             raise IntegrityError(
-                f"checkpoint {current} is {meta.get('status')}: it has no weights", requirement="R23"
+                f"checkpoint {current} is {meta.status}: it has no weights", requirement=STORE_RULE
             )
         chain.append((current, meta))
-        current = meta.get("parent")
+        current = meta.parent
         if len(chain) > 64:
-            raise IntegrityError(f"checkpoint {key}: its parent chain does not end", requirement="R23")
+            raise IntegrityError(f"checkpoint {key}: its parent chain does not end", requirement=STORE_RULE)
+    if expected is None:
+        raise IntegrityError(
+            f"checkpoint {key}: no pinned weights digest to check it against", requirement=STORE_RULE
+        )
     model = load_base()
     for ckpt, meta in reversed(chain):
         model = _apply(model, store, ckpt, meta)
     model.eval()
-    if verify:
-        actual = weights_digest(model)
-        if actual != chain[0][1]["weights_digest"]:
-            raise IntegrityError(
-                f"{store.folder(key)}: loaded weights digest {actual[:12]}… is not the recorded "
-                f"{chain[0][1]['weights_digest'][:12]}…: the store was changed after the build",
-                requirement="R23",
-            )
+    actual = weights_digest(model)
+    if actual != expected:
+        raise IntegrityError(
+            f"{store.folder(key)}: loaded weights digest {actual[:12]}… is not the pinned {expected[:12]}…: "
+            "the store was changed after the build",
+            requirement=STORE_RULE,
+        )
     return model
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from remnant.config.models import InstallBudget
 from remnant.models.prompts import PromptFormat, encode_pair
 from remnant.train.loop import (
     CheckpointPoint,
@@ -35,6 +36,20 @@ class InstallSpec(TrainerSettings):
     target: float = 0.9
     max_epochs: int = 20
     lr: float = 1e-4
+    #: Stop once κ reaches ``target``; False runs every epoch (R2 reads κ after the last one either way).
+    stop_at_target: bool = True
+
+    @classmethod
+    def from_budget(cls, budget: InstallBudget) -> InstallSpec:
+        """The spec an assessment config's ``[models.pre_removal.install]`` declares (R2, R14)."""
+        return cls(
+            target=budget.target_kappa,
+            max_epochs=budget.max_epochs,
+            lr=budget.lr,
+            batch_size=budget.batch_size,
+            trainable=tuple(budget.trainable) if budget.trainable is not None else None,
+            stop_at_target=budget.stop_at_target is not False,
+        )
 
     def train_config(self, seed: int, progress: bool) -> TrainConfig:
         return self.trainer_config(
@@ -94,7 +109,7 @@ def install(
             "k": sum(hits),
             "n": len(hits),
             "kappa": kappa,
-            "stop": point.step > 0 and kappa >= spec.target,
+            "stop": spec.stop_at_target and point.step > 0 and kappa >= spec.target,
         }
 
     wrapped = prepare_model(model, spec.train_config(seed, progress))

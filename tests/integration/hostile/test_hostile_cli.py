@@ -28,6 +28,7 @@ import pytest
 from harness import Hostile, check, ids
 
 from remnant.cli import main
+from remnant.demo_vectors import PACKAGED_VECTORS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from assess_fixtures import tiny_pack, write_config  # noqa: E402
@@ -184,7 +185,7 @@ CASES: list[Hostile] = [
     Hostile("demo-out-file", _out_file_for(lambda t, o: ["demo", "--quick", "--out", str(o)]), "R23"),
     Hostile(
         "demo-vectors-out-file",
-        _out_file_for(lambda t, o: ["demo", "--vectors", str(REPO / "tests" / "vectors"), "--out", str(o)]),
+        _out_file_for(lambda t, o: ["demo", "--vectors", str(PACKAGED_VECTORS), "--out", str(o)]),
         "R23",
     ),
     Hostile(

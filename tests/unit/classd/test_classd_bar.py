@@ -24,12 +24,13 @@ from remnant.classd import (
     linkability_probes,
     net_rate,
 )
+from remnant.demo_vectors import PACKAGED_VECTORS
 from remnant.packs import ClassDSpec, mint_class_d
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.verdict import decide
 from remnant.stats import newcombe_difference
 
-VECTORS = Path(__file__).parents[2] / "vectors"
+VECTORS = PACKAGED_VECTORS
 CLASS_D_VECTORS = sorted(p for p in VECTORS.glob("*.json") if "class_d" in p.stem)
 
 

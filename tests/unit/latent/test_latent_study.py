@@ -1,6 +1,6 @@
 """`remnant study latent-probe` on the tiny model (Annex B design; C-H3a/b nulls as equivalence, B.4, C-H6, C-H9).
 
-The CLI runs end to end in seconds with ``--preset tiny``; its JSON table must be what the B.4 rule gives on its
+The CLI runs end to end in about a minute of CPU with ``--preset tiny``; its JSON table must be what the B.4 rule gives on its
 own cells, and every cell must equal a direct call of the direction-survival audit on the same states.
 """
 

@@ -166,3 +166,21 @@ def test_missing_split_names_the_metrics_that_read_it(
     ]
     assert main([*argv, "--metrics", "privleak,mia_loss"]) == 2
     assert "mia_min_k, mia_loss read" in capsys.readouterr().err
+
+
+def test_out_with_a_trailing_slash_is_a_folder(
+    tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out eval/`` names a folder (R23): the log lands in it under OpenUnlearning's name, TOFU_EVAL.json,
+    with its manifest beside it; no file called ``eval`` is written."""
+    data = write_tofu_folder(tmp_path / "tofu")
+    argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--no-progress", "--metrics", "forget_Q_A_Prob"]
+    assert main([*argv, "--out", str(tmp_path / "eval") + "/"]) == 0
+    capsys.readouterr()
+    folder = tmp_path / "eval"
+    assert folder.is_dir()
+    assert sorted(p.name for p in folder.iterdir()) == ["TOFU_EVAL.json", "TOFU_EVAL.manifest.json"]
+    assert set(json.loads((folder / "TOFU_EVAL.json").read_text())) == {"forget_Q_A_Prob"}
+    # without the slash the same name is still the log file itself
+    assert main([*argv, "--out", str(tmp_path / "log.json")]) == 0
+    assert (tmp_path / "log.json").is_file() and (tmp_path / "log.manifest.json").is_file()

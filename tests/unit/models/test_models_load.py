@@ -46,8 +46,11 @@ def test_trust_remote_code_cannot_be_turned_on() -> None:
 
 def test_hub_id_fails_fast_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelError, match="remnant models fetch"):
+    with pytest.raises(
+        ModelError, match="not-a-model: hub model not in the local Hugging Face cache"
+    ) as info:
         load_model("nobody-here/not-a-model")
+    assert info.value.requirement == "R2"
 
 
 def test_identity_changes_when_one_weight_changes(tmp_path: Path, tiny_llama_dir: Path) -> None:

@@ -1,6 +1,6 @@
 """The verdict facts (V1) and the verdict engine (V1, V1a, R13, R20, C1, C2, C-Q1, C-Q2, D-5.1).
 
-The published vectors (tests/vectors) pin one case per rule; here: input validation with field-naming messages,
+The published vectors (remnant/data/vectors) pin one case per rule; here: input validation with field-naming messages,
 the JSON round trip the statement code relies on, and hypothesis properties over random facts that must hold
 for every input (the floor decides utility-collapsed alone, removed implies every bound below τ, non-adjudicating
 attacks never move a verdict, the bounds rule is stricter than the point rule).

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from remnant.cli import main
+from remnant.demo_vectors import PACKAGED_VECTORS
 from remnant.standard.derive import best_relearning_point, utility_stages
 from remnant.statement.build import build_statement
 from remnant.statement.derived import place
@@ -389,14 +390,48 @@ def test_attack_stage_from_the_largest_budget() -> None:
     assert requirements(d) == {"R12"}
 
 
+def test_a_zero_pre_removal_utility_is_undefined_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R11: the pre-removal utility cell reads 0/50, so the facts name the metric as undefined (not unmeasured),
+    the verdict is partial and the statement is conformant."""
+    monkeypatch.setitem(UTILITY, ("none", "removal_stage", "pre_removal"), 0)
+    d = _assessment_like()
+    assert d["facts"]["utility"]["removal_stage_undefined"] == ["retain_kappa"]
+    assert d["verdict"] == "partial" and "undefined" in d["utility"]["removal_stage"]["reason"]
+    report = validate_statement(d)
+    assert report.conformant, report.violations
+
+
+def _undefined_violations(d: dict[str, Any]) -> list[str]:
+    return [v.message for v in validate_statement(d).violations if "removal_stage_undefined" in v.message]
+
+
+def test_utility_called_undefined_against_its_cells() -> None:
+    """R11: facts claim a zero reference the cells do not show (they give 0.9)."""
+    d = _assessment_like()
+    d["facts"]["utility"].update(removal_stage=None, removal_stage_undefined=["retain_kappa"])
+    d["utility"]["removal_stage"] = {"absent": True, "reason": "removal-stage utility undefined"}
+    assert "R11" in requirements(d)
+    assert _undefined_violations(d)
+
+
+def test_a_zero_reference_passed_off_as_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R11: the cells show a zero pre-removal utility; the facts drop the key to read as not measured."""
+    monkeypatch.setitem(UTILITY, ("none", "removal_stage", "pre_removal"), 0)
+    d = _assessment_like()
+    del d["facts"]["utility"]["removal_stage_undefined"]
+    assert "R11" in requirements(d)
+    assert _undefined_violations(d)
+
+
 # ---- Class D -------------------------------------------------------------------------------------------------
 
 
 def _class_d() -> dict[str, Any]:
     from remnant.classd.bar import bar_from_facts
 
-    vector = Path(__file__).parents[2] / "vectors" / "d3_class_d_removed.json"
+    vector = PACKAGED_VECTORS / "d3_class_d_removed.json"
     facts: dict[str, Any] = json.loads(vector.read_text(encoding="utf-8"))["facts"]
+    facts["installation"] = example_facts()["installation"]  # R2: removed needs the target fixed
     return build(facts, class_d=bar_from_facts(facts).statement_block({"probe_entities": 500}))
 
 

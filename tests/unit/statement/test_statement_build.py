@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from remnant.demo_vectors import PACKAGED_VECTORS
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.verdict import decide
 from remnant.statement.absent import is_absent
@@ -102,12 +103,12 @@ def test_net_of_chance_cells() -> None:
 
 
 def _class_d_facts() -> dict[str, Any]:
-    """Annex D.3's facts (tests/vectors/d3), singling out also measured on the never-modified control model."""
-    from pathlib import Path
+    """Annex D.3's facts (remnant/data/vectors/d3), singling out also measured on the never-modified control model."""
 
-    vector = Path(__file__).parents[2] / "vectors" / "d3_class_d_removed.json"
+    vector = PACKAGED_VECTORS / "d3_class_d_removed.json"
     facts: dict[str, Any] = json.loads(vector.read_text(encoding="utf-8"))["facts"]
     facts["attacks"][0].update(control_model_k=1, control_model_n=250)
+    facts["installation"] = example_facts()["installation"]  # R2: removed needs the target fixed
     return facts
 
 

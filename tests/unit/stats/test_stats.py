@@ -98,6 +98,14 @@ def test_wilson_exact_ends_at_zero_and_n(n: int, level: float) -> None:
     assert wilson_lower(0, n, level) == 0.0 and wilson_upper(n, n, level) == 1.0
 
 
+def test_z_95_is_scipys_quantile_to_the_bit() -> None:
+    """The 95% z is a constant (no scipy at start-up); it must be scipy's own value, not a near neighbour."""
+    from scipy.stats import norm  # type: ignore[import-untyped]
+
+    assert z_two_sided(0.95) == float(norm.ppf(0.975))
+    assert z_two_sided(0.9) == float(norm.ppf(0.95))  # other levels still ask scipy
+
+
 def test_wilson_known_values() -> None:
     assert z_two_sided(0.95) == pytest.approx(1.959963984540054, abs=1e-15)
     # 0/10: upper bound z²/(n+z²) at 95%.

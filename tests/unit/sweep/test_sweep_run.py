@@ -165,6 +165,7 @@ def test_lora_removals_are_stored_as_adapters_and_load_to_the_built_weights(swep
 
     from remnant.errors import IntegrityError
     from remnant.models import load_model
+    from remnant.sweep.pins import read_pins
     from remnant.sweep.pool import Pool
     from remnant.sweep.store import ADAPTER, DELTA, CheckpointStore
     from remnant.sweep.weights import load_chain
@@ -172,13 +173,16 @@ def test_lora_removals_are_stored_as_adapters_and_load_to_the_built_weights(swep
     plan = json.loads((swept["out"] / "plan.json").read_text())
     pool = Pool.from_dict(plan["pool"])
     store = CheckpointStore(swept["store"])
+    pins = read_pins(swept["out"] / RECORDS_FILE)
     lora, delta = pool.model("ga-lora-default-s0"), pool.model("npo-lr0.001-s0")
     assert (store.folder(lora.state) / ADAPTER).is_file() and not (store.folder(lora.state) / DELTA).exists()
-    assert store.meta(lora.state)["parent"] == pool.model("target-full-s0").state
+    assert store.meta(lora.state).parent == pool.model("target-full-s0").state
     assert store.bytes_used(lora.state) * 5 < store.bytes_used(delta.state)
-    assert store.meta(pool.model("npo-div-lr1-s0").state)["status"] == "diverged"
+    assert store.meta(pool.model("npo-div-lr1-s0").state).status == "diverged"
+    assert pins[pool.model("npo-div-lr1-s0").state].status == "diverged"  # outcomes are pinned too
     base = Path(plan["base_path"])
-    model = load_chain(store, lora.state, lambda: load_model(base).model)  # checks the recorded digest
+    pinned = pins[lora.state].weights_digest
+    model = load_chain(store, lora.state, lambda: load_model(base).model, expected=pinned)
     assert model is not None
     copy = CheckpointStore(swept["root"] / "tampered")
     shutil.copytree(swept["store"] / "ckpt", copy.root / "ckpt")
@@ -187,7 +191,9 @@ def test_lora_removals_are_stored_as_adapters_and_load_to_the_built_weights(swep
     data[-3] ^= 0x55
     weights.write_bytes(bytes(data))
     with pytest.raises(IntegrityError, match="store was changed after the build"):
-        load_chain(copy, delta.state, lambda: load_model(base).model)
+        load_chain(
+            copy, delta.state, lambda: load_model(base).model, expected=pins[delta.state].weights_digest
+        )
 
 
 def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
@@ -196,18 +202,23 @@ def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
     """A LoRA removal (adapter over a delta over the base) exported as a plain safetensors folder loads, through
     the hostile-input loader, to exactly the chain's weights; an unknown model id is exit 2 naming the plan."""
     from remnant.models import load_model
+    from remnant.sweep.pins import read_pins
     from remnant.sweep.pool import Pool
     from remnant.sweep.store import CheckpointStore
     from remnant.sweep.weights import load_chain, weights_digest
 
     plan = json.loads((swept["out"] / "plan.json").read_text())
     lora = Pool.from_dict(plan["pool"]).model("ga-lora-default-s0")
+    pinned = read_pins(swept["out"] / RECORDS_FILE)[lora.state].weights_digest
     folder = tmp_path / "ga-lora"
     assert main(["sweep", "export", str(swept["out"]), "ga-lora-default-s0", "--out", str(folder)]) == 0
     assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
     exported = load_model(folder).model
     built = load_chain(
-        CheckpointStore(swept["store"]), lora.state, lambda: load_model(Path(plan["base_path"])).model
+        CheckpointStore(swept["store"]),
+        lora.state,
+        lambda: load_model(Path(plan["base_path"])).model,
+        expected=pinned,
     )
     assert weights_digest(exported) == weights_digest(built)
     capsys.readouterr()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from remnant.train.loop import (
     checkpoint_steps,
     derive_seed,
     lr_factor,
+    merge_lora,
     prepare_model,
     train,
 )
@@ -167,14 +167,17 @@ def test_lora_and_partial_training(tiny_llama: Any) -> None:
     assert losses[0] == losses[1]
 
 
-#: sha256 of the trained weights (state-dict keys in order, each key then its tensor's bytes): the loop must keep
-#: producing these exact weights (R24: the same seed repeats the run). Recomputed once when the trainer's data
-#: order moved to the one derive_seed (remnant.config.seeds). They are this CPU build's float arithmetic (torch 2.13.0+cpu); recompute them
-#: here if torch changes, never to make a loop change pass.
-GOLDEN_WEIGHTS = {
-    "full": "a3cbfa6a74c9e43ecc5fef39ebdaae3f416c6653236b584d9a0316ac3ed357cc",
-    "cosine_warmup": "62ff32d54faaa59e772ac1334618df5b638f6c5b113ad41283dc471848f635dc",
-    "lora": "f3d383351fd64dc0a698f928eec555ca017fc9b27d593164805223a130c7e341",
+#: What the loop must keep producing for a seed (R24): the last loss, and the trained weights' change from the start
+#: (LoRA merged) as its sum and its L2 norm. A bitwise digest of the weights is this CPU's float arithmetic (AVX2
+#: and AVX-512 kernels round differently, so one digest fails on another machine of the same kind); these figures
+#: agree across CPUs to ~1e-6, while a change of data order or schedule moves the sum by whole units and the norm
+#: by ~1% (a different seed: sum -8.42 -> +2.71, norm 1.902 -> 1.888 for "full"). Bitwise repeatability on one
+#: machine is test_same_seed_gives_bitwise_identical_losses_and_weights. Recompute here if torch changes, never to
+#: make a loop change pass.
+GOLDEN_TRAINING: dict[str, tuple[float, float, float]] = {
+    "full": (5.494166374206543, -8.421228787449664, 1.9022128473734667),
+    "cosine_warmup": (5.381479024887085, -9.286905796970032, 2.2168420971987146),
+    "lora": (6.082665205001831, -0.05495203670398041, 1.0731446568566048),
 }
 GOLDEN_CONFIGS: dict[str, dict[str, Any]] = {
     "full": {},
@@ -183,21 +186,25 @@ GOLDEN_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _weights_sha256(model: Any) -> str:
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().contiguous().numpy().tobytes())
-    return digest.hexdigest()
+def _change(start: dict[str, torch.Tensor], model: Any) -> tuple[float, float]:
+    """Sum and L2 norm of the weights' change from ``start`` (float64)."""
+    after = model.state_dict()
+    deltas = [after[k].double() - start[k].double() for k in start]
+    return float(sum(d.sum() for d in deltas)), float(sum((d**2).sum() for d in deltas)) ** 0.5
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_CONFIGS))
-def test_trained_weights_match_their_golden_digest(tiny_llama: Any, name: str) -> None:
+def test_trained_weights_match_their_golden_figures(tiny_llama: Any, name: str) -> None:
     cfg = _cfg(**GOLDEN_CONFIGS[name])
+    start = {k: v.clone() for k, v in fresh(tiny_llama).state_dict().items()}
     model = prepare_model(fresh(tiny_llama), cfg) if cfg.lora is not None else fresh(tiny_llama)
     out = train(model, _objective(tiny_llama), cfg)
     assert out.status == "completed" and out.steps == out.total_steps > 0
-    assert _weights_sha256(model) == GOLDEN_WEIGHTS[name]
+    total, norm = _change(start, merge_lora(model) if cfg.lora is not None else model)
+    loss, golden_total, golden_norm = GOLDEN_TRAINING[name]
+    assert out.losses[-1] == pytest.approx(loss, rel=2e-4)
+    assert total == pytest.approx(golden_total, rel=2e-4, abs=1e-3)
+    assert norm == pytest.approx(golden_norm, rel=2e-4)
 
 
 def test_derive_seed_is_stable() -> None:
