@@ -152,3 +152,39 @@ def build_lora_adapter(base_dir: Path, out_dir: Path, seed: int = 0, base_name: 
     data["base_model_name_or_path"] = str(base_dir.resolve()) if base_name is None else base_name
     path.write_text(json.dumps(data, indent=2))
     return out_dir
+
+
+#: The commit a test hub snapshot is filed under (any 40 hex digits: nothing checks it against a server).
+HUB_REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def cache_as_hub(cache: Path, hub_id: str, folder: Path, revision: str = HUB_REVISION) -> Path:
+    """``folder``'s files put into the hub cache ``cache`` in huggingface_hub's layout
+    (``models--org--name/snapshots/<revision>/`` linking into ``blobs/``, ``refs/main`` naming ``revision``, which
+    moves when called again with another); returns the snapshot folder."""
+    import hashlib
+    import os
+    import shutil
+
+    repo = cache / f"models--{hub_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / revision
+    for made in (repo / "blobs", repo / "refs", snapshot):
+        made.mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    for file in sorted(folder.iterdir()):
+        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        shutil.copyfile(file, blob)
+        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
+    return snapshot
+
+
+@pytest.fixture
+def hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty hub cache ``tmp_path/hf/hub`` that huggingface_hub reads, offline (``HF_HUB_OFFLINE=1``)."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hf" / "hub"
+    cache.mkdir(parents=True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache

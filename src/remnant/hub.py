@@ -21,6 +21,10 @@ from remnant.errors import RemnantError
 
 #: A hub id: ``org/name``, one slash, no leading ``.``, ``/`` or ``~``; a name ending like a file is not one.
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: A revision: a branch, tag or commit hash (no ``..``, no leading ``/``: it names a cache folder, R2).
+REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,99}")
+#: The files a model snapshot may fetch: safetensors, configs and tokenizer files, never pickles (R2).
+MODEL_PATTERNS = ("*.json", "*.safetensors", "*.jinja", "*.txt", "*.model")
 _FILE_ENDINGS = (
     ".gguf",
     ".safetensors",
@@ -57,8 +61,10 @@ def snapshot(
     patterns: Sequence[str],
     error: type[RemnantError],
     requirement: str = "R2",
+    revision: str | None = None,
 ) -> Path:
-    """The local snapshot folder of ``hub_id`` (module docstring); ``error`` naming the id when unavailable."""
+    """The local snapshot folder of ``hub_id`` at ``revision`` (None: the default branch; module docstring);
+    ``error`` naming the id when unavailable."""
     try:
         from huggingface_hub import snapshot_download
 
@@ -66,6 +72,7 @@ def snapshot(
             snapshot_download(
                 hub_id,
                 repo_type=repo_type,
+                revision=revision,
                 allow_patterns=list(patterns),
                 local_files_only=offline(),
                 etag_timeout=5,
@@ -77,11 +84,26 @@ def snapshot(
             if offline()
             else "cannot be fetched"
         )
+        at = f" at revision {revision!r}" if revision is not None else ""
         raise error(
-            f"{hub_id}: hub {repo_type} {where} ({type(exc).__name__}); download it where the network allows "
-            "or point to a local folder",
+            f"{hub_id}: hub {repo_type}{at} {where} ({type(exc).__name__}); download it where the network "
+            "allows or point to a local folder",
             requirement=requirement,
         ) from exc
 
 
-__all__ = ["HUB_ID", "is_hub_id", "offline", "snapshot"]
+def snapshot_commit(folder: Path) -> str | None:
+    """The commit a hub cache snapshot folder holds (its name under ``snapshots/``), or None for another folder:
+    what pins a hub id's re-run to the same files (R23, R24)."""
+    return folder.name if folder.parent.name == "snapshots" else None
+
+
+__all__ = [
+    "HUB_ID",
+    "MODEL_PATTERNS",
+    "REVISION",
+    "is_hub_id",
+    "offline",
+    "snapshot",
+    "snapshot_commit",
+]

@@ -107,3 +107,14 @@ def write_config(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_hub_config(path: Path, *, pack: Path, control: str) -> Path:
+    """The tiny config with ``control`` (e.g. ``hub = "org/name"``) as its ``[models.control]`` table (R2, R3)."""
+    config = write_config(path, pack=pack, control=Path("unused"))
+    text = config.read_text(encoding="utf-8")
+    table = '[models.control]\nfolder = "unused"'
+    if table not in text:
+        raise ValueError("write_hub_config: the config's control table changed")
+    config.write_text(text.replace(table, f"[models.control]\n{control}"), encoding="utf-8")
+    return config

@@ -315,7 +315,8 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
             "Class D's removed verdict also needs the singling-out, linkability and inference battery (D-5.1): "
             "add a [class_d.battery] table"
         )
-    model = cfg.models.control.zoo or cfg.models.control.folder or "?"
+    control = cfg.models.control
+    model = control.zoo or control.folder or control.hub or "?"
     return Plan(
         model=str(model),
         steps=tuple(steps),

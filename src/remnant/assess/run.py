@@ -71,7 +71,7 @@ from remnant.assess.states import (
     LoadedState,
     install_state,
     load_control,
-    load_folder_state,
+    load_named_state,
     preflight,
     removal_state,
 )
@@ -117,7 +117,9 @@ def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Sess
     """Control, pre-removal and post-removal states, built or loaded (R2, R3, R1c)."""
     states_dir = session.states_dir or (run / STATES_DIR)
     memo = session.memo
-    control_key = f"control:{cfg.models.control.zoo or cfg.resolve(cfg.models.control.folder or '')}"
+    spec = cfg.models.control
+    named = f"hub:{spec.hub}@{spec.revision or 'main'}" if spec.hub is not None else None
+    control_key = f"control:{spec.zoo or named or cfg.resolve(spec.folder or '')}"
     if control_key not in memo:
         session.log("loading the never-modified control (R3)")
         memo[control_key] = load_control(cfg)
@@ -134,8 +136,8 @@ def _pre_removal_state(
 ) -> LoadedState:
     """θ: the claimant's folder, or the pack installed into the control (R2)."""
     pre_cfg = cfg.models.pre_removal
-    if pre_cfg.folder is not None:
-        return load_folder_state(cfg, "pre_removal", pre_cfg.folder)
+    if pre_cfg.install is None:
+        return load_named_state(cfg, "pre_removal")
     session.log("pre-removal model: installing the pack into the control (R2)")
     return install_state(
         cfg,
@@ -161,8 +163,8 @@ def _post_removal_state(
     """θ_U: the claimant's folder, or the registered removal method run on θ (R1c), with its component
     record (R23)."""
     post_cfg = cfg.models.post_removal
-    if post_cfg.folder is not None:
-        return load_folder_state(cfg, "post_removal", post_cfg.folder), ()
+    if post_cfg.method is None:
+        return load_named_state(cfg, "post_removal"), ()
     session.log(f"post-removal model: removal method {post_cfg.method} (R1c)")
     post, spec = removal_state(
         cfg,

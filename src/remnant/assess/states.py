@@ -8,7 +8,10 @@ training again. A folder is complete once its ``state.json`` exists (written las
 
 Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders,
 pickled weights, custom code and files resolving outside the folder are bad input (exit 2, R2), reported before
-any work is spent. A config's ``folder`` is always a folder (a ``Path``), never read as a hub id.
+any work is spent. A config's ``folder`` is always a folder (a ``Path``), never read as a hub id; a hub id is
+named by its own key (``hub``, with an optional ``revision``) and resolved to its local snapshot folder through
+:func:`remnant.models.load.hub_model`, the one resolver (from the cache offline, safetensors only, R2). Its state
+records the id, the revision and the snapshot's commit beside the weight digest, so a re-run is pinned (R23, R24).
 """
 
 from __future__ import annotations
@@ -84,18 +87,51 @@ def check_model_folder(folder: Path, field_name: str) -> None:
         raise ModelError(f"{field_name}: {exc}", requirement=exc.requirement) from None
 
 
+#: The config's model states a claimant (or the hub) supplies, by role: each may name ``folder`` or ``hub``.
+ROLES = ("control", "pre_removal", "post_removal")
+
+
+@dataclass(frozen=True)
+class StateSource:
+    """Where a config's state ``role`` loads from: a folder, or a hub id's snapshot folder; ``field`` is the
+    config key that named it, ``record`` what the manifest records (R23)."""
+
+    folder: Path
+    name: str
+    field: str
+    record: dict[str, Any]
+
+
+def state_source(cfg: AssessmentConfig, role: str) -> StateSource | None:
+    """The folder state ``role`` loads from (its ``folder``, or its ``hub`` id resolved to the local snapshot,
+    R2), or None when it is built here (install, method) or a zoo name. A hub id that cannot be resolved is a
+    ModelError naming the config file and the field (exit 2)."""
+    spec = getattr(cfg.models, role)
+    if spec.folder is not None:
+        return StateSource(
+            cfg.resolve(spec.folder), Path(spec.folder).name, f"models.{role}.folder", {"folder": spec.folder}
+        )
+    if spec.hub is None:
+        return None
+    from remnant.models.load import pinned_hub_model
+
+    field_name = f"models.{role}.hub"
+    where = f"field '{field_name}'" if cfg.source is None else f"{cfg.source}: field '{field_name}'"
+    # the record's commit pins a re-run to these files even when 'revision' names a branch that moves (R23)
+    folder, record = pinned_hub_model(spec.hub, spec.revision, where=where)
+    return StateSource(folder, spec.hub, field_name, dict(record))
+
+
 def preflight(cfg: AssessmentConfig) -> None:
-    """Check every model folder the config names, and the device, before anything runs (R3, R24; pickles
-    refused)."""
+    """Check every model folder the config names (a hub id's snapshot included), and the device, before
+    anything runs (R2, R3, R24; pickles refused)."""
     models = cfg.models
     resolve_device(cfg)
-    for name, folder in (
-        ("models.control.folder", models.control.folder),
-        ("models.pre_removal.folder", models.pre_removal.folder),
-        ("models.post_removal.folder", models.post_removal.folder),
-    ):
-        if folder is not None:
-            check_model_folder(cfg.resolve(folder), name)
+    for role in ROLES:
+        source = state_source(cfg, role)
+        if source is not None:
+            label = source.field if cfg.source is None else f"{cfg.source}: field '{source.field}'"
+            check_model_folder(source.folder, label)
     if models.control.zoo is not None:
         from remnant.models import zoo
 
@@ -116,7 +152,8 @@ def _load(
 
 
 def load_control(cfg: AssessmentConfig) -> LoadedState:
-    """The never-modified control: a zoo entry (fetched once, cached as safetensors) or a folder (R3)."""
+    """The never-modified control: a zoo entry (fetched once, cached as safetensors), a folder or a hub id
+    (R3)."""
     spec = cfg.models.control
     if spec.zoo is not None:
         from remnant.models import zoo
@@ -125,13 +162,20 @@ def load_control(cfg: AssessmentConfig) -> LoadedState:
         state = _load(folder, "control", spec.zoo, cfg, {"zoo": spec.zoo})
         state.source = f"zoo:{spec.zoo}"
         return state
-    assert spec.folder is not None
-    return _load(cfg.resolve(spec.folder), "control", Path(spec.folder).name, cfg, {"folder": spec.folder})
+    return load_named_state(cfg, "control")
 
 
-def load_folder_state(cfg: AssessmentConfig, role: str, folder: str) -> LoadedState:
-    """A claimant's pre- or post-removal model folder (R1b, R2)."""
-    return _load(cfg.resolve(folder), role, Path(folder).name, cfg, {"folder": folder})
+def load_named_state(cfg: AssessmentConfig, role: str) -> LoadedState:
+    """A state the config names by ``folder`` or ``hub`` (:func:`state_source`): the control's, or a
+    claimant's pre- or post-removal model (R1b, R2, R3)."""
+    source = state_source(cfg, role)
+    if source is None:
+        raise ValueError(f"models.{role} names no folder or hub id")
+    state = _load(source.folder, role, source.name, cfg, source.record)
+    if "hub" in source.record:  # the manifest's source says what a re-run must fetch (R23, R24)
+        rec = source.record
+        state.source = f"hub:{rec['hub']}@{rec['revision']} (commit {rec['commit']})"
+    return state
 
 
 def cached_state(
@@ -297,15 +341,18 @@ def _jsonable(value: Any) -> Any:
 
 
 __all__ = [
+    "ROLES",
+    "StateSource",
     "LoadedState",
     "cached_state",
     "check_model_folder",
     "install_state",
     "load_control",
-    "load_folder_state",
+    "load_named_state",
     "preflight",
     "recipe_key",
     "removal_state",
     "resolve_device",
     "save_state",
+    "state_source",
 ]

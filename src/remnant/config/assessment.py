@@ -98,7 +98,7 @@ class AssessmentConfig(ConfigModel):
             raise RuleViolation(
                 "target.mint.class", f"is {mint.pack_class} but the claim is class {self.claim_class}", "R2"
             )
-        if self.models.pre_removal.folder is not None and self.target.provenance is None:
+        if self.models.pre_removal.install is None and self.target.provenance is None:
             raise RuleViolation(
                 "target.provenance",
                 "missing: a claimant's pre-removal model fixes the target only by documented provenance",

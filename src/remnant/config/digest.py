@@ -31,8 +31,11 @@ PREREGISTERED_KEYS: tuple[str, ...] = (
 def preregistered(cfg: AssessmentConfig) -> dict[str, Any]:
     """The values R14 freezes (plus the claim, class, track, seeds, evidence rule and D-5.1 bar), as JSON.
 
-    Models, dtype, device, signing and pack folder paths are left out: they say where things are, not what is
-    claimed or measured, and model identity is recorded by weight digest elsewhere (R23).
+    Model folders, dtype, device, signing and pack folder paths are left out: they say where things are, not
+    what is claimed or measured, and model identity is recorded by weight digest elsewhere (R23). A hub id and
+    its revision are frozen (``models``, only when a state names one, so other configs keep their digest): they
+    name what is measured, and the weights they resolve to are still recorded by digest, with the snapshot's
+    commit, when the run loads them (R23, R24).
     """
     dump = cfg.model_dump(mode="json", by_alias=True)
     target = {k: v for k, v in dump["target"].items() if k != "pack"}
@@ -44,6 +47,17 @@ def preregistered(cfg: AssessmentConfig) -> dict[str, Any]:
         out["probe"] = {k: v for k, v in out["probe"].items() if k != "attributes"}
     if out.get("class_d") is not None and out["class_d"].get("battery") is None:
         out["class_d"] = {k: v for k, v in out["class_d"].items() if k != "battery"}
+    hubs = {
+        role: source
+        for role, source in (
+            ("control", cfg.models.control.hub_source()),
+            ("pre_removal", cfg.models.pre_removal.hub_source()),
+            ("post_removal", cfg.models.post_removal.hub_source()),
+        )
+        if source is not None
+    }
+    if hubs:
+        out["models"] = hubs
     out["standard_version"] = STANDARD_VERSION
     return out
 

@@ -61,10 +61,14 @@ class ConfigModel(BaseModel):
     )
 
 
-def require_one_of(model: BaseModel, where: str, first: str, second: str, rule: str) -> None:
-    """RuleViolation at ``where`` unless exactly one of the fields ``first`` and ``second`` is set."""
-    if (getattr(model, first) is None) == (getattr(model, second) is None):
-        raise RuleViolation(where, f"must name exactly one of '{first}' or '{second}'", rule)
+def require_one_of(
+    model: BaseModel, where: str, first: str, second: str, rule: str, *, also: tuple[str, ...] = ()
+) -> None:
+    """RuleViolation at ``where`` unless exactly one of the fields ``first``, ``second`` (and ``also``) is set."""
+    names = (first, second, *also)
+    if sum(getattr(model, name) is not None for name in names) != 1:
+        listed = ", ".join(f"'{name}'" for name in names[:-1])
+        raise RuleViolation(where, f"must name exactly one of {listed} or '{names[-1]}'", rule)
 
 
 def patterns_problem(value: Any) -> str | None:

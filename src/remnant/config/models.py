@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
 from remnant.config.fields import (
     DEVICE_PATTERN,
@@ -21,17 +21,60 @@ from remnant.config.fields import (
     patterns_problem,
     require_one_of,
 )
+from remnant.hub import HUB_ID, REVISION
 
 
-class ControlModel(ConfigModel):
-    """The never-modified control (R3): a zoo name or a local folder."""
+def _hub_id(value: str) -> str:
+    # the pure pattern only: whether the repo is in the cache is checked before anything runs (preflight)
+    if HUB_ID.fullmatch(value) is None or ".." in value:
+        raise ValueError(f"{value!r} is not a hub id 'org/name' (R2)")
+    return value
+
+
+def _revision(value: str) -> str:
+    if REVISION.fullmatch(value) is None or ".." in value:
+        raise ValueError(f"{value!r} is not a branch, tag or commit name (R2)")
+    return value
+
+
+HubId = Annotated[str, AfterValidator(_hub_id)]
+Revision = Annotated[str, AfterValidator(_revision)]
+
+
+class HubSource(ConfigModel):
+    """A model state that may be a Hugging Face Hub id (``hub``, at ``revision``) instead of a local folder:
+    resolved through :func:`remnant.models.load.hub_model` (from the local cache offline, safetensors only, R2);
+    the id and revision are pre-registered (R14), the snapshot's commit and weight digest recorded (R23)."""
+
+    hub: HubId | None = Field(
+        default=None,
+        description="Hugging Face Hub model id 'org/name' (downloaded where the network allows, from the "
+        "local cache with HF_HUB_OFFLINE=1; safetensors only) (R2).",
+    )
+    revision: Revision | None = Field(
+        default=None,
+        description="Branch, tag or commit of 'hub' (absent: the default branch); pre-registered (R14).",
+    )
+
+    def _revision_needs_hub(self, where: str) -> None:
+        if self.revision is not None and self.hub is None:
+            raise RuleViolation(f"{where}.revision", "only applies with 'hub'", "R2")
+
+    def hub_source(self) -> dict[str, str | None] | None:
+        """The hub id and revision this state names (pre-registered, R14), or None for another source."""
+        return None if self.hub is None else {"hub": self.hub, "revision": self.revision}
+
+
+class ControlModel(HubSource):
+    """The never-modified control (R3): a zoo name, a local folder or a hub id."""
 
     zoo: str | None = Field(default=None, description="Name in remnant's model zoo (R3).")
     folder: str | None = Field(default=None, description="Local folder of a safetensors model (R3).")
 
     @model_validator(mode="after")
     def _one_source(self) -> ControlModel:
-        require_one_of(self, "models.control", "zoo", "folder", "R3")
+        require_one_of(self, "models.control", "zoo", "folder", "R3", also=("hub",))
+        self._revision_needs_hub("models.control")
         return self
 
 
@@ -67,20 +110,22 @@ class InstallBudget(ConfigModel):
         return value
 
 
-class PreRemoval(ConfigModel):
-    """The pre-removal model θ: installed here, or the claimant's folder (R2)."""
+class PreRemoval(HubSource):
+    """The pre-removal model θ: installed here, or the claimant's folder or hub id (R2)."""
 
     install: InstallBudget | None = Field(default=None, description="Install the pack into the control (R2).")
     folder: str | None = Field(default=None, description="Claimant's pre-removal model folder (R2).")
 
     @model_validator(mode="after")
     def _one_source(self) -> PreRemoval:
-        require_one_of(self, "models.pre_removal", "install", "folder", "R2")
+        require_one_of(self, "models.pre_removal", "install", "folder", "R2", also=("hub",))
+        self._revision_needs_hub("models.pre_removal")
         return self
 
 
-class PostRemoval(ConfigModel):
-    """The post-removal model θ_U: a registered removal method run here, or the claimant's folder (R1c)."""
+class PostRemoval(HubSource):
+    """The post-removal model θ_U: a registered removal method run here, or the claimant's folder or hub id
+    (R1c)."""
 
     method: Name | None = Field(default=None, description="Registered removal method name (R1c, R23).")
     params: Params = Field(default_factory=dict, description="Exact method parameters (R23, R24).")
@@ -88,8 +133,9 @@ class PostRemoval(ConfigModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> PostRemoval:
-        require_one_of(self, "models.post_removal", "method", "folder", "R1c")
-        if self.folder is not None and self.params:
+        require_one_of(self, "models.post_removal", "method", "folder", "R1c", also=("hub",))
+        self._revision_needs_hub("models.post_removal")
+        if self.method is None and self.params:
             raise RuleViolation("models.post_removal.params", "only applies with 'method'", "R23")
         return self
 

@@ -2,7 +2,8 @@
 metrics on one model, written in their evaluation-log layout (``FILE.json``) with a provenance sidecar
 (``FILE.manifest.json``: model identity, data files and hashes, prompt format, dtype, every metric's registered
 name, version and parameters, notes; R23, R24, R25). The aggregates are printed to stdout as JSON (their
-``TOFU_SUMMARY.json`` / ``MUSE_SUMMARY.json``).
+``TOFU_SUMMARY.json`` / ``MUSE_SUMMARY.json``). ``--samples FILE.html`` also writes the generation metrics'
+per-item samples (prompt, answer, generation, scores) from the log, collapsed (:mod:`remnant.metrics.samples_page`).
 
 The suite follows the data folder (``--suite auto``, the default): a folder holding any MUSE config folder
 (``knowmem/``, ``verbmem/``, ``privleak/``, ``raw/``, ``scal/``, ``sust/`` with one of its splits) is MUSE, any
@@ -250,6 +251,13 @@ def _check_out(args: argparse.Namespace) -> None:
     }
     out = out_file(_log_path(args), requirement="R23", inputs=inputs)
     out_file(_manifest_path(out), requirement="R23", option="--out's manifest", inputs=inputs)
+    if getattr(args, "samples", None) is not None:
+        samples = out_file(args.samples, requirement="R23", option="--samples", inputs=inputs)
+        if samples.resolve() in (out.resolve(), _manifest_path(out).resolve()):
+            raise ConfigError(
+                f"--samples {samples}: is the log or its manifest; name another file (nothing written)",
+                requirement="R23",
+            )
 
 
 def _log_path(args: argparse.Namespace) -> Path:
@@ -270,6 +278,11 @@ def _run(args: argparse.Namespace) -> int:
     write_atomic(out, evaluation.log_json())
     manifest = json.dumps(evaluation.manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
     write_atomic(_manifest_path(out), manifest)
+    if getattr(args, "samples", None) is not None:
+        from remnant.metrics.samples_page import samples_page
+
+        page = samples_page(json.loads(evaluation.log_json()), title=f"remnant eval samples: {args.model}")
+        write_atomic(Path(args.samples), page)
     for note in evaluation.notes:
         print(f"remnant eval: note: {note}", file=sys.stderr)
     print(json.dumps(evaluation.summary, indent=2))
@@ -304,8 +317,9 @@ def _evaluate(
     from remnant.models.load import load_model
 
     data, rows = _read_rows(args.data, settings.suite, splits)
-    state = model if model is not None else load_model(args.model, dtype=args.dtype, device=args.device)
-    ref = None if args.reference is None else load_model(args.reference, dtype=args.dtype, device=args.device)
+    loading = {"dtype": args.dtype, "device": args.device, "progress": settings.progress}
+    state = model if model is not None else load_model(args.model, **loading)
+    ref = None if args.reference is None else load_model(args.reference, **loading)
     prompt = _prompt(args, state.tokenizer)
     result = evaluate(
         state, rows.__getitem__, names, prompt=prompt, settings=settings, retain_log=retain, reference=ref
@@ -381,6 +395,12 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("--date-string", help="the chat template's date (their Llama-3.2 configs: '10 Apr 2025')")
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    p.add_argument(
+        "--samples",
+        metavar="FILE.html",
+        help="also write the generation metrics' per-item samples (prompt, answer, generation, scores) as an "
+        "HTML page, one collapsed table per metric",
+    )
     p.set_defaults(handler=_run)
 
 

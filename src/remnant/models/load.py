@@ -47,9 +47,11 @@ __all__ = [
     "PICKLE_SUFFIXES",
     "ModelState",
     "check_loading_info",
+    "hub_model",
     "is_hub_id",
     "load_files",
     "load_model",
+    "pinned_hub_model",
     "resolve_source",
     "save_model",
 ]
@@ -78,18 +80,33 @@ def resolve_source(source: str | Path) -> Path:
         cached = zoo.cached(name)
         return cached if cached is not None else zoo.fetch(name)
     if is_hub_id(name):
-        return _from_hub(name)
+        return hub_model(name)
     raise ModelError(
         f"{path}: no such model folder (nor a .gguf file, a zoo name or a hub id)", requirement="R2"
     )
 
 
-def _from_hub(hub_id: str) -> Path:
-    """A hub model's snapshot (:func:`remnant.hub.snapshot`): safetensors, configs and tokenizer files only."""
-    from remnant.hub import snapshot
+def hub_model(hub_id: str, revision: str | None = None) -> Path:
+    """A hub model's local snapshot folder at ``revision`` (:func:`remnant.hub.snapshot`): safetensors, configs
+    and tokenizer files only (R2); the one resolver behind a hub id anywhere (eval, configs, sweep specs)."""
+    from remnant.hub import MODEL_PATTERNS, snapshot
 
-    patterns = ["*.json", "*.safetensors", "*.jinja", "*.txt", "*.model"]
-    return snapshot(hub_id, repo_type="model", patterns=patterns, error=ModelError)
+    return snapshot(hub_id, repo_type="model", patterns=MODEL_PATTERNS, error=ModelError, revision=revision)
+
+
+def pinned_hub_model(hub_id: str, revision: str | None, *, where: str) -> tuple[Path, dict[str, str | None]]:
+    """:func:`hub_model` for a hub id a config or spec names: the snapshot folder, its files checked as a
+    folder's are (safetensors only, nothing outside the snapshot and its blobs, R2), and the record that pins a
+    re-run to it (id, revision, the snapshot's commit; R23, R24). A refusal is prefixed with ``where`` (the file
+    and field that named the id, so the one-line message says which, R2)."""
+    from remnant.hub import snapshot_commit
+
+    try:
+        folder = hub_model(hub_id, revision)
+        model_files(folder)
+    except ModelError as exc:
+        raise ModelError(f"{where}: {exc}", requirement=exc.requirement) from None
+    return folder, {"hub": hub_id, "revision": revision or "main", "commit": snapshot_commit(folder)}
 
 
 def _names(keys: Any) -> list[str]:
@@ -127,6 +144,37 @@ def _quiet_transformers() -> Iterator[None]:
         yield
     finally:
         hf_logging.set_verbosity(before)
+
+
+@contextlib.contextmanager
+def _progress_bars(shown: bool) -> Iterator[None]:
+    """Without progress (``--no-progress``), transformers' "Loading weights" bar and huggingface_hub's download
+    bars are off for the load too. Both switches are process-wide, so their previous state is put back after."""
+    if shown:
+        yield
+        return
+    import importlib
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    # the module (``huggingface_hub.utils.tqdm`` the attribute is its class): its per-group switches
+    states = importlib.import_module("huggingface_hub.utils.tqdm").progress_bar_states
+    hub_before = dict(states)
+    transformers_before = hf_logging.is_progress_bar_enabled()
+    with warnings.catch_warnings():
+        # HF_HUB_DISABLE_PROGRESS_BARS=0 outranks this call; the hub would only warn that it does
+        warnings.simplefilter("ignore")
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # also the hub's
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if transformers_before:
+                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        states.clear()
+        states.update(hub_before)
 
 
 def _read(files: ModelFiles, where: Path, torch_dtype: Any) -> tuple[Any, Any]:
@@ -181,12 +229,15 @@ def _apply_adapter(model: Any, adapter_dir: Path, folder: Path) -> Any:
     return peft_model.merge_and_unload()
 
 
-def load_files(files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
-    """Load exactly ``files`` (chosen and checked by :mod:`remnant.models.files`) in eval mode."""
+def load_files(
+    files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu", progress: bool = True
+) -> ModelState:
+    """Load exactly ``files`` (chosen and checked by :mod:`remnant.models.files`) in eval mode; ``progress=False``
+    keeps transformers' and huggingface_hub's progress bars off while it loads."""
     from remnant.models.prompts import check_chat_template
 
     torch_dtype = resolve_dtype(dtype, device)
-    with staged(files) as where, _quiet_transformers():
+    with staged(files) as where, _quiet_transformers(), _progress_bars(progress):
         try:
             tokenizer, model = _read(files, where, torch_dtype)
         except ModelError:
@@ -201,13 +252,18 @@ def load_files(files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu") -
     return ModelState(model=model, tokenizer=tokenizer, identity=identity, source=str(files.folder))
 
 
-def load_model(source: str | Path, *, dtype: str = "fp32", device: str = "cpu") -> ModelState:
+def load_model(
+    source: str | Path, *, dtype: str = "fp32", device: str = "cpu", progress: bool = True
+) -> ModelState:
     """Load a folder (safetensors), a .gguf file, a zoo name or a hub id, in eval mode (R2 identity).
 
     A ``Path`` is always a folder or file (never a hub id); see :func:`resolve_source` for strings.
+    ``progress=False`` silences the libraries' progress bars for the download and the load.
     """
     resolve_dtype(dtype, device)  # a bad dtype is refused before any file is read
-    return load_files(model_files(resolve_source(source)), dtype=dtype, device=device)
+    with _progress_bars(progress):
+        source_path = resolve_source(source)
+    return load_files(model_files(source_path), dtype=dtype, device=device, progress=progress)
 
 
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:

@@ -23,6 +23,7 @@ from remnant.atomic import write_atomic
 from remnant.report.curves import PointView, RelearningCurve, Separation, point_views, separation
 from remnant.report.plots import IntervalRow, curve_svg, intervals_svg
 from remnant.report.redact import Redactor
+from remnant.report.samples import SampleTable
 from remnant.run_manifest import RunManifest
 from remnant.standard.derive import UNDEFINED_UTILITY
 from remnant.statement.absent import Absent
@@ -77,6 +78,10 @@ class ReportEntry:
     #: Whether the envelope's signed payload carries this very statement (K5; its signature is not checked
     #: here, there is no key): None when not looked at. A report calls the statement signed only when True.
     envelope_matches: bool | None = None
+    #: Per-attack per-item samples from the run's records (technical report only, R18), and why there are none
+    #: or why their prompts are missing (a sentence the report prints; None when nothing is to be said).
+    samples: Sequence[SampleTable] = ()
+    samples_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,14 @@ from pathlib import Path
 from remnant.errors import ConfigError
 from remnant.report.redact import canary_strings
 from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
-from remnant.run_manifest import MANIFEST_FILE, check_manifest_ref, load_json_model, load_manifest
+from remnant.report.samples import SampleTable
+from remnant.run_manifest import (
+    MANIFEST_FILE,
+    RunManifest,
+    check_manifest_ref,
+    load_json_model,
+    load_manifest,
+)
 from remnant.statement.absent import Absent
 from remnant.statement.schema import ConformanceStatement
 
@@ -45,6 +52,7 @@ def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
         matches = check_manifest_ref(manifest_path, statement.manifest_ref)
     envelope = folder / ENVELOPE_FILE
     signed = envelope.is_file()
+    samples, samples_note = load_samples(folder, manifest)
     return ReportEntry(
         statement=statement,
         curves=tuple(manifest.results.curves) if manifest is not None else (),
@@ -55,7 +63,39 @@ def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
         statement_digest=sha256_of(statement_path),
         manifest_matches=matches,
         envelope_matches=envelope_carries(envelope, statement_path) if signed else None,
+        samples=samples,
+        samples_note=samples_note,
     )
+
+
+def load_samples(folder: Path, manifest: RunManifest | None) -> tuple[tuple[SampleTable, ...], str | None]:
+    """The run's per-item samples (technical report only, R18) and a sentence on what is missing. Samples are an
+    aid to reading: unreadable records or an unreadable pack leave them out with the reason (the records' own
+    checks are ``remnant verify``'s), never the report."""
+    from remnant.errors import RemnantError
+    from remnant.packs import load_pack
+    from remnant.records import RECORDS_FILE, Observation, RecordStore
+    from remnant.report.samples import pack_items, sample_tables
+
+    records = folder / RECORDS_FILE
+    if not records.is_file():
+        return (), f"no per-item samples: {records} is absent"
+    try:
+        observations = [r for r in RecordStore(records).read() if isinstance(r, Observation)]
+    except RemnantError as exc:
+        return (), f"no per-item samples: {exc}"
+    if not observations:
+        return (), f"no per-item samples: {records} holds no observation"
+    location = manifest.pack.location if manifest is not None else None
+    try:
+        if location is None:
+            raise ConfigError("the manifest records no pack location")
+        items = pack_items(load_pack(location))
+    except RemnantError as exc:
+        return sample_tables(
+            observations, {}
+        ), f"prompts and answers not shown, the pack is unreadable: {exc}"
+    return sample_tables(observations, items), None
 
 
 def envelope_carries(envelope: Path, statement: Path) -> bool:

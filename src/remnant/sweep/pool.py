@@ -258,14 +258,21 @@ def _ordered(name: str, models: list[PoolModel], jobs: dict[str, Job], refs: dic
     return Pool(name, tuple(first + [m for m in models if m.id not in refs.values()]), jobs, refs)
 
 
-def _folders(entry: Any, root: Path) -> list[Path]:
+def _folders(entry: Any, root: Path, where: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The folders ``entry`` names, each with what pins it beyond its digest: a hub id's snapshot folder in the
+    local cache (safetensors only, R2) with its id, revision and commit (R23, R24); nothing for a folder."""
+    if entry.hub is not None:
+        from remnant.models.load import pinned_hub_model
+
+        folder, pin = pinned_hub_model(entry.hub, entry.revision, where=where)
+        return [(folder, dict(pin))]
     if entry.path is not None:
         path = Path(entry.path).expanduser()
-        return [path if path.is_absolute() else root / path]
+        return [(path if path.is_absolute() else root / path, {})]
     found = sorted(p for p in root.glob(entry.glob) if p.is_dir())
     if not found:
         raise ConfigError(f"models glob {entry.glob!r} matches no folder under {root}", requirement="R2")
-    return found
+    return [(folder, {}) for folder in found]
 
 
 def _folder_id(folder: Path) -> str:
@@ -274,15 +281,20 @@ def _folder_id(folder: Path) -> str:
     return re.sub(r"[^a-z0-9_.=-]+", "-", folder.name.lower()).strip("-") or "model"
 
 
-def existing_pool(spec: ExistingSpec, *, root: Path, folder_digest: Any) -> Pool:
-    """The pool of an existing spec: one job and one model per folder; ``folder_digest(path)`` gives the state."""
+def existing_pool(spec: ExistingSpec, *, root: Path, folder_digest: Any, source: str = "spec") -> Pool:
+    """The pool of an existing spec: one job and one model per folder (a hub id's is its cache snapshot);
+    ``folder_digest(path)`` gives the state; ``source`` (the spec file) is named when a hub id cannot load."""
     models: list[PoolModel] = []
-    for entry in spec.models:
-        for folder in _folders(entry, root):
+    pins: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(spec.models):
+        for folder, pin in _folders(entry, root, f"{source}: field 'models[{index}].hub'"):
             if not folder.is_dir():
                 raise ConfigError(f"{folder}: no such model folder", requirement="R2")
             state = folder_digest(folder)
-            model_id = entry.id or _folder_id(folder)
+            if pin or state not in pins:  # one job per state: a folder of the same files keeps the hub's pin
+                pins[state] = pin
+            named = Path(entry.hub.split("/")[-1]) if entry.hub is not None else folder
+            model_id = entry.id or _folder_id(named)
             models.append(
                 PoolModel(
                     id=model_id,
@@ -299,7 +311,13 @@ def existing_pool(spec: ExistingSpec, *, root: Path, folder_digest: Any) -> Pool
                 )
             )
     jobs = {
-        m.job: Job(m.job, "folder", None, {"path": m.path}, tuple(n.id for n in models if n.job == m.job))
+        m.job: Job(
+            m.job,
+            "folder",
+            None,
+            {"path": m.path, **pins[m.job]},
+            tuple(n.id for n in models if n.job == m.job),
+        )
         for m in models
     }
     ids = {m.id for m in models}

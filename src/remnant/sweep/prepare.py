@@ -1,7 +1,7 @@
 """Everything the driver settles before a task runs: the spec, base model, pack, pool, cells and disk (R14).
 
-:func:`prepare` reads and checks the spec, finds the base model (a folder, or a zoo name: fetched only when
-``fetch``), mints or loads the pack, resolves the pool and every cell key, and, for a run, writes the sweep
+:func:`prepare` reads and checks the spec, finds the base model (a folder, a zoo name: fetched only when
+``fetch``, or a hub id: its local snapshot, downloaded where the network allows), mints or loads the pack, resolves the pool and every cell key, and, for a run, writes the sweep
 folder's fixed inputs — ``spec.toml`` (the spec as given), ``pack/`` (the pack every task loads and checks),
 ``data/tofu/`` (the metrics' view of it) and ``plan.json`` (the resolved pool and its cells) — and checks the
 disk the missing checkpoints need against the declared budget and the free space, before anything trains.
@@ -48,7 +48,7 @@ class Prepared:
     data: Any = None
 
     def plan_dict(self) -> dict[str, Any]:
-        return {
+        plan = {
             "run_id": self.run_id,
             "spec": spec_dump(self.spec),
             "pool": self.pool.to_dict(),
@@ -58,6 +58,16 @@ class Prepared:
             "store": str(self.store.root),
             "base_path": None if self.base_path is None else str(self.base_path),
         }
+        if isinstance(self.spec, GeneratedSpec) and self.spec.base.hub is not None and self.base_path:
+            from remnant.hub import snapshot_commit
+
+            # a hub base is pinned by its snapshot's commit beside the base digest in every job key (R23, R24)
+            plan["base_hub"] = {
+                "hub": self.spec.base.hub,
+                "revision": self.spec.base.revision or "main",
+                "commit": snapshot_commit(self.base_path),
+            }
+        return plan
 
 
 def file_tag(path: Path) -> str:
@@ -116,6 +126,11 @@ def _save_digests(store: CheckpointStore, cache: dict[str, Any]) -> None:
 def _base_path(spec: GeneratedSpec, source: Path, fetch: bool) -> Path | None:
     from remnant.models import zoo
 
+    if spec.base.hub is not None:  # the one resolver (R2): the snapshot's folder, pinned by the base digest
+        from remnant.models.load import pinned_hub_model
+
+        return pinned_hub_model(spec.base.hub, spec.base.revision, where=f"{source}: field 'base.hub'")[0]
+    assert spec.base.model is not None  # BaseSpec: exactly one of model and hub
     path = Path(spec.base.model).expanduser()
     path = path if path.is_absolute() else source.resolve().parent / path
     if path.is_dir():
@@ -155,13 +170,17 @@ def _pool(
     pack: Any,
     *,
     save: bool,
+    source: Path,
 ) -> Pool:
-    """The resolved pool; ``save`` keeps the file hashes for the next run (a plan writes nothing)."""
+    """The resolved pool; ``save`` keeps the file hashes for the next run (a plan writes nothing); ``source``
+    (the spec file) is named when a pool model's hub id cannot load."""
     cache = _cached_digests(store)
     if isinstance(spec, ExistingSpec):
-        pool = existing_pool(spec, root=root, folder_digest=lambda f: folder_digest(f, cache))
+        pool = existing_pool(
+            spec, root=root, folder_digest=lambda f: folder_digest(f, cache), source=str(source)
+        )
     else:
-        base_digest = folder_digest(base, cache) if base is not None else "unfetched:" + spec.base.model
+        base_digest = folder_digest(base, cache) if base is not None else f"unfetched:{spec.base.model}"
         pool = generated_pool(spec, base_digest=base_digest, pack_digest=pack.digest)
     if cache and save:
         _save_digests(store, cache)
@@ -198,7 +217,7 @@ def _prepare(spec: GeneratedSpec | ExistingSpec, path: Path, out: Path | None, f
     store = _store(spec, root)
     base = _base_path(spec, path, fetch) if isinstance(spec, GeneratedSpec) else None
     pack = _pack(spec, root)
-    pool = _pool(spec, root, store, base, pack, save=out is not None)
+    pool = _pool(spec, root, store, base, pack, save=out is not None, source=path)
     dtype = spec.base.dtype if isinstance(spec, GeneratedSpec) else "fp32"
     with tempfile.TemporaryDirectory() as tmp:
         tofu = (out / TOFU_DIR) if out is not None else Path(tmp) / "tofu"

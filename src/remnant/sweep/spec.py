@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from remnant.config.fields import MAX_BATCH, MAX_EPOCHS, MAX_LIST, MAX_LR, MAX_TOKENS, Patterns
+from remnant.config.models import HubId, Revision
 from remnant.errors import ConfigError
 
 #: A label that becomes part of a model id: lower-case letters, digits, ``-``, ``_``, ``.``, ``=``.
@@ -54,10 +55,29 @@ class _Table(BaseModel):
 
 
 class BaseSpec(_Table):
-    """The never-modified base model every generated model starts from (R2)."""
+    """The never-modified base model every generated model starts from (R2): ``model`` (a zoo name or a local
+    folder) or ``hub`` (a Hugging Face Hub id, at ``revision``)."""
 
-    model: str = Field(min_length=1, description="A zoo name (remnant models list) or a local folder (R2).")
+    model: str | None = Field(
+        default=None, min_length=1, description="A zoo name (remnant models list) or a local folder (R2)."
+    )
+    hub: HubId | None = Field(
+        default=None,
+        description="A Hugging Face Hub model id 'org/name' (from the local cache with HF_HUB_OFFLINE=1; "
+        "safetensors only) (R2).",
+    )
+    revision: Revision | None = Field(
+        default=None, description="Branch, tag or commit of 'hub' (absent: the default branch) (R2)."
+    )
     dtype: Literal["fp32", "bf16"] = Field(default="fp32", description="Training and measuring dtype (R25).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> BaseSpec:
+        if (self.model is None) == (self.hub is None):
+            raise ValueError("give exactly one of base.model and base.hub")
+        if self.revision is not None and self.hub is None:
+            raise ValueError("revision only applies with hub")
+        return self
 
 
 class PackSpec(_Table):
@@ -275,11 +295,21 @@ Role = Literal["target", "never_saw", "unlearned", "base"]
 
 
 class ExistingModel(_Table):
-    """One checkpoint trained elsewhere, with its labels (a ``path`` or a ``glob`` of folders)."""
+    """One checkpoint trained elsewhere, with its labels (a ``path``, a ``glob`` of folders or a ``hub`` id)."""
 
     path: str | None = Field(default=None, description="A model folder (safetensors) (R2).")
     glob: str | None = Field(default=None, description="A glob of model folders, relative to the spec (R2).")
-    id: Label | None = Field(default=None, description="Model id (default: the folder name).")
+    hub: HubId | None = Field(
+        default=None,
+        description="A Hugging Face Hub model id 'org/name' (from the local cache with HF_HUB_OFFLINE=1; "
+        "safetensors only) (R2).",
+    )
+    revision: Revision | None = Field(
+        default=None, description="Branch, tag or commit of 'hub' (absent: the default branch) (R2)."
+    )
+    id: Label | None = Field(
+        default=None, description="Model id (default: the folder name, or the hub id's name)."
+    )
     pool: Role = Field(description="target, never_saw, unlearned or base (R14).")
     method: str | None = Field(default=None, description="Removal method name (unlearned models).")
     hyperparameters: dict[str, Any] = Field(default_factory=dict, description="Method parameters (R23).")
@@ -300,8 +330,10 @@ class ExistingModel(_Table):
 
     @model_validator(mode="after")
     def _one_source(self) -> ExistingModel:
-        if (self.path is None) == (self.glob is None):
-            raise ValueError("give exactly one of path and glob")
+        if sum(source is not None for source in (self.path, self.glob, self.hub)) != 1:
+            raise ValueError("give exactly one of path, glob and hub")
+        if self.revision is not None and self.hub is None:
+            raise ValueError("revision only applies with hub")
         if self.glob is not None and self.id is not None:
             raise ValueError("a glob names several models; their ids are their folder names (drop id)")
         return self

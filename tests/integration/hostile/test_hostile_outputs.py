@@ -8,7 +8,8 @@ unchanged afterwards.
 
 - ``sweep export`` onto a user's folder, the sweep folder, the pool's base model folder, the checkpoint store, a
   folder inside the sweep, ``--out .`` and ``--out ..`` (a real tiny sweep, built once);
-- ``eval --out`` onto its data split, the model's ``config.json``, into the model folder, through a link;
+- ``eval --out`` onto its data split, the model's ``config.json``, into the model folder, through a link; ``eval
+  --samples`` onto its data split, into the model folder, onto its own log;
 - ``sign --out`` onto the statement it signs (directly or through a link) or onto the key;
 - a run folder's ``records.jsonl.torn``, ``records.jsonl`` or ``states`` that is a link out of the run, given to
   ``assess --resume`` and ``recompute``; a sweep folder's ``results.csv`` that is a link, given to ``sweep report``;
@@ -92,6 +93,18 @@ def _eval(out: Callable[[Path, Path, Path], Path]) -> Build:
         data, model = write_tofu_folder(tmp / "tofu"), _model_folder(tmp)
         target = out(tmp, data, model)
         return ["eval", str(model), "--data", str(data), "--out", str(target), "--no-progress"], str(target)
+
+    return build
+
+
+def _eval_samples(out: Callable[[Path, Path, Path], Path]) -> Build:
+    """``eval --samples`` (the per-item samples page) aimed at what the evaluation reads or writes."""
+
+    def build(tmp: Path) -> tuple[Sequence[str], str]:
+        data, model = write_tofu_folder(tmp / "tofu"), _model_folder(tmp)
+        target = out(tmp, data, model)
+        argv = ["eval", str(model), "--data", str(data), "--out", str(tmp / "log.json"), "--samples"]
+        return [*argv, str(target), "--no-progress"], str(target)
 
     return build
 
@@ -240,6 +253,11 @@ CASES: list[Hostile] = [
     Hostile("eval-out-into-model-folder", _eval(lambda t, d, m: m / "TOFU_EVAL.json"), "R23"),
     Hostile("eval-out-into-data-folder", _eval(lambda t, d, m: d / "TOFU_EVAL.json"), "R23"),
     Hostile("eval-out-a-link", _eval(_link_to_victim), "R23"),
+    Hostile(
+        "eval-samples-onto-data-split", _eval_samples(lambda t, d, m: d / "forget10_perturbed.json"), "R23"
+    ),
+    Hostile("eval-samples-into-model-folder", _eval_samples(lambda t, d, m: m / "samples.html"), "R23"),
+    Hostile("eval-samples-onto-its-log", _eval_samples(lambda t, d, m: t / "log.json"), "R23"),
     Hostile("sign-out-onto-statement", _sign(lambda t, s, k: s), "K5"),
     Hostile("sign-out-onto-statement-via-link", _sign(_statement_link), "K5"),
     Hostile("sign-out-onto-key", _sign(lambda t, s, k: k), "K5"),

@@ -5,7 +5,6 @@ network here, so a fetch that tried it would fail."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -15,24 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures_models import build_lora_adapter
-
-REVISION = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _cache(cache: Path, hub_id: str, folder: Path) -> Path:
-    """``folder``'s files put into ``cache`` in the hub cache layout; returns the snapshot folder."""
-    repo = cache / f"models--{hub_id.replace('/', '--')}"
-    snapshot = repo / "snapshots" / REVISION
-    (repo / "blobs").mkdir(parents=True)
-    snapshot.mkdir(parents=True)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(REVISION)
-    for file in sorted(folder.iterdir()):
-        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
-        shutil.copyfile(file, blob)
-        (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
-    return snapshot
+from fixtures_models import build_lora_adapter, cache_as_hub
 
 
 @dataclass(frozen=True)
@@ -66,9 +48,9 @@ def test_hub_ids_and_adapters_on_hub_bases_load_offline_from_the_cache(
     tiny_llama_dir: Path, tmp_path: Path, identify: Callable[[str], Identified]
 ) -> None:
     cache = tmp_path / "hf" / "hub"
-    _cache(cache, "tiny-org/tiny-llama", tiny_llama_dir)
+    cache_as_hub(cache, "tiny-org/tiny-llama", tiny_llama_dir)
     adapter = build_lora_adapter(tiny_llama_dir, tmp_path / "adapter", base_name="tiny-org/tiny-llama")
-    _cache(cache, "tiny-org/tiny-lora", adapter)
+    cache_as_hub(cache, "tiny-org/tiny-lora", adapter)
     base = identify("tiny-org/tiny-llama")
     assert base.returncode == 0, base.stderr
     local = identify(str(tiny_llama_dir))
@@ -94,7 +76,7 @@ def test_a_cached_snapshot_of_pickles_only_is_refused(
     pickled = tmp_path / "pickled"
     shutil.copytree(tiny_llama_dir, pickled)
     os.replace(pickled / "model.safetensors", pickled / "pytorch_model.bin")
-    _cache(cache, "tiny-org/pickled", pickled)
+    cache_as_hub(cache, "tiny-org/pickled", pickled)
     result = identify("tiny-org/pickled")
     assert result.returncode == 2, result.stderr
     assert "R2" in result.stderr and "Traceback" not in result.stderr

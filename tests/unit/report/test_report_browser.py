@@ -86,3 +86,61 @@ def test_browser_paints_both_curves(page: Path, tmp_path: Path) -> None:
     without = _painted(bare, tmp_path / "bare.png")
     for colour in (POST_COLOUR, CONTROL_COLOUR):
         assert with_curves[colour] - without[colour] > 400, colour
+
+
+def _sweep_rows() -> list[dict[str, object]]:
+    """Two models per pool, metric columns past the first three and one column with no value (R23)."""
+    rows: list[dict[str, object]] = []
+    pools = (("target", None), ("never_saw", None), ("unlearned", "npo"))
+    for i, (pool, method) in enumerate(p for p in pools for _ in range(2)):
+        for j, perturbation in enumerate(("none", "nf4")):
+            rows.append(
+                {
+                    "model": f"m{i}",
+                    "pool": pool,
+                    "method": method,
+                    "strength": str(i % 2 + 1) if method else None,
+                    "status": "ok",
+                    "perturbation": perturbation,
+                    "utility": 0.5 + i / 20,
+                    **{
+                        c: (i + 1) / 10 + j / 50 + k / 100
+                        for k, c in enumerate(("kappa", "uds", "mia", "kappa_x"))
+                    },
+                    "never": None,
+                }
+            )
+    return rows
+
+
+def test_browser_shows_every_sweep_figure_and_the_empty_column_in_words(tmp_path: Path) -> None:
+    """The sweep page in Chromium: one figure per measured column in each section, the P vs N colours painted,
+    the column with no value named in words (R23, C-H6)."""
+    from remnant.sweep.figures import N_COLOUR, P_COLOUR
+    from remnant.sweep.html import render_page
+
+    columns = ["kappa", "uds", "mia", "kappa_x", "never"]
+    page = write_html(
+        tmp_path / "sweep.html", render_page("tiny", _sweep_rows(), columns, ["none", "nf4"], "")
+    )
+    dom = _chromium(page, "--dump-dom").stdout
+    titles = re.findall(r'<title id="[^"]+">([^<]*)</title>', dom)
+    measured = ["utility", "kappa", "uds", "mia", "kappa_x"]
+    for c in measured[1:]:
+        assert f"{c}: target (P) against never-saw (N)" in titles, c
+        assert f"{c} against utility per method across strengths" in titles, c
+    for c in measured:
+        assert f"{c} by method" in titles and f"{c}: nf4 against none" in titles, c
+    assert not any(t.startswith("never") for t in titles)
+    assert dom.count("never: no value in any row, so no figure") == 4
+    shot = tmp_path / "sweep.png"
+    _chromium(page, "--window-size=1280,8000", "--hide-scrollbars", f"--screenshot={shot}")
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int32)
+    for colour in (P_COLOUR, N_COLOUR):
+        rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.int32)
+        # the histograms' fill (alpha 0.35 on white) is drawn by no other figure: the bars are painted
+        fill = 255 - 0.35 * (255 - rgb)
+        assert int((np.abs(pixels - fill).sum(axis=2) < 12).sum()) > 2000, colour

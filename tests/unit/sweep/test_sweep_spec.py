@@ -62,7 +62,10 @@ def test_the_tiny_spec_and_the_example_specs_validate() -> None:
         ({"install__lr": 2.0}, "install.lr", "R14"),
         ({"install__max_epochs": "8"}, "install.max_epochs", "R14"),
         ({"install__target": 0.0}, "install.target", "R14"),
-        ({"base": {}}, "base.model", "R14"),
+        ({"base": {}}, "base", "R14"),
+        ({"base": {"model": "m", "hub": "org/name"}}, "base", "R14"),
+        ({"base": {"model": "m", "revision": "main"}}, "base", "R14"),
+        ({"base": {"hub": "../up"}}, "base.hub", "R2"),
         ({"pack__path": "p"}, "pack", "R14"),
         ({"pack__mint__towns": 3}, "pack.mint.towns", "R2"),
         ({"target__strengths": [{"label": "a"}, {"label": "a"}]}, "target.strengths", "R14"),
@@ -123,9 +126,13 @@ def test_an_existing_pool_needs_a_path_or_a_glob_and_references_that_name_its_mo
         "suite": {"metrics": ["forget_Q_A_Prob"]},
         "models": [{"pool": "unlearned"}],
     }
-    assert "path and glob" in refused(existing)
+    assert "path, glob and hub" in refused(existing)
     existing["models"] = [{"path": "a", "glob": "b*", "pool": "unlearned"}]
-    assert "path and glob" in refused(existing)
+    assert "path, glob and hub" in refused(existing)
+    existing["models"] = [{"path": "a", "hub": "org/name", "pool": "unlearned"}]
+    assert "path, glob and hub" in refused(existing)
+    existing["models"] = [{"path": "a", "revision": "main", "pool": "unlearned"}]
+    assert "revision only applies with hub" in refused(existing)
     existing["models"] = [{"path": "a", "pool": "retrained"}]
     assert "models[0].pool" in refused(existing)
 
