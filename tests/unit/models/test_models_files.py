@@ -266,17 +266,19 @@ def test_missing_paths_are_missing_folders_never_hub_ids(
 ) -> None:
     monkeypatch.chdir(tmp_path)
 
-    def no_hub(hub_id: str) -> Path:
+    def no_hub(hub_id: str, revision: str | None = None) -> Path:
         raise AssertionError(f"{hub_id} went to the hub")
 
-    monkeypatch.setattr(load_module, "_from_hub", no_hub)
+    monkeypatch.setattr(load_module, "hub_model", no_hub)
     _refused(name, "no such model folder")
     _refused(tmp_path / "org" / "name", "no such model folder")
 
 
 def test_a_path_object_is_never_a_hub_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(load_module, "_from_hub", lambda hub_id: pytest.fail(f"{hub_id} went to the hub"))
+    monkeypatch.setattr(
+        load_module, "hub_model", lambda hub_id, revision=None: pytest.fail(f"{hub_id} went to the hub")
+    )
     _refused(Path("org/name"), "no such model folder")
 
 
@@ -294,7 +296,9 @@ def test_an_existing_relative_org_name_folder_loads_as_a_folder(
 ) -> None:
     copy_model(tiny_llama_dir, tmp_path / "org" / "name")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(load_module, "_from_hub", lambda hub_id: pytest.fail(f"{hub_id} went to the hub"))
+    monkeypatch.setattr(
+        load_module, "hub_model", lambda hub_id, revision=None: pytest.fail(f"{hub_id} went to the hub")
+    )
     assert load_model("org/name").identity.architecture == "LlamaForCausalLM"
 
 
