@@ -95,12 +95,10 @@ __getattr__ = lazy_exports("remnant", {"OutputMarker": "output_marker"})
 
 
 def run_files() -> dict[str, str]:
-    """The files of a run folder (remnant.assess.runfiles), each with the requirement it serves."""
-    from remnant.assess.runfiles import CONFIG_COPY
+    """The files of a run folder (remnant.run_manifest), each with the requirement it serves."""
     from remnant.prereg import PREREG_FILE
     from remnant.records import DEVIATIONS_FILE, RECORDS_FILE
-    from remnant.report.runs import ENVELOPE_FILE, STATEMENT_FILE
-    from remnant.run_manifest import MANIFEST_FILE
+    from remnant.run_manifest import CONFIG_COPY, ENVELOPE_FILE, MANIFEST_FILE, STATEMENT_FILE
 
     return {
         PREREG_FILE: "R14",

@@ -49,6 +49,13 @@ from remnant.statement.schema import Cell, Deviation, Versions
 
 MANIFEST_SCHEMA_VERSION = "1"
 MANIFEST_FILE = "manifest.json"
+#: The other files an assessment writes into its run folder, named once here (below assess, report and the
+#: output guard, which all need them).
+CONFIG_COPY = "config.toml"
+STATEMENT_FILE = "statement.json"
+ENVELOPE_FILE = "statement.dsse.json"
+REPORT_FILE = "report.html"
+CUSTOMER_FILE = "report-customer.html"
 _M = TypeVar("_M", bound=BaseModel)
 ADMITTED = {"W": ("relearning", "inference_time", "weight_transform"), "Q": ("inference_time",)}
 

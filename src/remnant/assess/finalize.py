@@ -49,8 +49,12 @@ from remnant.prereg import (
 from remnant.prereg import PreRegistration as FrozenPrereg
 from remnant.records import RECORDS_FILE, AnyRecord, CellRecord, ChainState, Reading
 from remnant.records import Deviation as DeviationRecord
-from remnant.run_manifest import (
+from remnant.run_manifest import (  # noqa: F401  (re-exported)
+    CUSTOMER_FILE,
+    ENVELOPE_FILE,
     MANIFEST_FILE,
+    REPORT_FILE,
+    STATEMENT_FILE,
     ComponentRecord,
     Environment,
     ModelRecord,
@@ -79,11 +83,6 @@ from remnant.statement.schema import (
     PreRegistration,
     Versions,
 )
-
-STATEMENT_FILE = "statement.json"
-ENVELOPE_FILE = "statement.dsse.json"
-REPORT_FILE = "report.html"
-CUSTOMER_FILE = "report-customer.html"
 
 ASSESSOR = Assessor(
     identity=f"remnant {HARNESS_VERSION} (automated assessment run by the operator of this run folder)",

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from remnant.records import RECORDS_FILE, CellRecord, Event, Observation, RecordStore
+from remnant.run_manifest import CONFIG_COPY  # noqa: F401  (re-exported)
 
-CONFIG_COPY = "config.toml"
 STATES_DIR = "states"
 PACK_DIR = "pack"
 CONTEXT_STAGE = "context"

@@ -15,8 +15,12 @@ from remnant.errors import ConfigError
 from remnant.report.redact import canary_strings
 from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
 from remnant.report.samples import SampleTable
-from remnant.run_manifest import (
+from remnant.run_manifest import (  # noqa: F401  (re-exported)
+    CUSTOMER_FILE,
+    ENVELOPE_FILE,
     MANIFEST_FILE,
+    REPORT_FILE,
+    STATEMENT_FILE,
     RunManifest,
     check_manifest_ref,
     load_json_model,
@@ -24,11 +28,6 @@ from remnant.run_manifest import (
 )
 from remnant.statement.absent import Absent
 from remnant.statement.schema import ConformanceStatement
-
-STATEMENT_FILE = "statement.json"
-ENVELOPE_FILE = "statement.dsse.json"
-REPORT_FILE = "report.html"
-CUSTOMER_FILE = "report-customer.html"
 
 
 def load_statement(path: Path) -> ConformanceStatement:
