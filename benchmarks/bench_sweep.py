@@ -127,10 +127,26 @@ def growth(root: Path, model: Path, sizes: list[int]) -> list[tuple[int, int, fl
     return out
 
 
+def loads_per_task(root: Path, model: Path, k: int) -> tuple[float, float]:
+    """Model loads per task (from disk: a folder, or a base model and a stored chain) on the local executor,
+    without the worker's model cache (every task loading afresh, as before remnant.states.cache) and with it."""
+    import remnant.states.cache as cache
+    from remnant.sweep.executors import LocalExecutor
+
+    out = []
+    for budget in (0, cache.DEFAULT_MB * 2**20):
+        cache._WORKER = cache.ModelCache(budget=budget)
+        run_once(root, model, k, LocalExecutor(0, threads=1))
+        out.append(cache._WORKER.loads / (k + 2))
+    cache._WORKER = None
+    return out[0], out[1]
+
+
 def main() -> None:
     p = parser(__doc__ or "")
     p.add_argument("--models", type=int, default=24, help="removals K in the Ray pool (default 24)")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 8, 16, 24], help="K of the growth runs")
+    p.add_argument("--loads-only", action="store_true", help="print the loads per task and stop")
     args = p.parse_args()
     setup(args)
     from fixtures_models import build_tiny_model
@@ -138,6 +154,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         model = build_tiny_model("llama", root / "tiny")
+        before, after = loads_per_task(root, model, args.sizes[0])
+        print(
+            f"model loads per task (K={args.sizes[0]}): {before:.2f} without the worker cache, {after:.2f} with it"
+        )
+        if args.loads_only:
+            return
         rows = growth(root, model, args.sizes)
         one, two = speedup(root, model, args.models, args.repeats)
     k = args.models
@@ -160,6 +182,8 @@ def main() -> None:
         f"{args.repeats} alternated runs, Ray's start and each worker's first import outside the timing. The "
         f"references are built by the first two tasks and every removal waits for the full install (its parent), "
         f"so the 2-worker pool has a serial start; per-model cost is flat in K when the growth is linear. "
+        f"Model loads per task (K={args.sizes[0]}, local executor): {before:.2f} with every task loading afresh, "
+        f"{after:.2f} with the worker's model cache (remnant.states.cache). "
         f"Reproduce: `.venv/bin/python benchmarks/bench_sweep.py --models {k} --sizes "
         f"{' '.join(map(str, args.sizes))} --repeats {args.repeats}`."
     )

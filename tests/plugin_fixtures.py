@@ -28,6 +28,7 @@ PLUGIN_MODULES = (
     "wrong_kind_plugin",
     "empty_plugin",
     "clash_plugin",
+    "not_a_metric_plugin",
 )
 
 
@@ -52,8 +53,9 @@ def example_site(site: Path) -> Path:
 def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The registry's tables as copies (plugins loaded afresh) and no plugin module left imported after (the
     built-in metrics, which the plugins here build on, are imported first)."""
-    # the built-in metrics registered before the copy: their modules, once imported, never register again
-    importlib.import_module(registry.KIND_PACKAGES["metric"])
+    # the built-ins registered before the copy: their modules, once imported, never register again
+    for package in registry.KIND_PACKAGES.values():
+        importlib.import_module(package)
     before = set(sys.modules)
     monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
     monkeypatch.setattr(registry, "_PLUGINS", {})

@@ -56,6 +56,7 @@ def evaluate(
     data: str | Path,
     *,
     metrics: str | list[str] | None = None,
+    out: str | Path | None = None,
     **options: Any,
 ) -> Evaluation:
     """``remnant eval``: TOFU or MUSE metrics on ``model`` (a folder, a .gguf file, a zoo name, or an in-memory
@@ -63,18 +64,26 @@ def evaluate(
 
     ``options`` are the command's options with underscores (``forget_split``, ``holdout_split``,
     ``question_key``, ``batch_size``, ``max_new_tokens``, ``dtype``, ``device``, ``suite``, ``retain_logs``,
-    ``reference``, ``prompt``, ``date_string``, ``no_progress``); the result's ``.summary`` is what the command
-    prints, ``.log_json()`` the log it writes and ``.manifest`` its manifest. Writes nothing.
+    ``reference``, ``prompt``, ``date_string``, ``no_progress``); an in-memory pair is evaluated in its own dtype
+    unless ``dtype`` says otherwise. ``out`` is the command's ``--out DIR`` (its files written, its finished
+    metrics reused); without it the cells run in a temporary folder and nothing is kept. The result's
+    ``.summary`` equals the ``TOFU_SUMMARY.json`` the command writes, ``.log_json()`` its ``TOFU_EVAL.json`` and
+    ``.manifest`` its ``manifest.json``.
     """
     from remnant.metrics.commands import add_commands, run_eval
 
     source = "in-memory" if isinstance(model, tuple) else str(model)
     args = _command_defaults(add_commands, ["eval", source, "--data", str(data), "--out", "-"])
+    args.out = None if out is None else str(out)
     args.no_progress = True
     if metrics is not None:
         args.metrics = metrics if isinstance(metrics, str) else ",".join(metrics)
     _apply(args, options, "eval")
     loaded = _in_memory(model) if isinstance(model, tuple) else None
+    if loaded is not None and "dtype" not in options:
+        from remnant.metrics.measurement import dtype_name
+
+        args.dtype = dtype_name(str(next(loaded.model.parameters()).dtype))
     return run_eval(args, model=loaded)
 
 

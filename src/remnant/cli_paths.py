@@ -82,12 +82,13 @@ KINDS: Mapping[str, OutputKind] = {
         OutputKind("pack", "a pack folder", ("pack.json", "items.jsonl")),
         OutputKind("keys", "a key folder", ("remnant.key", "remnant.pub")),
         OutputKind("demo", "a demo folder", ("demo.json", "vectors.json")),
+        OutputKind("eval", "an evaluation folder"),  # marked before its first write: no pre-marker folders
         OutputKind("model", "an exported model folder", replaced_whole=True),
         OutputKind("tofu", "a TOFU export folder", replaced_whole=True),
     )
 }
 
-KindName = Literal["run", "sweep", "study", "pack", "keys", "demo", "model", "tofu"]
+KindName = Literal["run", "sweep", "study", "pack", "keys", "demo", "eval", "model", "tofu"]
 
 
 #: The marker's model (pydantic) loads when a marker is first read or written, not with every command module.

@@ -93,7 +93,7 @@ def _pack_digest_of(cfg: AssessmentConfig) -> str | None:
             f"{where}: field 'target.pack': the probe sets must exist to be pre-registered: {exc}",
             requirement="R14",
         ) from None
-    from remnant.packs.fit import check_pack_fits
+    from remnant.config.pack_fit import check_pack_fits
 
     check_pack_fits(cfg, pack, folder)  # every split the config uses holds items (R10, R16, C-W6)
     return pack.digest

@@ -1,6 +1,7 @@
 """Registries of components: attacks, removal methods, metrics, scorers, audits.
 
-A component is registered with ``@register(kind, name, version)``. Creating it through :func:`create` binds its
+A component is registered one way: a class that subclasses its kind's base (:data:`KIND_BASES`), decorated with
+``@register(kind, name, version)``, in a module that its kind's package imports with a plain import. Creating it through :func:`create` binds its
 parameters against its constructor, fills in every default, and attaches a :class:`ComponentSpec` — so a
 statement names exactly what ran (name, version, every parameter) and the component can be rebuilt from it
 (the Inspect AI idea; K4, R23, R24).
@@ -8,8 +9,9 @@ statement names exactly what ran (name, version, every parameter) and the compon
 Kinds whose modules import torch are not imported until asked for: :data:`KIND_PACKAGES` maps each kind to the
 package whose import registers all of its built-in members, and :func:`names` / :func:`get` import it on demand.
 A new attack or method is one module plus its ``@register`` line and an import in that package's ``__init__``
-(for metrics, ``remnant.metrics.handlers``: that package exports lazily, for a light start);
-the contract tests iterate over :func:`names` and so cover it without further work.
+(for metrics, ``remnant.metrics.handlers``: that package exports lazily, for a light start); a built-in module that
+fails to import is an error, never skipped. The contract tests iterate over :func:`names` and so cover it without
+further work.
 
 Another distribution adds components through entry points in the groups of :data:`PLUGIN_GROUPS`
 (``remnant.methods``, ``remnant.attacks``, ``remnant.metrics``, ``remnant.audits``): each entry point names a
@@ -46,6 +48,26 @@ KIND_PACKAGES: dict[str, str] = {
 }
 
 
+#: The base every registered class of a kind subclasses, as ``module:qualname``. Checked by name along the class's
+#: MRO, so registering imports no base module (the attack and method bases import torch; K4).
+KIND_BASES: dict[str, str] = {
+    "metric": "remnant.metrics.base:Metric",
+    "audit": "remnant.engine.audit_base:Audit",
+    "attack": "remnant.attacks.base:Attack",
+    "method": "remnant.train.methods.base:RemovalMethod",
+}
+
+
+def _check_base(kind: str, name: str, cls: type[Any]) -> None:
+    base = KIND_BASES.get(kind)
+    if base is None or base in {f"{c.__module__}:{c.__qualname__}" for c in cls.__mro__}:
+        return
+    raise TypeError(
+        f"{kind} {name!r}: class {cls.__module__}.{cls.__qualname__} does not subclass {base}, the base of "
+        f"kind {kind!r} (K4, R23)"
+    )
+
+
 @dataclass(frozen=True)
 class ComponentSpec:
     """What a statement or manifest records about one component: enough to rebuild it."""
@@ -78,11 +100,13 @@ _ENTRIES: dict[tuple[str, str], _Entry] = {}
 def register(kind: str, name: str, version: str) -> Callable[[type[T]], type[T]]:
     """Class decorator: make ``cls`` available as ``(kind, name)`` at ``version``.
 
-    The class gains ``registry_kind``, ``registry_name`` and ``registry_version`` attributes. Registering a
-    different class under a taken name is an error (two modules claiming one name is a bug, not an override).
+    The class gains ``registry_kind``, ``registry_name`` and ``registry_version`` attributes. A class that does not
+    subclass its kind's base (:data:`KIND_BASES`) is a TypeError; so is a different class under a taken name (two
+    modules claiming one name is a bug, not an override).
     """
 
     def decorate(cls: type[T]) -> type[T]:
+        _check_base(kind, name, cls)
         key = (kind, name)
         existing = _ENTRIES.get(key)
         if existing is not None and existing.target.__qualname__ != cls.__qualname__:
@@ -285,6 +309,7 @@ def jsonable(value: Any) -> Any:
 
 
 __all__ = [
+    "KIND_BASES",
     "KIND_PACKAGES",
     "PLUGIN_GROUPS",
     "ComponentSpec",

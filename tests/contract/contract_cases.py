@@ -349,23 +349,25 @@ def battery_relearning_case() -> Case:
 
 
 def status_cases() -> list[Case]:
-    """The kinds that record a status and read no state: not applicable (C-Q2), the battery not run."""
-    from remnant.engine.attack import NotApplicable
-    from remnant.engine.classd import BatteryRelearningNotRun, RiskNotApplicable
+    """The kinds that record a status and read no state (one :class:`~remnant.engine.measurement.NotRun`):
+    not applicable (C-Q2), the battery not run."""
+    from remnant.engine.attack import not_applicable as attack_not_applicable
+    from remnant.engine.classd import battery_relearning_not_run
+    from remnant.engine.classd import risk_not_applicable as classd_not_applicable
 
     def reason(variant: str | None) -> str:
         return "defined for free-text responses only (C-Q2)" + (" [changed]" if variant == "reason" else "")
 
     def not_applicable(world: World, variant: str | None) -> Measurement:
-        return NotApplicable("prefill", "inference_time", reason(variant), dict(world.shared))
+        return attack_not_applicable("prefill", "inference_time", reason(variant), dict(world.shared))
 
     def risk_not_applicable(world: World, variant: str | None) -> Measurement:
-        return RiskNotApplicable("linkability", "prefill", reason(variant), dict(world.shared))
+        return classd_not_applicable("linkability", "prefill", reason(variant), dict(world.shared))
 
     def battery_not_run(world: World, variant: str | None) -> Measurement:
         budgets = (64,) if variant == "budget" else (32,)
         names = ["singling_out/direct/relearning"]
-        return BatteryRelearningNotRun(names, budgets, reason(None), dict(world.shared))
+        return battery_relearning_not_run(names, budgets, reason(None), dict(world.shared))
 
     return [
         Case("not_applicable:prefill", not_applicable, ("reason",), False, frozenset({"not_applicable"})),
@@ -433,11 +435,12 @@ def contract_rows() -> dict[str, list[QARow]]:
 
 
 def metric_case(handler: str) -> Case:
-    """A field-metric handler through the first named metric that uses it (``MetricMeasurement``)."""
-    from remnant.engine.metric import MetricMeasurement
+    """A field-metric handler through the first named metric that uses it: that metric's cell of a
+    ``MetricSuite`` (one cell per metric, so another metric requested beside it is not an input of its key)."""
     from remnant.metrics.catalogue import with_dependencies
     from remnant.metrics.encoding import OpenUnlearningPrompt, RemnantPrompt
     from remnant.metrics.evaluate import EvalSettings, RetainLog, required_splits
+    from remnant.metrics.measurement import MetricSuite
 
     name = metric_name_for(handler)
     if name is None:
@@ -445,10 +448,9 @@ def metric_case(handler: str) -> Case:
     defs = with_dependencies([name])
     reads_retain = any(d.retain_key is not None for d in defs)
     reads_reference = any(d.handler == "mia_reference" for d in defs)
-    extra = "exact_memorization" if name != "exact_memorization" else "extraction_strength"
 
     def build(world: World, variant: str | None) -> Measurement:
-        settings = EvalSettings(batch_size=8, max_new_tokens=5 if variant == "settings" else 4)
+        settings = EvalSettings(batch_size=4 if variant == "settings" else 8, max_new_tokens=4)
         rows = dict(world.rows)
         if variant == "items":
             split = required_splits([name], settings)[0]
@@ -461,8 +463,8 @@ def metric_case(handler: str) -> Case:
         reference = replace(world.state, role="reference")
         if variant == "reference":
             reference = replace(reference, digest="0" * 64)
-        return MetricMeasurement(
-            [name, extra] if variant == "metrics" else [name],
+        suite = MetricSuite(
+            [name],
             rows,
             prompt,
             dtype="bf16" if variant == "dtype" else "fp32",
@@ -470,8 +472,9 @@ def metric_case(handler: str) -> Case:
             retain_log=RetainLog(retain, "contract retain log") if reads_retain else None,
             reference=reference if reads_reference else None,
         )
+        return next(c for c in suite.cells() if c.metric == name)
 
-    variants: tuple[str, ...] = ("metrics", "items", "prompt", "settings", "dtype")
+    variants: tuple[str, ...] = ("items", "prompt", "settings", "dtype")
     variants += ("retain_log",) if reads_retain else ()
     variants += ("reference",) if reads_reference else ()
     return Case(f"metric:{handler}", build, variants)
@@ -531,7 +534,7 @@ def _audit_data(world: World, family: str, variant: str | None) -> tuple[dict[st
         lens = [list(tok(text)["input_ids"]) for text in LENS_TEXT[:2]]
         data = {"probes": probes, "calibration": [], "lens_prompts": lens}
         return data, {"probe_ids": [p.idx for p in probes], "lens_prompts": lens}
-    from remnant.latent.study_states import probe_prompts
+    from remnant.latent.inputs import probe_prompts
 
     attributes = sorted({it.attribute for it in items if it.attribute})
     prompts = list(probe_prompts(tok, pack, attributes, fmt))[:4]
@@ -540,11 +543,10 @@ def _audit_data(world: World, family: str, variant: str | None) -> tuple[dict[st
 
 def audit_case(name: str) -> Case:
     """A registered audit on the post-removal model, its anchors the tiny model and a perturbed copy (C-H7b)."""
-    from remnant.assess.audits import family_of
     from remnant.engine.audit import REMOVED, AuditMeasurement, AuditPlan
     from remnant.latent.block import Anchors
 
-    family = family_of(name)
+    family = registry.get("audit", name).family  # the class declares how it reads a state
     smoke = {k: v for k, v in AUDIT_SMOKE[family].items() if k in registry.defaults("audit", name)}
     changed = perturbed("audit", name, smoke)
 
@@ -565,7 +567,6 @@ def audit_case(name: str) -> Case:
             inputs={**world.shared, **key},
             roles={POST: REMOVED},
             tokenizer=world.state.tokenizer,
-            family=family,
         )
         return AuditMeasurement(plan)
 

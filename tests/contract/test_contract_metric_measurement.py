@@ -1,5 +1,6 @@
-"""MetricMeasurement beyond the contract: a pool of states evaluated through the one cell runner, its results
-rebuilt from the records equal to ``remnant.metrics.evaluate``'s (one shared pass), and what it refuses."""
+"""MetricSuite beyond the contract: a pool of states evaluated through the one cell runner, one cell per metric,
+its results rebuilt from the records equal to ``remnant.metrics.evaluate``'s (one shared pass), its keys, and what
+it refuses."""
 
 from __future__ import annotations
 
@@ -14,21 +15,31 @@ import torch
 from contract_cases import RETAIN_LOG, State, World
 
 from remnant.engine.measurement import cell_key_of, run_measurement
-from remnant.engine.metric import SURFACE, MetricMeasurement, readings_from_records
 from remnant.engine.runner import CellRunner
 from remnant.errors import ConfigError
 from remnant.metrics.catalogue import DEFAULT_TOFU, TOFU_METRICS
 from remnant.metrics.encoding import OpenUnlearningPrompt
 from remnant.metrics.evaluate import EvalSettings, RetainLog, evaluate
+from remnant.metrics.measurement import (
+    SURFACE,
+    MetricMeasurement,
+    MetricSuite,
+    readings_from_records,
+    run_metrics,
+)
 from remnant.records import CellRecord, Observation, RecordStore
 
 SETTINGS = EvalSettings(batch_size=8, max_new_tokens=4)
 SUITE = [*DEFAULT_TOFU, "mia_loss", "exact_memorization", "forget_Q_A_PERT_ROUGE"]
 
 
-def _measurement(world: World, names: list[str], **kw: Any) -> MetricMeasurement:
+def _measurement(world: World, names: list[str], **kw: Any) -> MetricSuite:
     prompt = OpenUnlearningPrompt.for_tokenizer(world.state.tokenizer)
-    return MetricMeasurement(names, world.rows, prompt, dtype="fp32", settings=SETTINGS, **kw)
+    return MetricSuite(names, world.rows, prompt, dtype="fp32", settings=SETTINGS, **kw)
+
+
+def _cell(suite: MetricSuite, metric: str) -> MetricMeasurement:
+    return next(c for c in suite.cells() if c.metric == metric)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +68,8 @@ def test_a_pool_through_the_engine_rebuilds_evaluate_from_records(
     store = RecordStore(tmp_path / "records.jsonl")
     runner = CellRunner(store, "pool")
     for state in pool.values():
-        run_measurement(runner, measurement, state)
-    assert runner.computed == 2
+        run_metrics(runner, measurement, state)
+    assert runner.computed == 2 * len(measurement.computed)  # one cell per metric, dependencies too
     rebuilt = readings_from_records(store.read())
     assert set(rebuilt) == set(pool)
     for role, state in pool.items():
@@ -98,7 +109,7 @@ def test_aggregates_are_nominal_counts_and_observations_are_graded(world: World,
         world, ["forget_Q_A_PERT_Prob", "mia_min_k", "model_utility", "forget_Q_A_ROUGE"]
     )
     runner = CellRunner(RecordStore(tmp_path / "r.jsonl"), "run")
-    cells = {c.metric: c for c in run_measurement(runner, measurement, world.state)}
+    cells = {c.metric: c for c in run_metrics(runner, measurement, world.state)}
     records = runner.store.read()
     # a value that is not k/n: k = 0 and n the items read (R19), as utility records a non-proportion
     forget_n = len(world.rows["forget10_perturbed"])
@@ -130,9 +141,7 @@ def test_aggregates_are_nominal_counts_and_observations_are_graded(world: World,
 
 def test_forget_quality_without_a_retain_log_is_not_run_with_the_note(world: World, tmp_path: Path) -> None:
     runner = CellRunner(RecordStore(tmp_path / "r.jsonl"), "run")
-    cells = {
-        c.metric: c for c in run_measurement(runner, _measurement(world, ["forget_quality"]), world.state)
-    }
+    cells = {c.metric: c for c in run_metrics(runner, _measurement(world, ["forget_quality"]), world.state)}
     fq = cells["forget_quality"]
     assert fq.status == "not_run" and fq.k == fq.n == 0
     assert fq.reason is not None and "no retain model log" in fq.reason
@@ -142,51 +151,73 @@ def test_forget_quality_without_a_retain_log_is_not_run_with_the_note(world: Wor
 
 def test_the_key_holds_only_the_inputs_the_metrics_read(world: World) -> None:
     state = world.state
-    plain = _measurement(world, ["forget_Q_A_Prob"])
+    plain = _cell(_measurement(world, ["forget_Q_A_Prob"]), "forget_Q_A_Prob")
     retain = RetainLog(RETAIN_LOG, "x")
     # a retain log or a reference model no requested metric reads does not split the cache
-    assert cell_key_of(plain, state) == cell_key_of(
-        _measurement(world, ["forget_Q_A_Prob"], retain_log=retain), state
-    )
-    assert cell_key_of(plain, state) == cell_key_of(
-        _measurement(world, ["forget_Q_A_Prob"], reference=state), state
-    )
+    for kw in ({"retain_log": retain}, {"reference": state}):
+        other = _measurement(world, ["forget_Q_A_Prob"], **kw)
+        assert cell_key_of(_cell(other, "forget_Q_A_Prob"), state) == cell_key_of(plain, state)
     # splits no metric reads are not in the key; the alias is its log key
     extra = {**world.rows, "unused_split": list(world.rows["holdout10"])}
-    prompt = plain.prompt
-    same = MetricMeasurement(["forget_Q_A_Prob"], extra, prompt, dtype="float32", settings=SETTINGS)
-    assert cell_key_of(same, state) == cell_key_of(plain, state)
-    alias = MetricMeasurement(["forget_Truth_Ratio"], world.rows, prompt, dtype="fp32", settings=SETTINGS)
+    prompt = plain.suite.prompt
+    same = MetricSuite(["forget_Q_A_Prob"], extra, prompt, dtype="float32", settings=SETTINGS)
+    assert cell_key_of(_cell(same, "forget_Q_A_Prob"), state) == cell_key_of(plain, state)
+    alias = MetricSuite(["forget_Truth_Ratio"], world.rows, prompt, dtype="fp32", settings=SETTINGS)
     assert alias.metrics == ("forget_truth_ratio",)
     assert set(plain.key_inputs()["data"]) == {"forget10_perturbed"}
+
+
+def test_one_cell_per_metric_keyed_by_its_own_and_its_dependencies_inputs(world: World) -> None:
+    """Another metric beside it leaves a metric's key as it is; a dependency's parameter is in the dependent's key
+    (forget_quality reads forget_truth_ratio), another metric's generation length is not."""
+    state = world.state
+    alone = _measurement(world, ["forget_quality"])
+    both = _measurement(world, ["forget_quality", "forget_Q_A_ROUGE"])
+    order = [c.metric for c in both.cells()]  # dependencies first, each its own cell
+    assert order[-2:] == ["forget_quality", "forget_Q_A_ROUGE"] and "forget_truth_ratio" in order[:-2]
+    keys = {c.metric: cell_key_of(c, state) for c in both.cells()}
+    assert keys["forget_quality"] == cell_key_of(_cell(alone, "forget_quality"), state)
+    assert len(set(keys.values())) == len(order)
+    longer = MetricSuite(
+        ["forget_quality", "forget_Q_A_ROUGE"],
+        world.rows,
+        alone.prompt,
+        dtype="fp32",
+        settings=replace(SETTINGS, max_new_tokens=5),
+    )
+    changed = {c.metric for c in longer.cells() if cell_key_of(c, state) != keys[c.metric]}
+    assert changed == {"forget_Q_A_ROUGE"}
+    quality = _cell(alone, "forget_quality").key_inputs()["components"]
+    assert {"forget_truth_ratio", "forget_quality"} <= set(quality) and "forget_Q_A_ROUGE" not in quality
 
 
 def test_refusals_name_the_requirement(world: World) -> None:
     prompt = OpenUnlearningPrompt.for_tokenizer(world.state.tokenizer)
     with pytest.raises(ConfigError, match="unknown metric 'forget_nonsense'") as unknown:
-        MetricMeasurement(["forget_nonsense"], world.rows, prompt, dtype="fp32")
+        MetricSuite(["forget_nonsense"], world.rows, prompt, dtype="fp32")
     assert unknown.value.requirement == "R23"
     rows = {k: v for k, v in world.rows.items() if k != "holdout10"}
     with pytest.raises(ConfigError, match="holdout10") as missing:
-        MetricMeasurement(["mia_loss"], rows, prompt, dtype="fp32")
+        MetricSuite(["mia_loss"], rows, prompt, dtype="fp32")
     assert missing.value.requirement == "R2"
     with pytest.raises(ConfigError, match="names no metric"):
-        MetricMeasurement([], world.rows, prompt, dtype="fp32")
+        MetricSuite([], world.rows, prompt, dtype="fp32")
 
 
 def test_a_state_loaded_in_another_dtype_than_declared_is_refused(world: World, tmp_path: Path) -> None:
-    declared = MetricMeasurement(
+    declared = MetricSuite(
         ["forget_Q_A_Prob"], world.rows, OpenUnlearningPrompt(), dtype="bf16", settings=SETTINGS
     )
     runner = CellRunner(RecordStore(tmp_path / "r.jsonl"), "run")
     with pytest.raises(ValueError, match="loaded in fp32, the measurement declares bf16"):
-        run_measurement(runner, declared, world.state)
+        run_measurement(runner, _cell(declared, "forget_Q_A_Prob"), world.state)
     assert runner.store.read() == []  # not a failed cell: a mis-declared key is the caller's bug
 
 
 def test_every_named_metric_runs_through_the_engine(world: World, tmp_path: Path) -> None:
     names = [n for n in TOFU_METRICS if n != "mia_reference"]
     measurement = _measurement(world, names, retain_log=RetainLog(RETAIN_LOG, "x"))
-    cells = run_measurement(CellRunner(RecordStore(tmp_path / "r.jsonl"), "run"), measurement, world.state)
+    runner = CellRunner(RecordStore(tmp_path / "r.jsonl"), "run")
+    cells = run_metrics(runner, measurement, world.state)
     assert sorted(c.metric for c in cells) == sorted(names)
     assert all(isinstance(c, CellRecord) and c.status == "run" for c in cells)

@@ -10,7 +10,7 @@ from contract_cases import World, all_cases, metric_case, metric_name_for
 from test_contract_extending_docs import run_contract
 
 from plugin_fixtures import example_plugin, isolated_registry
-from remnant.engine.metric import readings_from_records
+from remnant.metrics.measurement import readings_from_records
 from remnant.records import RecordStore
 
 __all__ = ["example_plugin", "isolated_registry"]  # fixtures, imported for use here

@@ -116,6 +116,75 @@ def _fmt_params(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "defaults"
 
 
+class _Keeping:
+    """An attack that keeps the outcomes of its last run: the records hold each item's output and score, not the
+    inputs (``extra``) the C-Q4 checks compare state by state."""
+
+    def __init__(self, attack: Any) -> None:
+        self.attack, self.outcomes = attack, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.attack, name)
+
+    def run(self, ctx: Any, probes: Sequence[Any]) -> list[Any]:
+        self.outcomes = list(self.attack.run(ctx, probes))
+        return self.outcomes
+
+
+def _through_runner(
+    runner: Any, name: str, attack: Any, ctx: Any, states: dict[str, Any], probes: Any
+) -> Any:
+    """One attack on every state through the one cell runner (C-Q4: one context, one measurement), each state's
+    result rebuilt from its kept outcomes and checked against its κ record (R19)."""
+    from types import SimpleNamespace
+
+    from remnant.attacks.harness import cell
+    from remnant.engine.attack import AttackMeasurement, not_applicable
+    from remnant.engine.measurement import run_measurement
+    from remnant.score.probe import target_format
+
+    reason = attack.applicable(target_format(list(probes)))
+    if reason is not None:
+        run_measurement(runner, not_applicable(name, attack.surface, reason, {}), None)
+        return SimpleNamespace(status="not_applicable", reason=reason, states={})
+    kept = _Keeping(attack)
+    measurement = AttackMeasurement(name, kept, ctx, probes, {}, roles=tuple(states))
+    out = {}
+    for role, state in states.items():
+        (kappa,) = [r for r in run_measurement(runner, measurement, state) if r.metric == "kappa"]
+        assert kappa.status == "run", (name, role, kappa.reason)
+        out[role] = cell(role, kept.outcomes, probes, kappa.elapsed_s)
+        assert (out[role].kappa.k, out[role].kappa.n) == (kappa.k, kappa.n), (name, role)
+    return SimpleNamespace(status="run", reason=None, states=out)
+
+
+def _cq3(base: dict[str, Any], attacked: dict[str, Any]) -> Any:
+    """C-Q3's reading (the one rule) of an attack's κ against the baseline's on the same items."""
+    from types import SimpleNamespace
+
+    from remnant.standard.cq3 import explain
+    from remnant.standard.vocabulary import POST, PRE
+
+    post_delta = attacked[POST].kappa.net - base[POST].kappa.net
+    pre_delta = attacked[PRE].kappa.net - base[PRE].kappa.net
+    explanation, reason = explain(post_delta, pre_delta)
+    return SimpleNamespace(explanation=explanation, reason=reason, post_delta=post_delta, pre_delta=pre_delta)
+
+
+def _state_dict(c: Any) -> dict[str, Any]:
+    kappa = {**c.kappa.to_dict(), "expected_k": c.expected_k}
+    items = [
+        {"item_id": o.item_id, "output": o.output, "kappa": o.kappa, "extra": dict(o.extra)}
+        for o in c.outcomes
+    ]
+    return {
+        "kappa": kappa,
+        "willing": c.willing.to_dict() if c.willing else None,
+        "seconds": c.seconds,
+        "items": items,
+    }
+
+
 def _row(attack: str, params: str, state: str, cell: Any) -> str:
     r = cell.kappa
     k = f"{r.k}/{r.n}"
@@ -130,17 +199,23 @@ def battery(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
 
     from remnant import registry
     from remnant.attacks.base import AttackContext, no_attack
-    from remnant.attacks.harness import CONTROL, POST, PRE, cell, cq3_check, run_on_states
+    from remnant.attacks.harness import cell
+    from remnant.engine.measurement import StateView
+    from remnant.engine.runner import CellRunner, MemoryStore
     from remnant.models import load_model
+    from remnant.standard.vocabulary import CONTROL, POST, PRE
 
     states = canary_states
     start = time.perf_counter()
     post = load_model(states.npo_dir, dtype="fp32")
-    models = {
-        POST: (post.model, post.tokenizer),
-        CONTROL: (load_model(states.control_dir, dtype="fp32").model, post.tokenizer),
-        PRE: (load_model(states.installed_dir, dtype="fp32").model, post.tokenizer),
+    loaded = {
+        POST: post,
+        CONTROL: load_model(states.control_dir, dtype="fp32"),
+        PRE: load_model(states.installed_dir, dtype="fp32"),
     }
+    models = {role: (m.model, post.tokenizer) for role, m in loaded.items()}
+    views = {role: StateView(role, m.identity.digest, m.model, post.tokenizer) for role, m in loaded.items()}
+    runner = CellRunner(MemoryStore(), "e2e-battery")
     load_secs = time.perf_counter() - start
     probes = _p_probes(states)
     few = _one_per_entity(probes)
@@ -170,14 +245,14 @@ def battery(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
         params[name] = BUDGETS.get(name, dict(cls.smoke_params))
         attack = registry.create("attack", name, params[name])
         items[name] = few if name in FEW_ITEMS or name not in BUDGETS else probes
-        res = run_on_states(attack, ctx, models, items[name], with_baseline=False)
+        res = _through_runner(runner, name, attack, ctx, views, items[name])
         # C-Q3 against the baseline on the same items
         sub = {p.item_id for p in items[name]}
         base_sub = {
             label: cell(label, [o for o in b.outcomes if o.item_id in sub], items[name], 0.0)
             for label, b in baseline.items()
         }
-        results[name] = (res, cq3_check(base_sub, res.states) if res.status == "run" else None)
+        results[name] = (res, _cq3(base_sub, res.states) if res.status == "run" else None)
     total = time.perf_counter() - start
 
     header = [
@@ -210,9 +285,14 @@ def battery(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> dic
     out_dir = tmp_path_factory.mktemp("battery")
     (out_dir / "battery.md").write_text(table + "\n")
     record = {
-        "baseline": {k: v.to_dict(with_items=True) for k, v in baseline.items()},
+        "baseline": {k: _state_dict(v) for k, v in baseline.items()},
         "attacks": {
-            n: {**r.to_dict(with_items=True), "cq3_same_items": f.to_dict() if f else None}
+            n: {
+                "status": r.status,
+                "reason": r.reason,
+                "states": {k: _state_dict(v) for k, v in r.states.items()},
+                "cq3_same_items": vars(f) if f else None,
+            }
             for n, (r, f) in results.items()
         },
         "seconds_total": total,
@@ -256,7 +336,7 @@ def test_every_inference_time_attack_ran(battery: dict[str, Any]) -> None:
 
 
 def test_cells_count_every_item_on_every_state(battery: dict[str, Any]) -> None:
-    from remnant.attacks.harness import CONTROL, POST, PRE
+    from remnant.standard.vocabulary import CONTROL, POST, PRE
 
     for name, (res, _) in battery["results"].items():
         items = battery["items"][name]
@@ -302,7 +382,7 @@ def test_rates_and_intervals(battery: dict[str, Any]) -> None:
 def test_baselines_bracket_the_battery(battery: dict[str, Any]) -> None:
     """The pre-removal model answers P, the never-trained control does not: without that contrast no attack
     rate can be read (the canary answers are fictional, so the control can only guess them)."""
-    from remnant.attacks.harness import CONTROL, POST, PRE
+    from remnant.standard.vocabulary import CONTROL, POST, PRE
 
     base = battery["baseline"]
     n = len(battery["probes"])

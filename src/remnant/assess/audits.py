@@ -14,8 +14,8 @@ runs (:class:`remnant.engine.audit.AuditPlan`):
   (the answer's accepted value is the entity); J-Access's probes are identity-level (the paper's: attributes that
   implicate a forget-set person without naming them, C_i from the name) or answer-level (P's questions, C_i from
   the answer), its calibration probes the relearning people's, its lens corpus :mod:`remnant.latent.lens_text`;
-  direction survival's prompts are the forget-domain questions of Annex B.3 (:func:`~remnant.latent.study_states
-  .probe_prompts`, as ``remnant study latent-probe`` builds them);
+  direction survival's prompts are the forget-domain questions of Annex B.3 (:func:`~remnant.latent.inputs.probe_prompts`,
+  as ``remnant study latent-probe`` builds them);
 - **extra states** (:func:`build_audit_states`): the retain-only model, and the Annex B control states of C-H7(c)
   — the removal procedure applied to the never-installed control (``remnant.train.controls.procedure_control``)
   and the control installed with the pack's content-shuffled twin (``content_control``), both as the study builds
@@ -33,9 +33,9 @@ from typing import Any
 
 from remnant.assess.inputs import Inputs
 from remnant.assess.states import LoadedState, cached_state, recipe_key, save_state
-from remnant.config import AssessmentConfig, AuditTable, audit_name, derive_seed
-from remnant.config.audits import JACCESS_AUDITS
+from remnant.config import AUDIT_TABLES, AssessmentConfig, AuditTable, audit_name, derive_seed
 from remnant.engine.audit import REMOVED, AuditPlan
+from remnant.engine.audit_base import Audit
 from remnant.errors import ConfigError
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 
@@ -53,35 +53,57 @@ LATENT_CACHE = "latent-cache"
 Built = LoadedState | str
 
 
-def family_of(name: str) -> str:
-    """``uds``, ``jaccess`` or ``direction``: how an audit reads a state (:data:`remnant.engine.audit.FAMILIES`)."""
-    if name in JACCESS_AUDITS:
-        return "jaccess"
-    return "direction" if name == "direction_survival" else "uds"
+def _refused(where: str, problem: str) -> ConfigError:
+    return ConfigError(f"field '{where}' {problem}", requirement="C-H7")
 
 
-def _params(table: str, spec: AuditTable, fmt: Any | None) -> dict[str, Any]:
+def audit_class(table: str, spec: AuditTable) -> type[Audit]:
+    """The registered audit class ``[audits.<table>]`` names, checked by its declarations (``Audit.family``,
+    ``Audit.references``) against the table: a family the table admits, a retain model to choose only where the
+    audit reads one, probes only for the J-Access family (ConfigError naming the field, C-H7)."""
+    from remnant import registry
+
+    name, where = audit_name(table, spec), f"audits.{table}"
+    try:
+        cls = registry.get("audit", name)
+    except ConfigError as exc:
+        raise _refused(f"{where}.implementation", f"is invalid: {exc}".removesuffix(" (R23)")) from None
+    family, admitted = getattr(cls, "family", None), AUDIT_TABLES[table][1]
+    if family not in admitted:
+        runs = " or ".join(admitted)
+        raise _refused(
+            f"{where}.implementation", f"is {name!r}, a {family} audit; this table runs {runs} audits"
+        )
+    if spec.reference == "retain_only" and "retain" not in getattr(cls, "references", ()):
+        raise _refused(f"{where}.reference", f"is 'retain_only'; {name} has no retain model to choose")
+    if family != "jaccess" and "probes" in spec.model_fields_set:
+        raise _refused(f"{where}.probes", f"applies to J-Access audits (family jaccess), not {name}")
+    return cls
+
+
+def _params(cls: type[Audit], spec: AuditTable, fmt: Any | None) -> dict[str, Any]:
     """The audit's parameters; the UDS family reads in the states' own prompt format unless the table says."""
     params = dict(spec.params)
-    name = audit_name(table, spec)
-    if fmt is not None and family_of(name) == "uds":
+    if fmt is not None and cls.family == "uds":
         params.setdefault("prompt_format", "chat" if fmt.style == "chat" else "raw")
         if params["prompt_format"] == "chat":
             params.setdefault("system_prompt", fmt.system_prompt)
     return params
 
 
-def create_audit(table: str, spec: AuditTable, fmt: Any | None = None) -> Any:
-    """The registered audit ``[audits.<table>]`` declares (ConfigError naming the field, C-H7)."""
+def create_audit(table: str, spec: AuditTable, fmt: Any | None = None) -> Audit:
+    """The registered audit ``[audits.<table>]`` declares (:func:`audit_class`; ConfigError naming the field)."""
     from remnant.assess.params import create
 
-    return create(
+    cls = audit_class(table, spec)
+    audit: Audit = create(
         "audit",
         audit_name(table, spec),
-        _params(table, spec, fmt),
+        _params(cls, spec, fmt),
         field=f"audits.{table}.params",
         requirement="C-H7",
     )
+    return audit
 
 
 def check_audits(cfg: AssessmentConfig) -> None:
@@ -295,7 +317,7 @@ def _jaccess_data(
 def _direction_data(
     cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    from remnant.latent.study_states import probe_prompts
+    from remnant.latent.inputs import probe_prompts
 
     pack = inputs.pack
     attributes = cfg.probe.attributes or sorted(
@@ -319,9 +341,9 @@ def audit_plan(
     from remnant.latent.block import Anchors
 
     name = audit_name(table, spec)
-    family = family_of(name)
     tok = anchors["control"].tokenizer
     audit = create_audit(table, spec, inputs.fmt)  # its component record: assess.schedule.audit_cells (R23)
+    family = audit.family
     reference = CONTROL if family == "direction" else spec.reference
     labels = Anchors(
         full=PRE, retain=reference, note="" if family == "direction" else REFERENCE_NOTES[reference]
@@ -351,7 +373,6 @@ def audit_plan(
         roles={role: AUDITED_ROLES[role] for role in audited_states(spec)},
         tokenizer=tok,
         cache_dir=cache_dir,
-        family=family,
         reference_role=reference,
         error=error,
     )
@@ -368,11 +389,11 @@ __all__ = [
     "LATENT_CACHE",
     "PROCEDURE",
     "RETAIN_ONLY",
+    "audit_class",
     "audit_plan",
     "audited_states",
     "build_audit_states",
     "check_audits",
     "create_audit",
-    "family_of",
     "needed_states",
 ]

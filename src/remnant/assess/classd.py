@@ -24,7 +24,7 @@ An attack undefined for a risk's response format is a ``not_applicable`` record 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from types import MappingProxyType
@@ -35,11 +35,11 @@ from remnant.classd.canaries import measurement_name
 from remnant.config import AssessmentConfig, derive_seed
 from remnant.engine.classd import (
     BatteryRelearning,
-    BatteryRelearningNotRun,
     RiskMeasurement,
-    RiskNotApplicable,
+    battery_relearning_not_run,
+    risk_not_applicable,
 )
-from remnant.engine.measurement import Measurement, run_measurement, run_on_states
+from remnant.engine.measurement import Measurement
 from remnant.engine.relearning import RelearnPlan
 from remnant.engine.runner import CellRunner
 from remnant.errors import ConfigError
@@ -161,10 +161,11 @@ def _risk_context(inputs: Any, seed: int, tokens: int, batch: int, demos: Sequen
     return replace(ctx, demonstrations=tuple(demos) if demos else tuple(inputs.retain))
 
 
-def _risk_measurements(
+def risk_measurements(
     battery: BatteryInputs, inputs: Any, risk: str, canary: Any, key_inputs: dict[str, Any]
 ) -> Iterator[Measurement]:
-    """The measurements of one risk: each method, or its not-applicable record (C-Q2)."""
+    """The measurements of one risk: each method, or its not-applicable record (C-Q2); scheduled on both states
+    by :func:`remnant.assess.schedule.classd_cells`."""
     from remnant.classd import demonstrations
 
     master = inputs.cfg.seeds.master
@@ -173,7 +174,7 @@ def _risk_measurements(
     for method, attack, reason in _methods(battery, risk):
         slot = method if method not in ("direct", "likelihood") else None
         if slot is not None and attack is None:
-            yield RiskNotApplicable(risk, slot, reason or "disabled", key_inputs)
+            yield risk_not_applicable(risk, slot, reason or "disabled", key_inputs)
             continue
         seed = derive_seed(master, "classd", slot or method)
         tokens = inputs.attack_tokens.get(slot, battery.max_new_tokens) if slot else battery.max_new_tokens
@@ -188,31 +189,6 @@ def _risk_measurements(
         }
         context = partial(_risk_context, inputs, seed, tokens, batch, demos)
         yield RiskMeasurement(risk, method, attack, canary, context, battery.spec.describe()[risk], inputs_of)
-
-
-def battery_cells(
-    runner: CellRunner,
-    battery: BatteryInputs,
-    inputs: Any,
-    states: Mapping[str, Any],
-    key_inputs: dict[str, Any],
-) -> dict[str, dict[str, Any]]:
-    """Every inference-time battery cell on the post-removal model and the control (D-2 to D-4, D4, C-Q4).
-
-    Returns, per state, the direct query's counts by measurement name (the relearning cells' step 0)."""
-    direct: dict[str, dict[str, Any]] = {F.POST: {}, F.CONTROL: {}}
-    for risk, canary in battery.canaries.items():
-        for measurement in _risk_measurements(battery, inputs, risk, canary, key_inputs):
-            if isinstance(measurement, RiskNotApplicable):
-                run_measurement(runner, measurement, None)
-                continue
-            assert isinstance(measurement, RiskMeasurement)
-            for role, records in run_on_states(runner, measurement, dict(states)).items():
-                if measurement.method in ("direct", "likelihood"):
-                    counts = counts_from_records(runner, records, canary, measurement.name)
-                    if counts is not None:
-                        direct[role][measurement.name] = counts
-    return direct
 
 
 def counts_from_records(runner: CellRunner, records: Sequence[CellRecord], canary: Any, name: str) -> Any:
@@ -232,26 +208,25 @@ def counts_from_records(runner: CellRunner, records: Sequence[CellRecord], canar
     return count(canary, found, method=first.method or "direct", surface=first.surface)
 
 
-def relearning_battery_cells(
-    runner: CellRunner,
+def relearning_measurements(
     battery: BatteryInputs,
     inputs: Any,
-    states: Mapping[str, Any],
     key_inputs: dict[str, Any],
     *,
-    step0: Mapping[str, Mapping[str, Any]],
+    step0: Callable[[str], Mapping[str, Any]],
     progress: bool = False,
-) -> None:
-    """D-5.3: relearn copies of both states on the first b examples of R (the one relearning procedure, the main
-    relearning set, order and checkpoints, C-W5) and score the battery at every checkpoint (C-W3). Step 0 is the
-    state itself, so its counts are the inference-time direct measurements (greedy decoding and likelihood are
+) -> list[Measurement]:
+    """D-5.3: one measurement per budget that relearns copies of both states on the first b examples of R (the one
+    relearning procedure, the main relearning set, order and checkpoints, C-W5) and scores the battery at every
+    checkpoint (C-W3), or the not-run record when R is smaller than every budget; none off W-track. Step 0 is the
+    state itself, so ``step0(role)`` gives its inference-time direct counts (greedy decoding and likelihood are
     deterministic)."""
     from remnant.assess.inputs import relearn_spec
 
     cfg = inputs.cfg
     rel = cfg.attacks.relearning
     if not battery.relearn or rel is None:
-        return
+        return []
     spec = relearn_spec(cfg, rel)
     relearn_set = inputs.relearn_set
     plan = RelearnPlan("class_d", spec, relearn_set, inputs.relearn_order(spec, relearn_set), False)
@@ -265,8 +240,7 @@ def relearning_battery_cells(
     if not budgets:
         names = [measurement_name(r, m, "relearning") for r, m in methods]
         reason = f"the relearning set holds {len(relearn_set)} examples, fewer than every budget"
-        run_measurement(runner, BatteryRelearningNotRun(names, battery.budgets, reason, key_inputs), None)
-        return
+        return [battery_relearning_not_run(names, battery.budgets, reason, key_inputs)]
     shared = {
         "components": battery.spec.describe(),
         "probes": {r: [p.item_id for p in c.probes] for r, c in battery.canaries.items()},
@@ -274,18 +248,10 @@ def relearning_battery_cells(
         **key_inputs,
     }
     context = partial(_relearn_context, inputs, spec.seed, battery.max_new_tokens)
-    for budget in budgets:
-        measurement = BatteryRelearning(
-            plan,
-            budget,
-            battery,
-            context,
-            methods,
-            shared,
-            step0=lambda role: step0.get(role, {}),
-            progress=progress,
-        )
-        run_on_states(runner, measurement, dict(states))
+    return [
+        BatteryRelearning(plan, budget, battery, context, methods, shared, step0=step0, progress=progress)
+        for budget in budgets
+    ]
 
 
 def _relearn_context(inputs: Any, seed: int, tokens: int, state: Any) -> Any:
@@ -296,8 +262,8 @@ __all__ = [
     "CLASSD_CONTEXT",
     "CONTROL_ENTITIES",
     "BatteryInputs",
-    "battery_cells",
     "counts_from_records",
     "prepare_battery",
-    "relearning_battery_cells",
+    "relearning_measurements",
+    "risk_measurements",
 ]

@@ -183,7 +183,7 @@ def battery_names(cells: Sequence[CellRecord]) -> list[str]:
 
 
 def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
-    from remnant.classd.bar import net_rate as classd_net_rate
+    from remnant.statement.classd_bar import net_rate as classd_net_rate
 
     mine = [c for c in cells if c.attack == name and c.risk is not None]
     risk = next(r for c in mine if (r := c.risk) is not None)

@@ -376,7 +376,7 @@ def class_d_block(facts: dict[str, Any], design: dict[str, Any] | None) -> Any:
     """The statement's ``class_d`` block from the verdict facts: the D-5.1 bar over the admitted risk-tagged
     measurements, each risk's deciding rate with its interval net of control, the threshold, its justification
     (D-5.2) and the canary design (D5); an absent marker saying why when the battery did not measure all three."""
-    from remnant.classd.bar import bar_from_facts
+    from remnant.statement.classd_bar import bar_from_facts
 
     if not any(a.get("risk") for a in facts["attacks"]):
         return Absent(reason="Class D battery (singling out, linkability, inference) not run")

@@ -44,12 +44,7 @@ import torch  # noqa: F401
 
 from remnant.assess import facts as F
 from remnant.assess.audits import LATENT_CACHE, build_audit_states, check_audits
-from remnant.assess.classd import (
-    CLASSD_CONTEXT,
-    battery_cells,
-    prepare_battery,
-    relearning_battery_cells,
-)
+from remnant.assess.classd import CLASSD_CONTEXT, prepare_battery
 from remnant.assess.finalize import Outcome, finalize
 from remnant.assess.inputs import (
     Inputs,
@@ -66,7 +61,7 @@ from remnant.assess.runfiles import (
     run_id_for,
     store,
 )
-from remnant.assess.schedule import run_cells
+from remnant.assess.schedule import classd_cells, run_cells
 from remnant.assess.states import (
     LoadedState,
     install_state,
@@ -295,9 +290,7 @@ def _battery_cells(
     if battery is None:
         return []
     _append_context(run, run_id, {CLASSD_CONTEXT: battery.context()})
-    shared = inputs.key_inputs()
-    direct = battery_cells(runner, battery, inputs, states, shared)
-    relearning_battery_cells(runner, battery, inputs, states, shared, step0=direct, progress=progress)
+    classd_cells(runner, battery, inputs, states, progress=progress)
     return [
         component_record(f"classd:{name}", described) for name, described in battery.spec.describe().items()
     ]

@@ -11,7 +11,10 @@ decides the schedule, so the post-removal model and the control get identical me
    post-removal model's last budget (C-W1..C-W6, R12), and the C-W6 scored-items arm when declared;
 5. every declared white-box audit (``[audits.*]``) on the post-removal model and, when asked, on both Annex B
    control states, against the pre-removal model and the never-modified control (or a retain-only model): readings
-   only, which nothing the verdict or the tier reads (C-H6, C-H7; :mod:`remnant.assess.audits`).
+   only, which nothing the verdict or the tier reads (C-H6, C-H7; :mod:`remnant.assess.audits`);
+6. a Class D config's battery (:func:`classd_cells`): every risk under every method on the post-removal model and
+   the control, then along the relearning curve under W-track (D-2 to D-5.3; :mod:`remnant.assess.classd` builds
+   its measurements).
 
 Nothing here changes the :class:`~remnant.assess.inputs.Inputs` it is given: the general questions the control
 answers are a local of :func:`utility_cells`, and the component records of the utility metrics and audits
@@ -25,14 +28,22 @@ from pathlib import Path
 from typing import Any
 
 from remnant.assess.cells import kept_general_ids, outcomes_of
+from remnant.assess.classd import (
+    BatteryInputs,
+    counts_from_records,
+    relearning_measurements,
+    risk_measurements,
+)
 from remnant.assess.inputs import Inputs, component_record, relearn_spec, utility_components
 from remnant.config import AssessmentConfig, derive_seed
-from remnant.engine.attack import BASELINE, AttackMeasurement, NotApplicable
+from remnant.engine.attack import BASELINE, AttackMeasurement, not_applicable
 from remnant.engine.audit import AuditMeasurement, AuditNotRun
-from remnant.engine.measurement import run_measurement, run_on_states
+from remnant.engine.classd import RiskMeasurement
+from remnant.engine.measurement import Measurement, NotRun, run_measurement, run_on_states
 from remnant.engine.relearning import RelearningMeasurement, RelearnPlan
 from remnant.engine.runner import CellRunner
 from remnant.engine.utility import UtilityMeasurement
+from remnant.records import CellRecord
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 
 RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
@@ -123,7 +134,7 @@ def attack_cells(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], 
     shared = inputs.key_inputs()
     for name, attack, reason, surface in inputs.attacks:
         if attack is None:
-            run_measurement(runner, NotApplicable(name, surface, reason or "disabled", shared), None)
+            run_measurement(runner, not_applicable(name, surface, reason or "disabled", shared), None)
             continue
         ctx = inputs.context(
             states[CONTROL],
@@ -173,7 +184,7 @@ def relearning_cells(
     shared = inputs.key_inputs()
     if rel is None or not rel.enabled:
         if rel is not None:
-            na = NotApplicable(RELEARNING, "relearning", rel.reason or "disabled", shared)
+            na = not_applicable(RELEARNING, "relearning", rel.reason or "disabled", shared)
             run_measurement(runner, na, None)
         return
     ctx = baseline_context(cfg, inputs, states)
@@ -181,7 +192,7 @@ def relearning_cells(
         budgets = [b for b in plan.spec.budgets if b <= len(plan.relearn_set)]
         if not budgets:
             reason = f"the relearning set holds {len(plan.relearn_set)} examples, fewer than every budget"
-            run_measurement(runner, NotApplicable(plan.arm, "relearning", reason, shared), None)
+            run_measurement(runner, not_applicable(plan.arm, "relearning", reason, shared), None)
             continue
         for budget in budgets:
             for role in (POST, CONTROL):
@@ -197,6 +208,38 @@ def relearning_cells(
                     progress=progress,
                 )
                 run_measurement(runner, measurement, states[role])
+
+
+def classd_cells(
+    runner: CellRunner, battery: BatteryInputs, inputs: Inputs, states: Mapping[str, Any], *, progress: bool
+) -> None:
+    """The Class D battery on the post-removal model and the control alike (D-2 to D-5.3, D4, C-Q4): every risk
+    under every method, a not-applicable one recorded with its reason (C-Q2), then, under W-track, along the
+    relearning curve, whose step 0 is each state's direct counts."""
+    shared = inputs.key_inputs()
+    direct: dict[str, dict[str, Any]] = {POST: {}, CONTROL: {}}
+    for risk, canary in battery.canaries.items():
+        for measurement in risk_measurements(battery, inputs, risk, canary, shared):
+            done = _run_all(runner, measurement, states)
+            if isinstance(measurement, RiskMeasurement) and measurement.method in ("direct", "likelihood"):
+                for role, records in done.items():
+                    counts = counts_from_records(runner, records, canary, measurement.name)
+                    if counts is not None:
+                        direct[role][measurement.name] = counts
+    relearning = relearning_measurements(
+        battery, inputs, shared, step0=lambda role: direct.get(role, {}), progress=progress
+    )
+    for measurement in relearning:
+        _run_all(runner, measurement, states)
+
+
+def _run_all(
+    runner: CellRunner, measurement: Measurement, states: Mapping[str, Any]
+) -> dict[str, list[CellRecord]]:
+    """A measurement on each of its states, or once when it reads none (a :class:`NotRun`)."""
+    if isinstance(measurement, NotRun):
+        return {POST: run_measurement(runner, measurement, None)}
+    return run_on_states(runner, measurement, states)
 
 
 def audit_cells(
@@ -241,6 +284,7 @@ __all__ = [
     "audit_cells",
     "baseline_cells",
     "baseline_context",
+    "classd_cells",
     "probe_inputs",
     "relearning_cells",
     "relearning_plans",

@@ -1,13 +1,24 @@
 """Attacks (Standard §4.3, C-Q1..C-Q4): one module per attack, registered under kind ``attack``.
 
-Importing this package registers every built-in attack (``registry.names("attack")``). Modules not yet present
-are skipped, so the package stays importable while attacks are added.
+Importing this package registers every built-in attack (``registry.names("attack")``): a new attack is one module
+plus one import line here. A module that fails to import is an error, never skipped (K4).
 """
 
 from __future__ import annotations
 
-import importlib
-
+from remnant.attacks import (  # noqa: F401  (imported for registration)
+    actpert,
+    aoa,
+    gcg,
+    icl,
+    many_shot,
+    mask,
+    mask_cloze,
+    prefill,
+    quantize,
+    repeated_sampling,
+    soft_prompt,
+)
 from remnant.attacks.base import (
     Attack,
     AttackContext,
@@ -17,26 +28,5 @@ from remnant.attacks.base import (
     Unattacked,
     no_attack,
 )
-
-_MODULES = (
-    "prefill",
-    "many_shot",
-    "repeated_sampling",
-    "quantize",
-    "aoa",
-    "icl",
-    "mask",
-    "mask_cloze",
-    "gcg",
-    "soft_prompt",
-    "actpert",
-)
-
-for _name in _MODULES:
-    try:
-        importlib.import_module(f"remnant.attacks.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"remnant.attacks.{_name}":
-            raise
 
 __all__ = ["Attack", "AttackContext", "GenerationInput", "ItemOutcome", "Probe", "Unattacked", "no_attack"]

@@ -10,7 +10,7 @@ the variant (docs/latent.md: V read in code, N from the paper's text, R reconstr
   which is recorded as *not applicable* and never counted as withstood (C-Q2);
 - runs on one model state through an :class:`AttackContext` and returns one :class:`ItemOutcome` per probe
   (:meth:`Attack.run`). The context carries no hint of which state it is (post-removal, control, pre-removal):
-  the harness runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.attacks.harness`);
+  the engine runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.engine.attack`);
 - exposes what its generations start from (:meth:`Attack.generation_inputs`: prompt ids, soft-prompt
   embeddings, a steering hook; one per try) and the scope they run in (:meth:`Attack.generation_scope`), so
   seed 003's ROUGE scoring can decode greedily and by sampling from exactly what κ was scored on
@@ -38,10 +38,10 @@ from typing import Any, ClassVar, Literal
 import torch
 
 from remnant.attacks.decoding import GenerationInput, forward_cached, greedy_texts
-from remnant.config.seeds import derive_seed
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
+from remnant.statement.canonical import derive_seed
 
 Surface = Literal["inference_time", "weight_transform", "relearning", "latent"]
 Track = Literal["W", "Q"]

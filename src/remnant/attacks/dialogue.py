@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from remnant.errors import ConfigError, ModelError
 from remnant.models.prompts import PromptFormat
+from remnant.packs.templates import answer_stem
 from remnant.score.normalise import answer_matches
-from remnant.score.probe import Probe, answer_stem
+from remnant.score.probe import Probe
 
 
 def demo_answer(demo: Probe) -> str:

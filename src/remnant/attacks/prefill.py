@@ -15,9 +15,10 @@ from typing import Literal
 
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
 from remnant.errors import ConfigError
+from remnant.packs.templates import answer_stem
 from remnant.registry import register
 from remnant.score.normalise import answer_matches
-from remnant.score.probe import Probe, answer_stem
+from remnant.score.probe import Probe
 
 JAILBREAK_PREFIX = "Sure, here is the answer:"
 CHOICE_PREFIX = "The correct option is"

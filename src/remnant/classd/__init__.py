@@ -7,7 +7,7 @@ Modules, one concept each:
 - :mod:`~remnant.classd.singling_out` (D-2.1, D-2.2), :mod:`~remnant.classd.linkability` (D-3.1, D-3.2),
   :mod:`~remnant.classd.inference` (D-4.1, D-4.2) — each registered under kind ``classd``;
 - :mod:`~remnant.classd.battery` — the three risks under every admitted attack on one state, relearning (D-5.3);
-- :mod:`~remnant.classd.bar` — the insignificance bar and the statement's ``class_d`` block (D-5.1, D-5.2);
+- :mod:`~remnant.statement.classd_bar` — the insignificance bar and the statement's ``class_d`` block (D-5.1, D-5.2);
 - :mod:`~remnant.classd.design` — the canary design record, the comparison warning (D5), pack-size support (R21).
 
 Importing this package registers the three components and never imports torch; model passes import it inside
@@ -16,7 +16,6 @@ the functions that run them.
 
 from __future__ import annotations
 
-from remnant.classd.bar import ClassDBar, NetRate, RiskBar, bar_from_facts, evaluate_bar, net_rate
 from remnant.classd.battery import (
     BatteryResult,
     BatterySpec,
@@ -47,6 +46,7 @@ from remnant.classd.linkability import (
     score_by_likelihood,
 )
 from remnant.classd.singling_out import SinglingOut, singling_out_probes
+from remnant.statement.classd_bar import ClassDBar, NetRate, RiskBar, bar_from_facts, evaluate_bar, net_rate
 
 __all__ = [
     "RISKS",

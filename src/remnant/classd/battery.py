@@ -201,7 +201,7 @@ def relearning_measurements(
 def worst_checkpoint(per_checkpoint: Sequence[BatteryResult]) -> BatteryResult:
     """Per measurement, the checkpoint with the largest Wilson upper bound net of control (D-5.1): reporting
     the most adverse point of the relearning curve keeps the bar honest (C-W3 scores every checkpoint)."""
-    from remnant.classd.bar import net_rate
+    from remnant.statement.classd_bar import net_rate
 
     if not per_checkpoint:
         raise ValueError("worst_checkpoint: no checkpoints")

@@ -20,9 +20,11 @@ One module per concept; every name is imported from here (``remnant.config``):
 - :mod:`~remnant.config.attacks`: the attack battery and relearning (C-Q1, C-W1..C-W6);
 - :mod:`~remnant.config.classd`: the Class D bar and battery (D-2 to D-5.3);
 - :mod:`~remnant.config.audits`: the white-box audits, supplementary and never adjudicating (C-H6, C-H7);
-- :mod:`~remnant.config.seeds`: the master seed and :func:`derive_seed` (R23);
+- :mod:`~remnant.config.seeds`: the master seed (:func:`derive_seed` lives beside the canonical JSON it hashes,
+  :mod:`remnant.statement.canonical`, so packs mint with it too; R23);
 - :mod:`~remnant.config.assessment`: :class:`AssessmentConfig`, presets and cross-section rules (R14, R21);
 - :mod:`~remnant.config.digest`: the pre-registered values and their digest (R14);
+- :mod:`~remnant.config.pack_fit`: does a pack hold every split the config uses (R10, R16, C-W6);
 - :mod:`~remnant.config.loading`: :func:`load_config` and :func:`parse_config`, file-and-field errors.
 """
 
@@ -55,7 +57,7 @@ from remnant.config.models import Models as Models
 from remnant.config.models import PostRemoval as PostRemoval
 from remnant.config.models import PreRemoval as PreRemoval
 from remnant.config.seeds import Seeds as Seeds
-from remnant.config.seeds import derive_seed
+from remnant.statement.canonical import derive_seed
 
 __all__ = [
     "AssessmentConfig",

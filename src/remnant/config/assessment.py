@@ -14,7 +14,8 @@ from remnant.config.classd import ClassD
 from remnant.config.fields import MAX_N, MIN_THRESHOLD, ConfigModel, RuleViolation, Text
 from remnant.config.measure import Probe, Utility
 from remnant.config.models import Models
-from remnant.config.seeds import Seeds, derive_seed
+from remnant.config.seeds import Seeds
+from remnant.statement.canonical import derive_seed
 
 #: Values a preset fills in where the file leaves them out, so the frozen pre-registration is concrete (R14).
 PRESETS: dict[str, dict[str, Any]] = {

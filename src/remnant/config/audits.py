@@ -3,7 +3,9 @@
 Four optional tables, ``[audits.uds]``, ``[audits.jaccess]``, ``[audits.logit_lens]`` and ``[audits.direction]``,
 each naming a registered audit (registry kind ``audit``) and its exact parameters. What every table decides:
 
-- ``implementation``: the registered audit the table runs (default per table: :data:`AUDIT_TABLES`);
+- ``implementation``: the registered audit the table runs (default per table: :data:`AUDIT_TABLES`), any audit of
+  a family the table admits — checked against the audit class's declarations when the run creates it
+  (:func:`remnant.assess.audits.create_audit`), since reading them imports the audits;
 - ``params``: its parameters, checked like attack parameters (finite, in range, the right type; the audit's own
   constructor has the last word when the run creates it up front);
 - ``reference``: which model stands for "never saw the target" — UDS's retain model, J-Access's retain-only anchor
@@ -28,18 +30,13 @@ from pydantic import Field, model_validator
 from remnant.config.fields import MAX_BATCH, MAX_N, MAX_TOKENS, ConfigModel, Name, Params, RuleViolation
 from remnant.config.numbers import PARAM_BOUNDS, Bound
 
-#: Table name -> (the registered audit it runs by default, the registered audits it may run instead).
+#: Table name -> (the registered audit it runs by default, the audit families it admits: ``Audit.family``).
 AUDIT_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "uds": ("uds", ("uds", "uds_no_retain", "logit_lens_uds")),
-    "jaccess": ("j_access", ("j_access", "j_access_refit", "logit_lens_access")),
-    "logit_lens": ("logit_lens_access", ("logit_lens_access", "logit_lens_uds")),
-    "direction": ("direction_survival", ("direction_survival",)),
+    "uds": ("uds", ("uds",)),
+    "jaccess": ("j_access", ("jaccess",)),
+    "logit_lens": ("logit_lens_access", ("jaccess", "uds")),
+    "direction": ("direction_survival", ("direction",)),
 }
-#: The J-Access family: probes, calibration and a lens corpus (the J-Access paper).
-JACCESS_AUDITS = ("j_access", "j_access_refit", "logit_lens_access")
-#: Audits with no "never saw" reference model to choose: the original model only, or the never-modified control
-#: by definition (Annex B.3).
-FIXED_REFERENCE = ("uds_no_retain", "direction_survival")
 #: Paragraphs of the built-in generic lens corpus (:mod:`remnant.latent.lens_text`).
 MAX_LENS_PROMPTS = 12
 
@@ -106,24 +103,11 @@ class Audits(ConfigModel):
     @model_validator(mode="after")
     def _tables(self) -> Audits:
         for table, spec in self.tables().items():
-            where = f"audits.{table}"
-            default, allowed = AUDIT_TABLES[table]
-            name = spec.implementation or default
-            if name not in allowed:
-                raise RuleViolation(
-                    f"{where}.implementation", f"is {name!r}; this table runs one of {list(allowed)}", "C-H7"
-                )
-            if spec.reference == "retain_only" and name in FIXED_REFERENCE:
-                raise RuleViolation(
-                    f"{where}.reference", f"{name} has no retain model to choose; leave it 'control'", "C-H7"
-                )
-            if name not in JACCESS_AUDITS and "probes" in spec.model_fields_set:
-                raise RuleViolation(f"{where}.probes", f"applies to J-Access audits, not {name}", "C-H7")
             for key, value in spec.params.items():
                 bound = AUDIT_PARAM_BOUNDS.get(key) or PARAM_BOUNDS.get(key)
                 problem = bound.problem(value) if bound is not None else None
                 if problem is not None:
-                    raise RuleViolation(f"{where}.params.{key}", problem, "R23")
+                    raise RuleViolation(f"audits.{table}.params.{key}", problem, "R23")
         return self
 
     def tables(self) -> dict[str, AuditTable]:
@@ -165,8 +149,6 @@ def check_audit_states(audits: Audits, models: Any) -> None:
 __all__ = [
     "AUDIT_PARAM_BOUNDS",
     "AUDIT_TABLES",
-    "FIXED_REFERENCE",
-    "JACCESS_AUDITS",
     "MAX_LENS_PROMPTS",
     "AuditTable",
     "Audits",

@@ -9,19 +9,22 @@ through it (:mod:`remnant.assess.schedule`), and so does a pool of models (:mod:
 
 The contract and the runner:
 
-- :mod:`remnant.engine.measurement`: :class:`Measurement`, :func:`run_measurement`, :func:`run_on_states`;
-- :mod:`remnant.engine.runner`: :class:`CellRunner` and :class:`CellCache`;
+- :mod:`remnant.engine.measurement`: :class:`Measurement`, the :class:`State` it reads, :func:`run_measurement`,
+  :func:`run_on_states`, and :class:`NotRun`, the one cell that records why it did not run;
+- :mod:`remnant.engine.runner`: :class:`CellRunner` over a record store (a run's file, or a sweep worker's
+  :class:`MemoryStore`) and :class:`CellCache`;
 - :mod:`remnant.engine.cell` (pure): where a cell's records go and the one way a cell record is written.
 
 The measurement kinds, one module each:
 
 - :mod:`~remnant.engine.attack` (``attack``): a registered attack, or none (the unattacked baseline), on the probe
-  set (C-Q1..C-Q4); ``NotApplicable`` records a declared attack that does not apply (C-Q2);
+  set (C-Q1..C-Q4); ``not_applicable`` records a declared attack that does not apply (C-Q2);
 - :mod:`~remnant.engine.utility` (``utility``): a utility metric on a state or a relearned copy (R10-R12);
 - :mod:`~remnant.engine.relearning` (``relearning``): one budget of the relearning procedure (C-W1..C-W6);
 - :mod:`~remnant.engine.classd` (``classd``): a Class D risk under one method, and the battery's relearning
   (D-2 to D-5.3);
-- :mod:`~remnant.engine.metric` (``metric``): the field's metrics (TOFU, MUSE, MIA) through one shared pass;
+- :mod:`~remnant.metrics.measurement` (``metric``): the field's metrics (TOFU, MUSE, MIA), one cell per metric,
+  the pending ones computed in one shared pass (it lives beside the metrics it runs: the engine imports no metric);
 - :mod:`~remnant.engine.audit` (``audit``): a white-box audit, written as readings that never adjudicate (C-H6,
   C-H7).
 

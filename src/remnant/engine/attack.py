@@ -3,7 +3,7 @@
 The same attack instance, probes and context (seed, demonstrations, scorer, budgets) run on every state; only the
 model differs, and the attack is never told which state it has (C-Q4). Each state's cell records an observation
 per item, then κ and w as separate cell records (R6). An attack that crashes is a *failed* cell, not a crashed
-run (it blocks *removed*). An attack that does not apply is a :class:`NotApplicable` status record (C-Q2).
+run (it blocks *removed*). An attack that does not apply is a :func:`not_applicable` status record (C-Q2).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, Record
+from remnant.engine.measurement import Measurement, NotRun, Record
 
 BASELINE = "none"
 
@@ -141,30 +141,11 @@ class AttackMeasurement(Measurement):
         return [status_record(target, status="failed", reason=reason, elapsed=elapsed, fields=self.fields())]
 
 
-class NotApplicable(Measurement):
-    """A declared attack that does not apply (C-Q2) or is disabled, with its reason: recorded, never withstood.
-
-    It reads no model state: one status record under the post-removal model."""
-
-    kind: ClassVar[str] = "not_applicable"
-
-    def __init__(self, name: str, surface: str, reason: str, inputs: dict[str, Any]) -> None:
-        self.name = name
-        self.surface = surface
-        self.reason = reason
-        self._inputs = dict(inputs)
-
-    def roles(self) -> tuple[str, ...]:
-        return ()
-
-    def key_inputs(self) -> dict[str, Any]:
-        return {"attack": self.name, "reason": self.reason, **self._inputs}
-
-    def label(self, role: str) -> str:
-        return f"{self.name} (not applicable)"
-
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        return [status_record(target, status="not_applicable", reason=self.reason)]
+def not_applicable(name: str, surface: str, reason: str, inputs: dict[str, Any]) -> NotRun:
+    """A declared attack (or relearning arm) that does not apply (C-Q2) or is disabled, with its reason: one
+    status record under the post-removal model, recorded and never withstood."""
+    key = {"attack": name, "reason": reason, **inputs}
+    return NotRun("not_applicable", name, surface, "not_applicable", reason, key)
 
 
-__all__ = ["BASELINE", "AttackMeasurement", "NotApplicable", "context_inputs", "score_outcomes"]
+__all__ = ["BASELINE", "AttackMeasurement", "context_inputs", "not_applicable", "score_outcomes"]

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from remnant.classd.canaries import measurement_name
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, Record
+from remnant.engine.measurement import Measurement, NotRun, Record
 from remnant.engine.relearning import RelearnPlan, checkpoint_fields, checkpoint_label
 from remnant.records import CellRecord
 from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL_ENTITIES, Risk
@@ -199,52 +199,38 @@ class RiskMeasurement(Measurement):
         return [risk_status(target, self.name, "failed", f"{type(exc).__name__}: {exc}")]
 
 
-class RiskNotApplicable(Measurement):
+def risk_not_applicable(risk: str, slot: str, reason: str, inputs: dict[str, Any]) -> NotRun:
     """A battery attack undefined for a risk's response format (C-Q2), or disabled: one status record."""
-
-    kind: ClassVar[str] = "classd_not_applicable"
-    surface = "inference_time"
-
-    def __init__(self, risk: str, slot: str, reason: str, inputs: dict[str, Any]) -> None:
-        self.risk, self.slot, self.reason = risk, slot, reason
-        self.name = measurement_name(risk, slot)
-        self._inputs = dict(inputs)
-
-    def roles(self) -> tuple[str, ...]:
-        return ()
-
-    def key_inputs(self) -> dict[str, Any]:
-        return {"risk": self.risk, "attack": self.slot, "reason": self.reason, **self._inputs}
-
-    def label(self, role: str) -> str:
-        return f"{self.name} (not applicable)"
-
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        return [risk_status(target, self.name, "not_applicable", self.reason)]
+    name = measurement_name(risk, slot)
+    key = {"risk": risk, "attack": slot, "reason": reason, **inputs}
+    fields: CellFields = {"risk": risk_of(name)}
+    return NotRun(
+        "classd_not_applicable",
+        name,
+        "inference_time",
+        "not_applicable",
+        reason,
+        key,
+        records=[(name, fields)],
+    )
 
 
-class BatteryRelearningNotRun(Measurement):
-    """Every relearning measurement of the battery, not run: the relearning set is smaller than every budget."""
-
-    kind: ClassVar[str] = "classd_relearning_not_run"
-    surface = "relearning"
-    name = "class D relearning"
-
-    def __init__(self, names: Sequence[str], budgets: Sequence[int], reason: str, inputs: dict[str, Any]):
-        self.names, self.budgets, self.reason = tuple(names), tuple(budgets), reason
-        self._inputs = dict(inputs)
-
-    def roles(self) -> tuple[str, ...]:
-        return ()
-
-    def key_inputs(self) -> dict[str, Any]:
-        return {"budgets": list(self.budgets), **self._inputs}
-
-    def label(self, role: str) -> str:
-        return "class D relearning (not run)"
-
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        return [risk_status(target, n, "not_run", self.reason) for n in self.names]
+def battery_relearning_not_run(
+    names: Sequence[str], budgets: Sequence[int], reason: str, inputs: dict[str, Any]
+) -> NotRun:
+    """Every relearning measurement of the battery (``names``), not run: the relearning set is smaller than every
+    budget (D-5.3). One status record per measurement, under its own name and risk."""
+    records: list[tuple[str, CellFields]] = [(n, {"risk": risk_of(n)}) for n in names]
+    key = {"budgets": list(budgets), **inputs}
+    return NotRun(
+        "classd_relearning_not_run",
+        "class D relearning",
+        "relearning",
+        "not_run",
+        reason,
+        key,
+        records=records,
+    )
 
 
 class BatteryRelearning(Measurement):
@@ -357,13 +343,13 @@ class BatteryRelearning(Measurement):
 
 __all__ = [
     "BatteryRelearning",
-    "BatteryRelearningNotRun",
     "RiskMeasurement",
-    "RiskNotApplicable",
+    "battery_relearning_not_run",
     "count_records",
     "measure_risk",
     "measurement_name",
     "measurement_records",
+    "risk_not_applicable",
     "risk_of",
     "risk_status",
 ]

@@ -16,9 +16,10 @@ white-box audit. A measurement declares
   skips a finished cell, and a cell computed for one assessment is reused by another (the demo's control);
 - :meth:`measure`: the records of one state — observations per item, then cell records (R6, R19, R22).
 
-:func:`run_measurement` is the one cell runner every kind goes through (:class:`remnant.engine.runner.CellRunner`:
-cache, resume, progress, one record store). A measurement that raises is recorded as a *failed* cell when its
-kind says a failure is an outcome (an attack that crashes blocks *removed*, D-5.1), never a crashed run.
+:func:`run_measurement` runs every kind through the one cell runner (:class:`remnant.engine.runner.CellRunner`:
+cache, resume, progress, one record store: a file, or a sweep worker's memory). A measurement that raises is
+recorded as a *failed* cell when its kind says a failure is an outcome (an attack that crashes blocks *removed*,
+D-5.1), never a crashed run. A cell that reads no model and only says why it did not run is a :class:`NotRun`.
 
 Adding a measurement kind is one module with a :class:`Measurement` subclass; the contract tests
 (``tests/contract/``) run every registered component of every kind through it on the tiny model.
@@ -28,15 +29,48 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from remnant.engine.cell import CellTarget, status_record
-from remnant.records import CellRecord, Observation, Reading, cell_key
+from remnant.engine.cell import CellFields, CellTarget, status_record
+from remnant.engine.runner import CellRunner
+from remnant.records import CellRecord, CellStatus, Observation, Reading, cell_key
 
 #: What a cell writes: observations and cell records, or (a white-box audit, C-H6) readings.
 Record = Observation | CellRecord | Reading
+
+
+class StateKey(Protocol):
+    """What a cell key reads of a state: its role and weights digest (R23: same weights and inputs, same key)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def digest(self) -> str: ...
+
+
+class State(StateKey, Protocol):
+    """A model state as measurements read it: an assessment's ``LoadedState``, a sweep's perturbed model, a
+    contract test's tiny model (:class:`StateView` builds one)."""
+
+    @property
+    def model(self) -> Any: ...
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+
+@dataclass(frozen=True)
+class StateView:
+    """A state by its role and weights digest, with its model and tokenizer when it has them (a sweep's
+    perturbed state; a planner computing keys before any model is loaded leaves them None)."""
+
+    role: str
+    digest: str
+    model: Any = None
+    tokenizer: Any = None
 
 
 class Measurement(ABC):
@@ -62,7 +96,7 @@ class Measurement(ABC):
         """Everything besides the state that determines its numbers, as JSON values (hashed into the key)."""
 
     @abstractmethod
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         """The records of one state: observations, then cell records (all carrying ``target``'s fields)."""
 
     def label(self, role: str) -> str:
@@ -76,27 +110,29 @@ class Measurement(ABC):
         ]
 
 
-def cell_key_of(measurement: Measurement, state: Any | None) -> str:
+def cell_key_of(measurement: Measurement, state: StateKey | None) -> str:
     """The cell key of ``measurement`` on ``state`` (None for a measurement that reads no state)."""
     where: dict[str, Any] = {} if state is None else {"state": state.role, "weights": state.digest}
     return cell_key(kind=measurement.kind, **where, **measurement.key_inputs())
 
 
-@dataclass(frozen=True)
-class StateView:
-    """The parts of a loaded state a cell key needs (its role and weights digest)."""
-
-    role: str
-    digest: str
-
-
 def run_measurement(
-    runner: Any, measurement: Measurement, state: Any | None, *, role: str | None = None
+    runner: CellRunner,
+    measurement: Measurement,
+    state: State | None,
+    *,
+    role: str | None = None,
+    planned: str | None = None,
 ) -> list[CellRecord]:
-    """Run ``measurement`` on ``state`` through ``runner`` (a :class:`remnant.engine.runner.CellRunner`): its
-    cell records, from this run, the shared cache, or computed now."""
+    """Run ``measurement`` on ``state`` through ``runner``: its cell records, from this run, the shared cache, or
+    computed now. ``planned`` is the key a planner computed for this cell before any model was loaded (a sweep's
+    driver): a different key here is a bug that would break resume (R23), refused before anything runs."""
     key = cell_key_of(measurement, state)
     where = role or (state.role if state is not None else "post_removal")
+    if planned is not None and key != planned:
+        raise AssertionError(
+            f"cell {measurement.label(where)}: key {key[:12]} is not the planned {planned[:12]}"
+        )
     target = CellTarget(runner.run_id, key, where, measurement.name, measurement.surface)
 
     def compute() -> list[Record]:
@@ -110,17 +146,67 @@ def run_measurement(
         except Exception as exc:  # recorded as a failed cell (blocks removed), not a crashed run
             return measurement.failed(target, exc, time.perf_counter() - start)
 
-    records: list[CellRecord] = runner.run(key, measurement.label(where), compute)
-    return records
+    return runner.run(key, measurement.label(where), compute)
 
 
 def run_on_states(
-    runner: Any, measurement: Measurement, states: dict[str, Any], *, roles: Sequence[str] | None = None
+    runner: CellRunner, measurement: Measurement, states: Mapping[str, State]
 ) -> dict[str, list[CellRecord]]:
-    """Run ``measurement`` on each of its roles' states (or ``roles``), identically (R3, C-Q4, C-W5)."""
-    return {
-        role: run_measurement(runner, measurement, states[role]) for role in (roles or measurement.roles())
-    }
+    """Run ``measurement`` on each of its roles' states, identically (R3, C-Q4, C-W5)."""
+    return {role: run_measurement(runner, measurement, states[role]) for role in measurement.roles()}
+
+
+class NotRun(Measurement):
+    """The one cell that reads no model state and records why it did not run: a declared attack that does not
+    apply or is disabled (C-Q2), relearning with fewer examples than every budget (C-W1), a battery measurement
+    undefined for a risk's format, a white-box audit whose state could not be built (C-H7c).
+
+    ``kind``, ``name`` and ``surface`` are what its records and key carry; ``status`` (``not_applicable``,
+    ``not_run``, ``failed``, ``diverged``) and ``reason`` what they say; ``key`` is every input its cell key
+    hashes besides ``kind`` (the reason among them, so a changed reason is a new cell); ``label`` names it in
+    progress lines. It writes one status record per ``(record name, typed fields)`` of ``records`` (default: one
+    under ``name`` with no fields); a kind whose not-run record is no cell record (an audit's reading, C-H6)
+    overrides :meth:`measure`. Run it with ``run_measurement(runner, m, None)`` (``role=`` names the state it
+    stands for, else the post-removal model); a sweep runs it on the state whose cell it stands in for.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        surface: str,
+        status: CellStatus,
+        reason: str,
+        key: Mapping[str, Any],
+        *,
+        label: str | None = None,
+        records: Sequence[tuple[str, CellFields]] = (),
+    ) -> None:
+        self.kind = kind  # type: ignore[misc]  # one class for every kind: an instance attribute is enough
+        self.name, self.surface, self.status, self.reason = name, surface, status, reason
+        self._key = dict(key)
+        self._label = label or f"{name} ({status.replace('_', ' ')})"
+        self.records = tuple(records) or ((name, CellFields()),)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names its records carry (the battery's relearning measurements, or its own)."""
+        return tuple(name for name, _ in self.records)
+
+    def roles(self) -> tuple[str, ...]:
+        return ()
+
+    def key_inputs(self) -> dict[str, Any]:
+        return dict(self._key)
+
+    def label(self, role: str) -> str:
+        return self._label
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        return [
+            status_record(target.retarget(attack=name), status=self.status, reason=self.reason, fields=fields)
+            for name, fields in self.records
+        ]
 
 
 #: A factory the contract tests call to build one instance of a registered measurement kind on the tiny model.
@@ -129,8 +215,11 @@ SmokeFactory = Callable[[Any], list[Measurement]]
 
 __all__ = [
     "Measurement",
+    "NotRun",
     "Record",
     "SmokeFactory",
+    "State",
+    "StateKey",
     "StateView",
     "cell_key_of",
     "run_measurement",

@@ -3,7 +3,9 @@
 :class:`CellRunner` skips a cell whose key the run's records already hold (``--resume``: a crash costs at most the
 cell in flight), imports one a :class:`CellCache` shared between runs holds (the demo's three assessments share
 one control), and computes the rest, appending each cell's records in one write (``RecordStore.extend``), so a
-cell is recorded whole or, after a crash, re-run whole (:meth:`remnant.records.RecordStore.repair`).
+cell is recorded whole or, after a crash, re-run whole (:meth:`remnant.records.RecordStore.repair`). Its store
+is a run's :class:`~remnant.records.RecordStore` or, in a sweep worker, a :class:`MemoryStore` whose records
+the worker sends to the driver, the one writer of the sweep's store.
 """
 
 from __future__ import annotations
@@ -12,12 +14,38 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from remnant.atomic import write_atomic
-from remnant.records import CellRecord, Observation, Reading, RecordStore, chained_lines
+from remnant.records import AnyRecord, CellRecord, Observation, Reading, RecordStore, chained_lines
 
 Record = Observation | CellRecord | Reading
+
+
+class CellStore(Protocol):
+    """Where a runner's records go: what it holds already (read) and one cell's records in one write (extend)."""
+
+    def read(self) -> list[AnyRecord]: ...
+
+    def extend(self, records: Sequence[Record]) -> None: ...
+
+
+class MemoryStore:
+    """Records held in memory: a sweep worker's cells, which the driver appends to the one store (:meth:`take`)."""
+
+    def __init__(self) -> None:
+        self._records: list[AnyRecord] = []
+
+    def read(self) -> list[AnyRecord]:
+        return list(self._records)
+
+    def extend(self, records: Sequence[Record]) -> None:
+        self._records.extend(records)
+
+    def take(self) -> tuple[AnyRecord, ...]:
+        """The records held, handed over and forgotten (the worker keeps no cell it has sent)."""
+        out, self._records = tuple(self._records), []
+        return out
 
 
 class CellCache:
@@ -38,12 +66,13 @@ class CellCache:
 class CellRunner:
     """Runs cells at most once per run: skips completed keys, imports cached ones, computes the rest.
 
-    ``before_cell(label)`` is called before a cell is computed (a test raises there to simulate a kill).
+    ``before_cell(label)`` is called before a cell is computed (a test raises there, or a sweep's fault seam
+    ends the worker, to simulate a kill).
     ``redo(records)``, when given, marks a recorded cell to compute again (a sweep's ``--retry-failed``): its old
     records stay in the append-only store and the new ones follow them.
     """
 
-    store: RecordStore
+    store: CellStore
     run_id: str
     cache: CellCache | None = None
     before_cell: Callable[[str], None] | None = None
@@ -91,4 +120,4 @@ class CellRunner:
         return cells
 
 
-__all__ = ["CellCache", "CellRunner", "Record"]
+__all__ = ["CellCache", "CellRunner", "CellStore", "MemoryStore", "Record"]

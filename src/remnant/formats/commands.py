@@ -1,6 +1,7 @@
 """``remnant packs import`` and ``remnant packs export``: TOFU and MUSE folders in, TOFU folders out (R2).
 
-Registered under ``remnant packs`` by :mod:`remnant.packs.commands` (one command group per concept).
+Added to the ``remnant packs`` group that :mod:`remnant.packs.commands` registers (one command group per
+concept; this module is listed after it in :data:`remnant.cli.COMMAND_MODULES`, as formats builds on packs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ _TOFU_ONLY = ("forget", "retain", "holdout", "forget_perturbed", "retain_eval", 
 
 def _none(value: str) -> str | None:
     return None if value.lower() == "none" else value
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``import`` and ``export`` to the ``remnant packs`` group registered before this module."""
+    packs = subparsers.choices["packs"]
+    # argparse exposes a parser's subcommands only through its actions list
+    add_pack_commands(next(a for a in packs._actions if isinstance(a, argparse._SubParsersAction)))
 
 
 def add_pack_commands(psub: Any) -> None:

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, cast
 
-from remnant.latent.direction import DirectionConfig, DirectionResult, Role, direction_survival
+from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
+from remnant.latent.direction import DirectionConfig, Role, direction_survival
 from remnant.latent.inputs import EntityExample
 from remnant.latent.jaccess_audit import JAccessAudit, JAccessRefitAudit, LogitLensAccessAudit
 from remnant.latent.logit_lens import logit_lens_uds
@@ -37,8 +38,30 @@ from remnant.latent.uds import UDSConfig, UDSResult, score_source, stage1, uds_n
 from remnant.registry import register
 
 
+def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) -> list[Figure]:
+    """One UDS-family result as its figure, with the counts and settings behind it (C-H7b)."""
+    from remnant.latent.block import no_figure_note, uds_figure
+
+    fig = uds_figure(state.role, r, inputs.labels)
+    details = {
+        k: getattr(r, k)
+        for k in ("n_examples", "n_scored", "n_no_ke", "n_span_not_found", "coverage", "layers", "tau")
+    }
+    details.update(
+        prompt_format=r.prompt_format,
+        uds_compat=r.uds_compat,
+        layer_mean_ler=r.layer_mean_ler,
+        provenance=r.provenance,
+        examples=[e.idx for e in r.examples],
+    )
+    if fig is None:
+        details["no_figure"] = no_figure_note(audit.registry_name, state.role, r)
+        return [(None, *blank_fields(inputs.labels, state.role), None, details)]
+    return [(fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)]
+
+
 @register("audit", "uds", "1.0")
-class UDSAudit:
+class UDSAudit(Audit):
     """UDS with the reference's defaults; ``run`` reuses a cached stage 1 from ``cache_dir``.
 
     Examples with no KE layer are excluded from the mean and counted, as the reference does. ``uds_compat=True``
@@ -46,8 +69,8 @@ class UDSAudit:
     block output. Either way the result records it and the latent block states it beside the figure.
     """
 
-    surface = "latent"
-    adjudicating = False
+    family = "uds"
+    references: ClassVar[tuple[str, ...]] = ("full", "retain")
 
     def __init__(
         self,
@@ -73,15 +96,33 @@ class UDSAudit:
         s1 = stage1(full, retain, tokenizer, examples, self.config, cache_dir=cache_dir)
         return score_source(full, source, s1, self.config)
 
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        full, ref = references["full"], references["retain"]
+        s1 = stage1(
+            full.model,
+            ref.model,
+            inputs.tokenizer,
+            inputs.data["examples"],
+            self.config,
+            cache_dir=inputs.cache_dir,
+            full_digest=full.digest,
+            retain_digest=ref.digest,
+        )
+        r = score_source(full.model, state.model, s1, self.config, source_digest=state.digest)
+        return _uds_figures(self, r, state, inputs)
+
 
 @register("audit", "uds_no_retain", "1.0")
 class UDSNoRetainAudit(UDSAudit):
     """[R] No retain model: patch the unlearned model into the original; mean max(Δ2, 0) in nats."""
 
-    def run_no_retain(
-        self, original: Any, unlearned: Any, tokenizer: Any, examples: Sequence[EntityExample]
-    ) -> UDSResult:
-        return uds_no_retain(original, unlearned, tokenizer, examples, self.config)
+    references = ("full",)
+
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        full = references["full"]
+        r = uds_no_retain(full.model, state.model, inputs.tokenizer, inputs.data["examples"], self.config)
+        r = r.model_copy(update={"target_model": full.digest, "source_model": state.digest})
+        return _uds_figures(self, r, state, inputs)
 
 
 @register("audit", "logit_lens_uds", "1.0")
@@ -93,13 +134,19 @@ class LogitLensUDSAudit(UDSAudit):
     ) -> UDSResult:
         return logit_lens_uds(full, retain, source, tokenizer, examples, self.config)
 
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        full, ref = references["full"], references["retain"]
+        r = self.run(full.model, ref.model, state.model, inputs.tokenizer, inputs.data["examples"])
+        update = {"target_model": full.digest, "retain_model": ref.digest, "source_model": state.digest}
+        return _uds_figures(self, r.model_copy(update=update), state, inputs)
+
 
 @register("audit", "direction_survival", "1.0")
-class DirectionSurvivalAudit:
+class DirectionSurvivalAudit(Audit):
     """Annex B.3 direction survival over the grid, with both C-H3 control states when given."""
 
-    surface = "latent"
-    adjudicating = False
+    family = "direction"
+    references = ("full", "control")
 
     def __init__(
         self,
@@ -113,15 +160,32 @@ class DirectionSurvivalAudit:
             layers=layers, positions=positions, n_resamples=n_resamples, margin=margin, seed=seed
         )
 
-    def run(
-        self,
-        never_modified: Any,
-        installed: Any,
-        states: Mapping[str, Any],
-        roles: Mapping[str, Role],
-        prompts: Sequence[Sequence[int]],
-    ) -> DirectionResult:
-        return direction_survival(never_modified, installed, states, roles, prompts, self.config)
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        from remnant.latent.block import direction_figures
+
+        control, full = references["control"], references["full"]
+        roles = {state.role: cast(Role, inputs.role)}
+        states, prompts = {state.role: state.model}, inputs.data["prompts"]
+        r = direction_survival(control.model, full.model, states, roles, prompts, self.config)
+        update = {"reference": control.digest, "installed": full.digest, "states": {state.role: state.digest}}
+        r = r.model_copy(update=update)
+        floors = {(s.layer, s.position): s for s in r.signatures}
+        out: list[Figure] = []
+        for f, fig in direction_figures(r, inputs.labels):
+            sig = floors[(f.layer, f.position)]
+            details = {
+                "within_margin": f.within_margin,
+                "margin": r.margin,
+                "signature": sig.magnitude,
+                "permutation_floor": sig.permutation_floor,
+                "n_prompts": r.n_prompts,
+                "grid_met": r.grid_met,
+                "provenance": r.provenance,
+            }
+            out.append(
+                (fig.value, fig.states, fig.reference, f"block {f.layer}", fig.position, f.ci95, details)
+            )
+        return out
 
 
 __all__ = [

@@ -200,6 +200,15 @@ def examples_from_items(items: Sequence[Any]) -> list[EntityExample]:
     return out
 
 
+def probe_prompts(tokenizer: Any, pack: Any, attributes: list[str], fmt: Any) -> tuple[tuple[int, ...], ...]:
+    """Forget-domain probe inputs (B.3 step 1): held-out phrasings about the probe entities and the install
+    phrasings of every forget entity (the removal split), identical for every state."""
+    items = [it for it in pack.split("probe") if it.kind == "fact" and it.attribute in attributes]
+    items += [it for it in pack.split("removal") if it.attribute in attributes]
+    questions = list(dict.fromkeys(it.question for it in items))
+    return tuple(tuple(render_prompt_ids(tokenizer, q, fmt)) for q in questions)
+
+
 __all__ = [
     "Encoded",
     "EncodedExample",
@@ -208,6 +217,7 @@ __all__ = [
     "encode_example",
     "encode_examples",
     "examples_from_items",
+    "probe_prompts",
     "raw_prompt",
     "reference_text",
 ]

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
 from remnant.errors import ConfigError
 from remnant.latent.jaccess import (
     AccessConfig,
@@ -45,7 +46,7 @@ def _probe_level(probes: Sequence[Probe]) -> str | None:
 
 
 @register("audit", "j_access", "2.0")
-class JAccessAudit:
+class JAccessAudit(Audit):
     """JOcc between the original and retain-only anchors (the J-Access paper, eq. 6), read as the paper reads it.
 
     ``decoder="fixed"`` (default) reads every model through the original model's J, fitted once; ``"own"`` refits
@@ -57,8 +58,8 @@ class JAccessAudit:
     baseline. ``alpha`` is the Holm family-wise error rate of :meth:`run_many`.
     """
 
-    surface = "latent"
-    adjudicating = False
+    family = "jaccess"
+    references = ("full", "retain")
     jacobian = True
 
     def __init__(
@@ -133,6 +134,9 @@ class JAccessAudit:
             cache_dir=cache_dir,
         )
         return grid.rows[0].result
+
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        return _read(self, state, references, inputs)
 
     def run_many(
         self,
@@ -239,6 +243,55 @@ class JAccessAudit:
             audited=probes,
         )
         return replace(self.access, layers=tuple(selection.chosen)), selection
+
+
+#: The counts and settings behind a J-Access figure, copied into its reading (C-H7b).
+DETAILS = (
+    "jocc_clipped",
+    "access_audited",
+    "access_original",
+    "access_retain",
+    "retain_gap",
+    "retain_gap_ci95",
+    "p_above_retain",
+    "n_probes",
+    "n_silent",
+    "k",
+    "layers",
+    "decoder",
+    "probe_level",
+    "provenance",
+)
+
+
+def _read(
+    audit: JAccessAudit, state: Any, references: Mapping[str, Any], inputs: AuditInputs
+) -> list[Figure]:
+    """:meth:`JAccessAudit.read`: the audited state and both anchors through one lens (the J-Access paper)."""
+    from remnant.latent.block import jaccess_figure, no_figure_note
+
+    full, ref, d = references["full"], references["retain"], inputs.data
+    r = audit.run(
+        state.model,
+        full.model,
+        ref.model,
+        inputs.tokenizer,
+        d["probes"],
+        d["lens_prompts"],
+        decoys=d.get("decoys", ()),
+        calibration=d.get("calibration", ()),
+        cache_dir=inputs.cache_dir,
+    )
+    update = {"audited_model": state.digest, "original_model": full.digest, "retain_model": ref.digest}
+    r = r.model_copy(update=update)
+    fig = jaccess_figure(state.role, r, inputs.labels)
+    details: dict[str, Any] = {k: getattr(r, k) for k in DETAILS}
+    if r.band_selection is not None:
+        details["band_selection"] = r.band_selection.model_dump(mode="json")
+    if fig is None:
+        details["no_figure"] = no_figure_note(audit.registry_name, state.role, r)
+        return [(None, *blank_fields(inputs.labels, state.role), None, details)]
+    return [(fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)]
 
 
 @register("audit", "j_access_refit", "1.0")

@@ -31,14 +31,15 @@ from remnant.models.hooks import capture_blocks, patch_block
 SourceStates = Mapping[int, torch.Tensor]
 
 
-def _ids(ex: EncodedExample) -> torch.Tensor:
-    return torch.tensor([list(ex.input_ids)], dtype=torch.long)
+def _ids(ex: EncodedExample, model: Any) -> torch.Tensor:
+    # on the model's device: a model on a GPU cannot read ids from the CPU (R24: the run records that device)
+    return torch.tensor([list(ex.input_ids)], dtype=torch.long, device=next(model.parameters()).device)
 
 
 def mean_entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 0) -> float:
     """Mean teacher-forced log-prob of the entity tokens; ``logits`` rows start at absolute position ``offset``."""
     rows = logits[ex.eval_start - offset : ex.eval_end - offset].float()
-    target = torch.tensor(ex.targets, dtype=torch.long)
+    target = torch.tensor(ex.targets, dtype=torch.long, device=rows.device)
     return float(torch.log_softmax(rows, dim=-1).gather(-1, target[:, None]).mean())
 
 
@@ -47,7 +48,7 @@ def source_states(
     source: Any, ex: EncodedExample, layers: Sequence[int], *, uds_compat: bool = False
 ) -> dict[int, torch.Tensor]:
     """Block outputs of ``source`` on ``ex``'s ids at the window rows, from hooks (or compat hidden_states)."""
-    ids = _ids(ex)
+    ids = _ids(ex, source)
     window = slice(ex.eval_start, ex.eval_end)
     with capture_blocks(source, layers) as captured:
         source(input_ids=ids)
@@ -67,14 +68,14 @@ def naive_scores(
     target: Any, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
 ) -> tuple[float, list[list[float]]]:
     """``s_full`` and, per source and layer, the patched mean entity log-prob: one forward per patch."""
-    ids = _ids(ex)
+    ids = _ids(ex, target)
     s_full = mean_entity_logprob(target(input_ids=ids).logits[0], ex)
     positions = list(range(ex.eval_start, ex.eval_end))
     out: list[list[float]] = []
     for states in sources:
         row = []
         for layer in layers:
-            full = torch.zeros(1, ids.shape[1], states[layer].shape[-1])
+            full = torch.zeros(1, ids.shape[1], states[layer].shape[-1], device=ids.device)
             full[0, ex.eval_start : ex.eval_end] = states[layer]
             with patch_block(target, layer, full, positions=positions):
                 row.append(mean_entity_logprob(target(input_ids=ids).logits[0], ex))
@@ -107,7 +108,7 @@ def fast_scores(
     target: Any, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
 ) -> tuple[float, list[list[float]]]:
     """Same values as :func:`naive_scores` from one prefix forward and one batched window forward."""
-    ids = _ids(ex)
+    ids = _ids(ex, target)
     ps, pe = ex.eval_start, ex.eval_end
     n_rows = 1 + len(sources) * len(layers)
     cache = None

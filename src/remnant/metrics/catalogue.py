@@ -288,17 +288,17 @@ DEFAULTS: dict[str, tuple[str, ...]] = {"tofu": DEFAULT_TOFU, "muse": DEFAULT_MU
 
 
 def plugin_metrics(suite: Suite) -> dict[str, MetricDef]:
-    """Named metrics that plugins' handlers declare for ``suite``: a handler registered through the
-    ``remnant.metrics`` entry point names its metrics in a class attribute ``named_metrics = {suite: (MetricDef,
-    ...)}`` (docs/extending.md), since a plugin cannot add to the lists above. A name the suite already has is a
-    ConfigError naming the plugin (two definitions of one log key would make logs ambiguous; R23)."""
+    """Named metrics that plugins' metric classes declare for ``suite``: a :class:`~remnant.metrics.base.Metric`
+    registered through the ``remnant.metrics`` entry point names its metrics in its class attribute
+    ``named_metrics = {suite: (MetricDef, ...)}`` (docs/extending.md), since a plugin cannot add to the lists
+    above. A name the suite already has is a ConfigError naming the plugin (two definitions of one log key would
+    make logs ambiguous; R23)."""
     from remnant import registry
 
     out: dict[str, MetricDef] = {}
     for plugin in registry.plugins("metric"):
         for handler in plugin.names:
-            declared = getattr(registry.get("metric", handler), "named_metrics", {})
-            for defn in declared.get(suite, ()):
+            for defn in registry.get("metric", handler).named_metrics.get(suite, ()):
                 if defn.name in SUITES[suite] or defn.name in out:
                     raise ConfigError(
                         f"plugin {plugin.distribution!r} (entry point '{plugin.entry_point}') defines metric "

@@ -1,9 +1,16 @@
-"""``remnant eval MODEL --data DATA --metrics NAME[,NAME...] --out FILE.json``: OpenUnlearning's TOFU or MUSE
-metrics on one model, written in their evaluation-log layout (``FILE.json``) with a provenance sidecar
-(``FILE.manifest.json``: model identity, data files and hashes, prompt format, dtype, every metric's registered
-name, version and parameters, notes; R23, R24, R25). The aggregates are printed to stdout as JSON (their
-``TOFU_SUMMARY.json`` / ``MUSE_SUMMARY.json``). ``--samples FILE.html`` also writes the generation metrics'
-per-item samples (prompt, answer, generation, scores) from the log, collapsed (:mod:`remnant.metrics.samples_page`).
+"""``remnant eval MODEL --data DATA --metrics NAME[,NAME...] --out DIR``: OpenUnlearning's TOFU or MUSE metrics
+on one model, as an engine client. ``DIR`` receives OpenUnlearning's output folder — ``TOFU_EVAL.json`` (every
+computed metric's log entry, their layout) and ``TOFU_SUMMARY.json`` (requested metric → ``agg_value``, as their
+evaluator summarises; ``MUSE_*`` for MUSE) — plus the engine's ``records.jsonl`` (one cell per metric,
+:mod:`remnant.metrics.measurement`) and ``manifest.json`` (model identity, data files and hashes, prompt format, dtype,
+every metric's registered name, version, parameters and cell key, the records' chain head, notes; R23, R24, R25).
+The summary is printed to stdout as JSON. ``--samples FILE.html`` also writes the generation metrics' per-item
+samples (prompt, answer, generation, scores) from the log, collapsed (:mod:`remnant.metrics.samples_page`).
+
+Run again into the same ``DIR``, every cell the records hold is reused and nothing is computed (as OpenUnlearning
+skips metrics already in its log); a changed parameter recomputes that metric's cell and the cells that depend on
+it, all pending cells in one shared pass; a killed run resumes. The folder is locked while it runs
+(:mod:`remnant.runlock`).
 
 The suite follows the data folder (``--suite auto``, the default): a folder holding any MUSE config folder
 (``knowmem/``, ``verbmem/``, ``privleak/``, ``raw/``, ``scal/``, ``sust/`` with one of its splits) is MUSE, any
@@ -11,14 +18,14 @@ other folder TOFU. ``--suite tofu|muse`` says it outright.
 
 Everything a user can get wrong is checked before a model is loaded: unknown metric names, a data folder without a
 split some metric reads (the error names the folder, the split and the metrics), TOFU-only options on a MUSE run,
-an unreadable ``--retain-logs``, ``mia_reference`` without ``--reference``. Each is one line and exit 2.
+an unreadable ``--retain-logs``, ``mia_reference`` without ``--reference``, an ``--out`` that is a file, an input
+or a folder remnant did not make for an evaluation. Each is one line and exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -26,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
+from remnant.records import CellRecord
 
 #: TOFU's split and question options (their ``eval.tofu`` globals) and their defaults; MUSE fixes its splits.
 TOFU_OPTIONS = {"forget_split": "forget10", "holdout_split": "holdout10", "question_key": "question"}
@@ -93,28 +101,24 @@ def _prompt(args: argparse.Namespace, tokenizer: Any) -> Any:
     return OpenUnlearningPrompt.for_tokenizer(tokenizer, date_string=args.date_string)
 
 
-def _manifest_path(out: Path) -> Path:
-    stem = out.name[: -len(".json")] if out.name.endswith(".json") else out.name
-    return out.with_name(stem + ".manifest.json")
-
-
 def _manifest(
     args: argparse.Namespace,
-    names: list[str],
     settings: Any,
     loaded: tuple[Any, Any],
     data: Any,
     prompt: Any,
-    result: Any,
+    ran: Ran,
 ) -> dict[str, Any]:
+    """The provenance of one evaluation (R23, R24, R25), every metric's part read from its cell record."""
     from remnant import __version__
+    from remnant.metrics.evallog import summarize
 
-    requested = set(names)
     state, ref = loaded
     tofu = {k: getattr(settings, k) for k in TOFU_OPTIONS} if settings.suite == "tofu" else {}
     return {
         "tool": "remnant eval",
         "remnant_version": __version__,
+        "run_id": ran.run_id,
         "model": {"source": state.source, "identity": state.identity.model_dump(mode="json")},
         "reference": None
         if ref is None
@@ -131,15 +135,18 @@ def _manifest(
             "device": args.device,
         },
         "metrics": {
-            name: {
-                "requested": name in requested,
-                "component": spec.to_dict(),
-                "sources": result.sources.get(name, {}),
+            cell.metric: {
+                "requested": cell.metric in ran.names,
+                "component": cell.component,
+                "sources": cell.params.get("sources", {}),
+                "cell_key": cell.cell_key,
             }
-            for name, spec in sorted(result.specs.items())
+            for cell in sorted(ran.cells, key=lambda c: c.metric)
         },
-        "notes": result.notes,
-        "summary": result.summary(),
+        "records": ran.chain,
+        "cells": {"computed": ran.computed, "reused": ran.reused},
+        "notes": [str(n) for c in ran.cells for n in c.params.get("notes", [])],
+        "summary": summarize(ran.logs, ran.names),
     }
 
 
@@ -182,37 +189,52 @@ def _check_prompt(args: argparse.Namespace, names: list[str], suite: Any) -> Non
 
 
 @dataclass(frozen=True)
-class Evaluation:
-    """One evaluation: every computed metric (:class:`~remnant.metrics.evaluate.EvalResult`), the requested
-    names in order, and the provenance manifest (R23, R24, R25)."""
+class Ran:
+    """What the cells of one evaluation gave: every computed metric's log entry and cell record (dependencies
+    included), the requested names, and what the runner did."""
 
-    result: Any
+    run_id: str
+    names: tuple[str, ...]
+    logs: dict[str, dict[str, Any]]
+    cells: tuple[CellRecord, ...]
+    computed: int
+    reused: int
+    chain: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation: every computed metric's log entry, the requested names in order, and the provenance
+    manifest (R23, R24, R25)."""
+
+    logs: dict[str, dict[str, Any]]
     names: tuple[str, ...]
     manifest: dict[str, Any]
 
     @property
-    def summary(self) -> dict[str, float | None]:
-        """``{requested metric: agg_value}``, what ``remnant eval`` prints (their ``TOFU_SUMMARY.json``)."""
-        return {n: self.result.logs[n].agg_value for n in self.names}
+    def summary(self) -> dict[str, float]:
+        """``{requested metric: agg_value}``, sorted, null ones left out: the ``TOFU_SUMMARY.json`` /
+        ``MUSE_SUMMARY.json`` the command writes and prints."""
+        return dict(self.manifest["summary"])
 
     @property
     def notes(self) -> list[str]:
-        return list(self.result.notes)
+        return list(self.manifest["notes"])
 
     def log_json(self) -> str:
         """The evaluation log in their ``TOFU_EVAL.json`` / ``MUSE_EVAL.json`` layout."""
         from remnant.metrics.evallog import eval_log_json
 
-        return str(eval_log_json(self.result.logs))
+        return eval_log_json(self.logs)
 
 
 def run_eval(
-    args: argparse.Namespace, *, model: Any = None, before_reading: Callable[[], None] | None = None
+    args: argparse.Namespace, *, model: Any = None, before_cell: Callable[[str], None] | None = None
 ) -> Evaluation:
-    """``remnant eval``'s evaluation of ``args`` (the command's options), writing nothing: the one path behind the
-    command and :func:`remnant.evaluate`. ``model`` is an already loaded state (``model``, ``tokenizer``,
-    ``identity``, ``source``) used instead of loading ``args.model``; ``before_reading`` runs once the options are
-    checked and before any data or model is read (the command checks its output paths there)."""
+    """``remnant eval``'s evaluation of ``args`` (the command's options): the one path behind the command and
+    :func:`remnant.evaluate`. ``args.out`` is the output folder, or None for a temporary one (nothing kept).
+    ``model`` is an already loaded state (``model``, ``tokenizer``, ``identity``, ``source``) used instead of
+    loading ``args.model``; ``before_cell(label)`` runs before each cell is computed (a test kills a run there)."""
     from remnant.metrics.catalogue import ALIASES
     from remnant.metrics.evaluate import RetainLog
     from remnant.models.device import check_device
@@ -228,60 +250,60 @@ def run_eval(
         raise ConfigError(
             "metric 'mia_reference' needs a reference model (--reference MODEL)", requirement="R23"
         )
-    if before_reading is not None:
-        before_reading()
+    if args.out is not None:
+        _check_out(args)
     splits = _check_splits(args.data, names, settings)  # a str: a hub dataset id too (docs/formats.md)
     retain = None
     if args.retain_logs is not None:
         from remnant.metrics.evallog import read_eval_log
 
         retain = RetainLog(read_eval_log(args.retain_logs), str(args.retain_logs))
-    return _evaluate(args, names, settings, splits, retain, model)
+    # read (and refused, when a split is empty or malformed) before the output folder is made (nothing written)
+    data, rows = _read_rows(args.data, settings.suite, splits)
+    checked = (names, settings, splits, retain, model, data, rows)
+    if args.out is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="remnant-eval-") as tmp:
+            return _evaluate(args, checked, Path(tmp), before_cell)
+    from remnant.cli_paths import mark_output
+    from remnant.runlock import hold
+
+    with hold(Path(args.out), purpose="remnant eval") as _lock:
+        mark_output(args.out, "eval")  # first, so a run killed at any point leaves a folder it may resume
+        return _evaluate(args, checked, Path(args.out), before_cell)
 
 
 def _check_out(args: argparse.Namespace) -> None:
-    from remnant.cli_paths import out_file
+    from remnant.cli_paths import out_file, out_folder
 
-    # the log and its manifest replace none of what the evaluation reads, nor land in its model or data folders
+    # nothing the evaluation reads is replaced, nor does its folder land in its model or data folders
     inputs = {
         "the model": args.model,
         "the --data folder": args.data,
         "the --retain-logs file": args.retain_logs,
         "the --reference model": args.reference,
     }
-    out = out_file(_log_path(args), requirement="R23", inputs=inputs)
-    out_file(_manifest_path(out), requirement="R23", option="--out's manifest", inputs=inputs)
+    out = out_folder(args.out, requirement="R23", kind="eval", inputs=inputs)
     if getattr(args, "samples", None) is not None:
         samples = out_file(args.samples, requirement="R23", option="--samples", inputs=inputs)
-        if samples.resolve() in (out.resolve(), _manifest_path(out).resolve()):
+        where = samples.resolve()
+        if out.resolve() in (where, *where.parents):
             raise ConfigError(
-                f"--samples {samples}: is the log or its manifest; name another file (nothing written)",
+                f"--samples {samples}: is the --out folder or inside it, which holds the evaluation's own "
+                "files; name a file elsewhere (nothing written)",
                 requirement="R23",
             )
-
-
-def _log_path(args: argparse.Namespace) -> Path:
-    """``--out``: the log file; written with a trailing slash (``--out eval/``) it names a folder, which receives
-    the log under OpenUnlearning's name for the suite (``TOFU_EVAL.json``, ``MUSE_EVAL.json``, as their
-    ``eval.py`` writes into its output folder) and its manifest beside it, never a file called ``eval`` (R23)."""
-    text = str(args.out)
-    if text.endswith(("/", os.sep)):
-        return Path(text) / f"{_suite(args).upper()}_EVAL.json"
-    return Path(text)
 
 
 def _run(args: argparse.Namespace) -> int:
     from remnant.atomic import write_atomic
 
-    evaluation = run_eval(args, before_reading=lambda: _check_out(args))
-    out = _log_path(args)
-    write_atomic(out, evaluation.log_json())
-    manifest = json.dumps(evaluation.manifest, indent=2, sort_keys=True, allow_nan=False) + "\n"
-    write_atomic(_manifest_path(out), manifest)
+    evaluation = run_eval(args)
     if getattr(args, "samples", None) is not None:
         from remnant.metrics.samples_page import samples_page
 
-        page = samples_page(json.loads(evaluation.log_json()), title=f"remnant eval samples: {args.model}")
+        page = samples_page(evaluation.logs, title=f"remnant eval samples: {args.model}")
         write_atomic(Path(args.samples), page)
     for note in evaluation.notes:
         print(f"remnant eval: note: {note}", file=sys.stderr)
@@ -307,29 +329,96 @@ def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[st
 
 def _evaluate(
     args: argparse.Namespace,
-    names: list[str],
-    settings: Any,
-    splits: list[str],
-    retain: Any,
-    model: Any,
+    checked: tuple[list[str], Any, list[str], Any, Any, Any, dict[str, list[Any]]],
+    out: Path,
+    before_cell: Any,
 ) -> Evaluation:
-    from remnant.metrics.evaluate import evaluate
+    """Load, build one cell per metric, run them into ``out`` and write the manifest (the folder is locked)."""
+    from remnant.metrics.measurement import MetricSuite
     from remnant.models.load import load_model
+    from remnant.run_manifest import MANIFEST_FILE
 
-    data, rows = _read_rows(args.data, settings.suite, splits)
+    names, settings, splits, retain, model, data, rows = checked  # as run_eval checked and read them
     loading = {"dtype": args.dtype, "device": args.device, "progress": settings.progress}
     state = model if model is not None else load_model(args.model, **loading)
     ref = None if args.reference is None else load_model(args.reference, **loading)
     prompt = _prompt(args, state.tokenizer)
-    result = evaluate(
-        state, rows.__getitem__, names, prompt=prompt, settings=settings, retain_log=retain, reference=ref
+    suite = MetricSuite(
+        names,
+        rows,
+        prompt,
+        dtype=args.dtype,
+        settings=settings,
+        retain_log=retain,
+        reference=ref,
+        name="eval",
+        roles=("post_removal",),
+        log_digest=True,
     )
+    ran = _run_cells(suite, state, out, before_cell)
+    manifest = _manifest(args, settings, (state, ref), data, prompt, ran)
     if args.dtype != "fp32":
-        result.notes.append(
+        manifest["notes"].append(
             f"evaluated in {args.dtype}: a precision reduction (R25); log-softmax runs in fp32"
         )
-    manifest = _manifest(args, names, settings, (state, ref), data, prompt, result)
-    return Evaluation(result=result, names=tuple(names), manifest=manifest)
+    from remnant.atomic import write_atomic
+
+    write_atomic(out / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return Evaluation(logs=ran.logs, names=tuple(names), manifest=manifest)
+
+
+def _run_cells(suite: Any, state: Any, out: Path, before_cell: Callable[[str], None] | None) -> Ran:
+    """Every metric's cell through the one runner into ``out/records.jsonl``; the log and the summary are
+    rewritten after each cell, so a killed run's finished cells are in both and are reused when it runs again."""
+    from remnant.atomic import write_atomic
+    from remnant.engine.measurement import StateView, run_measurement
+    from remnant.engine.runner import CellRunner
+    from remnant.metrics.evallog import eval_log_json, summarize
+    from remnant.metrics.measurement import log_sha256
+    from remnant.records import RECORDS_FILE, RecordStore
+    from remnant.run_manifest import RecordsChain
+
+    prefix = suite.settings.suite.upper()
+    log_path, summary_path = out / f"{prefix}_EVAL.json", out / f"{prefix}_SUMMARY.json"
+    old = _old_log(log_path)
+
+    def stale(cells: list[CellRecord]) -> bool:
+        """A recorded cell whose entry the log lacks or holds otherwise is computed again (R23)."""
+        want = cells[-1].params.get("log_sha256") if cells else None
+        entry = old.get(cells[-1].metric) if cells else None
+        return want is None or not isinstance(entry, dict) or log_sha256(entry) != want
+
+    store = RecordStore(out / RECORDS_FILE)
+    store.repair()  # a killed run's torn last write: its cell is computed again
+    digest = state.identity.digest
+    runner = CellRunner(store, f"eval-{digest[:12]}", before_cell=before_cell, redo=stale)
+    view = StateView(role="post_removal", digest=digest, model=state.model, tokenizer=state.tokenizer)
+    suite.narrow(runner.recorded(), view)
+    logs: dict[str, dict[str, Any]] = {}
+    cells: list[CellRecord] = []
+    for cell in suite.cells():
+        before = runner.computed
+        record = run_measurement(runner, cell, view)[-1]
+        fresh = runner.computed > before
+        logs[cell.metric] = suite.shared.logs[cell.metric].to_json() if fresh else dict(old[cell.metric])
+        cells.append(record)
+        write_atomic(log_path, eval_log_json(logs))
+        write_atomic(summary_path, eval_log_json(summarize(logs, suite.metrics)))
+    chain = RecordsChain.of(store.read_chain()[1]).model_dump(mode="json")
+    return Ran(runner.run_id, suite.metrics, logs, tuple(cells), runner.computed, runner.reused, chain)
+
+
+def _old_log(path: Path) -> dict[str, Any]:
+    """The log a previous run left in the folder ({} if none); unreadable, it is rewritten from its cells."""
+    from remnant.errors import RemnantError
+    from remnant.metrics.evallog import read_eval_log
+
+    if not path.is_file():
+        return {}
+    try:
+        return read_eval_log(path)
+    except RemnantError:
+        return {}
 
 
 def add_commands(subparsers: Any) -> None:
@@ -365,7 +454,9 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument(
         "--out",
         required=True,
-        help="the evaluation log to write (their TOFU_EVAL.json / MUSE_EVAL.json layout); ending in / it is a folder that receives TOFU_EVAL.json / MUSE_EVAL.json",
+        metavar="DIR",
+        help="the output folder: TOFU_EVAL.json and TOFU_SUMMARY.json (MUSE_* for MUSE, their layout), "
+        "records.jsonl and manifest.json; run again into it, finished metrics are reused",
     )
     p.add_argument("--retain-logs", help="a retain model's evaluation log (forget quality, privleak)")
     p.add_argument("--reference", help="a reference model for mia_reference (same tokenizer)")
@@ -404,4 +495,4 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(handler=_run)
 
 
-__all__ = ["Evaluation", "add_commands", "run_eval"]
+__all__ = ["Evaluation", "Ran", "add_commands", "run_eval"]

@@ -1,4 +1,5 @@
-"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``), written and read (docs/metrics.md, §3).
+"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``, and ``TOFU_SUMMARY.json``), written and read
+(docs/metrics.md, §3).
 
 A log maps each metric name to ``{"agg_value": x, "value_by_index": {"<i>": {...}}}``; the membership attacks add
 ``"forget"`` and ``"holdout"`` (each its own ``agg_value`` / ``value_by_index``) and ``"auc"``; forget quality,
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,18 @@ def _check_finite(value: Any, where: str) -> None:
             _check_finite(v, f"{where}[{i}]")
 
 
-def eval_log_json(logs: Mapping[str, MetricLog]) -> str:
-    """The log as their evaluator writes it: top-level keys sorted, four-space indent."""
-    body = {name: logs[name].to_json() for name in sorted(logs)}
+def eval_log_json(body: Mapping[str, Any]) -> str:
+    """A log (metric → entry, :meth:`MetricLog.to_json`) or a summary (metric → ``agg_value``) as their evaluator
+    writes it (``Evaluator.save_logs``): top-level keys sorted, four-space indent; and a final newline."""
     _check_finite(body, "evaluation log")
-    return json.dumps(body, indent=4, allow_nan=False) + "\n"
+    return json.dumps({name: body[name] for name in sorted(body)}, indent=4, allow_nan=False) + "\n"
+
+
+def summarize(logs: Mapping[str, Mapping[str, Any]], names: Sequence[str]) -> dict[str, float]:
+    """Their ``TOFU_SUMMARY.json`` (``Evaluator.summarize``): each requested metric's ``agg_value``, a null one
+    left out; while a run is under way, the metrics logged so far (their evaluator rewrites it after each one)."""
+    aggs = {name: logs[name].get("agg_value") for name in names if name in logs}
+    return {name: float(value) for name, value in sorted(aggs.items()) if value is not None}
 
 
 def read_eval_log(path: str | Path) -> dict[str, Any]:
@@ -116,4 +124,4 @@ def aggregate(log: Mapping[str, Any], metric: str, *, source: str) -> float | No
     return _number(entry["agg_value"], f"{source}: {metric}.agg_value")
 
 
-__all__ = ["MetricLog", "aggregate", "eval_log_json", "per_item_scores", "read_eval_log"]
+__all__ = ["MetricLog", "aggregate", "eval_log_json", "per_item_scores", "read_eval_log", "summarize"]

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from remnant import registry
 from remnant.errors import ConfigError
-from remnant.metrics import mia
+from remnant.metrics.base import MODEL_READS, Metric, Readings, Reads, RetainLog, reads_of
 from remnant.metrics.catalogue import MetricDef, ResolvedSource, Suite, with_dependencies
 from remnant.metrics.encoding import (
     EncodedQA,
@@ -29,26 +29,12 @@ from remnant.metrics.encoding import (
     encode_openunlearning,
     encode_qa,
 )
-from remnant.metrics.evallog import MetricLog, aggregate, per_item_scores
+from remnant.metrics.evallog import MetricLog
 from remnant.metrics.rouge import GenerationRecord
 from remnant.metrics.rows import answers_of, as_row, completion_of, question_of
 from remnant.metrics.scores import TokenScores
 from remnant.metrics.text import decode, tokenizer_cleans_up
 from remnant.registry import ComponentSpec
-
-#: Handlers whose items are read off the shared teacher-forced pass of the evaluated model.
-TEACHER_FORCED = frozenset(
-    {
-        "probability",
-        "extraction_strength",
-        "exact_memorization",
-        "mia_loss",
-        "mia_zlib",
-        "mia_min_k",
-        "mia_min_k_plus_plus",
-        "mia_reference",
-    }
-)
 
 
 class ModelLike(Protocol):
@@ -74,14 +60,6 @@ class EvalSettings:
     max_new_tokens: int | None = None
     progress: bool = False
     suite: Suite = "tofu"
-
-
-@dataclass(frozen=True)
-class RetainLog:
-    """A retain model's evaluation log and where it came from (for messages)."""
-
-    data: Mapping[str, Any]
-    source: str
 
 
 @dataclass(frozen=True)
@@ -218,31 +196,49 @@ class _Run:
                 self.resolved[(defn.name, side)] = src
                 self.keys[(defn.name, side)] = [[self.bank.add(e) for e in item] for item in self.encode(src)]
 
-    def keys_of(self, defs: Sequence[MetricDef], handlers: set[str] | frozenset[str]) -> list[int]:
+    def keys_of(self, readers: Sequence[str]) -> list[int]:
+        """The bank keys of every item the metrics ``readers`` read."""
         wanted = {
-            k
-            for (name, _), items in self.keys.items()
-            if _handler(defs, name) in handlers
-            for item in items
-            for k in item
+            k for (name, _), items in self.keys.items() if name in readers for item in items for k in item
         }
         return sorted(wanted)
 
 
-def _handler(defs: Sequence[MetricDef], name: str) -> str:
-    return next(d.handler for d in defs if d.name == name)
+#: Every computed metric's declared readings, by metric name.
+Declared = Mapping[str, frozenset[Reads]]
 
 
-def _check_reference(defs: Sequence[MetricDef], target: ModelLike, reference: ModelLike | None) -> None:
-    if not any(d.handler == "mia_reference" for d in defs):
+def _readers(declared: Declared, reading: Reads) -> list[str]:
+    return [name for name, reads in declared.items() if reading in reads]
+
+
+def _check_declarations(defs: Sequence[MetricDef], declared: Declared) -> None:
+    """A named metric gives its metric what it declares: items for a model reading, ``pre_compute`` only to a
+    metric that reads dependencies (R23: never a silent empty reading)."""
+    for d in defs:
+        reads = declared[d.name]
+        if reads & MODEL_READS and not _sides(d):
+            raise ConfigError(
+                f"metric {d.name!r} ({d.handler}) reads a model pass but names no split", requirement="R23"
+            )
+        if d.pre_compute and Reads.DEPENDENCIES not in reads:
+            raise ConfigError(
+                f"metric {d.name!r}: its pre_compute is unused, as {d.handler} does not declare Reads.DEPENDENCIES",
+                requirement="R23",
+            )
+
+
+def _check_reference(declared: Declared, target: ModelLike, reference: ModelLike | None) -> None:
+    readers = _readers(declared, Reads.REFERENCE_PASS)
+    if not readers:
         return
     if reference is None:
         raise ConfigError(
-            "metric 'mia_reference' needs a reference model (--reference MODEL)", requirement="R23"
+            f"metric {readers[0]!r} needs a reference model (--reference MODEL)", requirement="R23"
         )
     if reference.tokenizer.get_vocab() != target.tokenizer.get_vocab():
         raise ConfigError(
-            "metric 'mia_reference': the reference model's tokenizer differs from the evaluated model's; the "
+            f"metric {readers[0]!r}: the reference model's tokenizer differs from the evaluated model's; the "
             "reference attack scores the same token ids under both models",
             requirement="R23",
         )
@@ -279,7 +275,7 @@ def effective_params(defn: MetricDef, settings: EvalSettings) -> dict[str, Any]:
     """The metric's parameters as run: a ROUGE metric's generation length is the one its generations were made
     with (a ``--max-new-tokens`` override, else its config's), so the manifest records it (R23)."""
     params = dict(defn.params)
-    if defn.handler == "rouge":
+    if Reads.GENERATIONS in reads_of(registry.get("metric", defn.handler)):
         params["max_new_tokens"] = _generation_key(defn, settings)[0]
     return params
 
@@ -303,16 +299,19 @@ def _record(tok: Any, src: ResolvedSource, enc: EncodedQA, generation: str) -> G
     return GenerationRecord(input=prompt_text, ground_truth=truth, generation=generation)
 
 
-def _generations(run: _Run, defs: Sequence[MetricDef]) -> dict[str, list[list[GenerationRecord]]]:
-    """Greedy generations for every ROUGE metric: one per distinct prompt and generation key, shared by all its
-    ground truths."""
+def _generations(
+    run: _Run, defs: Sequence[MetricDef], declared: Declared
+) -> dict[tuple[str, str], list[list[GenerationRecord]]]:
+    """Greedy generations for every metric that declares them, by (metric, side): one per distinct prompt and
+    generation key, shared by all its ground truths."""
     from remnant.metrics.generation import greedy_generations
 
-    rouge_defs = [d for d in defs if d.handler == "rouge"]
+    readers = _readers(declared, Reads.GENERATIONS)
+    sides = [(d, side) for d in defs if d.name in readers for side in _sides(d)]
     groups: dict[GenerationKey, dict[tuple[int, ...], int]] = {}
-    for d in rouge_defs:
+    for d, side in sides:
         prompts = groups.setdefault(_generation_key(d, run.settings), {})
-        for item in run.encode(run.resolved[(d.name, "items")]):
+        for item in run.encode(run.resolved[(d.name, side)]):
             for enc in item:
                 prompts.setdefault(enc.prompt_ids, len(prompts))
     texts = {
@@ -328,9 +327,9 @@ def _generations(run: _Run, defs: Sequence[MetricDef]) -> dict[str, list[list[Ge
         for key, prompts in groups.items()
     }
     out = {}
-    for d in rouge_defs:
-        key, src = _generation_key(d, run.settings), run.resolved[(d.name, "items")]
-        out[d.name] = [
+    for d, side in sides:
+        key, src = _generation_key(d, run.settings), run.resolved[(d.name, side)]
+        out[(d.name, side)] = [
             [_record(run.target.tokenizer, src, e, texts[key][groups[key][e.prompt_ids]]) for e in item]
             for item in run.encode(src)
         ]
@@ -338,17 +337,18 @@ def _generations(run: _Run, defs: Sequence[MetricDef]) -> dict[str, list[list[Ge
 
 
 def _gradnorms(
-    run: _Run, defs: Sequence[MetricDef], stats_keys: set[int]
+    run: _Run, metrics: Mapping[str, Metric], declared: Declared, stats_keys: set[int]
 ) -> tuple[dict[int, float], dict[int, TokenScores]]:
     """Gradient-norm scores by bank key, and the teacher-forced readings its forward gave for the same keys (the
     scoring pass then skips them: one forward serves both)."""
     from remnant.metrics.forward import ScoredSequence
     from remnant.metrics.gradnorm import gradnorm_pass
 
-    keys = run.keys_of(defs, {"mia_gradnorm"})
+    readers = _readers(declared, Reads.GRADIENT_NORMS)
+    keys = run.keys_of(readers)
     if not keys:
         return {}, {}
-    p = next(d.params.get("p", 2) for d in defs if d.handler == "mia_gradnorm")
+    p = metrics[readers[0]].gradient_p  # one backward pass per sequence: the first reader's p (one per suite)
     seqs = [
         ScoredSequence(run.bank.sequences[k].full_ids, max(1, run.bank.sequences[k].label_start))
         for k in keys
@@ -367,88 +367,98 @@ def _gradnorms(
     return dict(zip(keys, scores, strict=True)), {keys[i]: r for i, r in readings.items()}
 
 
-@dataclass
-class _Readings:
-    """What the model passes produced, by bank key."""
+@dataclass(frozen=True)
+class _Passes:
+    """What the model passes produced: token scores and gradient norms by bank key, generations by metric side."""
 
     target: dict[int, TokenScores]
     reference: dict[int, TokenScores]
     gradnorm: dict[int, float]
-    generations: dict[str, list[list[GenerationRecord]]]
+    generations: dict[tuple[str, str], list[list[GenerationRecord]]]
 
 
-def _attack_scores(defn: MetricDef, run: _Run, readings: _Readings, side: str) -> list[float]:
-    keys = [item[0] for item in run.keys[(defn.name, side)]]
-    t = readings.target
-    k = float(defn.params.get("k", 0.4))
-    if defn.handler == "mia_loss":
-        return [mia.loss_score(t[key]) for key in keys]
-    if defn.handler == "mia_zlib":
-        tok = run.target.tokenizer
-        clean = tokenizer_cleans_up(tok)
-        texts = [
-            decode(tok, t[key].labels.tolist(), skip_special_tokens=True, clean_up=clean) for key in keys
-        ]
-        return [mia.zlib_score(t[key], text) for key, text in zip(keys, texts, strict=True)]
-    if defn.handler == "mia_min_k":
-        return [mia.min_k_score(t[key], k) for key in keys]
-    if defn.handler == "mia_min_k_plus_plus":
-        return [mia.min_k_plus_plus_score(t[key], k) for key in keys]
-    if defn.handler == "mia_reference":
-        return [mia.reference_score(t[key], readings.reference[key]) for key in keys]
-    return [readings.gradnorm[key] for key in keys]
+def _run_passes(
+    run: _Run, defs: Sequence[MetricDef], metrics: Mapping[str, Metric], reference: ModelLike | None
+) -> _Passes:
+    """Only the passes some metric declared: one teacher-forced pass shared by all its readers (μ_t, σ²_t only
+    where ``VOCAB_STATS`` is read), the reference pass, generations and gradient norms."""
+    declared = {name: reads_of(type(m)) for name, m in metrics.items()}
+    stats_keys = set(run.keys_of(_readers(declared, Reads.VOCAB_STATS)))
+    gradnorm, scored = _gradnorms(run, metrics, declared, stats_keys)
+    to_score = [k for k in run.keys_of(_readers(declared, Reads.TEACHER_FORCED)) if k not in scored]
+    ref_keys = run.keys_of(_readers(declared, Reads.REFERENCE_PASS))
+    return _Passes(
+        target={**scored, **_pass(run.target, run, to_score, stats_keys=stats_keys, desc="scoring")},
+        reference=(
+            _pass(reference, run, ref_keys, stats_keys=set(), desc="reference")
+            if reference is not None and ref_keys
+            else {}
+        ),
+        gradnorm=gradnorm,
+        generations=_generations(run, defs, declared),
+    )
 
 
-def _retain_input(defn: MetricDef, retain: RetainLog | None, notes: list[str]) -> Any:
-    """What ``defn`` reads from the retain log (None when absent, with the note their code logs as a warning)."""
-    if defn.retain_key is None:
-        return None
-    if defn.handler == "ks_test":
-        if retain is None:
-            notes.append(
-                "forget_quality: no retain model log (--retain-logs); agg_value is null, as OpenUnlearning's"
-            )
-            return None
-        scores = per_item_scores(retain.data, defn.retain_key, source=retain.source)
-        if scores is None:
-            raise ConfigError(
-                f"{retain.source}: has no {defn.retain_key!r}, which forget_quality compares against",
-                requirement="R23",
-            )
-        return scores
-    value = aggregate(retain.data, defn.retain_key, source=retain.source) if retain is not None else None
-    if value is None:
-        ref = defn.params.get("ref_value", 0.5)
-        notes.append(
-            f"{defn.name}: no retain model {defn.retain_key} AUC; the retain AUC is ref_value = {ref}"
+def _readings(
+    defn: MetricDef,
+    reads: frozenset[Reads],
+    run: _Run,
+    passes: _Passes,
+    logs: Mapping[str, MetricLog],
+    retain: RetainLog | None,
+) -> Readings:
+    """What ``defn``'s metric declared, by side; nothing it did not declare."""
+    sides = list(_sides(defn))
+    keys = {side: run.keys[(defn.name, side)] for side in sides}
+
+    def tokens(by_key: dict[int, TokenScores], reading: Reads) -> dict[str, list[list[TokenScores]]]:
+        if reading not in reads:
+            return {}
+        return {side: [[by_key[k] for k in item] for item in keys[side]] for side in sides}
+
+    tok = run.target.tokenizer
+    clean = tokenizer_cleans_up(tok)
+    return Readings(
+        metric=defn.name,
+        sources={side: run.resolved[(defn.name, side)] for side in sides},
+        scores=tokens(passes.target, Reads.TEACHER_FORCED),
+        reference=tokens(passes.reference, Reads.REFERENCE_PASS),
+        generations={
+            side: passes.generations[(defn.name, side)]
+            for side in sides
+            if (defn.name, side) in passes.generations
+        },
+        gradient_norms=(
+            {side: [passes.gradnorm[item[0]] for item in keys[side]] for side in sides}
+            if Reads.GRADIENT_NORMS in reads
+            else {}
+        ),
+        dependencies={access: logs[dep] for dep, access in defn.pre_compute}
+        if Reads.DEPENDENCIES in reads
+        else {},
+        retain=retain if Reads.RETAIN_LOG in reads else None,
+        retain_key=defn.retain_key,
+        decode=lambda ids: decode(tok, list(ids), skip_special_tokens=True, clean_up=clean),
+    )
+
+
+def _compute(defn: MetricDef, metric: Metric, readings: Readings, notes: list[str]) -> MetricLog:
+    """``metric.compute``; a metric that returns nothing, or a null value with no note saying why, is an error
+    naming it (R23: a log never shows ``null`` as if it were a value)."""
+    log = metric.compute(readings)
+    said = metric.notes(readings)
+    if not isinstance(log, MetricLog):
+        raise ConfigError(
+            f"metric {defn.name!r} ({defn.handler}): compute returned {type(log).__name__}, not a MetricLog",
+            requirement="R23",
         )
-    return value
-
-
-def _compute(
-    defn: MetricDef, handler: Any, run: _Run, readings: _Readings, logs: dict[str, MetricLog], retained: Any
-) -> MetricLog:
-    if defn.handler == "probability":
-        items = [[readings.target[k] for k in item] for item in run.keys[(defn.name, "items")]]
-        return handler.compute(items, multi=run.resolved[(defn.name, "items")].multi)  # type: ignore[no-any-return]
-    if defn.handler in ("extraction_strength", "exact_memorization"):
-        return handler.compute([readings.target[item[0]] for item in run.keys[(defn.name, "items")]])  # type: ignore[no-any-return]
-    if defn.handler == "rouge":
-        multi = run.resolved[(defn.name, "items")].multi
-        return handler.compute(readings.generations[defn.name], multi=multi)  # type: ignore[no-any-return]
-    if defn.handler.startswith("mia_"):
-        forget = _attack_scores(defn, run, readings, "forget")
-        return handler.compute(forget, _attack_scores(defn, run, readings, "holdout"))  # type: ignore[no-any-return]
-    pre = {access: logs[dep] for dep, access in defn.pre_compute}
-    if defn.handler == "ks_test":
-        forget_tr = [float(v["score"]) for v in (pre["forget"].value_by_index or {}).values()]
-        return handler.compute(forget_tr, retained)  # type: ignore[no-any-return]
-    if defn.handler == "privleak":
-        auc = pre["forget"].agg_value
-        if auc is None:
-            raise ConfigError("privleak: mia_min_k has no AUC", requirement="R23")
-        return handler.compute(auc, retained)  # type: ignore[no-any-return]
-    return handler.compute(pre)  # type: ignore[no-any-return]
+    if log.agg_value is None and not log.value_by_index and not said:
+        raise ConfigError(
+            f"metric {defn.name!r} ({defn.handler}): compute returned no value and no per-item values",
+            requirement="R23",
+        )
+    notes.extend(said)
+    return log
 
 
 def evaluate(
@@ -466,34 +476,27 @@ def evaluate(
     if settings.batch_size < 1 or (settings.max_new_tokens is not None and settings.max_new_tokens < 1):
         raise ConfigError("batch size and max new tokens must be at least 1", requirement="R23")
     defs = with_dependencies(list(names), settings.suite)
-    _check_reference(defs, target, reference)
-    handlers = {d.name: registry.create("metric", d.handler, effective_params(d, settings)) for d in defs}
-    notes: list[str] = []
-    retained = {d.name: _retain_input(d, retain_log, notes) for d in defs}
+    metrics: dict[str, Metric] = {
+        d.name: registry.create("metric", d.handler, effective_params(d, settings)) for d in defs
+    }
+    declared = {name: reads_of(type(m)) for name, m in metrics.items()}
+    _check_declarations(defs, declared)
+    _check_reference(declared, target, reference)
     run = _Run(target, rows_of, prompt, settings)
     run.plan(defs)
-    stats_keys = set(run.keys_of(defs, {"mia_min_k_plus_plus"}))  # μ_t, σ²_t only where min-k++ reads them
-    gradnorm, scored = _gradnorms(run, defs, stats_keys)
-    to_score = [k for k in run.keys_of(defs, TEACHER_FORCED) if k not in scored]
-    readings = _Readings(
-        target={**scored, **_pass(target, run, to_score, stats_keys=stats_keys, desc="scoring")},
-        reference=(
-            _pass(reference, run, run.keys_of(defs, {"mia_reference"}), stats_keys=set(), desc="reference")
-            if reference is not None and any(d.handler == "mia_reference" for d in defs)
-            else {}
-        ),
-        gradnorm=gradnorm,
-        generations=_generations(run, defs),
-    )
+    passes = _run_passes(run, defs, metrics, reference)
+    notes: list[str] = []
     logs: dict[str, MetricLog] = {}
-    for defn in defs:
-        logs[defn.name] = _compute(defn, handlers[defn.name], run, readings, logs, retained[defn.name])
+    for d in defs:
+        readings = _readings(d, declared[d.name], run, passes, logs, retain_log)
+        logs[d.name] = _compute(d, metrics[d.name], readings, notes)
     sources = {
         d.name: {side: run.resolved[(d.name, side)].to_dict() for side in _sides(d)}
         for d in defs
         if _sides(d)
     }
-    return EvalResult(logs=logs, specs={n: h.spec for n, h in handlers.items()}, sources=sources, notes=notes)
+    specs = {n: m.spec for n, m in metrics.items()}  # type: ignore[attr-defined]  # registry.create attaches it
+    return EvalResult(logs=logs, specs=specs, sources=sources, notes=notes)
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.metrics.scores import TokenScores
 from remnant.registry import register
@@ -55,25 +56,23 @@ def score_log(values: Sequence[float | None]) -> MetricLog:
 
 
 @register("metric", "extraction_strength", "1")
-class ExtractionStrength:
+class ExtractionStrength(Metric):
     """1 − (start of the longest teacher-forced matching suffix)/|y|, floor 1/|y| (their loop); mean over items."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.TEACHER_FORCED})
 
-    def compute(self, items: Sequence[TokenScores]) -> MetricLog:
-        return score_log([extraction_strength(s) for s in items])
+    def compute(self, readings: Readings) -> MetricLog:
+        return score_log([extraction_strength(item[0]) for item in readings.scores["items"]])
 
 
 @register("metric", "exact_memorization", "1")
-class ExactMemorization:
+class ExactMemorization(Metric):
     """Share of answer tokens the teacher-forced argmax gets right (last label dropped); mean over items."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.TEACHER_FORCED})
 
-    def compute(self, items: Sequence[TokenScores]) -> MetricLog:
-        return score_log([exact_memorization(s) for s in items])
+    def compute(self, readings: Readings) -> MetricLog:
+        return score_log([exact_memorization(item[0]) for item in readings.scores["items"]])
 
 
 __all__ = [

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from remnant.errors import ConfigError
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.metrics.scores import TokenScores
 from remnant.registry import register
@@ -90,59 +91,88 @@ def mia_log(forget: Sequence[float], holdout: Sequence[float]) -> MetricLog:
     )
 
 
-class _Attack:
-    """Shared by the attacks: turn per-side scores into the logged entry."""
+class _Attack(Metric):
+    """Shared by the attacks: a per-item score of each side's first answer, turned into the logged entry."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.TEACHER_FORCED})
 
-    def compute(self, forget: Sequence[float], holdout: Sequence[float]) -> MetricLog:
-        return mia_log(forget, holdout)
+    def score(self, readings: Readings, side: str) -> list[float]:
+        return [self.score_one(item[0]) for item in readings.scores[side]]
+
+    def score_one(self, scores: TokenScores) -> float:
+        raise NotImplementedError
+
+    def compute(self, readings: Readings) -> MetricLog:
+        return mia_log(self.score(readings, "forget"), self.score(readings, "holdout"))
 
 
 @register("metric", "mia_loss", "1")
 class LossAttack(_Attack):
     """AUC of the mean NLL (EOS included), forget vs holdout."""
 
+    def score_one(self, scores: TokenScores) -> float:
+        return loss_score(scores)
+
 
 @register("metric", "mia_zlib", "1")
 class ZlibAttack(_Attack):
     """AUC of mean NLL over zlib-compressed answer bytes, forget vs holdout."""
 
+    def score(self, readings: Readings, side: str) -> list[float]:
+        items = [item[0] for item in readings.scores[side]]
+        return [zlib_score(s, readings.decode(s.labels.tolist())) for s in items]
 
-@register("metric", "mia_min_k", "1")
-class MinKAttack(_Attack):
-    """AUC of −mean lowest-k token log-probabilities (k = 0.4, last label dropped), forget vs holdout."""
 
+class _MinK(_Attack):
     def __init__(self, k: float = 0.4) -> None:
         if not 0 < k <= 1 or not math.isfinite(k):
             raise ConfigError("min-k: k must lie in (0, 1]", requirement="R23")
         self.k = k
+
+
+@register("metric", "mia_min_k", "1")
+class MinKAttack(_MinK):
+    """AUC of −mean lowest-k token log-probabilities (k = 0.4, last label dropped), forget vs holdout."""
+
+    def score_one(self, scores: TokenScores) -> float:
+        return min_k_score(scores, self.k)
 
 
 @register("metric", "mia_min_k_plus_plus", "1")
-class MinKPlusPlusAttack(_Attack):
+class MinKPlusPlusAttack(_MinK):
     """AUC of min-k over vocabulary-normalised log-probabilities (k = 0.4), forget vs holdout."""
 
-    def __init__(self, k: float = 0.4) -> None:
-        if not 0 < k <= 1 or not math.isfinite(k):
-            raise ConfigError("min-k: k must lie in (0, 1]", requirement="R23")
-        self.k = k
+    reads = frozenset({Reads.VOCAB_STATS})
+
+    def score_one(self, scores: TokenScores) -> float:
+        return min_k_plus_plus_score(scores, self.k)
 
 
 @register("metric", "mia_gradnorm", "1")
 class GradNormAttack(_Attack):
     """AUC of the mean over parameter tensors of each gradient's p-norm (p = 2), forget vs holdout."""
 
+    reads = frozenset({Reads.GRADIENT_NORMS})
+
     def __init__(self, p: float = 2) -> None:
         if float(p) not in (1.0, 2.0, float("inf")):
             raise ConfigError("gradient norm: p must be 1, 2 or inf", requirement="R23")
         self.p = p
+        self.gradient_p = float(p)
+
+    def score(self, readings: Readings, side: str) -> list[float]:
+        return list(readings.gradient_norms[side])
 
 
 @register("metric", "mia_reference", "1")
 class ReferenceAttack(_Attack):
     """AUC of target NLL minus a reference model's NLL, forget vs holdout (needs ``--reference``)."""
+
+    reads = frozenset({Reads.TEACHER_FORCED, Reads.REFERENCE_PASS})
+
+    def score(self, readings: Readings, side: str) -> list[float]:
+        pairs = zip(readings.scores[side], readings.reference[side], strict=True)
+        return [reference_score(t[0], r[0]) for t, r in pairs]
 
 
 __all__ = [

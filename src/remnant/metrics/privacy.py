@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from remnant.metrics.evallog import MetricLog
+from remnant.errors import ConfigError
+from remnant.metrics.base import Metric, Readings, Reads
+from remnant.metrics.evallog import MetricLog, aggregate, per_item_scores
 from remnant.registry import register
 
 
@@ -42,36 +44,74 @@ def rel_diff(score: float, reference: float | None, ref_value: float = 0.5) -> f
 
 
 @register("metric", "ks_test", "1")
-class KSTest:
+class KSTest(Metric):
     """Forget quality: KS p-value of forget truth ratios against a retain model's (None without its log)."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.DEPENDENCIES, Reads.RETAIN_LOG})
 
-    def compute(self, forget_scores: Sequence[float], retain_scores: Sequence[float] | None) -> MetricLog:
-        return MetricLog(agg_value=forget_quality(forget_scores, retain_scores))
+    def compute(self, readings: Readings) -> MetricLog:
+        forget = [float(v["score"]) for v in (readings.dependencies["forget"].value_by_index or {}).values()]
+        retain, key = readings.retain, readings.retain_key
+        if retain is None or key is None:
+            return MetricLog(agg_value=None)
+        scores = per_item_scores(retain.data, key, source=retain.source)
+        if scores is None:
+            raise ConfigError(
+                f"{retain.source}: has no {key!r}, which {readings.metric} compares against",
+                requirement="R23",
+            )
+        return MetricLog(agg_value=forget_quality(forget, scores))
+
+    def notes(self, readings: Readings) -> tuple[str, ...]:
+        if readings.retain is not None:
+            return ()
+        return (
+            f"{readings.metric}: no retain model log (--retain-logs); agg_value is null, as OpenUnlearning's",
+        )
+
+
+class _AgainstRetain(Metric):
+    """A score (the ``forget`` dependency's aggregate) against the retain model's aggregate of ``retain_key``,
+    ``ref_value`` when the retain log lacks it."""
+
+    reads = frozenset({Reads.DEPENDENCIES, Reads.RETAIN_LOG})
+
+    def __init__(self, ref_value: float = 0.5) -> None:
+        self.ref_value = ref_value
+
+    @staticmethod
+    def retained(readings: Readings) -> float | None:
+        retain, key = readings.retain, readings.retain_key
+        return None if retain is None or key is None else aggregate(retain.data, key, source=retain.source)
+
+    @staticmethod
+    def score(readings: Readings) -> float:
+        value = readings.dependencies["forget"].agg_value
+        if value is None:
+            raise ConfigError(f"{readings.metric}: its forget dependency has no aggregate", requirement="R23")
+        return value
+
+    def notes(self, readings: Readings) -> tuple[str, ...]:
+        if self.retained(readings) is not None:
+            return ()
+        what = f"{readings.metric}: no retain model {readings.retain_key} AUC"
+        return (f"{what}; the retain AUC is ref_value = {self.ref_value}",)
 
 
 @register("metric", "privleak", "1")
-class PrivLeak:
+class PrivLeak(_AgainstRetain):
     """(1−AUC − (1−AUC_retain)) / (1−AUC_retain) · 100 over min-k's AUC; retain AUC ``ref_value`` when absent."""
 
-    def __init__(self, ref_value: float = 0.5) -> None:
-        self.ref_value = ref_value
-
-    def compute(self, auc: float, retain_auc: float | None) -> MetricLog:
-        return MetricLog(agg_value=privleak(auc, retain_auc, self.ref_value))
+    def compute(self, readings: Readings) -> MetricLog:
+        return MetricLog(agg_value=privleak(self.score(readings), self.retained(readings), self.ref_value))
 
 
 @register("metric", "rel_diff", "1")
-class RelDiff:
+class RelDiff(_AgainstRetain):
     """(score − ref)/ref · 100 with no 1 − x flip; ``ref_value`` when the retain value is absent."""
 
-    def __init__(self, ref_value: float = 0.5) -> None:
-        self.ref_value = ref_value
-
-    def compute(self, score: float, reference: float | None) -> MetricLog:
-        return MetricLog(agg_value=rel_diff(score, reference, self.ref_value))
+    def compute(self, readings: Readings) -> MetricLog:
+        return MetricLog(agg_value=rel_diff(self.score(readings), self.retained(readings), self.ref_value))
 
 
 __all__ = ["KSTest", "PrivLeak", "RelDiff", "forget_quality", "privleak", "rel_diff"]

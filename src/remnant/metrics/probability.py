@@ -14,11 +14,12 @@ answers', averaged over items.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.metrics.scores import TokenScores
 from remnant.registry import register
@@ -75,25 +76,24 @@ def normalised_probability_log(correct: MetricLog, wrong: MetricLog) -> MetricLo
 
 
 @register("metric", "probability", "1")
-class Probability:
+class Probability(Metric):
     """Answer probability exp(−mean NLL over the labelled tokens, EOS included), per answer; mean over items."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.TEACHER_FORCED})
 
-    def compute(self, items: Sequence[Sequence[TokenScores]], *, multi: bool) -> MetricLog:
-        return probability_log(items, multi=multi)
+    def compute(self, readings: Readings) -> MetricLog:
+        return probability_log(readings.scores["items"], multi=readings.multi())
 
 
 @register("metric", "probability_w_options", "1")
-class ProbabilityWithOptions:
+class ProbabilityWithOptions(Metric):
     """True answer's probability over the sum with the perturbed answers' (+1e-10); mean over items."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.DEPENDENCIES})
 
-    def compute(self, pre_compute: Mapping[str, MetricLog]) -> MetricLog:
-        return normalised_probability_log(pre_compute["correct"], pre_compute["wrong"])
+    def compute(self, readings: Readings) -> MetricLog:
+        deps = readings.dependencies
+        return normalised_probability_log(deps["correct"], deps["wrong"])
 
 
 __all__ = ["Probability", "ProbabilityWithOptions", "normalised_probability_log", "probability_log"]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from remnant.errors import ConfigError
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.registry import register
 
@@ -77,8 +78,10 @@ def rouge_log(items: Sequence[Sequence[GenerationRecord]], *, rouge_type: str, m
 
 
 @register("metric", "rouge", "1")
-class Rouge:
+class Rouge(Metric):
     """Stemmed ROUGE of the greedy generation against the ground truth (TOFU: ROUGE-L recall, 200 new tokens)."""
+
+    reads = frozenset({Reads.GENERATIONS})
 
     def __init__(
         self, rouge_type: str = "rougeL_recall", max_new_tokens: int = 200, stopwords: tuple[str, ...] = ()
@@ -93,8 +96,8 @@ class Rouge:
         self.max_new_tokens = max_new_tokens
         self.stopwords = tuple(stopwords)
 
-    def compute(self, items: Sequence[Sequence[GenerationRecord]], *, multi: bool) -> MetricLog:
-        return rouge_log(items, rouge_type=self.rouge_type, multi=multi)
+    def compute(self, readings: Readings) -> MetricLog:
+        return rouge_log(readings.generations["items"], rouge_type=self.rouge_type, multi=readings.multi())
 
 
 __all__ = ["ROUGE_TYPES", "GenerationRecord", "Rouge", "rouge_fields", "rouge_log"]

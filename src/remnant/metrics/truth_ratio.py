@@ -16,13 +16,13 @@ retain model's log (both must use the same variant).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from remnant.errors import ConfigError
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.registry import register
 
@@ -76,8 +76,10 @@ def truth_ratio_log(correct: MetricLog, wrong: MetricLog, aggregator: str) -> Me
 
 
 @register("metric", "truth_ratio", "1")
-class TruthRatio:
+class TruthRatio(Metric):
     """Perturbed-vs-paraphrased answer likelihood ratio per item, aggregated three ways (module docstring)."""
+
+    reads = frozenset({Reads.DEPENDENCIES})
 
     def __init__(self, aggregator: str = "closer_to_1_better") -> None:
         if aggregator not in AGGREGATORS:
@@ -86,8 +88,9 @@ class TruthRatio:
             )
         self.aggregator = aggregator
 
-    def compute(self, pre_compute: Mapping[str, MetricLog]) -> MetricLog:
-        return truth_ratio_log(pre_compute["correct"], pre_compute["wrong"], self.aggregator)
+    def compute(self, readings: Readings) -> MetricLog:
+        deps = readings.dependencies
+        return truth_ratio_log(deps["correct"], deps["wrong"], self.aggregator)
 
 
 __all__ = ["AGGREGATORS", "TruthRatio", "aggregate", "ratios", "truth_ratio_log"]

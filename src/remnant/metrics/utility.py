@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from scipy.stats import hmean  # type: ignore[import-untyped]  # scipy ships no stubs
 
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
 from remnant.registry import register
 
@@ -39,14 +40,13 @@ def harmonic_mean(values: Mapping[str, float | None]) -> float:
 
 
 @register("metric", "hm_aggregate", "1")
-class HarmonicMean:
+class HarmonicMean(Metric):
     """Harmonic mean of the dependencies' aggregates (any zero → 0)."""
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
+    reads = frozenset({Reads.DEPENDENCIES})
 
-    def compute(self, pre_compute: Mapping[str, MetricLog]) -> MetricLog:
-        return MetricLog(agg_value=harmonic_mean({k: v.agg_value for k, v in pre_compute.items()}))
+    def compute(self, readings: Readings) -> MetricLog:
+        return MetricLog(agg_value=harmonic_mean({k: v.agg_value for k, v in readings.dependencies.items()}))
 
 
 __all__ = ["MODEL_UTILITY_PARTS", "HarmonicMean", "harmonic_mean"]

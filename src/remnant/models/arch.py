@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from torch import nn
@@ -96,3 +97,20 @@ def resolve_parts(model: nn.Module) -> ArchParts:
             )
         raise UnsupportedArchitecture(f"{family}: expected {stack}.{blocks} / {norm} / {embed} not found")
     return _fallback(model, family)
+
+
+def config_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
+    """Parameter name -> shape of the model ``folder/config.json`` describes, built on the meta device (no
+    weights read or allocated), for pricing a pool before its base model is downloaded (R23). The config is
+    checked as a load checks it: a link out of the folder or an ``auto_map`` (custom code) is refused (R2)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from remnant.models.files import CONFIG_NAME, _containment_roots, _refuse_auto_map, _regular_inside
+
+    real = _regular_inside(folder, CONFIG_NAME, _containment_roots(folder), "a model config")
+    _refuse_auto_map(folder, CONFIG_NAME, real)
+    config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False, local_files_only=True)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)  # type: ignore[no-untyped-call]
+    return {name: tuple(p.shape) for name, p in model.named_parameters()}

@@ -181,6 +181,11 @@ def _refuse_pickles_or_nothing(folder: Path) -> ModelError:
     return _refuse(f"{folder}: no {SINGLE_WEIGHTS} or {INDEX_NAME} found")
 
 
+def has_weights(folder: Path) -> bool:
+    """Whether ``folder`` holds safetensors weights (a folder with only ``config.json`` can still be priced)."""
+    return _present(folder, SINGLE_WEIGHTS) or _present(folder, INDEX_NAME)
+
+
 def _refuse_code(folder: Path) -> None:
     """Custom code is never run, so a folder that ships or asks for it is refused (R2)."""
     code = next(iter(sorted(folder.rglob("*.py"))), None)

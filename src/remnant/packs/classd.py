@@ -38,6 +38,7 @@ from remnant.packs.templates import (
     LINK_TEMPLATE,
     PROBE_TEMPLATES,
 )
+from remnant.statement.canonical import derive_seed
 
 #: Largest mint: installed entities (Class C: substances), and separately control entities. A mint this large
 #: still takes seconds (docs/calibration.md#mint-size); past the limit a typo such as 10**15 would run until
@@ -108,8 +109,6 @@ def wrong_values(rng: random.Random, pool: Iterable[str], truth: str, k: int) ->
 def truth_ratio_rng(seed: int, item_id: str) -> random.Random:
     """The generator of one item's perturbed answers: derived from the mint seed and the item id, never the
     mint's own stream, so turning the option on changes no other value (R24)."""
-    from remnant.config.seeds import derive_seed  # lazily: remnant.config imports remnant.packs
-
     return random.Random(derive_seed(seed, "mint", "truth_ratio_options", item_id))
 
 

@@ -54,9 +54,8 @@ def add_commands(sub: Any) -> None:
     check.add_argument("--threshold", type=float, default=0.0)
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=_check)
-    from remnant.formats.commands import add_pack_commands  # packs import|export (TOFU, MUSE)
-
-    add_pack_commands(psub)
+    # ``packs import`` and ``packs export`` join this group from remnant.formats.commands (listed after this
+    # module in remnant.cli.COMMAND_MODULES): formats builds on packs, never the reverse.
 
 
 def _mint(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ what minting guaranteed, and :func:`check_splits` is the only place that says wh
   ``control``, is in ``install``, ``removal`` or ``relearn``; each split holds entities of its role;
 - **required splits**: the splits the pack's class needs hold items (:data:`REQUIRED_SPLITS`). Splits that only
   some assessments need (``relearn``, ``retain``, ``general``) are checked against the config at
-  pre-registration (:mod:`remnant.packs.fit`).
+  pre-registration (:mod:`remnant.config.pack_fit`).
 
 Each refusal is a :class:`~remnant.errors.PackError` naming the pack file (or pack id when minting), the split or
 item, and the requirement.

@@ -5,7 +5,7 @@ and ``remnant.score.utility`` (the ``utility`` registry) are imported on use.
 """
 
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches, normalise_answer
-from remnant.score.probe import Probe, ResponseFormat, answer_stem, probes_from_pack, target_format
+from remnant.score.probe import Probe, ResponseFormat, probes_from_pack, target_format
 from remnant.score.rates import Rate
 from remnant.score.scorer import SCORER_VERSION, Scorer
 from remnant.score.willingness import REFUSAL_CRITERION_VERSION, Judge, RefusalCriterion
@@ -21,7 +21,6 @@ __all__ = [
     "ResponseFormat",
     "Scorer",
     "answer_matches",
-    "answer_stem",
     "normalise_answer",
     "probes_from_pack",
     "target_format",

@@ -63,25 +63,6 @@ class Probe:
         )
 
 
-def answer_stem(probe: Probe) -> str | None:
-    """An answer-free prefix that leads into the answer, e.g. "Zorvak Telumi is from" (prefill, GCG targets).
-
-    Taken from the pack's own answer phrasing for the attribute (``remnant.packs.templates.ANSWER_FORMS``), cut
-    just before the value; None when the probe has no attribute/entity or the phrasing has no stem.
-    """
-    from remnant.packs.templates import ANSWER_FORMS
-
-    if probe.attribute is None or probe.entity is None:
-        return None
-    for form in ANSWER_FORMS.get(probe.attribute, ()):
-        head = form.split("{value}", 1)[0].rstrip()
-        if "{value}" in form and head:
-            stem = head.format(name=probe.entity)
-            if not any(a and a.lower() in stem.lower() for a in probe.accepted):
-                return stem
-    return None
-
-
 def probes_from_pack(pack: Any, split: str) -> list[Probe]:
     """Every item of ``split`` as a probe, with entity names filled in from the pack's manifest."""
     names = {ent.id: ent.name for ent in pack.manifest.entities}

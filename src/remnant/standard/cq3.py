@@ -6,8 +6,7 @@ score holds, the reduction is specific to the post-removal model. Without a pre-
 *undetermined*. The reading leans on a pre-removal model that holds the target (R2): over an installation that
 did not reach its target an intact pre-removal score excludes nothing, so the explanation is *undetermined*; and a
 reason says the pre-removal model holds the target only where its installation reached the target (or documented
-provenance fixes it). The assessment's records (:func:`remnant.assess.facts.format_checks`) and the attack harness
-(:func:`remnant.attacks.harness.cq3_check`) both read it from here.
+provenance fixes it). The assessment's records (:func:`remnant.assess.facts.format_checks`) read it from here.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ that wrote it (imported, never restated), and names the requirement at each disa
   required attacks run with per-cell results (or, C-Q2, not applicable).
 - **Tier** (§7.1): the stated tier is no higher than the ladder awards on the most generous evidence the facts
   allow (every process requirement met, verified); the violation names the first unmet criterion's rule.
-- **D-5.1**: the Class D block is :func:`~remnant.classd.bar.bar_from_facts`'s block from the same facts.
+- **D-5.1**: the Class D block is :func:`~remnant.statement.classd_bar.bar_from_facts`'s block from the same facts.
 - **C-W6**: only a relearning arm (scored items) is non-adjudicating; latent measurements are C-H6's.
 """
 
@@ -326,7 +326,7 @@ def _check_class_d_block(s: ConformanceStatement, derived: VerdictFacts) -> list
                 message="class_d block present, but the facts declare no Class D insignificance threshold",
             )
         ]
-    from remnant.classd.bar import bar_from_facts
+    from remnant.statement.classd_bar import bar_from_facts
 
     try:
         want = bar_from_facts(derived).statement_block(block.canary_design)

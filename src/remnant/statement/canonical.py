@@ -2,10 +2,12 @@
 
 Keys sorted by UTF-16 code units, no insignificant whitespace, UTF-8, ES6 number serialisation (integers without
 ".0", shortest round-trip floats, exponent forms as ECMAScript writes them), NaN and Infinity refused.
+:func:`derive_seed` hashes that form, so every package below the config (packs mint with it) derives seeds alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -122,3 +124,14 @@ def canonical_text(value: Any) -> str:
 def canonical_json(value: Any) -> bytes:
     """Serialise a JSON value to its RFC 8785 canonical UTF-8 bytes (the signed form, K5)."""
     return canonical_text(value).encode("utf-8")
+
+
+def derive_seed(master: int, *path: str | int) -> int:
+    """The seed of one stage or item, derived from the master seed (no global seeding; R23, R24).
+
+    ``sha256(canonical_json([master, *path]))``, first 8 bytes big-endian, shifted right by 11 bits: an integer in
+    ``[0, 2**53)``, so it survives JSON (I-JSON) and seeds ``random.Random``, ``numpy`` and ``torch.Generator``
+    alike. ``derive_seed(7, "relearn", "budget=16")`` names its stage by path; ``1`` and ``"1"`` differ.
+    """
+    digest = hashlib.sha256(canonical_json([master, *path])).digest()
+    return int.from_bytes(digest[:8], "big") >> 11

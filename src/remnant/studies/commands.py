@@ -1,7 +1,9 @@
-"""The research studies on the command line, in the one ``remnant study`` group (study_commands owns the group).
+"""The research studies on the command line: the one ``remnant study`` group.
 
 ::
 
+    remnant study latent-probe [CONFIG] --model DIR [--preset tiny|cpu] [--out DIR]   Annex B at small scale
+    remnant study auditors --model DIR --pack PACK [--preset paper|tiny] [--out DIR]   seed 003's ROUGE-L tables
     remnant study preregister KIND [--config TOML] --out OUT     freeze a study's config (R14) before it runs
     remnant study meta-eval POOL_DIR [--config TOML] [--out OUT]  faithfulness, robustness, ranking (the UDS paper §4)
     remnant study recovery POOL_DIR [--config TOML] [--out OUT]   recovery prediction (the J-Access paper, Test 2)
@@ -39,7 +41,7 @@ def _write(out: Path, stem: str, result: Any, doc: Any) -> None:
     mark_output(out, "study")
 
 
-#: The tables of a pool folder a pool study reads (remnant.studies.tables.load_pool).
+#: The tables of a pool folder a pool study reads (remnant.results.load_pool).
 POOL_TABLES = ("results.parquet", "results.csv", "items.parquet", "items.csv")
 
 
@@ -104,9 +106,9 @@ def _pool_out(args: argparse.Namespace, kind: str) -> Path:
 
 
 def _meta_eval(args: argparse.Namespace) -> int:
+    from remnant.results import load_pool, require_finished
     from remnant.studies.meta_eval import meta_eval
     from remnant.studies.report import meta_eval_document
-    from remnant.studies.tables import load_pool, require_finished
 
     out = _pool_out(args, "meta-eval")
     cfg, reg = _registered("meta-eval", args, {"seed": args.seed}, out)
@@ -119,9 +121,9 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _recovery(args: argparse.Namespace) -> int:
+    from remnant.results import load_pool, require_finished
     from remnant.studies.recovery import recovery
     from remnant.studies.report import recovery_document
-    from remnant.studies.tables import load_pool, require_finished
 
     out = _pool_out(args, "recovery")
     overrides = {"seed": args.seed, "outcome": args.outcome, "outcome_kind": args.outcome_kind}
@@ -237,6 +239,45 @@ def _deviation(args: argparse.Namespace) -> int:
     return 0
 
 
+def _latent_probe(args: argparse.Namespace) -> int:
+    """Prints the Annex-shaped table (B.6) and writes ``latent-probe.json`` (every run, every cell) and
+    ``latent-probe.md``; exit 0 whatever it found (the nulls failing is a finding, not a failed check)."""
+    from remnant.atomic import write_atomic
+    from remnant.cli_paths import mark_output, out_folder
+    from remnant.jsonio import read_toml
+    from remnant.studies.latent_probe import render_markdown, resolve_config, run_study
+
+    inputs = {"the config": args.config, **{f"the model {m}": m for m in args.model or []}}
+    out_folder(args.out, requirement="C-H7", kind="study", inputs=inputs)  # before the study runs, not after
+    overrides: dict[str, Any] = read_toml(Path(args.config)) if args.config is not None else {}
+    if args.seeds:
+        overrides["seeds"] = args.seeds
+    if args.methods:
+        overrides["methods"] = args.methods
+    cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
+    result, _ = run_study(cfg, log=_log(args, "latent-probe"))
+    text = render_markdown(result)
+    print(text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
+    write_atomic(out / "latent-probe.md", text)
+    mark_output(out, "study")
+    return 0
+
+
+def _auditors(args: argparse.Namespace) -> int:
+    from remnant.studies.auditor_table import AuditorSpec
+    from remnant.studies.auditors import run_auditors
+
+    spec = AuditorSpec.preset(args.preset, samples=args.samples, seed=args.seed)
+    _, text = run_auditors(
+        args.model or [], args.pack, args.out, spec=spec, max_items=args.max_items, log=_log(args, "auditors")
+    )
+    print(text)
+    return 0
+
+
 def _add_pool_study(sub: Any, name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_)
     p.add_argument("pool", metavar="POOL_DIR", help="sweep folder with results.parquet (or .csv) and items")
@@ -305,12 +346,50 @@ def add_study_commands(sub: Any) -> None:
     dv.set_defaults(handler=_deviation)
 
 
-def add_commands(subparsers: Any) -> None:
-    """Top-level hook for :data:`remnant.cli.COMMAND_MODULES`: the studies join the ``study`` group that
-    ``remnant.study_commands`` registers (listed before this module), never a second group."""
-    from remnant.study_commands import study_subparsers
+def _add_model_studies(sub: Any) -> None:
+    """``latent-probe`` (Annex B's direction probe) and ``auditors`` (seed 003's black-box auditors)."""
+    lp = sub.add_parser(
+        "latent-probe",
+        help="Annex B's direction-probe validation at small scale: signature, both nulls, recovery",
+    )
+    lp.add_argument("config", nargs="?", help="TOML with LatentProbeConfig fields (optional)")
+    lp.add_argument("--model", action="append", help="model folder or zoo name (repeatable)")
+    lp.add_argument(
+        "--preset",
+        choices=["tiny", "cpu"],
+        help="sizing preset (tiny: the test suite's tiny random model, about a minute of CPU)",
+    )
+    lp.add_argument("--methods", nargs="+", help="removal methods (default: npo task_vector)")
+    lp.add_argument("--seeds", nargs="+", type=int, help="installation and removal seeds (default: 0 1)")
+    lp.add_argument("--out", default="latent-probe", help="output folder for latent-probe.json and .md")
+    lp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    lp.set_defaults(handler=_latent_probe)
+    au = sub.add_parser(
+        "auditors",
+        help="how much of a pack's probe answers each black-box auditor recovers from each model, as ROUGE-L "
+        "tables (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert; non-adjudicating)",
+    )
+    au.add_argument(
+        "--model", action="append", help="model folder or zoo name, one table row each (repeatable)"
+    )
+    au.add_argument("--pack", required=True, help="target pack folder (probe split scored)")
+    au.add_argument("--out", default="auditors", help="output folder for auditors.json and auditors.md")
+    au.add_argument(
+        "--preset", choices=["paper", "tiny"], default="paper", help="budgets (tiny: the test model)"
+    )
+    au.add_argument("--samples", type=int, help="samples per item for Table 2 (0: greedy only)")
+    au.add_argument("--max-items", type=int, help="score only the first N probe items")
+    au.add_argument("--seed", type=int, default=0, help="run seed every generator is derived from")
+    au.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    au.set_defaults(handler=_auditors)
 
-    add_study_commands(study_subparsers(subparsers))
+
+def add_commands(subparsers: Any) -> None:
+    """Register the ``remnant study`` group (:data:`remnant.cli.COMMAND_MODULES`) with every study in it."""
+    study = subparsers.add_parser("study", help="research studies of audit metrics (non-adjudicating)")
+    sub = study.add_subparsers(dest="study_command", required=True)
+    _add_model_studies(sub)
+    add_study_commands(sub)
 
 
 __all__ = ["STUDY_KINDS", "add_commands", "add_study_commands"]

@@ -2,7 +2,7 @@
 
 Each config is the study's pre-registration (R14 applied to research, docs/studies.md): the metrics and their
 orientation, the filters, the seed every bootstrap generator is derived from
-(:func:`remnant.config.seeds.derive_seed`), the decision rule. A TOML file gives any subset of the fields; the
+(:func:`remnant.config.derive_seed`), the decision rule. A TOML file gives any subset of the fields; the
 rest keep the defaults written here, which follow the papers the studies reproduce (the UDS paper §4, the J-Access paper
 Test 2 and 3, the Standard's Annex B.4/B.6) and are listed with their sources in docs/studies.md.
 """
@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from remnant.errors import ConfigError
 from remnant.jsonio import read_toml
@@ -53,13 +61,42 @@ class MetaEvalConfig(_Model):
         default=True,
         description="Robustness filter: keep models the metric's faithfulness threshold calls unlearned.",
     )
-    reference_shift: Literal["mean", "median"] = Field(
-        default="mean", description="Δ_ret over the never-saw pool's relearned models (the paper has one)."
+    threshold_rule: Literal["accuracy", "youden"] = Field(
+        default="accuracy",
+        description="Faithfulness threshold: accuracy (the UDS reference code's accuracy-maximising midpoint) "
+        "or youden (Youden's J; differs when the pools differ in size).",
     )
-    epsilon: float = Field(default=1e-12, gt=0.0, description="ε in the Q and R denominators.")
+    reference_shift: Literal["retain_model", "mean", "median"] = Field(
+        default="retain_model",
+        description="Δ_ret: one never-saw model's relearning shift (the UDS reference code's retain model), "
+        "or the never-saw pool's mean or median shift.",
+    )
+    retain_model: str | None = Field(
+        default=None,
+        description="The never-saw model behind Δ_ret when reference_shift = retain_model "
+        "(None: the never-saw model whose id sorts first).",
+    )
+    epsilon: float = Field(
+        default=1e-6, gt=0.0, description="ε in the Q and R denominators (the UDS reference code's 1e-6)."
+    )
     min_per_pool: int = Field(default=2, ge=1, description="Models each pool needs for an AUC.")
+    min_pool: int = Field(
+        default=8,
+        ge=2,
+        description="Models the target, never-saw and unlearned pools each need before a ranking is "
+        "called supported (rankable).",
+    )
 
     _unit_fields = field_validator("level")(_in_unit)
+
+    @model_validator(mode="after")
+    def _retain_model_needs_its_rule(self) -> MetaEvalConfig:
+        if self.retain_model is not None and self.reference_shift != "retain_model":
+            raise ValueError(
+                f"retain_model {self.retain_model!r} is declared but reference_shift is "
+                f"{self.reference_shift!r}, which never reads it"
+            )
+        return self
 
 
 class RecoveryConfig(_Model):
@@ -95,6 +132,11 @@ class RecoveryConfig(_Model):
     alpha: float = Field(default=0.05, description="Family-wise error rate (Holm across metrics).")
     min_per_method: int = Field(
         default=4, ge=4, description="Models a method needs for its own ρ (Fisher z)."
+    )
+    min_pool: int = Field(
+        default=8,
+        ge=2,
+        description="Unlearned models with an outcome the study needs before comparing predictors (rankable).",
     )
 
     _unit_fields = field_validator("revival_fraction", "alpha")(_in_unit)
@@ -138,7 +180,7 @@ class ReadmissionConfig(_Model):
     preset: Literal["tiny", "cpu"] | None = Field(default=None, description="Design sizing preset.")
     design: dict[str, Any] = Field(
         default_factory=dict,
-        description="The model states' design: remnant.latent.study.LatentProbeConfig fields (B.2).",
+        description="The model states' design: remnant.studies.latent_probe.LatentProbeConfig fields (B.2).",
     )
     estimator_params: dict[str, Any] = Field(
         default_factory=dict,
@@ -190,6 +232,21 @@ _KINDS: dict[str, type[BaseModel]] = {
 }
 
 
+#: Fields added to a study's config after studies could already be frozen, with the value that reproduces what the
+#: code did before the field existed. A frozen config (prereg.json) or a written result lacking one was computed
+#: under that value, so it is read as declaring it (R14: an old study keeps meaning what it meant); a rerun that
+#: does not declare it is then refused field by field by the pre-registration check (R15), not silently changed.
+LEGACY_VALUES: dict[str, dict[str, Any]] = {
+    "meta-eval": {"threshold_rule": "youden", "min_pool": 8},
+    "recovery": {"min_pool": 8},
+}
+
+
+def with_legacy_values(kind: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (a whole config as frozen or written) with every later-added field it lacks at its old value."""
+    return {**LEGACY_VALUES.get(kind, {}), **values}
+
+
 def build_config(kind: str, data: dict[str, Any], *, source: str = "config") -> Any:
     """The config of study ``kind`` from plain data; ConfigError naming the source on any bad field (R14)."""
     cls = _KINDS.get(kind)
@@ -220,6 +277,7 @@ def load_config(kind: str, path: str | Path | None, overrides: dict[str, Any] | 
 
 
 __all__ = [
+    "LEGACY_VALUES",
     "GoodhartConfig",
     "MetaEvalConfig",
     "PrimaryCell",
@@ -230,4 +288,5 @@ __all__ = [
     "StudyKind",
     "build_config",
     "load_config",
+    "with_legacy_values",
 ]

@@ -6,12 +6,14 @@ against the N pool (``never_saw``: retain-only installs), on the unperturbed row
 :func:`remnant.stats.roc_auc` (Mann–Whitney, ties one half) with a stratified percentile bootstrap interval whose
 generator is derived from the pre-registered seed and the metric's name.
 
-The *faithfulness threshold* — which the robustness filter uses to call a model "unlearned" — is the cut on m
-that maximises Youden's J = TPR − FPR over the two pools (equal to the accuracy-maximising cut when the pools are
-the same size, as the paper's 30/30 are). Candidate cuts are the midpoints between consecutive distinct values
-(plus one below the smallest and one above the largest); a model with m > cut reads as holding the target. Among
-cuts with the same J the lowest is taken, so only models clearly on the never-saw side count as unlearned. The
-paper does not say how its threshold was chosen: this is our reading, recorded in docs/studies.md.
+The *faithfulness threshold* — which the robustness filter uses to call a model "unlearned" (m ≤ cut) — follows
+the UDS reference code (``scripts/build_robustness_filter_list.py``, ``compute_thresholds``) by default
+(``threshold_rule = "accuracy"``): the candidate cuts are the midpoints between consecutive distinct values of m
+over both pools, a target model counts as right when m ≥ cut and a never-saw model when m < cut, and the first
+(lowest) cut with the highest accuracy (right / all) is taken; with a single distinct value there is no cut.
+``threshold_rule = "youden"`` (declared) is remnant's earlier rule: the lowest cut maximising Youden's J = TPR − FPR,
+with one cut below the smallest and one above the largest value added. The two agree when the pools are the
+same size (the paper's 30/30) and can differ when they are not.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.config.seeds import derive_seed
+from remnant.results import PoolTable
+from remnant.statement.canonical import derive_seed
 from remnant.stats import roc_auc_bootstrap, roc_curve
 from remnant.studies.orientation import Orientation, orient
-from remnant.studies.tables import PoolTable
 
 
 class Faithfulness(BaseModel):
@@ -38,8 +40,13 @@ class Faithfulness(BaseModel):
     n_never_saw: int = Field(description="N-pool models with a value.")
     target_mean: float | None = Field(description="Mean m over the P pool.")
     never_saw_mean: float | None = Field(description="Mean m over the N pool.")
-    threshold: float | None = Field(description="Youden cut on m: m > cut reads as holding the target.")
+    threshold: float | None = Field(
+        description="Cut on m (the config's threshold_rule): m ≤ cut reads as unlearned."
+    )
     youden_j: float | None = Field(description="TPR − FPR at the cut.")
+    accuracy: float | None = Field(
+        default=None, description="Share of both pools on their side of the cut (None: no cut)."
+    )
     roc: list[tuple[float, float]] = Field(default_factory=list, description="ROC points (fpr, tpr).")
     target_values: list[float] = Field(default_factory=list, description="m over the P pool (for plots).")
     never_saw_values: list[float] = Field(default_factory=list, description="m over the N pool.")
@@ -73,6 +80,26 @@ def youden_cut(negatives: Sequence[float], positives: Sequence[float]) -> tuple[
     return best_cut, best_j
 
 
+def accuracy_cut(negatives: Sequence[float], positives: Sequence[float]) -> float | None:
+    """The first midpoint cut with the highest accuracy, "positive" meaning m ≥ cut (the UDS reference code)."""
+    values = sorted(set(negatives) | set(positives))
+    best_cut, best_acc = None, -1.0
+    for a, b in zip(values, values[1:], strict=False):
+        cut = (a + b) / 2
+        right = sum(m >= cut for m in positives) + sum(m < cut for m in negatives)
+        acc = right / (len(positives) + len(negatives))
+        if acc > best_acc:  # strictly: ties keep the lower cut, as the reference code's loop does
+            best_cut, best_acc = cut, acc
+    return best_cut
+
+
+def _at_cut(negatives: Sequence[float], positives: Sequence[float], cut: float) -> tuple[float, float]:
+    """(Youden's J, accuracy) of ``cut``, m > cut read as holding the target."""
+    tp, fp = sum(m > cut for m in positives), sum(m > cut for m in negatives)
+    j = tp / len(positives) - fp / len(negatives)
+    return j, (tp + len(negatives) - fp) / (len(positives) + len(negatives))
+
+
 def faithfulness(
     table: PoolTable,
     metric: str,
@@ -82,8 +109,9 @@ def faithfulness(
     n_resamples: int = 2000,
     level: float = 0.95,
     min_per_pool: int = 2,
+    threshold_rule: str = "accuracy",
 ) -> Faithfulness:
-    """AUC with its interval, the Youden threshold and the ROC points of one metric."""
+    """AUC with its interval, the threshold (``threshold_rule``) and the ROC points of one metric."""
     pos = pool_values(table, "target", metric, how)
     neg = pool_values(table, "never_saw", metric, how)
     base = {
@@ -98,8 +126,11 @@ def faithfulness(
         return Faithfulness(auc=None, ci95=None, threshold=None, youden_j=None, **base)
     rng = np.random.default_rng(derive_seed(seed, "meta-eval", "faithfulness", metric))
     auc, lo, hi = roc_auc_bootstrap(neg, pos, rng, n_resamples=n_resamples, level=level)
-    cut, j = youden_cut(neg, pos)
-    return Faithfulness(auc=auc, ci95=(lo, hi), threshold=cut, youden_j=j, roc=roc_curve(neg, pos), **base)
+    cut = youden_cut(neg, pos)[0] if threshold_rule == "youden" else accuracy_cut(neg, pos)
+    j, acc = _at_cut(neg, pos, cut) if cut is not None else (None, None)
+    return Faithfulness(
+        auc=auc, ci95=(lo, hi), threshold=cut, youden_j=j, accuracy=acc, roc=roc_curve(neg, pos), **base
+    )
 
 
-__all__ = ["Faithfulness", "faithfulness", "pool_values", "youden_cut"]
+__all__ = ["Faithfulness", "accuracy_cut", "faithfulness", "pool_values", "youden_cut"]

@@ -6,7 +6,7 @@ on the result (J-Access: JOcc between the installed and never-modified anchors o
 the installed model as full and the never-modified one as retain), score κ on P and on the retained items, and
 relearn the result and the never-modified control on R (held-out entities, §4.2, C-W5) to read how much of the
 removed gap comes back. :func:`remnant.studies.goodhart_core.summarise` reads the trend. The states, data and
-recipes are the latent-probe design's (:mod:`remnant.latent.study_states`, presets ``tiny`` and ``cpu``).
+recipes are the latent-probe design's (:mod:`remnant.studies.latent_probe_states`, presets ``tiny`` and ``cpu``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ AUDIT_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def _design(cfg: GoodhartConfig, model: str) -> Any:
-    from remnant.latent.study import resolve_config
+    from remnant.studies.latent_probe import resolve_config
 
     overrides = {**cfg.design, "methods": [cfg.base_method]}
     return resolve_config([model], preset=cfg.preset, overrides=overrides).for_model(model)

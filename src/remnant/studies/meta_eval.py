@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from remnant.results import PoolTable
 from remnant.stats import harmonic_mean
-from remnant.studies.config import MetaEvalConfig
+from remnant.studies.config import MetaEvalConfig, with_legacy_values
 from remnant.studies.faithfulness import Faithfulness, faithfulness
 from remnant.studies.orientation import Orientation, resolve
 from remnant.studies.published import UDS_PAPER, UDS_PAPER_SOURCE
-from remnant.studies.robustness import Robustness, robustness
-from remnant.studies.tables import PoolTable
+from remnant.studies.robustness import Robustness, retain_model, robustness
 
 
 class PaperRow(BaseModel):
@@ -64,7 +64,20 @@ class MetaEvalResult(BaseModel):
     pools: dict[str, int] = Field(description="Models per pool in the table.")
     metrics: list[MetricResult] = Field(description="Per metric, in ranking order.")
     skipped: dict[str, str] = Field(description="Metrics left out, with the reason.")
+    rankable: bool | None = Field(
+        default=None,
+        description="Whether the pools support ranking the metrics (None: written before this was checked).",
+    )
+    rankable_reason: str = Field(default="", description="Why the ranking is, or is not, supported.")
     paper_source: str = Field(default=UDS_PAPER_SOURCE, description="Where the paper's figures come from.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_config(cls, data: Any) -> Any:
+        # a result written before a config field existed was computed under its old value (LEGACY_VALUES)
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            return {**data, "config": with_legacy_values("meta-eval", data["config"])}
+        return data
 
 
 def _paper(metric: str) -> PaperRow | None:
@@ -84,6 +97,7 @@ def evaluate_metric(table: PoolTable, metric: str, how: Orientation, cfg: MetaEv
         n_resamples=cfg.n_resamples,
         level=cfg.level,
         min_per_pool=cfg.min_per_pool,
+        threshold_rule=cfg.threshold_rule,
     )
     robust = robustness(
         table,
@@ -94,6 +108,9 @@ def evaluate_metric(table: PoolTable, metric: str, how: Orientation, cfg: MetaEv
         utility_floor=cfg.utility_floor,
         faithfulness_filter=cfg.faithfulness_filter,
         shift_rule=cfg.reference_shift,
+        reference_model=retain_model(table, cfg.retain_model)
+        if cfg.reference_shift == "retain_model"
+        else None,
         eps=cfg.epsilon,
         n_resamples=cfg.n_resamples,
         level=cfg.level,
@@ -131,21 +148,49 @@ def rank(results: list[MetricResult]) -> list[MetricResult]:
     return ordered
 
 
+def rankability(pools: dict[str, int], ranked: list[MetricResult], min_pool: int) -> tuple[bool, str]:
+    """Whether an order of the metrics is supported: every studied pool holds ``min_pool`` models, and at least
+    two ranked metrics have AUC intervals that do not overlap (the overall score has no interval of its own)."""
+    small = [
+        f"{p} {pools.get(p, 0)}" for p in ("target", "never_saw", "unlearned") if pools.get(p, 0) < min_pool
+    ]
+    if small:
+        return False, f"pools too small to rank: {', '.join(small)} models, fewer than min_pool = {min_pool}"
+    cis = [r.faithfulness.ci95 for r in ranked if r.rank is not None and r.faithfulness.ci95 is not None]
+    if len(cis) < 2:
+        return False, f"{len(cis)} metric(s) with an overall score and an AUC interval: nothing to rank"
+    if not any(a[0] > b[1] for a in cis for b in cis):
+        return False, "every pair of metrics' AUC intervals overlaps: no order of the metrics is supported"
+    return True, f"every pool holds ≥ {min_pool} models and some AUC intervals are disjoint"
+
+
 def meta_eval(
     table: PoolTable, cfg: MetaEvalConfig, *, registration: dict[str, Any] | None = None
 ) -> MetaEvalResult:
     """The whole study over one pool table."""
     metrics, skipped = resolve(table.metric_columns, cfg.metrics, cfg.orientation)
-    results = [evaluate_metric(table, m, how, cfg) for m, how in metrics.items()]
+    ranked = rank([evaluate_metric(table, m, how, cfg) for m, how in metrics.items()])
+    pools = {p: len(table.models(p)) for p in ("target", "never_saw", "unlearned", "base")}
+    rankable, reason = rankability(pools, ranked, cfg.min_pool)
     return MetaEvalResult(
         config=cfg,
         pool=table.source,
         pool_digest=table.digest,
         registration=registration,
-        pools={p: len(table.models(p)) for p in ("target", "never_saw", "unlearned", "base")},
-        metrics=rank(results),
+        pools=pools,
+        metrics=ranked,
         skipped=skipped,
+        rankable=rankable,
+        rankable_reason=reason,
     )
 
 
-__all__ = ["MetaEvalResult", "MetricResult", "PaperRow", "evaluate_metric", "meta_eval", "rank"]
+__all__ = [
+    "MetaEvalResult",
+    "MetricResult",
+    "PaperRow",
+    "evaluate_metric",
+    "meta_eval",
+    "rank",
+    "rankability",
+]

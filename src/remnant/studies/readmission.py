@@ -25,7 +25,7 @@ config before the run (:class:`~remnant.studies.config.ReadmissionRule`):
 Whatever it decides, the estimator stays non-adjudicating under v0.3: readmission needs an amendment to the
 Standard backed by a published, pre-registered validation on independent models and data; an assessor's own
 validation does not make its estimator adjudicating (C-H6, C-H9). The per-cell counting of
-:func:`remnant.latent.study.method_table` (the direction study's B.6 table) is the same as step 2; the design
+:func:`remnant.studies.latent_probe.method_table` (the direction study's B.6 table) is the same as step 2; the design
 rule here reads the conclusion per configuration (C-H4's wording) rather than per cell.
 """
 

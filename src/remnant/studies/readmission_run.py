@@ -1,10 +1,10 @@
 """The readmission study's model side: Annex B's states, read by the direction, UDS or J-Access estimator.
 
 Builds on ``remnant study latent-probe``: the states of every (model, method, seed) run come from
-:func:`remnant.latent.study_states.build_model_runs` (never-modified, installed, content-shuffled install,
+:func:`remnant.studies.latent_probe_states.build_model_runs` (never-modified, installed, content-shuffled install,
 installed-then-removed, never-installed-but-removal-applied, and the relearning criterion), with the removal gates
-of :meth:`~remnant.latent.study_states.RunStates.gates`; the direction estimator is that study's own measurement
-(:func:`remnant.latent.study.measure_run`, :func:`~remnant.latent.study.cells_from`). UDS and J-Access are read
+of :meth:`~remnant.studies.latent_probe_states.RunStates.gates`; the direction estimator is that study's own measurement
+(:func:`remnant.studies.latent_probe.measure_run`, :func:`~remnant.studies.latent_probe.cells_from`). UDS and J-Access are read
 on the same states, each normalised as Annex B.3 step 2 asks (installed = 1, never-modified = 0):
 
 * **UDS** (the UDS paper): full = installed, retain = never-modified, so a state's reading is 1 − UDS(state). A cell
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from remnant.config.seeds import derive_seed
+from remnant.statement.canonical import derive_seed
 from remnant.studies.config import ReadmissionConfig
 from remnant.studies.readmission import Cell, Cells, Reading, RunOutcome
 
@@ -43,7 +43,7 @@ N_RESAMPLES = 1000
 
 def design_config(cfg: ReadmissionConfig) -> Any:
     """The latent-probe design (B.2) with the rule's thresholds, so the two never disagree."""
-    from remnant.latent.study import resolve_config
+    from remnant.studies.latent_probe import resolve_config
 
     design = dict(cfg.design)
     models = list(design.pop("models", []))
@@ -65,7 +65,7 @@ def _ci(draws: Sequence[float]) -> tuple[float, float]:
 
 def direction_cells(states: Any, mcfg: Any, model: str, gated: bool) -> list[Cell]:
     """The latent-probe study's own cells, as readmission cells (no fitted hyper-parameter: setting '-')."""
-    from remnant.latent.study import cells_from, measure_run
+    from remnant.studies.latent_probe import cells_from, measure_run
 
     readings = cells_from(measure_run(states, mcfg), gated, mcfg.margin)
     return [
@@ -322,9 +322,9 @@ FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
 
 def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None) -> Cells:
     """Build every run's states (latent-probe design) and read the configured estimator on them."""
-    from remnant.latent.study_states import build_model_runs
     from remnant.models import load_model
     from remnant.packs import ClassDSpec, mint_class_d
+    from remnant.studies.latent_probe_states import build_model_runs
 
     say = log or (lambda _m: None)
     lp = design_config(cfg)

@@ -30,10 +30,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.errors import ConfigError
+from remnant.results import PoolTable
 from remnant.stats import fisher_pool, holm, partial_spearman, roc_auc, spearman_test
 from remnant.studies.config import RecoveryConfig
 from remnant.studies.orientation import DEFAULT_ORIENTATION, Orientation, orient, resolve
-from remnant.studies.tables import PoolTable
 
 _AUTO_OUTCOMES = ("kappa", "forget_Q_A_ROUGE", "forget_Q_A_Prob")
 
@@ -111,6 +111,11 @@ class RecoveryResult(_Model):
     predictors: list[PredictorResult] = Field(description="Per predictor metric.")
     skipped: dict[str, str] = Field(description="Metrics left out, with the reason.")
     notes: list[str] = Field(default_factory=list, description="What could not be computed and why.")
+    rankable: bool | None = Field(
+        default=None,
+        description="Whether the pool supports comparing the predictors (None: written before this was checked).",
+    )
+    rankable_reason: str = Field(default="", description="Why the comparison is, or is not, supported.")
 
 
 def resolve_outcome(table: PoolTable, cfg: RecoveryConfig) -> tuple[str, Orientation]:
@@ -348,6 +353,23 @@ def _adjust(results: list[PredictorResult], family: str, alpha: float) -> None:
         c.significant = adjusted < alpha
 
 
+def rankability(
+    outcomes: Sequence[ModelOutcome], results: Sequence[PredictorResult], min_pool: int
+) -> tuple[bool, str]:
+    """Whether the predictors can be told apart: ``min_pool`` unlearned models with an outcome, and two predictors
+    whose pooled ρ have disjoint Fisher-z 95 % intervals."""
+    n = sum(o.recovery is not None for o in outcomes)
+    if n < min_pool:
+        return (
+            False,
+            f"pool too small: {n} unlearned models with an outcome, fewer than min_pool = {min_pool}",
+        )
+    cis = [fisher_pool([c.rho], [c.n])[1:3] for r in results if (c := r.pooled).rho is not None and c.n >= 4]
+    if not any(a[0] > b[1] for a in cis for b in cis):
+        return False, "every pair of predictors' ρ intervals (Fisher z, 95 %) overlaps"
+    return True, f"{n} unlearned models with an outcome (≥ {min_pool}) and some ρ intervals are disjoint"
+
+
 def recovery(
     table: PoolTable, cfg: RecoveryConfig, *, registration: dict[str, Any] | None = None
 ) -> RecoveryResult:
@@ -360,6 +382,7 @@ def recovery(
     results = [predictor(table, m, o, outcomes, cfg, revival) for m, o in metrics.items()]
     for family in ("pooled", "partial", "within_method", "steps"):
         _adjust(results, family, cfg.alpha)
+    rankable, reason = rankability(outcomes, results, cfg.min_pool)
     return RecoveryResult(
         config=cfg,
         pool=table.source,
@@ -371,6 +394,8 @@ def recovery(
         predictors=results,
         skipped=skipped,
         notes=notes,
+        rankable=rankable,
+        rankable_reason=reason,
     )
 
 
@@ -383,6 +408,7 @@ __all__ = [
     "WithinMethod",
     "model_outcomes",
     "no_gold_reason",
+    "rankability",
     "recovery",
     "resolve_outcome",
 ]

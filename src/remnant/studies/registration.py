@@ -24,6 +24,7 @@ from remnant.prereg import (
     load_deviations,
     load_prereg,
 )
+from remnant.studies.config import with_legacy_values
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ def register(config: Any, out: str | Path, *, registered_at: str | None = None) 
         prereg = freeze_values(values, folder, registered_at=registered_at)
         return Registration(prereg, (), frozen_now=True)
     prereg = load_prereg(folder)
+    # a config frozen before a field existed declared that field's old value (config.LEGACY_VALUES)
+    frozen = with_legacy_values(str(prereg.values.get("study")), prereg.values)
+    prereg = prereg.model_copy(update={"values": frozen})
     used = check_values(values, prereg, load_deviations(folder), where=f"study {values.get('study')} config")
     return Registration(prereg, tuple(used), frozen_now=False)
 

@@ -85,6 +85,41 @@ def _meta_row(r: MetricResult) -> list[str]:
     ]
 
 
+_THRESHOLD_RULES = {
+    "accuracy": "the accuracy-maximising midpoint (the UDS reference code)",
+    "youden": "the cut maximising Youden's J (declared; not the reference code's)",
+}
+
+
+def _meta_choices(result: MetaEvalResult) -> str:
+    """The declared choices that move Q, R and the filter (docs/studies.md lists them beside the reference code's)."""
+    cfg = result.config
+    if cfg.reference_shift == "retain_model":
+        model = next(
+            (r.robustness.reference_model for r in result.metrics if r.robustness.reference_model), None
+        )
+        shift = f"one retain model's shift ({model or 'none in the pool'}), as the UDS reference code"
+    else:
+        shift = (
+            f"the never-saw pool's {cfg.reference_shift} shift (declared; the reference code uses one model)"
+        )
+    return (
+        f"Choices (pre-registered): faithfulness threshold {_THRESHOLD_RULES[cfg.threshold_rule]}, a model with "
+        f"m ≤ threshold read as unlearned; Δ_ret = {shift}; ε = {cfg.epsilon:g} in Q and R."
+    )
+
+
+def _meta_ranking(result: MetaEvalResult) -> str:
+    if result.rankable is None:
+        return "Ranking support: not checked (written before remnant checked it)."
+    if result.rankable:
+        return f"Ranking supported: {result.rankable_reason}."
+    return (
+        f"**No ranking is supported**: {result.rankable_reason}. The order below is the computed order only; "
+        "it does not tell these metrics apart."
+    )
+
+
 def meta_eval_document(result: MetaEvalResult) -> Document:
     doc = Document("Meta-evaluation: which audit can be trusted (faithfulness and robustness)")
     pools = ", ".join(f"{k} {v}" for k, v in result.pools.items())
@@ -93,9 +128,10 @@ def meta_eval_document(result: MetaEvalResult) -> Document:
             "Pool",
             [
                 f"Results table {result.pool} ({result.pool_digest}); models per pool: {pools}.",
+                _meta_ranking(result),
                 "Faithfulness: AUC-ROC of m (higher = more knowledge) over the target pool against the never-saw "
                 "pool, stratified bootstrap 95 % interval. Robustness (symmetric, the UDS paper §4): Q after NF4, R "
-                "after one epoch of relearning against the never-saw pool's reference shift, over unlearned "
+                "after one epoch of relearning against the reference shift Δ_ret, over unlearned "
                 f"models with utility ≥ {result.config.utility_floor:g} × the full model's"
                 + (
                     " and classified unlearned by the metric's faithfulness threshold"
@@ -103,11 +139,13 @@ def meta_eval_document(result: MetaEvalResult) -> Document:
                     else ""
                 )
                 + "; HM = HM(Q, R); overall = HM(AUC, HM).",
+                _meta_choices(result),
                 NON_ADJUDICATING,
             ],
         )
     )
-    header = ["rank", "metric", "m", "AUC [95% CI]", "Q", "R", "HM", "overall"]
+    order = {True: "rank", False: "order (not a supported ranking)", None: "rank (support not checked)"}
+    header = [order[result.rankable], "metric", "m", "AUC [95% CI]", "Q", "R", "HM", "overall"]
     header += ["paper AUC", "paper Q", "paper R", "paper HM", "paper overall"]
     doc.sections.append(
         Section(
@@ -121,7 +159,7 @@ def meta_eval_document(result: MetaEvalResult) -> Document:
         Table(
             [
                 "metric",
-                "threshold",
+                "threshold (m ≤ it: unlearned)",
                 "candidates",
                 "no utility",
                 "utility < floor",
@@ -217,6 +255,14 @@ def recovery_kind(result: RecoveryResult) -> str:
     return f"excess {kind}" if result.gold_rate is not None else f"{kind} (not net of fresh learning)"
 
 
+def _recovery_support(result: RecoveryResult) -> str:
+    if result.rankable is None:
+        return "Comparison support: not checked (written before remnant checked it)."
+    if result.rankable:
+        return f"The pool supports comparing the predictors: {result.rankable_reason}."
+    return f"**No comparison of the predictors is supported**: {result.rankable_reason}."
+
+
 def _recovery_outcome(result: RecoveryResult, kind: str) -> Section:
     """What the outcome is and how each predictor column reads."""
     net = (
@@ -229,10 +275,13 @@ def _recovery_outcome(result: RecoveryResult, kind: str) -> Section:
         [
             f"Results table {result.pool} ({result.pool_digest}). Outcome: {kind} of {result.outcome!r} after "
             f"one epoch of relearning, {net}.",
-            "ρ: Spearman over unlearned models; partial: controlling for the covariates; within-method: Fisher-z "
-            "pooled; steps: ρ with steps to recover (negative = predicts faster recovery); item AUROC: median "
-            "per-model AUROC of which facts revive. * = significant after Holm across metrics "
-            f"(α = {result.config.alpha:g}).",
+            "Each ρ cell: Spearman ρ between the predictor's m before the attack and the outcome over the "
+            "unlearned models, its Holm-adjusted p and n; partial: ranks residualised on the covariates; "
+            "within-method: per-method ρ pooled by Fisher's z; steps: ρ with steps to recover (negative = "
+            "predicts faster recovery); item-level AUROC: how well the predictor's per-item value tells the items "
+            "that revive from those that do not, median over models with both. * = significant after Holm across "
+            f"metrics (α = {result.config.alpha:g}).",
+            _recovery_support(result),
             *result.notes,
             NON_ADJUDICATING,
         ],
@@ -255,11 +304,16 @@ def _recovery_predictors(result: RecoveryResult) -> Section:
                 f"{fmt(item.median_auroc)} (n={item.n_models})" if item else "—",
             ]
         )
-    return Section(
-        "Predictors",
-        [],
-        [Table(["metric", "ρ recovery", "partial ρ", "within-method ρ", "ρ steps", "item AUROC"], rows)],
-    )
+    covariates = ", ".join(result.predictors[0].covariates) if result.predictors else ""
+    header = [
+        "metric (m read before the attack)",
+        f"Spearman ρ(m, {recovery_kind(result)})",
+        f"partial ρ given {covariates or 'no covariate'}",
+        "within-method ρ, Fisher-z pooled [95% CI]",
+        "Spearman ρ(m, steps to recover)",
+        "item-level AUROC of revival (median over n models)",
+    ]
+    return Section("Predictors", [], [Table(header, rows)])
 
 
 def _recovery_published(result: RecoveryResult) -> Section:
@@ -318,20 +372,18 @@ def _recovery_figures(result: RecoveryResult, kind: str) -> Section:
 
 
 def _recovery_models(result: RecoveryResult, kind: str) -> Section:
-    """The outcome of every model: its recovery, relearned rate and steps to recover."""
-    return Section(
-        "Per model",
-        [],
-        [
-            Table(
-                ["model", "method", kind, "rate", "steps"],
-                [
-                    [o.model, o.method or "—", fmt(o.recovery), fmt(o.rate), fmt(o.steps, 1)]
-                    for o in result.outcomes
-                ],
-            )
-        ],
-    )
+    """The outcome of every model: its recovery, its raw revival rate (revival outcome) and steps to recover."""
+    revival = result.config.outcome_kind == "revival"
+    net = f" (never-saw level {fmt(result.gold_rate)} subtracted)" if result.gold_rate is not None else ""
+    horizon = result.config.steps_horizon
+    header = ["model", "method", kind + net]
+    header += ["revival rate after relearning (revived / eligible items)"] if revival else []
+    header += ["steps to recover" + (f" (censored at {horizon:g})" if horizon is not None else "")]
+    rows = [
+        [o.model, o.method or "—", fmt(o.recovery), *([fmt(o.rate)] if revival else []), fmt(o.steps, 1)]
+        for o in result.outcomes
+    ]
+    return Section("Per model", [], [Table(header, rows)])
 
 
 def recovery_document(result: RecoveryResult) -> Document:
@@ -640,6 +692,7 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
                 + (f" (ρ with {recovery_kind(rec)} of {rec.outcome!r})" if rec else "")
                 + ".",
                 f"Paper columns: {UDS_PAPER_SOURCE}; ρ from the J-Access paper Table 2 (J-Access only).",
+                *([_meta_ranking(meta)] if meta else []),
                 NON_ADJUDICATING,
             ],
             [
@@ -651,7 +704,7 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
                         "R",
                         "HM",
                         "overall",
-                        "ρ recovery",
+                        f"Spearman ρ(m, {recovery_kind(rec)})" if rec else "ρ with recovery",
                         "paper AUC",
                         "paper Q",
                         "paper R",

@@ -7,8 +7,10 @@ model, on m (higher = more knowledge):
   penalises recovery (m rises) and destruction (m falls) alike;
 * r = 1 − clip(|Δ_unl − Δ_ret| / (|Δ_unl| + |Δ_ret| + ε), 0, 1) with Δ = m_after − m_before after one epoch of
   relearning on the forget set, and Δ_ret the shift of the retain model relearned the same way (the *reference
-  shift*: the line y = x + Δ_ret in the paper's relearning plots). Our pools hold several never-saw models, so
-  Δ_ret is their mean (or median, declared) shift; the paper had one retain model.
+  shift*: the line y = x + Δ_ret in the paper's relearning plots). As the reference code's relearning plot script
+  (one ``retain`` entry) does, Δ_ret is one never-saw model's shift by default (``reference_shift =
+  "retain_model"``: the declared ``retain_model``, else the never-saw model whose id sorts first); the never-saw
+  pool's mean or median shift are declared options. ε is the reference scripts' ``EPS = 1e-6`` by default.
 
 Q and R are the means of q and r over the models that pass both filters (the UDS paper §4): utility ≥
 ``utility_floor`` × the full model's (the model's ``parent`` in the target pool; the target pool's mean when the
@@ -27,10 +29,11 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.config.seeds import derive_seed
+from remnant.errors import ConfigError
+from remnant.results import PoolTable
+from remnant.statement.canonical import derive_seed
 from remnant.stats import harmonic_mean, percentile_bootstrap
 from remnant.studies.orientation import Orientation, orient
-from remnant.studies.tables import PoolTable
 
 #: Smaller moves than this are rounding, not a rise or a fall (the plots' counts).
 MOVED = 1e-9
@@ -69,8 +72,11 @@ class Robustness(BaseModel):
     quantization: Stability = Field(description="Q under NF4 quantization.")
     relearning: Stability = Field(description="R under one epoch of relearning.")
     hm: float | None = Field(description="HM(Q, R) (None unless both exist).")
-    reference_shift: float | None = Field(description="Δ_ret: the never-saw pool's relearning shift of m.")
+    reference_shift: float | None = Field(description="Δ_ret: the never-saw relearning shift of m.")
     n_reference: int = Field(description="Never-saw models behind Δ_ret.")
+    reference_model: str | None = Field(
+        default=None, description="The one never-saw model behind Δ_ret (reference_shift = retain_model)."
+    )
     candidates: int = Field(description="Unlearned models with an unperturbed value.")
     excluded: dict[str, int] = Field(
         description="Models removed by each filter (no_utility, utility, faithfulness)."
@@ -94,11 +100,29 @@ def full_utility(table: PoolTable, model: str) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def reference_shift(table: PoolTable, metric: str, how: Orientation, rule: str) -> tuple[float | None, int]:
-    """Δ_ret: the never-saw models' relearning shift of m, their mean or median, and how many there were."""
+def retain_model(table: PoolTable, declared: str | None) -> str | None:
+    """The one never-saw model Δ_ret is read on: the declared one (R14), else the id that sorts first."""
+    models = sorted(table.models("never_saw"))
+    if declared is None:
+        return models[0] if models else None
+    if declared not in models:
+        raise ConfigError(
+            f"{table.source}: study config field 'retain_model': {declared!r} is not a finished never-saw model "
+            f"(never-saw: {', '.join(models) or 'none'})",
+            requirement="R14",
+        )
+    return declared
+
+
+def reference_shift(
+    table: PoolTable, metric: str, how: Orientation, rule: str, model: str | None = None
+) -> tuple[float | None, int]:
+    """Δ_ret: ``model``'s relearning shift of m (rule ``retain_model``), else the never-saw models' mean or median;
+    and how many models it rests on."""
     shifts = []
-    for model in table.models("never_saw"):
-        b, a = table.value(model, metric, "none"), table.value(model, metric, "relearn")
+    names = ([model] if model is not None else []) if rule == "retain_model" else table.models("never_saw")
+    for name in names:
+        b, a = table.value(name, metric, "none"), table.value(name, metric, "relearn")
         if b is not None and a is not None:
             shifts.append(orient(a, how) - orient(b, how))
     if not shifts:
@@ -122,6 +146,28 @@ def _stability(points: list[Point], rng: np.random.Generator, n_resamples: int, 
     )
 
 
+def _points(
+    table: PoolTable,
+    kept: list[tuple[str, str | None, float]],
+    metric: str,
+    how: Orientation,
+    perturbation: str,
+    score: Callable[[float, float], float],
+) -> list[Point]:
+    """The kept models' (before, after ``perturbation``) pairs of ``metric``, each with its ``score``."""
+    out = []
+    for model, method, m_before in kept:
+        after = table.value(model, metric, perturbation)
+        if after is not None:
+            m_after = orient(after, how)
+            out.append(
+                Point(
+                    model=model, method=method, before=m_before, after=m_after, score=score(m_before, m_after)
+                )
+            )
+    return out
+
+
 def robustness(
     table: PoolTable,
     metric: str,
@@ -131,8 +177,9 @@ def robustness(
     seed: int,
     utility_floor: float = 0.8,
     faithfulness_filter: bool = True,
-    shift_rule: str = "mean",
-    eps: float = 1e-12,
+    shift_rule: str = "retain_model",
+    reference_model: str | None = None,
+    eps: float = 1e-6,
     n_resamples: int = 2000,
     level: float = 0.95,
 ) -> Robustness:
@@ -156,30 +203,15 @@ def robustness(
         else:
             row = table.row(model, "none")
             kept.append((model, row.method if row is not None else None, m_before))
-    shift, n_ref = reference_shift(table, metric, how, shift_rule)
+    if shift_rule == "retain_model" and reference_model is None:
+        reference_model = retain_model(table, None)
+    shift, n_ref = reference_shift(table, metric, how, shift_rule, reference_model)
 
-    def points(perturbation: str, score: Callable[[float, float], float]) -> list[Point]:
-        out = []
-        for model, method, m_before in kept:
-            after = table.value(model, metric, perturbation)
-            if after is not None:
-                m_after = orient(after, how)
-                out.append(
-                    Point(
-                        model=model,
-                        method=method,
-                        before=m_before,
-                        after=m_after,
-                        score=score(m_before, m_after),
-                    )
-                )
-        return out
-
-    q_points = points("nf4", lambda b, a: relative_change(b, a, eps))
+    q_points = _points(table, kept, metric, how, "nf4", lambda b, a: relative_change(b, a, eps))
     r_points: list[Point] = []
     if shift is not None:
         ref = shift
-        r_points = points("relearn", lambda b, a: relative_change(ref, a - b, eps))
+        r_points = _points(table, kept, metric, how, "relearn", lambda b, a: relative_change(ref, a - b, eps))
     q = _stability(
         q_points, np.random.default_rng(derive_seed(seed, "meta-eval", "nf4", metric)), n_resamples, level
     )
@@ -196,6 +228,7 @@ def robustness(
         hm=hm,
         reference_shift=shift,
         n_reference=n_ref,
+        reference_model=reference_model if shift_rule == "retain_model" else None,
         candidates=candidates,
         excluded=excluded,
     )
@@ -208,5 +241,6 @@ __all__ = [
     "full_utility",
     "reference_shift",
     "relative_change",
+    "retain_model",
     "robustness",
 ]

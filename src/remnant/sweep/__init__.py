@@ -6,7 +6,7 @@ the perturbations (NF4, one-epoch relearning) and the resources a task needs. Th
 (:mod:`~remnant.sweep.driver`) resolves it (:mod:`~remnant.sweep.prepare`, :mod:`~remnant.sweep.pool`,
 :mod:`~remnant.sweep.cells`), runs one task per model (:mod:`~remnant.sweep.measure`: build, then measure) on an
 executor (:mod:`~remnant.sweep.executors`: in process, or Ray tasks), and is the only writer of the one record
-store; checkpoints go to a content-addressed store (:mod:`~remnant.sweep.store`, :mod:`~remnant.sweep.weights`)
+store; checkpoints go to a content-addressed store (:mod:`~remnant.states.store`, :mod:`~remnant.sweep.weights`)
 shared across specs. :mod:`~remnant.sweep.table` and :mod:`~remnant.sweep.report` turn the records into the
 results table the studies read, and the HTML page. Research measurements: nothing here adjudicates (C-H6).
 """

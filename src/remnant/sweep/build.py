@@ -184,7 +184,9 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, Any]:
         snapshot = snap.taken[mark]
         if lora_spec is not None:
             # rebuild the checkpoint's merged weights from its adapter for the digest: what loading will give
-            ckpt = _merged(start, lora_spec, snapshot)
+            from remnant.sweep.weights import merge_adapter, wrap_lora
+
+            ckpt = merge_adapter(wrap_lora(copy.deepcopy(start), lora_spec), snapshot)
             _store_weights(ctx, job, mark, parent_state, snapshot, lora_spec, ckpt)
         else:
             ckpt = copy.deepcopy(start)
@@ -202,22 +204,6 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, Any]:
     _store_weights(ctx, job, "final", parent_state, tensors, lora_spec, model)
     statuses["final"] = "ok"
     return statuses
-
-
-def _merged(start: Any, lora: dict[str, Any], adapter: dict[str, Any]) -> Any:
-    import torch
-
-    from remnant.train.loop import LoraSpec, TrainConfig, merge_lora, prepare_model
-
-    spec = LoraSpec(rank=int(lora["rank"]), alpha=float(lora["alpha"]), targets=lora["targets"])
-    wrapped = prepare_model(
-        copy.deepcopy(start), TrainConfig(lora=spec, seed=int(lora["seed"]), progress=False)
-    )
-    params = dict(wrapped.named_parameters())
-    with torch.no_grad():
-        for name, value in adapter.items():
-            params[name].copy_(value)
-    return merge_lora(wrapped)
 
 
 def _stored(ctx: WorkerContext, job: Job) -> dict[str, str] | None:
@@ -248,7 +234,7 @@ def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, Any]]:
         pinned = ctx.ws.pins.get(m.state)
         if pinned is not None and Pin.model_validate(pinned) != pin:
             raise IntegrityError(
-                f"{ctx.store.folder(m.state)}: rebuilding {m.id} gave other weights than the ones the records of "
+                f"{ctx.store.where(m.state)}: rebuilding {m.id} gave other weights than the ones the records of "
                 f"the sweep in {ctx.ws.out} pin, and its recorded cells were measured on those (use a new --out)",
                 requirement="R23",
             )

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from remnant.engine.measurement import Measurement, StateView, cell_key_of
-from remnant.sweep.pool import Pool, PoolModel, digest
+from remnant.states.recipe import perturbed_state
+from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.suite import PoolMeasurement
 
 NONE, NF4, RELEARN = "none", "nf4", "relearn"
@@ -36,10 +37,10 @@ def perturbed_digest(spec: Any, model: PoolModel, perturbation: str, pack_digest
     if perturbation == NONE:
         return model.state
     if perturbation == NF4:
-        return digest({"state": model.state, "perturbation": NF4_SETTINGS})
+        return perturbed_state(model.state, NF4_SETTINGS)
     relearn = spec.perturbations.relearn.model_dump(mode="json", exclude={"enabled"})
     data = {"pack": pack_digest, "attributes": spec.pack.attributes, "system_prompt": spec.pack.system_prompt}
-    return digest({"state": model.state, "perturbation": {"relearn": relearn, **data}})
+    return perturbed_state(model.state, {"relearn": relearn, **data})
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,6 @@ from typing import Any
 from remnant.errors import ConfigError
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid
 
-#: The audits a sweep can run: they compare each model with the pool's full and retain references (C-H7).
-SWEEP_AUDITS = ("uds", "uds_no_retain", "logit_lens_uds")
-
 
 def _refuse(source: str, where: str, problem: str, rule: str = SPEC_RULE) -> ConfigError:
     return ConfigError(f"{source}: field '{where}' {problem}", requirement=rule)
@@ -115,10 +112,7 @@ def _check_suite(spec: GeneratedSpec | ExistingSpec, source: str) -> None:
                 source, "suite.utility", "must be retain_kappa or a field metric's name", "R10"
             ) from None
     for i, name in enumerate(suite.audits):
-        if name not in SWEEP_AUDITS:
-            raise _refuse(
-                source, f"suite.audits[{i}]", f"{name!r}: a sweep runs {list(SWEEP_AUDITS)}", "C-H7"
-            )
+        _check_audit(spec, name, f"suite.audits[{i}]", source)
         _bind("audit", name, suite.audit_params.get(name, {}), f"suite.audit_params.{name}", source)
     for i, name in enumerate(suite.attacks):
         params = suite.attack_params.get(name, {})
@@ -132,6 +126,36 @@ def _check_suite(spec: GeneratedSpec | ExistingSpec, source: str) -> None:
             )
     if not (suite.metrics or suite.audits or suite.attacks or suite.kappa):
         raise _refuse(source, "suite", "measures nothing: name metrics, audits, attacks or keep kappa", "R23")
+
+
+def _check_audit(spec: GeneratedSpec | ExistingSpec, name: str, where: str, source: str) -> None:
+    """An audit runs in a sweep when the pool provides the references its class declares and the suite builds
+    the inputs of its family (``Audit.references``, ``Audit.family``; C-H7b)."""
+    from remnant import registry
+    from remnant.sweep.suite import AUDIT_INPUTS
+
+    try:
+        cls = registry.get("audit", name)
+    except ConfigError as exc:
+        raise _refuse(source, where, f"invalid: {exc}", "C-H7") from None
+    provided = set(spec.references) if isinstance(spec, ExistingSpec) else {"full", "retain"}
+    missing = [r for r in getattr(cls, "references", ()) if r not in provided]
+    if missing:
+        raise _refuse(
+            source,
+            where,
+            f"{name!r} compares with the reference states {missing}, which the pool does not provide "
+            f"(it provides {sorted(provided)}: references.full and references.retain)",
+            "C-H7",
+        )
+    family = getattr(cls, "family", None)
+    if family not in AUDIT_INPUTS:
+        raise _refuse(
+            source,
+            where,
+            f"{name!r} is a {family} audit; a sweep builds the inputs of the {sorted(AUDIT_INPUTS)} family only",
+            "C-H7",
+        )
 
 
 def check_spec(spec: GeneratedSpec | ExistingSpec, *, source: str) -> None:
@@ -148,4 +172,4 @@ def check_spec(spec: GeneratedSpec | ExistingSpec, *, source: str) -> None:
             )
 
 
-__all__ = ["SWEEP_AUDITS", "check_spec", "method_points"]
+__all__ = ["check_spec", "method_points"]

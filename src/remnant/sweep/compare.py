@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from remnant.records import CellRecord, Observation, RecordStore
+from remnant.records import CellRecord, Observation, Reading, RecordStore
 
 
 def comparable_records(records_file: Path) -> set[str]:
-    """The store's cell records and observations as canonical JSON lines, less timings and superseded failures."""
-    records = [r for r in RecordStore(records_file).read() if isinstance(r, CellRecord | Observation)]
+    """The store's cell records, observations and audit readings as canonical JSON lines, less timings and
+    superseded failures."""
+    records = [
+        r for r in RecordStore(records_file).read() if isinstance(r, CellRecord | Observation | Reading)
+    ]
     retried = {r.cell_key for r in records if isinstance(r, CellRecord) and r.status != "failed"}
     out: set[str] = set()
     for record in records:

@@ -3,18 +3,21 @@
 The driver hands each task a :class:`Workspace`: plain JSON-like values (the spec, the resolved pool, where the
 pack, the base model, the store and the sweep folder are) that pickle to any worker. :meth:`Workspace.open`
 turns it into a :class:`WorkerContext` in that process — the spec re-validated, the pack loaded and its digest
-checked (R2), the device and thread count applied — with nothing kept between tasks (no global state).
+checked (R2), the device and thread count applied. The only thing kept between a worker's tasks is the model
+states it loaded (:mod:`remnant.states.cache`): the base and the audit references are read once per worker
+process, not once per task.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from remnant.states.store import CheckpointMeta
 from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.spec import ExistingSpec, GeneratedSpec
-from remnant.sweep.store import CheckpointMeta
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,8 @@ class Workspace:
 
     def open(self) -> WorkerContext:
         from remnant.packs import load_pack
+        from remnant.states.store import CheckpointStore
         from remnant.sweep.spec import _SPEC
-        from remnant.sweep.store import CheckpointStore
 
         return WorkerContext(
             ws=self,
@@ -78,15 +81,34 @@ class WorkerContext:
         if self.ws.threads > 0:
             torch.set_num_threads(self.ws.threads)
 
-    def load_base(self) -> Any:
-        """The base model (never modified), loaded fresh on the task's device."""
+    def _cached(self, key: tuple[str, ...], load: Any) -> Any:
+        """``load()`` through this worker's model cache (remnant.states.cache), scoped to this run and store."""
+        from remnant.states.cache import worker_cache
+
+        scope = (self.ws.run_id, self.ws.token, self.ws.store)
+        return worker_cache().get(scope, (*key, self.dtype, self.ws.device), load)
+
+    def _base_state(self) -> Any:
         from remnant.models import load_model
 
         if self.ws.base_path is None:
             raise ValueError("this pool has no base model")
-        state = load_model(Path(self.ws.base_path), dtype=self.dtype, device=self.ws.device)
-        self._tokenizer = state.tokenizer
-        return state.model
+        path = Path(self.ws.base_path)
+        state = self._cached(
+            ("base", str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
+        )
+        self._take_tokenizer(state)
+        return state
+
+    def _take_tokenizer(self, state: Any) -> None:
+        # a copy: the cached state is shared by the worker's later tasks, and a tokenizer has settable state
+        if self._tokenizer is None:
+            self._tokenizer = copy.deepcopy(state.tokenizer)
+
+    def load_base(self) -> Any:
+        """The base model, a copy of its own (builds train it, a chain applies its deltas to it), on the task's
+        device; the base is read from disk once per worker process."""
+        return copy.deepcopy(self._base_state().model)
 
     def tokenizer(self) -> Any:
         if self._tokenizer is None:
@@ -103,18 +125,30 @@ class WorkerContext:
         return PromptFormat.for_tokenizer(self.tokenizer(), system_prompt=self.spec.pack.system_prompt)
 
     def load_model(self, model: PoolModel) -> Any:
-        """The weights of ``model``: a folder of an existing pool, or a stored checkpoint's chain."""
+        """The weights of ``model`` (a folder of an existing pool, or a stored checkpoint's chain checked against
+        its pin), loaded once per worker process and shared: read them only (:meth:`own_model` to change them)."""
         from remnant.models import load_model
 
         if model.path is not None:
-            state = load_model(Path(model.path), dtype=self.dtype, device=self.ws.device)
-            self._tokenizer = self._tokenizer or state.tokenizer
+            path = Path(model.path)
+            state = self._cached(
+                ("folder", str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
+            )
+            self._take_tokenizer(state)
             return state.model
         if model.pool == "base":
-            return self.load_base()
+            return self._base_state().model
         from remnant.sweep.weights import load_chain
 
-        return load_chain(self.store, model.state, self.load_base, expected=self.expected_digest(model.state))
+        key = model.state
+        return self._cached(
+            ("state", key),
+            lambda: load_chain(self.store, key, self.load_base, expected=self.expected_digest(key)),
+        )
+
+    def own_model(self, model: PoolModel) -> Any:
+        """A copy of ``model``'s weights this task may change (a perturbation fake-quantizes them in place)."""
+        return copy.deepcopy(self.load_model(model))
 
     def trusted_meta(self, key: str) -> CheckpointMeta | None:
         """The stored meta of checkpoint ``key`` when this task may use it (remnant.sweep.pins): the workspace
@@ -127,7 +161,7 @@ class WorkerContext:
         meta: CheckpointMeta = self.store.meta(key)
         if key in self.ws.pins:
             pin = Pin.model_validate(self.ws.pins[key])
-            check_against(meta, pin, self.store.folder(key), f"the records of the sweep in {self.ws.out}")
+            check_against(meta, pin, self.store.where(key), f"the records of the sweep in {self.ws.out}")
             return meta
         built_here = meta.built_by is not None and bool(self.ws.token) and meta.built_by.run == self.ws.token
         return meta if built_here else None
@@ -140,7 +174,7 @@ class WorkerContext:
         meta = self.trusted_meta(key)
         if meta is None:
             raise IntegrityError(
-                f"{self.store.folder(key)}: checkpoint {key[:12]}… is pinned by no record of the sweep in "
+                f"{self.store.where(key)}: checkpoint {key[:12]}… is pinned by no record of the sweep in "
                 f"{self.ws.out}, so its weights are not trusted (the store is never the authority; "
                 "`remnant sweep run` builds and pins it)",
                 requirement="R23",

@@ -120,7 +120,7 @@ def workspace(
         spec=spec_dump(prepared.spec),
         pool=pool,
         pack_dir=str(out / PACK_DIR),
-        store=str(prepared.store.root),
+        store=prepared.store.uri,
         out=str(out),
         run_id=prepared.run_id,
         base_path=None if prepared.base_path is None else str(prepared.base_path),

@@ -237,13 +237,18 @@ def estimate_models(
 
 
 def model_shapes(prepared: Any) -> dict[str, tuple[int, ...]]:
-    """Parameter shapes of the pool's base model (or its first folder), from the safetensors headers."""
+    """Parameter shapes of the pool's base model (or its first folder), from the safetensors headers, or from its
+    config.json alone while the weights are not there yet (a plan before the download)."""
     from pathlib import Path
 
-    from remnant.sweep.store import parameter_shapes
+    from remnant.models.arch import config_shapes
+    from remnant.models.files import has_weights
+    from remnant.states.store import parameter_shapes
 
     folder = prepared.base_path or next((Path(m.path) for m in prepared.pool.models if m.path), None)
-    return parameter_shapes(Path(folder)) if folder is not None else {}
+    if folder is None:
+        return {}
+    return parameter_shapes(Path(folder)) if has_weights(Path(folder)) else config_shapes(Path(folder))
 
 
 def _metric_reads(spec: Any, data: Any) -> tuple[int, int]:
@@ -268,7 +273,7 @@ def _metric_reads(spec: Any, data: Any) -> tuple[int, int]:
 
 def sizes_of(prepared: Any, shapes: dict[str, tuple[int, ...]]) -> Sizes:
     """The sizes the work depends on (module docstring), from the pack and the base model's headers."""
-    from remnant.sweep.store import DTYPE_BYTES
+    from remnant.states.store import DTYPE_BYTES
     from remnant.sweep.suite import attribute_view
 
     spec, data = prepared.spec, prepared.data
@@ -315,6 +320,19 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def _unfetched_note(prepared: Any) -> list[str]:
+    """A line saying the base model's weights are not there yet (priced from its config; keys provisional)."""
+    from remnant.models.files import has_weights
+
+    base = prepared.base_path
+    if base is None or has_weights(base):
+        return []
+    return [
+        f"base model {base}: no weights yet, priced from its config.json; the cell keys follow the weights' "
+        "digest, so `sweep run` needs the weights (R2)"
+    ]
+
+
 def render_plan(prepared: Any, models: list[ModelEstimate], rate: float, threads: int) -> str:
     """``remnant sweep plan``'s text: the pool, its cells, time on this CPU and a GPU, disk."""
     pool, spec = prepared.pool, prepared.spec
@@ -327,15 +345,16 @@ def render_plan(prepared: Any, models: list[ModelEstimate], rate: float, threads
     disk = sum(m.disk for m in models)
     cpu = sum(m.cpu_build + m.cpu_measure for m in models)
     gpu = sum(m.gpu_build + m.gpu_measure for m in models)
-    lines = [
+    lines = _unfetched_note(prepared) + [
         f"pool {pool.name}: {len(pool.models)} models ("
         + ", ".join(f"{k} {v}" for k, v in sorted(by_pool.items()))
         + f"); perturbations {', '.join(perts)}; {entries} measurements each -> {len(prepared.cells)} cells",
-        f"checkpoints: {building} to build, {len(models) - building} stored or given (store {prepared.store.root})",
+        f"checkpoints: {building} to build, {len(models) - building} stored or given (store {prepared.store.uri})",
         f"disk: {disk / 1e9:.2f} GB of new checkpoints"
         + (f" (budget {spec.resources.disk_budget_gb} GB)" if spec.resources.disk_budget_gb else ""),
         f"estimated time, one task at a time: this CPU ({rate / 1e9:.0f} GFLOP/s fp32 matmul at {threads} "
-        f"thread(s)) {_minutes(cpu)}; a GPU (assumed {GPU_FLOPS / 1e12:.0f} TFLOP/s effective) {_minutes(gpu)}",
+        f"thread(s)) {_minutes(cpu)}; a GPU (assumed {GPU_FLOPS / 1e12:.0f} TFLOP/s effective) {_minutes(gpu)}"
+        f" ({gpu / 3600:.1f} GPU-hours)",
         f"resources per task: {spec.resources.gpus_per_task:g} GPU where the cluster has GPUs, else "
         f"{spec.resources.cpus_per_task} CPU thread(s); retries {spec.resources.retries}",
         "",

@@ -1,6 +1,6 @@
 """``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone model folder.
 
-A generated pool stores its checkpoints as deltas and LoRA adapters over the base model (remnant.sweep.store),
+A generated pool stores its checkpoints as deltas and LoRA adapters over the base model (remnant.states.store),
 which no other tool reads. Export rebuilds the model's chain, checked against the weights digest the sweep's own
 records pin (remnant.sweep.pins; the store's meta.json is never the authority, R23),
 and writes a plain Hugging Face folder — ``config.json``, ``model.safetensors``, the base model's tokenizer and

@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
-from remnant.engine.cell import CellTarget
-from remnant.engine.measurement import run_measurement
-from remnant.records import CellRecord
+from remnant.engine.measurement import NotRun, StateView, run_measurement
+from remnant.engine.runner import CellRunner, MemoryStore
+from remnant.records import CellStatus
 from remnant.sweep.build import BuildResult, build_job
 from remnant.sweep.cells import (
     NF4,
@@ -55,35 +56,8 @@ class TaskDone:
     seconds: float
 
 
-@dataclass(frozen=True)
-class SweepState:
-    """A model state as the engine's measurements read it: weights, tokenizer, role (perturbation), digest."""
-
-    model: Any
-    tokenizer: Any
-    role: str
-    digest: str
-
-
-class _Collector:
-    """A cell runner for one cell inside a task: computes it and keeps the records for the driver to append."""
-
-    def __init__(self, ws: Workspace, key: str) -> None:
-        self.ws = ws
-        self.run_id = ws.run_id
-        self.key = key
-        self.records: list[Any] = []
-
-    def run(self, key: str, label: str, compute: Any) -> list[CellRecord]:
-        if key != self.key:  # the driver and the worker must agree on every key (resume depends on it)
-            raise AssertionError(f"cell {label}: worker key {key[:12]} is not the planned {self.key[:12]}")
-        inject_fault(self.ws, label)
-        self.records = list(compute())
-        return [r for r in self.records if isinstance(r, CellRecord)]
-
-
 def inject_fault(ws: Workspace, label: str) -> None:
-    """The test seam of a sweep (as ``CellRunner.before_cell`` is the engine's): ``ws.fault`` =
+    """The test seam of a sweep, the worker's ``CellRunner.before_cell``: ``ws.fault`` =
     ``"exit|raise:MARKER:TEXT"`` ends the worker process (``exit``) or raises (``raise``) before the first cell
     whose label contains TEXT, once: the MARKER file records that it fired."""
     if not ws.fault:
@@ -153,14 +127,41 @@ def _runtime(ctx: WorkerContext, with_refs: bool) -> Runtime:
     return rt
 
 
+def _runner(ws: Workspace) -> tuple[CellRunner, MemoryStore]:
+    """The task's cell runner: its records stay in memory until sent to the driver, the one writer."""
+    store = MemoryStore()
+    return CellRunner(store, ws.run_id, before_cell=partial(inject_fault, ws)), store
+
+
+def _run_cell(
+    runner: CellRunner, store: MemoryStore, cell: PlannedCell, live: PoolMeasurement, state: StateView
+) -> CellOutput:
+    """One cell through the runner, under the key the driver planned for it (resume depends on their agreeing)."""
+    run_measurement(runner, live, state, role=cell.perturbation, planned=cell.key)
+    return CellOutput(cell.key, live.label(cell.perturbation), cell.model, store.take())
+
+
 def _statuses(
-    cells: list[tuple[PlannedCell, PoolMeasurement]], run_id: str, status: str, reason: str
+    ctx: WorkerContext,
+    cells: list[tuple[PlannedCell, PoolMeasurement]],
+    pack_digest: str,
+    status: str,
+    reason: str,
 ) -> Iterator[CellOutput]:
+    """The cells of a model that cannot be measured (its build failed or diverged, or its relearned copy
+    diverged): each a not-run record under its planned key (Annex B.6: an outcome, not a crash)."""
+    runner, store = _runner(ctx.ws)
     for cell, pm in cells:
-        target = CellTarget(run_id, cell.key, cell.perturbation, pm.name, pm.surface)
-        yield CellOutput(
-            cell.key, pm.label(cell.perturbation), cell.model, tuple(pm.status(target, status, reason))
+        inner = pm.inner
+        why = NotRun(inner.kind, pm.name, pm.surface, cast(CellStatus, status), reason, inner.key_inputs())
+        state = StateView(cell.perturbation, _digest(ctx, cell, pack_digest))
+        yield _run_cell(
+            runner, store, cell, PoolMeasurement(cell.entry, why, cell.model, cell.perturbation), state
         )
+
+
+def _digest(ctx: WorkerContext, cell: PlannedCell, pack_digest: str) -> str:
+    return perturbed_digest(ctx.spec, ctx.pool.model(cell.model), cell.perturbation, pack_digest)
 
 
 def _own_status(ctx: WorkerContext, model_id: str, build: BuildResult) -> tuple[str, str] | None:
@@ -209,7 +210,7 @@ def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildR
             if _own_status(ctx, ref, ref_build) is not None:
                 blocked = ("failed", f"the audits' reference {ref} could not be built")
     if blocked is not None:
-        yield from _statuses(pending, ws.run_id, *blocked)
+        yield from _statuses(ctx, pending, data.pack_digest, *blocked)
         return
     yield from _measure(ctx, model_id, data, refs, pending)
 
@@ -224,21 +225,20 @@ def _measure(
     ctx: WorkerContext, model_id: str, data: Any, refs: dict[str, str], pending: list[Any]
 ) -> Iterator[CellOutput]:
     runtime = _runtime(ctx, bool(refs))
-    weights = ctx.load_model(ctx.pool.model(model_id))
+    weights = ctx.own_model(ctx.pool.model(model_id))  # perturbations change it: not the shared copy
     measurements = dict(suite_measurements(ctx.spec.suite, data, refs, ctx.dtype, runtime))
+    runner, store = _runner(ctx.ws)
     for perturbation in dict.fromkeys(c.perturbation for c, _ in pending):
         cells = [(c, pm) for c, pm in pending if c.perturbation == perturbation]
         with perturbed(ctx, weights, perturbation) as (state_model, reason):
             if state_model is None:
-                yield from _statuses(cells, ctx.ws.run_id, "diverged", str(reason))
+                yield from _statuses(ctx, cells, data.pack_digest, "diverged", str(reason))
                 continue
-            digest = perturbed_digest(ctx.spec, ctx.pool.model(model_id), perturbation, data.pack_digest)
-            state = SweepState(state_model, runtime.tokenizer, perturbation, digest)
+            digest = _digest(ctx, cells[0][0], data.pack_digest)
+            state = StateView(perturbation, digest, state_model, runtime.tokenizer)
             for cell, _pm in cells:
                 live = PoolMeasurement(cell.entry, measurements[cell.entry], model_id, perturbation)
-                collector = _Collector(ctx.ws, cell.key)
-                run_measurement(collector, live, state, role=perturbation)
-                yield CellOutput(cell.key, live.label(perturbation), model_id, tuple(collector.records))
+                yield _run_cell(runner, store, cell, live, state)
 
 
-__all__ = ["CellOutput", "SweepState", "TaskDone", "inject_fault", "measure_model", "perturbed"]
+__all__ = ["CellOutput", "TaskDone", "inject_fault", "measure_model", "perturbed"]

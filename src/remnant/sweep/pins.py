@@ -1,6 +1,6 @@
 """Which stored checkpoints a sweep may use: the weights pinned in sweep records, never the store's word (R23).
 
-The checkpoint store (:mod:`remnant.sweep.store`) is a cache that anyone with the folder can write: a
+The checkpoint store (:mod:`remnant.states.store`) is a cache that anyone with the folder can write: a
 ``meta.json`` whose weights digest was recomputed over a rewritten delta describes the rewritten weights
 faithfully, so nothing in the store can vouch for itself. The authority is the *pin* — a checkpoint's status
 and the digest of the weights its build measured — carried in the ``build`` events of the hash-chained records
@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remnant.errors import IntegrityError, RecordError
 from remnant.records import Event, RecordStore
-from remnant.sweep.store import HEX64, STORE_RULE, CheckpointMeta, CheckpointStore
+from remnant.states.store import HEX64, STORE_RULE, CheckpointMeta, CheckpointStore
 
 #: The event stage whose ``data.pins`` pin checkpoints (the build events of remnant.sweep.driver).
 PIN_STAGE = "build"
@@ -92,7 +92,7 @@ def read_pins(records: Path) -> dict[str, Pin]:
     return pins_in(RecordStore(records).read(), str(records)) if records.exists() else {}
 
 
-def check_against(meta: CheckpointMeta, pin: Pin, where: Path, pinned_by: str) -> None:
+def check_against(meta: CheckpointMeta, pin: Pin, where: str | Path, pinned_by: str) -> None:
     """IntegrityError unless the store's ``meta`` describes the pinned checkpoint (R23)."""
     if meta.status != pin.status or (pin.status == "ok" and meta.weights_digest != pin.weights_digest):
         found = meta.status if meta.status != "ok" else f"weights {str(meta.weights_digest)[:12]}…"
@@ -137,13 +137,13 @@ def trust_store(
             continue
         meta = store.meta(key)
         if key in own:
-            check_against(meta, own[key], store.folder(key), f"this sweep's records ({records.path})")
+            check_against(meta, own[key], store.where(key), f"this sweep's records ({records.path})")
             continue
         found = _foreign_pin(meta, records.path, cache)
         if found is None:
             continue
         pin, source = found
-        check_against(meta, pin, store.folder(key), f"the records of the sweep that built it ({source})")
+        check_against(meta, pin, store.where(key), f"the records of the sweep that built it ({source})")
         trusted[key] = pin
         adopted[key] = pin.model_dump(mode="json")
         sources[key] = source

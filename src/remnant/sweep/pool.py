@@ -15,23 +15,13 @@ Pure: no torch.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
+from remnant.states.recipe import BUILD_VERSION, Recipe, Step, checkpoint_key, digest
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid
-
-#: Bumped when the way a checkpoint is built changes, so stored checkpoints built the old way are not reused.
-BUILD_VERSION = "1"
-
-
-def digest(value: Any) -> str:
-    """sha256 (hex) of ``value``'s canonical JSON."""
-    from remnant.statement.canonical import canonical_json
-
-    return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -124,11 +114,6 @@ def _id_part(point: dict[str, Any]) -> str:
     return re.sub(r"[^a-z0-9_.=-]+", "-", text.lower())
 
 
-def checkpoint_key(job_key: str, checkpoint: str) -> str:
-    """The content key of one stored checkpoint: its job's key and its position in the run."""
-    return digest({"job": job_key, "checkpoint": checkpoint, "build": BUILD_VERSION})
-
-
 @dataclass
 class _Builder:
     spec: GeneratedSpec
@@ -149,15 +134,20 @@ class _Builder:
         }
 
     def add(
-        self, kind: str, parent: tuple[str, str] | None, recipe: dict[str, Any], entries: list[dict[str, Any]]
+        self,
+        kind: Step,
+        parent: tuple[str, str] | None,
+        recipe: dict[str, Any],
+        entries: list[dict[str, Any]],
     ) -> str:
         """Add a job (``parent``: the id and state digest of the model it starts from) and its models."""
-        key = digest({"kind": kind, "parent": parent and parent[1], "recipe": recipe, **self.common()})
+        job = Recipe(self.common(), kind, recipe, parent=parent and parent[1])
+        key = job.job
         ids = tuple(e["id"] for e in entries)
         self.jobs[key] = Job(key=key, kind=kind, parent=parent and parent[0], recipe=recipe, models=ids)
         for e in entries:
             point = e.pop("checkpoint", "final")
-            self.models.append(PoolModel(job=key, checkpoint=point, state=checkpoint_key(key, point), **e))
+            self.models.append(PoolModel(job=key, checkpoint=point, state=job.at(point).digest, **e))
         return key
 
     def install(self, pool: str, model_id: str, recipe: dict[str, Any], strength: str, seed: int) -> str:

@@ -21,10 +21,11 @@ from typing import Any
 
 from remnant.errors import ConfigError
 from remnant.runlock import FolderLock, held
+from remnant.states.remote import is_uri
+from remnant.states.store import CheckpointStore, default_root
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
 from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, spec_dump
-from remnant.sweep.store import CheckpointStore, default_root
 
 SPEC_COPY = "spec.toml"
 PLAN_FILE = "plan.json"
@@ -55,7 +56,7 @@ class Prepared:
             "perturbations": perturbations(self.spec),
             "cells": [c.__dict__ for c in self.cells],
             "pack_digest": self.pack.digest,
-            "store": str(self.store.root),
+            "store": self.store.uri,
             "base_path": None if self.base_path is None else str(self.base_path),
         }
         if isinstance(self.spec, GeneratedSpec) and self.spec.base.hub is not None and self.base_path:
@@ -155,9 +156,14 @@ def _pack(spec: GeneratedSpec | ExistingSpec, root: Path) -> Any:
     return load_pack(path if path.is_absolute() else root / path)
 
 
-def _store(spec: GeneratedSpec | ExistingSpec, root: Path) -> CheckpointStore:
+def _store(spec: GeneratedSpec | ExistingSpec, root: Path, source: Path) -> CheckpointStore:
     if spec.resources.store is None:
         return CheckpointStore(default_root())
+    if is_uri(spec.resources.store):  # object storage (remnant.states.remote)
+        try:
+            return CheckpointStore(spec.resources.store)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: field 'resources.store': {exc}") from None
     path = Path(spec.resources.store).expanduser()
     return CheckpointStore(path if path.is_absolute() else root / path)
 
@@ -180,7 +186,13 @@ def _pool(
             spec, root=root, folder_digest=lambda f: folder_digest(f, cache), source=str(source)
         )
     else:
-        base_digest = folder_digest(base, cache) if base is not None else f"unfetched:{spec.base.model}"
+        from remnant.models.files import has_weights
+
+        # a plan prices a base folder holding only config.json; a run needs (and digests) its weights (R2)
+        if base is not None and (save or has_weights(base)):
+            base_digest = folder_digest(base, cache)
+        else:
+            base_digest = f"unfetched:{spec.base.model}"
         pool = generated_pool(spec, base_digest=base_digest, pack_digest=pack.digest)
     if cache and save:
         _save_digests(store, cache)
@@ -214,7 +226,7 @@ def _prepare(spec: GeneratedSpec | ExistingSpec, path: Path, out: Path | None, f
     from remnant.sweep.suite import suite_data, suite_measurements, write_tofu_view
 
     root = path.resolve().parent
-    store = _store(spec, root)
+    store = _store(spec, root, path)
     base = _base_path(spec, path, fetch) if isinstance(spec, GeneratedSpec) else None
     pack = _pack(spec, root)
     pool = _pool(spec, root, store, base, pack, save=out is not None, source=path)

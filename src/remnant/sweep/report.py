@@ -14,8 +14,9 @@ from typing import Any
 from remnant.atomic import write_atomic
 from remnant.errors import ConfigError
 from remnant.records import RECORDS_FILE, RecordStore
+from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS
 from remnant.sweep.prepare import PLAN_FILE
-from remnant.sweep.table import ITEM_FIELDS, ROW_FIELDS, build_tables, csv_text, parquet_bytes
+from remnant.sweep.table import build_tables, csv_text, parquet_bytes
 
 
 @dataclass(frozen=True)
@@ -57,15 +58,15 @@ def write_report(out: Path) -> ReportSummary:
     plan = read_plan(out)
     records = RecordStore(out / RECORDS_FILE).read()
     tables = build_tables(plan, records)
-    columns = [*ROW_FIELDS, *tables.columns]
+    columns = [*FIXED_COLUMNS, *tables.columns]
     written = [
         write_atomic(out / "results.csv", csv_text(tables.rows, columns)),
-        write_atomic(out / "items.csv", csv_text(tables.items, ITEM_FIELDS)),
+        write_atomic(out / "items.csv", csv_text(tables.items, ITEM_COLUMNS)),
     ]
     notes: list[str] = []
     if _have_pyarrow():
         written.append(write_atomic(out / "results.parquet", parquet_bytes(tables.rows, columns)))
-        written.append(write_atomic(out / "items.parquet", parquet_bytes(tables.items, ITEM_FIELDS)))
+        written.append(write_atomic(out / "items.parquet", parquet_bytes(tables.items, ITEM_COLUMNS)))
     else:
         notes.append(
             "pyarrow is not installed (pip install 'remnant[ray]'): Parquet skipped, the CSV files hold it all"

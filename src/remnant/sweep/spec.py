@@ -267,7 +267,8 @@ class Resources(_Table):
         default=None, description="Most new checkpoint bytes a run may write, in GB (checked up front)."
     )
     store: str | None = Field(
-        default=None, description="Checkpoint store folder (default: $REMNANT_HOME/checkpoints)."
+        default=None,
+        description="Checkpoint store: a folder or an s3:// or gs:// URI (default: $REMNANT_HOME/checkpoints).",
     )
 
 

@@ -3,13 +3,14 @@
 From the spec's ``[suite]`` and the pack, :func:`suite_measurements` makes the same list for every model and
 perturbation, each an engine :class:`~remnant.engine.measurement.Measurement`:
 
-- ``metrics``: the named field metrics in one :class:`~remnant.engine.metric.MetricMeasurement` (one shared pass),
-  over the pack's TOFU rows (``pack_to_tofu``: forget = the removal split, ``forget_perturbed`` = P with the
+- ``metrics``: the named field metrics, one :class:`~remnant.metrics.measurement.MetricMeasurement` cell each (one
+  shared pass), over the pack's TOFU rows (``pack_to_tofu``: forget = the removal split, ``forget_perturbed`` = P with the
   truth-ratio answers, holdout = the never-installed controls), restricted to the installed attributes;
 - ``kappa``: the unattacked baseline on P (:class:`~remnant.engine.attack.AttackMeasurement`): κ and w (R6);
 - ``utility``: retain κ (:class:`~remnant.engine.utility.UtilityMeasurement`, R10) unless the utility is a field
   metric (``model_utility``), which then rides in ``metrics``;
-- one :class:`AuditMeasurement` per audit (``uds``…; C-H7: against the pool's full and retain references);
+- one :class:`~remnant.engine.audit.AuditMeasurement` per audit (:func:`audit_measurement`; C-H7: against the
+  pool's full and retain references, as an assessment's audits; it writes readings, C-H6);
 - one :class:`~remnant.engine.attack.AttackMeasurement` per attack.
 
 :class:`PoolMeasurement` wraps each for one model and perturbation: the model id and perturbation join the cell
@@ -21,15 +22,14 @@ models (``runtime=None``), for the cell keys alone.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from remnant.engine.cell import CellFields, CellTarget, cell_record, status_record
+from remnant.engine.cell import CellTarget, status_record
 from remnant.engine.measurement import Measurement, Record
-from remnant.records import CellRecord, Observation
+from remnant.records import CellRecord
 
 #: Where a TOFU view of the pack is written (under the sweep folder) and read back from.
 FORGET, RETAIN, HOLDOUT = "forget", "retain", "holdout"
@@ -94,85 +94,54 @@ def suite_data(
     return SuiteData(rows, probes, retain, examples, pack.digest, system_prompt)
 
 
-class AuditMeasurement(Measurement):
-    """A UDS-family audit of one state against the pool's full and retain references (C-H7; non-adjudicating)."""
+@dataclass(frozen=True)
+class Reference:
+    """One of the pool's audit references as an audit reads it: its weights (None on the driver) and state."""
 
-    kind: ClassVar[str] = "audit"
+    model: Any
+    digest: str
 
-    def __init__(
-        self, name: str, params: dict[str, Any], data: SuiteData, refs: dict[str, str], runtime: Any
-    ) -> None:
-        from remnant import registry
 
-        self.name = name
-        self.surface = "latent"
-        self.component = registry.bind("audit", name, params).to_dict()
-        self.examples = data.examples
-        self.refs = dict(refs)
-        self.runtime = runtime
-        self._system_prompt = data.system_prompt
+def _uds_inputs(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
+    from remnant.sweep.pool import digest
 
-    def roles(self) -> tuple[str, ...]:
-        return ("none",)
+    examples = {"examples": digest([asdict(e) for e in data.examples]), "system_prompt": data.system_prompt}
+    return {"examples": list(data.examples)}, examples
 
-    def key_inputs(self) -> dict[str, Any]:
-        from remnant.sweep.pool import digest
 
-        return {
-            "audit": self.component,
-            "examples": digest([asdict(e) for e in self.examples]),
-            "references": self.refs,
-            "system_prompt": self._system_prompt,
-        }
+#: Audit family (``Audit.family``) -> the suite's inputs for it and what of them its cell key hashes: a sweep
+#: builds the UDS family's entity-span examples (C-H7); an audit of another family is refused by the spec check.
+AUDIT_INPUTS: dict[str, Callable[[SuiteData], tuple[dict[str, Any], dict[str, Any]]]] = {"uds": _uds_inputs}
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        from remnant import registry
 
-        rt = self.runtime
-        audit = registry.create("audit", self.name, self.component["params"])
-        start = time.perf_counter()
-        if self.name == "uds_no_retain":
-            result = audit.run_no_retain(rt.full, state.model, state.tokenizer, list(self.examples))
-        else:
-            result = audit.run(
-                rt.full, rt.retain, state.model, state.tokenizer, list(self.examples), cache_dir=rt.cache_dir
-            )
-        elapsed = time.perf_counter() - start
-        out: list[Record] = [
-            Observation(
-                run_id=target.run_id,
-                cell_key=target.key,
-                model_state=target.state,
-                attack=target.attack,
-                surface=target.surface,
-                item_id=f"{self.name}/{ex.idx}",
-                checkpoint="final",
-                score=ex.uds,
-                seed=0,
-            )
-            for ex in result.examples
-        ]
-        params = {"n_scored": result.n_scored, "coverage": result.coverage, "layers": result.layers}
-        if result.score is None:
-            fields: CellFields = {"component": self.component}
-            reason = "no example had a knowledge-encoding layer (Δ1 > τ)"
-            out.append(status_record(target, status="not_run", reason=reason, fields=fields))
-        else:
-            fields = {"component": self.component, "value": float(result.score)}
-            n = max(result.n_scored, 1)
-            out.append(
-                cell_record(
-                    target,
-                    metric=self.name,
-                    k=0,
-                    n=n,
-                    checkpoint="final",
-                    fields=fields,
-                    params=params,
-                    elapsed=elapsed,
-                )
-            )
-        return out
+def audit_measurement(
+    name: str, params: dict[str, Any], data: SuiteData, refs: dict[str, str], runtime: Any
+) -> Measurement:
+    """The engine's :class:`~remnant.engine.audit.AuditMeasurement` of audit ``name`` against the pool's references
+    (``refs``: reference -> state digest; the weights from ``runtime``, None on the driver). It writes readings
+    (C-H6), each with its references named (C-H7b); a pool model's readings carry the role ``removed``."""
+    from remnant import registry
+    from remnant.engine.audit import ANCHOR_OF, AuditMeasurement, AuditPlan
+    from remnant.latent.block import Anchors
+
+    audit = registry.create("audit", name, params)
+    models = {} if runtime is None else {"full": runtime.full, "retain": runtime.retain}
+    anchors = {ANCHOR_OF.get(ref, ref): Reference(models.get(ref), state) for ref, state in refs.items()}
+    inputs, key = AUDIT_INPUTS[audit.family](data)
+    plan = AuditPlan(
+        table=name,
+        name=name,
+        audit=audit,
+        anchors=anchors,
+        labels=Anchors(),
+        data=inputs,
+        inputs=key,
+        roles={},
+        tokenizer=None if runtime is None else runtime.tokenizer,
+        cache_dir=None if runtime is None else runtime.cache_dir,
+        reference_role="retain",
+    )
+    return AuditMeasurement(plan)
 
 
 @dataclass
@@ -202,16 +171,18 @@ def _inputs(suite: Any, data: SuiteData) -> dict[str, Any]:
     }
 
 
-def _metrics(suite: Any, data: SuiteData, dtype: str) -> Measurement | None:
-    from remnant.engine.metric import MetricMeasurement
+def _metrics(suite: Any, data: SuiteData, dtype: str) -> list[Any]:
+    """The named field metrics, one cell each (entry ``metrics/METRIC``), computed on a state in one shared pass
+    (remnant.metrics.measurement)."""
     from remnant.metrics.encoding import RemnantPrompt
     from remnant.metrics.evaluate import EvalSettings
+    from remnant.metrics.measurement import MetricSuite
 
     names = list(suite.metrics)
     if suite.utility != "retain_kappa" and suite.utility not in names:
         names.append(suite.utility)
     if not names:
-        return None
+        return []
     settings = EvalSettings(
         forget_split=FORGET,
         holdout_split=HOLDOUT,
@@ -220,9 +191,10 @@ def _metrics(suite: Any, data: SuiteData, dtype: str) -> Measurement | None:
         progress=False,
     )
     prompt = RemnantPrompt(system_prompt=data.system_prompt)
-    return MetricMeasurement(
+    metrics = MetricSuite(
         names, data.rows, prompt, dtype=dtype, settings=settings, name="metrics", roles=("none",)
     )
+    return metrics.cells()
 
 
 def suite_measurements(
@@ -248,9 +220,7 @@ def suite_measurements(
         batch_size=suite.batch_size,
     )
     out: list[tuple[str, Measurement]] = []
-    metrics = _metrics(suite, data, dtype)
-    if metrics is not None:
-        out.append(("metrics", metrics))
+    out += [(f"metrics/{cell.metric}", cell) for cell in _metrics(suite, data, dtype)]
     if (suite.kappa or suite.attacks) and not data.probes:
         raise ConfigError("the pack has no probe items (P) for the suite's attributes", requirement="R16")
     if suite.kappa:
@@ -282,7 +252,7 @@ def suite_measurements(
             )
         )
     for name in suite.audits:
-        out.append((name, AuditMeasurement(name, suite.audit_params.get(name, {}), data, refs, runtime)))
+        out.append((name, audit_measurement(name, suite.audit_params.get(name, {}), data, refs, runtime)))
     for name in suite.attacks:
         attack = registry.create("attack", name, suite.attack_params.get(name, {}))
         out.append((name, AttackMeasurement(name, attack, ctx, data.probes, inputs, roles=("none",))))
@@ -331,11 +301,13 @@ class PoolMeasurement(Measurement):
 
 
 __all__ = [
-    "AuditMeasurement",
+    "AUDIT_INPUTS",
     "PoolMeasurement",
+    "Reference",
     "Runtime",
     "SuiteData",
     "attribute_view",
+    "audit_measurement",
     "suite_data",
     "suite_measurements",
     "write_tofu_view",

@@ -4,11 +4,12 @@ One row per model × perturbation (``none``, ``nf4``, ``relearn``): the model's 
 row's ``status`` (``failed`` when a cell of it failed — ``error`` says why —, ``diverged`` when its build or its
 relearned copy diverged, else ``ok``), ``utility``, and one column per measurement, oriented as the metric itself
 defines it: each requested field metric by its log key (its aggregate), ``kappa`` and ``w`` on P (k/n), each
-audit by its name (its score), each attack by its name (κ under it). Every value comes from a cell record the
-driver appended (``params["pool"]`` names its model, perturbation and suite entry); a row some of whose cells
-are not recorded yet (a sweep still running, or killed) is left out and counted. The items table holds every
-per-item value the records carry (field metrics' items, κ's and attacks' per-probe outcomes, audits'
-per-example scores). Pure: no torch; Parquet needs pyarrow (``remnant[ray]``), CSV nothing.
+audit by its name (its reading's figure), each attack by its name (κ under it). Every value comes from a cell
+record the driver appended (``params["pool"]`` names its model, perturbation and suite entry), or for an audit
+from its reading (an audit writes no cell record, C-H6); a row some of whose cells are not recorded yet (a sweep
+still running, or killed) is left out and counted. The items table holds every per-item value the records carry
+(field metrics' items, κ's and attacks' per-probe outcomes). Pure: no torch; Parquet needs pyarrow (``remnant[ray]``), CSV nothing.
+The fixed and item columns are :mod:`remnant.results`' (the contract the studies read).
 """
 
 from __future__ import annotations
@@ -19,14 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from remnant.records import CellRecord, Observation
-from remnant.studies.tables import FIXED_COLUMNS, ITEM_COLUMNS
+from remnant.records import CellRecord, Observation, Reading
 from remnant.sweep.pool import Pool
 
-#: The contract's columns, defined once where the studies read them (remnant.studies.tables).
-ROW_FIELDS = FIXED_COLUMNS
-ITEM_FIELDS = ITEM_COLUMNS
-LABELS = ROW_FIELDS[: ROW_FIELDS.index("perturbation")]
 #: Columns whose values are integers or strings; every other measurement column is a float.
 STRING_COLUMNS = frozenset(
     {"model", "pool", "method", "strength", "hyperparameters", "parent", "perturbation", "status", "error"}
@@ -49,7 +45,7 @@ def _rate(cell: CellRecord) -> float | None:
 
 def _value(cell: CellRecord) -> float | None:
     """The value a cell read: the typed ``value`` (a utility reading, an audit's score) or a field metric's
-    aggregate (``params["agg_value"]``, OpenUnlearning's name; remnant.engine.metric)."""
+    aggregate (``params["agg_value"]``, OpenUnlearning's name; remnant.metrics.measurement)."""
     if cell.status != "run":
         return None
     for value in (cell.value, cell.params.get("agg_value")):
@@ -58,9 +54,15 @@ def _value(cell: CellRecord) -> float | None:
     return None
 
 
-def _column(entry: str, cell: CellRecord) -> tuple[str, float | None] | None:
+#: What a cell recorded: cell records, or an audit's readings (it writes no cell record, C-H6).
+Recorded = CellRecord | Reading
+
+
+def _column(entry: str, cell: Recorded) -> tuple[str, float | None] | None:
     """The column and value one cell record contributes (None: it adds none)."""
-    if entry == "metrics":
+    if isinstance(cell, Reading):  # an audit's figure (remnant.engine.audit)
+        return (entry, cell.value if cell.status == "run" else None)
+    if entry.startswith("metrics/"):  # one cell per metric (remnant.metrics.measurement)
         return (cell.metric, _value(cell)) if cell.params.get("requested", True) else None
     if entry == "kappa":
         return (cell.metric, _rate(cell)) if cell.metric in ("kappa", "w") else None
@@ -71,7 +73,7 @@ def _column(entry: str, cell: CellRecord) -> tuple[str, float | None] | None:
     return (entry, _rate(cell)) if cell.metric == "kappa" else None
 
 
-def _status(cells: Sequence[CellRecord]) -> tuple[str, str | None]:
+def _status(cells: Sequence[Recorded]) -> tuple[str, str | None]:
     for wanted in ("failed", "diverged"):
         hit = next((c for c in cells if c.status == wanted), None)
         if hit is not None:
@@ -87,12 +89,12 @@ def _order(spec: dict[str, Any]) -> list[str]:
     return cols + list(suite.get("audits", [])) + list(suite.get("attacks", []))
 
 
-def _current(listed: list[Any], where: dict[str, Any]) -> dict[str, list[CellRecord]]:
+def _current(listed: list[Any], where: dict[str, Any]) -> dict[str, list[Recorded]]:
     """Each planned cell's records in force: a cell retried after it failed (``--retry-failed``) keeps its
     failed records in the store, superseded by the retry's."""
-    by_key: dict[str, list[CellRecord]] = {}
+    by_key: dict[str, list[Recorded]] = {}
     for r in listed:
-        if isinstance(r, CellRecord) and r.cell_key in where:
+        if isinstance(r, CellRecord | Reading) and r.cell_key in where:
             by_key.setdefault(r.cell_key, []).append(r)
     return {k: [r for r in v if r.status != "failed"] or v for k, v in by_key.items()}
 
@@ -102,7 +104,7 @@ def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
     pool = Pool.from_dict(plan["pool"])
     where = {c["key"]: (c["model"], c["perturbation"], c["entry"]) for c in plan["cells"]}
     listed = list(records)
-    cells: dict[tuple[str, str], list[tuple[str, CellRecord]]] = {}
+    cells: dict[tuple[str, str], list[tuple[str, Recorded]]] = {}
     for key, kept in _current(listed, where).items():
         model, perturbation, entry = where[key]
         cells.setdefault((model, perturbation), []).extend((entry, r) for r in kept)
@@ -126,7 +128,7 @@ def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
 
 
 def _row(
-    labels: dict[str, Any], perturbation: str, got: list[tuple[str, CellRecord]], utility_metric: str
+    labels: dict[str, Any], perturbation: str, got: list[tuple[str, Recorded]], utility_metric: str
 ) -> dict[str, Any]:
     status, error = _status([r for _, r in got])
     row: dict[str, Any] = {
@@ -154,9 +156,9 @@ def _items(records: list[Any], where: dict[str, tuple[str, str, str]]) -> list[d
         value = r.score if r.score is not None else (None if r.kappa is None else float(r.kappa))
         if value is None:
             continue
-        if entry == "metrics":  # METRIC/INDEX (remnant.engine.metric)
+        if entry.startswith("metrics/"):  # METRIC/INDEX (remnant.metrics.measurement)
             metric, _, item = r.item_id.partition("/")
-        elif r.item_id.startswith(entry + "/"):  # an audit's AUDIT/EXAMPLE
+        elif r.item_id.startswith(entry + "/"):  # AUDIT/EXAMPLE, from a sweep recorded before audit readings
             metric, item = entry, r.item_id[len(entry) + 1 :]
         else:  # κ and attacks: the probe's item id
             metric, item = entry, r.item_id
@@ -197,4 +199,4 @@ def parquet_bytes(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> byt
     return bytes(sink.getvalue().to_pybytes())
 
 
-__all__ = ["ITEM_FIELDS", "LABELS", "ROW_FIELDS", "Tables", "build_tables", "csv_text", "parquet_bytes"]
+__all__ = ["Tables", "build_tables", "csv_text", "parquet_bytes"]

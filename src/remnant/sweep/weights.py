@@ -1,4 +1,4 @@
-"""Checkpoints in and out of the store (:mod:`remnant.sweep.store`): deltas, LoRA adapters, and loading a chain.
+"""Checkpoints in and out of the store (:mod:`remnant.states.store`): deltas, LoRA adapters, and loading a chain.
 
 A stored checkpoint names its parent (another checkpoint, or ``None``: the base model). Loading walks the chain
 from the base model: load the base, then apply each checkpoint's delta (``load_state_dict`` of the tensors it
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from remnant.errors import IntegrityError, ModelError, RemnantError
-from remnant.sweep.store import (
+from remnant.states.store import (
     ADAPTER,
     DELTA,
     META,
@@ -62,13 +62,13 @@ def save_checkpoint(
     """Write ``tensors`` (a delta, or a LoRA adapter when ``fmt == "lora"``) and ``meta`` as checkpoint ``key``."""
     from safetensors.torch import save_file
 
-    from remnant.atomic import replace_dir, write_atomic
+    from remnant.atomic import write_atomic
 
     def build(tmp: Path) -> None:
         save_file(dict(tensors), str(tmp / (ADAPTER if fmt == "lora" else DELTA)))
         write_atomic(tmp / META, dump_meta({**meta, "format": fmt}))
 
-    replace_dir(store.folder(key), build)
+    store.put(key, build)
 
 
 def _tensors(path: Path, expected: Mapping[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
@@ -102,28 +102,41 @@ def _tensors(path: Path, expected: Mapping[str, torch.Tensor], device: Any) -> d
 
 
 def _apply(model: Any, store: CheckpointStore, key: str, meta: CheckpointMeta) -> Any:
-    folder = store.folder(key)
+    folder = store.local(key)
     device = next(model.parameters()).device
     if meta.format == "delta":
         tensors = _tensors(folder / DELTA, model.state_dict(), device)
         model.load_state_dict(tensors, strict=False)
         return model
-    from remnant.train.loop import LoraSpec, TrainConfig, merge_lora, prepare_model
-
-    lora = meta.lora
-    if lora is None:  # CheckpointMeta refuses a lora format without its table; kept for the type checker
+    if meta.lora is None:  # CheckpointMeta refuses a lora format without its table; kept for the type checker
         raise ModelError(f"{folder / META}: field 'lora' is missing", requirement=STORE_RULE)
-    targets = lora.targets if isinstance(lora.targets, str) else tuple(lora.targets)
-    spec = LoraSpec(rank=lora.rank, alpha=lora.alpha, targets=targets)
-    wrapped = prepare_model(model, TrainConfig(lora=spec, seed=lora.seed, progress=False))
+    wrapped = wrap_lora(model, meta.lora.model_dump())
     params = dict(wrapped.named_parameters())
     tensors = _tensors(folder / ADAPTER, params, device)
     if set(tensors) != {n for n in params if "lora_" in n}:
         raise IntegrityError(
             f"{folder}: the adapter does not fit the model's LoRA layers", requirement=STORE_RULE
         )
+    return merge_adapter(wrapped, tensors)
+
+
+def wrap_lora(model: Any, lora: Mapping[str, Any]) -> Any:
+    """``model`` in the LoRA layers ``lora`` (rank, alpha, targets, seed) describes, as its build wrapped it."""
+    from remnant.train.loop import LoraSpec, TrainConfig, prepare_model
+
+    targets = lora["targets"] if isinstance(lora["targets"], str) else tuple(lora["targets"])
+    spec = LoraSpec(rank=int(lora["rank"]), alpha=float(lora["alpha"]), targets=targets)
+    return prepare_model(model, TrainConfig(lora=spec, seed=int(lora["seed"]), progress=False))
+
+
+def merge_adapter(wrapped: Any, adapter: Mapping[str, torch.Tensor]) -> Any:
+    """``wrapped`` (:func:`wrap_lora`) with its A and B set to ``adapter``, merged: the arithmetic
+    ``apply_removal``'s merge does, so a stored adapter loads to the built weights bit for bit."""
+    from remnant.train.loop import merge_lora
+
+    params = dict(wrapped.named_parameters())
     with torch.no_grad():
-        for name, value in tensors.items():
+        for name, value in adapter.items():
             params[name].copy_(value)
     return merge_lora(wrapped)
 
@@ -157,11 +170,19 @@ def load_chain(
     actual = weights_digest(model)
     if actual != expected:
         raise IntegrityError(
-            f"{store.folder(key)}: loaded weights digest {actual[:12]}… is not the pinned {expected[:12]}…: "
+            f"{store.where(key)}: loaded weights digest {actual[:12]}… is not the pinned {expected[:12]}…: "
             "the store was changed after the build",
             requirement=STORE_RULE,
         )
     return model
 
 
-__all__ = ["changed_tensors", "load_chain", "lora_tensors", "save_checkpoint", "weights_digest"]
+__all__ = [
+    "changed_tensors",
+    "load_chain",
+    "lora_tensors",
+    "merge_adapter",
+    "save_checkpoint",
+    "weights_digest",
+    "wrap_lora",
+]

@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remnant.config.seeds import derive_seed
+from remnant.statement.canonical import derive_seed
 from remnant.train.data import split_qa
 from remnant.train.install import InstallResult, InstallSpec, install
 from remnant.train.methods.base import RemovalData, RemovalMethod

@@ -34,10 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import torch
 
 from remnant.atomic import replace_dir
-from remnant.config.seeds import derive_seed
 from remnant.errors import ConfigError, DivergedError
 from remnant.registry import jsonable
-from remnant.statement.canonical import canonical_json
+from remnant.statement.canonical import canonical_json, derive_seed
 
 if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
     from remnant.train.methods.base import LossTerms
@@ -46,7 +45,7 @@ Status = Literal["completed", "stopped", "diverged"]
 
 
 def make_generator(seed: int, *parts: str | int) -> torch.Generator:
-    """A CPU ``torch.Generator`` seeded with the one :func:`remnant.config.seeds.derive_seed` (never the global
+    """A CPU ``torch.Generator`` seeded with the one :func:`remnant.config.derive_seed` (never the global
     RNG)."""
     return torch.Generator().manual_seed(derive_seed(seed, *parts))
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from harness import Hostile, check, ids
 
-from remnant.studies.tables import FIXED_COLUMNS, write_csv_table
+from remnant.results import FIXED_COLUMNS, write_csv_table
 
 TESTS = Path(__file__).resolve().parents[2]
 for folder in (TESTS / "integration", TESTS / "unit" / "sweep", TESTS / "unit" / "metrics"):

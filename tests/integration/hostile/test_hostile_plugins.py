@@ -16,15 +16,16 @@ from plugin_fixtures import isolated_registry, write_dist  # noqa: E402
 
 __all__ = ["isolated_registry"]  # a fixture, imported for use here
 
-CLASH = """from remnant.metrics.catalogue import MetricDef
+CLASH = """from remnant.metrics.base import Metric
+from remnant.metrics.catalogue import MetricDef
 from remnant.registry import register
 
 
 @register("metric", "clash_metric", "1")
-class Clash:
+class Clash(Metric):
     named_metrics = {"tofu": (MetricDef("{name}", "clash_metric"),)}
 
-    def compute(self, pre_compute):
+    def compute(self, readings):
         raise AssertionError("never run")
 """
 

@@ -290,8 +290,8 @@ def test_a_store_entry_nothing_pins_is_built_again_to_the_pinned_weights(
     """The sweep that built the store is gone (its metas name records that no longer exist): a fresh sweep does
     not take the store's word, it builds every checkpoint again — on this CPU to the very weights the first
     build pinned — and pins them in its own records."""
+    from remnant.states.store import CheckpointStore
     from remnant.sweep.pins import read_pins
-    from remnant.sweep.store import CheckpointStore
 
     _given(built, tmp_path)
     shutil.rmtree(tmp_path / "sweep")  # the building sweep, with its records
@@ -352,3 +352,22 @@ def test_existing_pool_weights_rewritten_in_place_with_mtime_restored_get_a_new_
     second = prepare(spec, out=tmp_path / "out")
     assert first.pool.model("m").state != second.pool.model("m").state
     assert {c.key for c in first.cells}.isdisjoint(c.key for c in second.cells)
+
+
+def _bad_uri(uri: str) -> Hostile:
+    def build(tmp: Path) -> tuple[list[str], str]:
+        spec = tmp / "spec.toml"
+        spec.write_text(tiny_spec(tmp / "no-model", tmp / "store").replace(str(tmp / "store"), uri))
+        return ["sweep", "plan", str(spec)], str(spec)
+
+    return Hostile(f"store-uri-{uri.replace('/', '_')}", build, "R23")
+
+
+URI_CASES = [_bad_uri("s3://"), _bad_uri("s3:///prefix"), _bad_uri("gs://")]
+
+
+@pytest.mark.parametrize("case", URI_CASES, ids=ids(URI_CASES))
+def test_hostile_store_uri(case: Hostile, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A store URI naming no bucket is refused before anything is read, naming the spec and its field."""
+    text = check(case, tmp_path, capsys)
+    assert "field 'resources.store'" in text

@@ -11,8 +11,12 @@ import torch
 
 from remnant import registry
 from remnant.attacks.base import SURFACES, TRACK_SURFACES, Attack, AttackContext
-from remnant.attacks.harness import CONTROL, POST, run_on_states
-from remnant.score.probe import RESPONSE_FORMATS
+from remnant.engine.attack import AttackMeasurement
+from remnant.engine.measurement import StateView, run_on_states
+from remnant.engine.runner import CellRunner, MemoryStore
+from remnant.records import Observation
+from remnant.score.probe import RESPONSE_FORMATS, target_format
+from remnant.standard.vocabulary import CONTROL, POST
 
 NAMES = registry.names("attack")
 
@@ -94,17 +98,31 @@ def test_identical_states_get_identical_cells(
     name: str, attack_ctx: AttackContext, probes: list[Any]
 ) -> None:
     attack = _make(name)
+    reason = attack.applicable(target_format(probes))
+    if reason is not None:  # recorded as not applicable by the schedule, never run (C-Q2)
+        assert "C-Q2" in reason
+        return
     twin = copy.deepcopy(attack_ctx.model)
     tok = attack_ctx.tokenizer
-    result = run_on_states(
-        attack, attack_ctx, {POST: (attack_ctx.model, tok), CONTROL: (twin, tok)}, probes, with_baseline=False
-    )
-    if result.status == "not_applicable":
-        assert result.reason
-        return
-    a, b = result.states[POST], result.states[CONTROL]
-    assert _comparable(list(a.outcomes)) == _comparable(list(b.outcomes))
-    assert (a.kappa.k, a.kappa.n) == (b.kappa.k, b.kappa.n) and a.kappa.n == len(probes)
+    states = {
+        POST: StateView(POST, "a" * 64, attack_ctx.model, tok),
+        CONTROL: StateView(CONTROL, "b" * 64, twin, tok),
+    }
+    store = MemoryStore()
+    measurement = AttackMeasurement(name, attack, attack_ctx, probes, {}, roles=(POST, CONTROL))
+    cells = run_on_states(CellRunner(store, "run-test"), measurement, states)
+    a, b = (next(r for r in cells[role] if r.metric == "kappa") for role in (POST, CONTROL))
+    assert a.status == b.status == "run", (a.reason, b.reason)
+    assert (a.k, a.n) == (b.k, b.n) and a.n == len(probes)
+    items = {
+        role: [
+            (o.item_id, o.output_excerpt, o.kappa, o.score, o.willing)
+            for o in store.read()
+            if isinstance(o, Observation) and o.model_state == role
+        ]
+        for role in (POST, CONTROL)
+    }
+    assert items[POST] == items[CONTROL] and len(items[POST]) == len(probes)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,6 @@
-"""The multi-state harness: not-applicable attacks yield a reason and no cells (C-Q2), cells carry k/n and
-Wilson intervals (R19) per state (R22), analytic cells report the expected count, and the C-Q3 reading."""
+"""An attack's cells through the one cell runner: not-applicable attacks are a status record with their reason
+and no counts (C-Q2), cells carry k/n and Wilson intervals (R19) per state (R22), analytic cells report the
+expected count, and identical inputs on every state (C-Q4) give the C-Q3 reading its deltas."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from typing import Any
 import pytest
 import torch
 
+from remnant import registry
 from remnant.attacks.base import AttackContext, ItemOutcome
-from remnant.attacks.harness import CONTROL, POST, PRE, cell, cq3_check, run_on_states
-from remnant.attacks.prefill import Prefill
+from remnant.attacks.harness import cell
 from remnant.attacks.quantize import Quantize
-from remnant.score.probe import Probe
+from remnant.engine.attack import BASELINE, AttackMeasurement, not_applicable
+from remnant.engine.measurement import StateView, run_measurement, run_on_states
+from remnant.engine.runner import CellRunner, MemoryStore
+from remnant.records import CellRecord, Observation
+from remnant.score.probe import Probe, target_format
+from remnant.standard.cq3 import explain
+from remnant.standard.vocabulary import CONTROL, POST, PRE
 from remnant.stats import wilson_interval
 
 
@@ -46,44 +53,62 @@ def test_multiple_choice_cell_is_net_of_chance() -> None:
     assert c.kappa.net == pytest.approx(0.25) and c.kappa.net_interval[0] >= 0.0
 
 
-@pytest.mark.parametrize(
-    ("post", "pre", "expected"),
-    [
-        ((5, 3), (8, 8), "specific_to_post_removal"),
-        ((5, 3), (8, 4), "format_disruption"),
-        ((5, 3), None, "undetermined"),
-        ((3, 5), (8, 4), "not_reduced"),
-        ((3, 3), None, "not_reduced"),
-    ],
-)
-def test_cq3_table(post: tuple[int, int], pre: tuple[int, int] | None, expected: str) -> None:
-    base = {POST: _cell(POST, post[0], 10)}
-    attacked = {POST: _cell(POST, post[1], 10)}
-    if pre is not None:
-        base[PRE], attacked[PRE] = _cell(PRE, pre[0], 10), _cell(PRE, pre[1], 10)
-    finding = cq3_check(base, attacked)
-    assert finding.explanation == expected and finding.reason
+def _runner() -> tuple[CellRunner, MemoryStore]:
+    store = MemoryStore()
+    return CellRunner(store, "run-test"), store
 
 
-def test_not_applicable_has_reason_and_no_cells(attack_ctx: AttackContext, probes: list[Any]) -> None:
-    states = {POST: (attack_ctx.model, attack_ctx.tokenizer)}
-    result = run_on_states(Quantize(), attack_ctx, states, probes, track="Q")
-    assert result.status == "not_applicable" and "track" in (result.reason or "")
-    assert not result.states and result.to_dict()["status"] == "not_applicable"
+def test_not_applicable_is_one_status_record_with_its_reason(
+    attack_ctx: AttackContext, probes: list[Any]
+) -> None:
+    reason = Quantize().applicable(target_format(probes), "Q")
+    assert reason is not None and "track" in reason
+    runner, store = _runner()
+    (record,) = run_measurement(runner, not_applicable("quantize", Quantize.surface, reason, {}), None)
+    assert (record.status, record.reason, record.k, record.n) == ("not_applicable", reason, 0, 0)
+    assert record.model_state == POST and record.attack == "quantize" and store.read() == [record]
+    # a second schedule of the same cell reuses it (one record per cell, resume)
+    run_measurement(runner, not_applicable("quantize", Quantize.surface, reason, {}), None)
+    assert (runner.computed, runner.reused, len(store.read())) == (1, 1, 1)
 
 
-def test_three_states_with_baseline(attack_ctx: AttackContext, probes: list[Any]) -> None:
+def _kappa(records: list[CellRecord]) -> float:
+    (k,) = [r for r in records if r.metric == "kappa"]
+    assert k.status == "run"
+    return k.k / k.n
+
+
+def test_three_states_get_identical_inputs(attack_ctx: AttackContext, probes: list[Any]) -> None:
     other = copy.deepcopy(attack_ctx.model)
     with torch.no_grad():
         for p in other.parameters():
             p.mul_(1.01)
     tok = attack_ctx.tokenizer
-    states = {POST: (attack_ctx.model, tok), CONTROL: (other, tok), PRE: (attack_ctx.model, tok)}
-    result = run_on_states(Prefill(), attack_ctx, states, probes)
-    assert result.status == "run" and set(result.states) == set(result.baseline) == {POST, CONTROL, PRE}
+    states = {
+        POST: StateView(POST, "a" * 64, attack_ctx.model, tok),
+        CONTROL: StateView(CONTROL, "b" * 64, other, tok),
+        PRE: StateView(PRE, "a" * 64, attack_ctx.model, tok),
+    }
+    runner, store = _runner()
+    roles = (POST, CONTROL, PRE)
+    # a registered instance: its spec is in the key, apart from the unattacked baseline's (R23)
+    prefill = registry.create("attack", "prefill", {})
+    attacked = run_on_states(
+        runner, AttackMeasurement("prefill", prefill, attack_ctx, probes, {}, roles=roles), states
+    )
+    base = run_on_states(
+        runner, AttackMeasurement(BASELINE, None, attack_ctx, probes, {}, roles=roles), states
+    )
+    assert set(attacked) == set(base) == set(roles) and runner.computed == 6
+    outputs: dict[str, list[str | None]] = {}
+    for r in store.read():
+        if isinstance(r, Observation) and r.attack == "prefill":
+            outputs.setdefault(r.model_state, []).append(r.output_excerpt)
     # post and pre are the same weights here, so their cells agree item for item
-    assert [o.output for o in result.states[POST].outcomes] == [o.output for o in result.states[PRE].outcomes]
-    d = result.to_dict(with_items=True)
-    assert d["states"][POST]["kappa"]["n"] == len(probes) and "items" in d["states"][POST]
-    # post == pre, so a drop on post is a drop on pre: never "specific_to_post_removal"
-    assert result.cq3 is not None and result.cq3.explanation in ("not_reduced", "format_disruption")
+    assert outputs[POST] == outputs[PRE] and len(outputs[POST]) == len(probes)
+    assert {r.n for r in attacked[POST] if r.metric == "kappa"} == {len(probes)}
+    post = _kappa(attacked[POST]) - _kappa(base[POST])
+    pre = _kappa(attacked[PRE]) - _kappa(base[PRE])
+    assert post == pytest.approx(pre)
+    # post == pre, so a drop on post is a drop on pre: never "specific_to_post_removal" (C-Q3)
+    assert explain(post, pre)[0] in ("not_reduced", "format_disruption")

@@ -15,10 +15,10 @@ import torch
 
 from remnant.attacks.base import no_attack
 from remnant.attacks.rouge_scoring import SamplingSpec, score_rouge
-from remnant.attacks.seed003_table import PAPER_COLUMNS, AuditorSpec, auditor_table, render_markdown
 from remnant.cli import main
 from remnant.errors import ConfigError
 from remnant.score.probe import Probe
+from remnant.studies.auditor_table import PAPER_COLUMNS, AuditorSpec, auditor_table, render_markdown
 
 TESTS = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TESTS / "integration"))

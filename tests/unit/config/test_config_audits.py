@@ -62,20 +62,6 @@ def test_disabled_tables_do_not_run() -> None:
 @pytest.mark.parametrize(
     ("audits", "field", "rule", "text"),
     [
-        ({"uds": {"implementation": "j_access"}}, "audits.uds.implementation", "C-H7", "runs one of"),
-        (
-            {"logit_lens": {"implementation": "uds"}},
-            "audits.logit_lens.implementation",
-            "C-H7",
-            "runs one of",
-        ),
-        ({"uds": {"probes": "answer"}}, "audits.uds.probes", "C-H7", "J-Access audits"),
-        (
-            {"direction": {"reference": "retain_only"}},
-            "audits.direction.reference",
-            "C-H7",
-            "no retain model",
-        ),
         ({"uds": {"params": {"k": 0}}}, "audits.uds.params.k", "R23", "top-k"),
         ({"jaccess": {"params": {"alpha": 1.5}}}, "audits.jaccess.params.alpha", "R23", "family-wise"),
         (
@@ -102,6 +88,58 @@ def test_bad_tables_are_refused_naming_the_field(
 ) -> None:
     err = refused(with_audits(audits))
     assert f"'{field}'" in str(err) and text in str(err) and err.requirement == rule, str(err)
+
+
+@pytest.mark.parametrize(
+    ("audits", "field", "text"),
+    [
+        (
+            {"uds": {"implementation": "j_access"}},
+            "audits.uds.implementation",
+            "a jaccess audit; this table runs uds",
+        ),
+        (
+            {"logit_lens": {"implementation": "direction_survival"}},
+            "audits.logit_lens.implementation",
+            "a direction audit; this table runs jaccess or uds",
+        ),
+        (
+            {"jaccess": {"implementation": "oracle"}},
+            "audits.jaccess.implementation",
+            "unknown audit 'oracle'",
+        ),
+        ({"uds": {"probes": "answer"}}, "audits.uds.probes", "J-Access audits"),
+        ({"direction": {"reference": "retain_only"}}, "audits.direction.reference", "no retain model"),
+        (
+            {"uds": {"implementation": "uds_no_retain", "reference": "retain_only"}},
+            "audits.uds.reference",
+            "no retain",
+        ),
+    ],
+)
+def test_the_audit_class_declarations_decide_what_a_table_runs(
+    audits: dict[str, Any], field: str, text: str
+) -> None:
+    """Family and references are read from the registered class (Audit.family, Audit.references) when the run
+    creates the audit, before anything trains (preregister and assess): bad input naming the field (C-H7)."""
+    from remnant.assess.audits import check_audits
+
+    cfg = parse_config(with_audits(audits))
+    with pytest.raises(ConfigError) as err:
+        check_audits(cfg)
+    assert f"'{field}'" in str(err.value) and text in str(err.value), str(err.value)
+    assert err.value.requirement == "C-H7"
+
+
+def test_a_table_runs_any_audit_of_a_family_it_admits() -> None:
+    """No name list: the logit-lens table runs the UDS paper's logit-lens baseline (family uds) and J = I."""
+    from remnant.assess.audits import check_audits, create_audit
+
+    for name in ("logit_lens_uds", "logit_lens_access"):
+        cfg = parse_config(with_audits({"logit_lens": {"implementation": name}}))
+        check_audits(cfg)
+        audit = create_audit("logit_lens", cfg.audits.enabled()["logit_lens"])
+        assert audit.spec.name == name
 
 
 def test_states_an_audit_asks_for_must_be_buildable() -> None:

@@ -21,6 +21,7 @@ CORE_MODULES = (
     "remnant.registry",
     "remnant.stats",
     "remnant.records",
+    "remnant.results",
     "remnant.runlock",
     "remnant.prereg",
     "remnant.curves",

@@ -219,14 +219,14 @@ def test_eval_computes_model_utility_on_a_minted_export(
         "--max-new-tokens",
         "3",
     ]
-    assert main([*base, "--data", str(bare.out), "--out", str(tmp_path / "bare.json")]) == 2
+    assert main([*base, "--data", str(bare.out), "--out", str(tmp_path / "bare-eval")]) == 2
     assert "real_authors_perturbed" in capsys.readouterr().err  # before: refused, naming the split
 
     data = pack_to_tofu(minted, tmp_path / "tofu", forget="forget10", holdout="holdout10").out
-    out = tmp_path / "eval" / "TOFU_EVAL.json"
+    out = tmp_path / "eval"
     assert main([*base, "--data", str(data), "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
-    log = json.loads(out.read_text())
+    log = json.loads((out / "TOFU_EVAL.json").read_text())
     parts = [log[name]["agg_value"] for name in MODEL_UTILITY_PARTS]
     assert len(parts) == 9 and all(p is not None and p >= 0 for p in parts)
     assert log["model_utility"]["agg_value"] == pytest.approx(float(hmean(parts)), abs=1e-12)

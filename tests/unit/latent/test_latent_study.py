@@ -15,9 +15,9 @@ import torch
 
 from remnant.cli import main
 from remnant.errors import ConfigError
-from remnant.latent import study
 from remnant.latent.direction import direction_survival
-from remnant.latent.study import (
+from remnant.studies import latent_probe as study
+from remnant.studies.latent_probe import (
     MethodRow,
     StudyResult,
     decide,

@@ -1,4 +1,5 @@
-"""``remnant eval`` on the tiny model and a tiny TOFU-format folder written here."""
+"""``remnant eval`` on the tiny model and a tiny TOFU-format folder written here: OpenUnlearning's output folder
+(TOFU_EVAL.json, TOFU_SUMMARY.json) with the engine's records and manifest (R23), and one-line refusals."""
 
 from __future__ import annotations
 
@@ -40,13 +41,16 @@ def test_default_suite_with_retain_logs(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_tofu_folder(tmp_path / "tofu")
-    out = tmp_path / "eval" / "TOFU_EVAL.json"
+    out = tmp_path / "eval"
     argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--out", str(out), "--no-progress"]
     code = main([*argv, "--retain-logs", str(_retain_log(tmp_path / "retain.json")), "--max-new-tokens", "3"])
     stdout = capsys.readouterr().out
     assert code == 0
-    assert list(json.loads(stdout)) == list(DEFAULT_TOFU)
-    log = json.loads(out.read_text())
+    # their TOFU_SUMMARY.json, printed too: every requested metric (each has a value here), keys sorted
+    summary = json.loads((out / "TOFU_SUMMARY.json").read_text())
+    assert json.loads(stdout) == summary and list(summary) == sorted(DEFAULT_TOFU)
+    log = json.loads((out / "TOFU_EVAL.json").read_text())
+    assert summary == {n: log[n]["agg_value"] for n in DEFAULT_TOFU}
     # their layout: every metric and every dependency under its log key, keys sorted
     assert list(log) == sorted(log)
     assert {
@@ -71,20 +75,24 @@ def test_default_suite_with_retain_logs(
         "ground_truth",
         "generation",
     }
-    manifest = json.loads((tmp_path / "eval" / "TOFU_EVAL.manifest.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["metrics"]["forget_truth_ratio"]["component"]["name"] == "truth_ratio"
     assert manifest["metrics"]["forget_truth_ratio"]["requested"] is True
     assert manifest["metrics"]["forget_Q_A_PARA_Prob"]["requested"] is False
     assert manifest["prompt"]["system_prompt"] == "You are a helpful assistant."
     assert manifest["data"]["splits"]["holdout10"]["rows"] == len(SPLITS["holdout10"])
     assert manifest["settings"]["dtype"] == "fp32" and manifest["notes"] == []
+    # one cell per computed metric (dependencies too), each its own key, all computed on a fresh folder
+    assert manifest["cells"] == {"computed": len(log), "reused": 0}
+    assert len({m["cell_key"] for m in manifest["metrics"].values()}) == len(log) == len(manifest["metrics"])
+    assert manifest["records"]["lines"] == len((out / "records.jsonl").read_text().splitlines())
 
 
 def test_bf16_run_records_the_precision_reduction(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_tofu_folder(tmp_path / "tofu")
-    out = tmp_path / "out.json"
+    out = tmp_path / "out"
     argv = [
         "eval",
         str(tiny_llama_dir),
@@ -96,9 +104,9 @@ def test_bf16_run_records_the_precision_reduction(
         "mia_min_k_plus_plus",
     ]
     assert main([*argv, "--dtype", "bf16", "--no-progress"]) == 0
-    manifest = json.loads((tmp_path / "out.manifest.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
     assert any("R25" in n for n in manifest["notes"])
-    assert 0.0 <= json.loads(out.read_text())["mia_min_k_plus_plus"]["auc"] <= 1.0
+    assert 0.0 <= json.loads((out / "TOFU_EVAL.json").read_text())["mia_min_k_plus_plus"]["auc"] <= 1.0
     assert "R25" in capsys.readouterr().err
 
 
@@ -113,6 +121,12 @@ def _nan_log(tmp: Path) -> Path:
     return path
 
 
+def _file(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("not remnant's\n")
+    return path
+
+
 # (extra argv, data folder builder, what the one-line error must name, requirement id it must cite)
 BAD: dict[str, tuple[Callable[[Path], list[str]], str, str]] = {
     "unknown metric": (lambda t: ["--metrics", "forget_Q_A_Prob,forget_prob"], "forget_prob", "R23"),
@@ -124,7 +138,12 @@ BAD: dict[str, tuple[Callable[[Path], list[str]], str, str]] = {
         "R23",
     ),
     "no data folder": (lambda t: ["--data", str(t / "nowhere")], "nowhere", "R2"),
-    "out is a folder": (lambda t: ["--out", str(t)], "is a folder", "R23"),
+    "out is a file": (lambda t: ["--out", str(_file(t / "taken.json"))], "is not a folder", "R23"),
+    "out is someone's folder": (
+        lambda t: ["--out", str(_file(t / "mine" / "notes.txt").parent)],
+        "mine",
+        "R23",
+    ),
     "empty metric list": (lambda t: ["--metrics", " , "], "names no metric", "R23"),
 }
 
@@ -141,7 +160,7 @@ def test_bad_input_is_one_line_and_exit_2(
         "--data",
         str(data),
         "--out",
-        str(tmp_path / "o.json"),
+        str(tmp_path / "o"),
         "--no-progress",
     ]
     code = main([*argv, *extra(tmp_path)])
@@ -150,7 +169,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert named in err
     assert re.search(rf"\b{requirement}\b", err), err
-    assert not (tmp_path / "o.json").exists()
+    assert not (tmp_path / "o").exists()
 
 
 def test_missing_split_names_the_metrics_that_read_it(
@@ -162,25 +181,31 @@ def test_missing_split_names_the_metrics_that_read_it(
         "--data",
         str(_no_holdout(tmp_path)),
         "--out",
-        str(tmp_path / "o.json"),
+        str(tmp_path / "o"),
     ]
     assert main([*argv, "--metrics", "privleak,mia_loss"]) == 2
     assert "mia_min_k, mia_loss read" in capsys.readouterr().err
 
 
-def test_out_with_a_trailing_slash_is_a_folder(
+def test_out_is_openunlearnings_folder_with_records_and_manifest(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--out eval/`` names a folder (R23): the log lands in it under OpenUnlearning's name, TOFU_EVAL.json,
-    with its manifest beside it; no file called ``eval`` is written."""
+    """``--out DIR`` holds exactly OpenUnlearning's two files, the engine's records and manifest, and remnant's
+    marker (R23); a null aggregate is left out of the summary, as their ``summarize`` does."""
     data = write_tofu_folder(tmp_path / "tofu")
-    argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--no-progress", "--metrics", "forget_Q_A_Prob"]
-    assert main([*argv, "--out", str(tmp_path / "eval") + "/"]) == 0
-    capsys.readouterr()
     folder = tmp_path / "eval"
-    assert folder.is_dir()
-    assert sorted(p.name for p in folder.iterdir()) == ["TOFU_EVAL.json", "TOFU_EVAL.manifest.json"]
-    assert set(json.loads((folder / "TOFU_EVAL.json").read_text())) == {"forget_Q_A_Prob"}
-    # without the slash the same name is still the log file itself
-    assert main([*argv, "--out", str(tmp_path / "log.json")]) == 0
-    assert (tmp_path / "log.json").is_file() and (tmp_path / "log.manifest.json").is_file()
+    argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--no-progress", "--out", str(folder)]
+    assert main([*argv, "--metrics", "forget_Q_A_Prob,forget_quality"]) == 0
+    stdout = json.loads(capsys.readouterr().out)
+    names = {p.name for p in folder.iterdir()} - {".remnant.lock"}
+    assert names == {
+        ".remnant-output.json",
+        "TOFU_EVAL.json",
+        "TOFU_SUMMARY.json",
+        "manifest.json",
+        "records.jsonl",
+    }
+    log = json.loads((folder / "TOFU_EVAL.json").read_text())
+    assert log["forget_quality"] == {"agg_value": None}  # no retain model's log
+    assert json.loads((folder / "TOFU_SUMMARY.json").read_text()) == stdout
+    assert stdout == {"forget_Q_A_Prob": log["forget_Q_A_Prob"]["agg_value"]}

@@ -35,8 +35,8 @@ def _scores(log: dict[str, Any]) -> dict[str, float]:
 def _eval(model: Path, data: Path, out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     argv = ["eval", str(model), "--data", str(data), "--out", str(out), "--metrics", METRICS]
     assert main([*argv, "--max-new-tokens", "4", "--no-progress"]) == 0
-    manifest = json.loads(out.with_name(out.stem + ".manifest.json").read_text())
-    return json.loads(out.read_text()), manifest["model"]["identity"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    return json.loads((out / "TOFU_EVAL.json").read_text()), manifest["model"]["identity"]
 
 
 def test_adapter_scores_as_its_merged_model(
@@ -53,9 +53,9 @@ def test_adapter_scores_as_its_merged_model(
     base_model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir, use_safetensors=True)
     merged = PeftModel.from_pretrained(base_model, adapter).merge_and_unload()
     save_model(merged, AutoTokenizer.from_pretrained(tiny_llama_dir), tmp_path / "merged")
-    got, adapter_id = _eval(adapter, data, tmp_path / "a" / "TOFU_EVAL.json")
-    want, merged_id = _eval(tmp_path / "merged", data, tmp_path / "m" / "TOFU_EVAL.json")
-    base, base_id = _eval(tiny_llama_dir, data, tmp_path / "b" / "TOFU_EVAL.json")
+    got, adapter_id = _eval(adapter, data, tmp_path / "a")
+    want, merged_id = _eval(tmp_path / "merged", data, tmp_path / "m")
+    base, base_id = _eval(tiny_llama_dir, data, tmp_path / "b")
     capsys.readouterr()
     scores, merged_scores = _scores(got), _scores(want)
     assert set(scores) == set(merged_scores) and len(scores) > 10

@@ -168,3 +168,40 @@ def test_remnant_prompt_setting_gives_its_own_numbers(tiny_llama: Any) -> None:
     ours = _run(tiny_llama, ["forget_Q_A_Prob"], prompt=RemnantPrompt())
     theirs = _run(tiny_llama, ["forget_Q_A_Prob"])
     assert ours.logs["forget_Q_A_Prob"].agg_value != theirs.logs["forget_Q_A_Prob"].agg_value
+
+
+def test_only_the_declared_readings_are_computed(tiny_llama: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routing by declaration: token-score metrics run no generation and no backward pass; a ROUGE metric alone
+    runs no teacher-forced pass (its ``Reads.GENERATIONS`` is all it declares)."""
+    from remnant.metrics import generation, gradnorm
+
+    def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a reading no requested metric declared was computed")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(generation, "greedy_generations", never)
+        mp.setattr(gradnorm, "gradnorm_pass", never)
+        assert _run(tiny_llama, ["forget_truth_ratio", "mia_min_k"]).logs["mia_min_k"].agg_value is not None
+    calls: list[int] = []
+    real = forward.teacher_forced_pass
+
+    def spy(model: Any, sequences: Any, **kw: Any) -> Any:
+        calls.append(len(sequences))
+        return real(model, sequences, **kw)
+
+    monkeypatch.setattr(forward, "teacher_forced_pass", spy)
+    rouge = _run(tiny_llama, ["forget_Q_A_ROUGE"]).logs["forget_Q_A_ROUGE"]
+    assert sum(calls) == 0 and len(rouge.value_by_index or {}) == len(SPLITS["forget10_perturbed"])
+
+
+def test_a_pre_compute_its_metric_does_not_read_is_refused(
+    tiny_llama: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from remnant.metrics.catalogue import FORGET, TOFU_METRICS, MetricDef, Source
+
+    deps = (("forget_Q_A_Prob", "forget"),)
+    odd = MetricDef("odd_prob", "probability", source=Source(FORGET, "answer"), pre_compute=deps)
+    monkeypatch.setitem(TOFU_METRICS, "odd_prob", odd)
+    with pytest.raises(ConfigError, match=r"'odd_prob'.*pre_compute is unused.*Reads.DEPENDENCIES") as caught:
+        _run(tiny_llama, ["odd_prob"])
+    assert caught.value.requirement == "R23"

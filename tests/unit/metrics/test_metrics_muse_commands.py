@@ -26,10 +26,11 @@ def test_default_muse_suite_from_the_folder(
     data = write_muse_folder(tmp_path / "muse")
     retain = tmp_path / "retain.json"
     retain.write_text(json.dumps({"mia_min_k": {"agg_value": 0.47, "auc": 0.47}}))
-    out = tmp_path / "eval" / "MUSE_EVAL.json"
+    out = tmp_path / "eval"
     assert main(_argv(tiny_llama_dir, data, out, "--retain-logs", str(retain))) == 0
-    assert list(json.loads(capsys.readouterr().out)) == list(DEFAULT_MUSE)
-    log = json.loads(out.read_text())
+    summary = json.loads((out / "MUSE_SUMMARY.json").read_text())  # their MUSE_SUMMARY.json, printed too
+    assert json.loads(capsys.readouterr().out) == summary and list(summary) == sorted(DEFAULT_MUSE)
+    log = json.loads((out / "MUSE_EVAL.json").read_text())
     assert list(log) == sorted(DEFAULT_MUSE + ("mia_min_k",))  # the dependency is logged too, keys sorted
     auc = log["mia_min_k"]["agg_value"]
     assert log["privleak"]["agg_value"] == pytest.approx(((1 - auc) - 0.53) / (0.53 + 1e-10) * 100)
@@ -40,7 +41,7 @@ def test_default_muse_suite_from_the_folder(
     assert (
         log["forget_verbmem_ROUGE"]["value_by_index"]["1"]["ground_truth"] == MUSE["verbmem/forget"][1]["gt"]
     )
-    manifest = json.loads((tmp_path / "eval" / "MUSE_EVAL.manifest.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["settings"]["suite"] == "muse" and "forget_split" not in manifest["settings"]
     assert manifest["metrics"]["forget_knowmem_ROUGE"]["component"]["params"] == {
         "rouge_type": "rougeL_f1",
@@ -60,9 +61,9 @@ def test_explicit_suite_and_metrics(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_muse_folder(tmp_path / "muse", {k: v for k, v in MUSE.items() if k.startswith("privleak/")})
-    out = tmp_path / "o.json"
+    out = tmp_path / "o"
     assert main(_argv(tiny_llama_dir, data, out, "--suite", "muse", "--metrics", "mia_loss,mia_zlib")) == 0
-    log = json.loads(out.read_text())
+    log = json.loads((out / "MUSE_EVAL.json").read_text())
     assert set(log) == {"mia_loss", "mia_zlib"}
     assert len(log["mia_loss"]["forget"]["value_by_index"]) == len(MUSE["privleak/forget"])
     assert 0.0 <= log["mia_zlib"]["auc"] <= 1.0
@@ -126,7 +127,7 @@ def test_bad_muse_input_is_one_line_and_exit_2(
 ) -> None:
     extra, folder, named, requirement = BAD[case]
     data = folder(tmp_path)
-    code = main(_argv(tiny_llama_dir, data, tmp_path / "o.json", *extra(tmp_path)))
+    code = main(_argv(tiny_llama_dir, data, tmp_path / "o", *extra(tmp_path)))
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -135,4 +136,4 @@ def test_bad_muse_input_is_one_line_and_exit_2(
     if "no " in case or "asked of" in case:
         assert str(data) in err  # the folder is named
     assert re.search(rf"\b{requirement}\b", err), err
-    assert not (tmp_path / "o.json").exists()
+    assert not (tmp_path / "o").exists()

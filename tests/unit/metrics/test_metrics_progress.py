@@ -31,12 +31,12 @@ def test_no_progress_silences_the_loading_bar_and_restores_the_switches(
     hub = importlib.import_module("huggingface_hub.utils.tqdm")
     data = write_tofu_folder(tmp_path / "tofu")
     before = (hf_logging.is_progress_bar_enabled(), dict(hub.progress_bar_states))
-    quiet = _eval_stderr(tiny_llama_dir, data, tmp_path / "quiet.json", capfd, "--no-progress")
+    quiet = _eval_stderr(tiny_llama_dir, data, tmp_path / "quiet", capfd, "--no-progress")
     assert LOADING not in quiet
     assert (hf_logging.is_progress_bar_enabled(), dict(hub.progress_bar_states)) == before
     # the same run with progress shows the bar: the assertion above is about --no-progress, not the model
     assert hf_logging.is_progress_bar_enabled() and not hub.are_progress_bars_disabled()
-    assert LOADING in _eval_stderr(tiny_llama_dir, data, tmp_path / "loud.json", capfd)
+    assert LOADING in _eval_stderr(tiny_llama_dir, data, tmp_path / "loud", capfd)
 
 
 def test_a_quiet_load_puts_back_switches_that_were_already_off(tiny_llama_dir: Path) -> None:

@@ -188,11 +188,12 @@ def test_model_utility_harmonic_mean_and_zero_propagation() -> None:
 
 
 def test_eval_log_is_sorted_and_refuses_non_finite() -> None:
-    text = eval_log_json({"b": MetricLog(1.0), "a": MetricLog(None, {"0": {"score": 2.0}})})
-    assert list(json.loads(text)) == ["a", "b"]
+    entries = {"b": MetricLog(1.0).to_json(), "a": MetricLog(None, {"0": {"score": 2.0}}).to_json()}
+    text = eval_log_json(entries)
+    assert list(json.loads(text)) == ["a", "b"] and text.endswith("}\n")
     assert json.loads(text)["a"] == {"agg_value": None, "value_by_index": {"0": {"score": 2.0}}}
     with pytest.raises(ConfigError, match="non-finite"):
-        eval_log_json({"a": MetricLog(float("nan"))})
+        eval_log_json({"a": MetricLog(float("nan")).to_json()})
 
 
 def test_read_eval_log_is_strict(tmp_path: Path) -> None:

@@ -58,11 +58,11 @@ def test_eval_writes_the_samples_page_from_its_log(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_tofu_folder(tmp_path / "tofu")
-    out, page = tmp_path / "log.json", tmp_path / "samples.html"
+    out, page = tmp_path / "eval", tmp_path / "samples.html"
     argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--out", str(out), "--no-progress"]
     code = main([*argv, "--metrics", "forget_Q_A_ROUGE", "--max-new-tokens", "3", "--samples", str(page)])
     assert code == 0, capsys.readouterr().err
-    first = json.loads(out.read_text())["forget_Q_A_ROUGE"]["value_by_index"]["0"]
+    first = json.loads((out / "TOFU_EVAL.json").read_text())["forget_Q_A_ROUGE"]["value_by_index"]["0"]
     html = page.read_text()
     assert '<details class="samples" id="samples-forget_Q_A_ROUGE">' in html
     assert f"<td>{first['ground_truth']}</td>" in html and f"{first['rougeL_recall']:.3f}" in html
@@ -72,8 +72,9 @@ def test_samples_onto_the_log_is_refused_before_anything_runs(
     tiny_llama_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_tofu_folder(tmp_path / "tofu")
-    out = tmp_path / "log.json"
-    argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--out", str(out), "--samples", str(out)]
+    out = tmp_path / "eval"
+    samples = out / "TOFU_EVAL.json"
+    argv = ["eval", str(tiny_llama_dir), "--data", str(data), "--out", str(out), "--samples", str(samples)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--samples" in err and "R23" in err and len(err.strip().splitlines()) == 1, err

@@ -30,8 +30,8 @@ def test_the_files_of_an_adapter_are_its_bases_and_its_own(tiny_llama_dir: Path,
 
 def test_sweep_pools_and_preflight_take_an_adapter_folder(tiny_llama_dir: Path, adapter: Path) -> None:
     from remnant.assess.states import check_model_folder
+    from remnant.states.store import parameter_shapes
     from remnant.sweep.prepare import folder_digest
-    from remnant.sweep.store import parameter_shapes
 
     check_model_folder(adapter, "models.post_removal.folder")
     assert parameter_shapes(adapter) == parameter_shapes(tiny_llama_dir)  # merged: the base's shapes

@@ -21,6 +21,7 @@ import pytest
 from pydantic import ValidationError
 
 from remnant.config import AssessmentConfig, parse_config
+from remnant.config.pack_fit import check_pack_fits
 from remnant.errors import ConfigError, PackError
 from remnant.packs import (
     ClassDSpec,
@@ -37,7 +38,6 @@ from remnant.packs import (
     write_pack,
 )
 from remnant.packs.collision import load_census_screen
-from remnant.packs.fit import check_pack_fits
 from remnant.packs.general import general_items, with_general
 
 SCREEN = load_census_screen()

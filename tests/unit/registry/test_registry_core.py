@@ -47,3 +47,34 @@ def test_registering_another_class_under_a_taken_name_fails() -> None:
 
 def test_defaults_lists_every_default() -> None:
     assert registry.defaults("testkind", "dummy") == {"budget": 8, "temperature": 1.0, "tag": "x"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "base"),
+    [
+        ("metric", "remnant.metrics.base:Metric"),
+        ("audit", "remnant.engine.audit_base:Audit"),
+        ("attack", "remnant.attacks.base:Attack"),
+        ("method", "remnant.train.methods.base:RemovalMethod"),
+    ],
+)
+def test_a_class_that_does_not_subclass_its_kinds_base_is_refused(kind: str, base: str) -> None:
+    class Loose:
+        pass
+
+    with pytest.raises(TypeError) as caught:
+        registry.register(kind, "loose", "1")(Loose)
+    message = str(caught.value)
+    assert f"{kind} 'loose'" in message and f"{Loose.__qualname__} does not subclass {base}" in message
+    assert "K4" in message and (kind, "loose") not in registry._ENTRIES
+
+
+def test_the_base_is_matched_by_module_and_name_not_by_name_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from remnant.metrics.base import Metric
+
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
+    lookalike = type("Metric", (), {"__module__": "somewhere.else"})
+    with pytest.raises(TypeError, match="does not subclass remnant.metrics.base:Metric"):
+        registry.register("metric", "lookalike", "1")(type("Fake", (lookalike,), {}))
+    real: type[Metric] = registry.register("metric", "subclassed", "1")(type("Real", (Metric,), {}))
+    assert registry.get("metric", "subclassed") is real

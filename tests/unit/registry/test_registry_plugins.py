@@ -24,10 +24,15 @@ __all__ = ["example_plugin", "isolated_registry"]  # fixtures, imported for use 
 BAD_MODULES = {
     "broken_plugin": "raise ImportError('needs a package that is not installed')\n",
     "wrong_kind_plugin": (
-        "from remnant.registry import register\n\n\n"
-        "@register('attack', 'wrong_kind_attack', '1')\nclass A:\n    pass\n"
+        "from remnant.engine.audit_base import Audit\nfrom remnant.registry import register\n\n\n"
+        "@register('audit', 'wrong_kind_audit', '1')\nclass A(Audit):\n    pass\n"
     ),
     "empty_plugin": "X = 1\n",
+    # K4: a metric that does not subclass remnant.metrics.base.Metric is refused at its @register line
+    "not_a_metric_plugin": (
+        "from remnant.registry import register\n\n\n"
+        "@register('metric', 'not_a_metric', '1')\nclass M:\n    def compute(self, pre_compute):\n        return None\n"
+    ),
 }
 
 
@@ -57,8 +62,13 @@ def test_example_plugin_is_registered_with_its_distribution(example_plugin: Path
     ("module", "says"),
     [
         ("broken_plugin", "import failed: ImportError: needs a package"),
-        ("wrong_kind_plugin", "registered attack 'wrong_kind_attack' in group remnant.metrics"),
+        ("wrong_kind_plugin", "registered audit 'wrong_kind_audit' in group remnant.metrics"),
         ("empty_plugin", "registered no metric"),
+        (
+            "not_a_metric_plugin",
+            "TypeError: metric 'not_a_metric': class not_a_metric_plugin.M does not subclass "
+            "remnant.metrics.base:Metric",
+        ),
     ],
 )
 def test_a_broken_plugin_is_one_warning_naming_it_and_listed_broken(
@@ -74,7 +84,7 @@ def test_a_broken_plugin_is_one_warning_naming_it_and_listed_broken(
     message = str(plugin_warnings[0].message)
     dist = f"{module.replace('_', '-')}-dist"
     assert f"'{dist}'" in message and f"'m = {module}'" in message and says in message
-    assert "probability" in names and "wrong_kind_attack" not in registry.registered_now("attack")
+    assert "probability" in names and "wrong_kind_audit" not in registry.registered_now("audit")
     (row,) = [r for r in listing("metric") if r["source"] == f"{dist} 2.0"]
     assert row["name"] == "m" and says in row["error"]
 

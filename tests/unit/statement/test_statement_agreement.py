@@ -427,7 +427,7 @@ def test_a_zero_reference_passed_off_as_not_measured(monkeypatch: pytest.MonkeyP
 
 
 def _class_d() -> dict[str, Any]:
-    from remnant.classd.bar import bar_from_facts
+    from remnant.statement.classd_bar import bar_from_facts
 
     vector = PACKAGED_VECTORS / "d3_class_d_removed.json"
     facts: dict[str, Any] = json.loads(vector.read_text(encoding="utf-8"))["facts"]

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from remnant.studies.tables import FIXED_COLUMNS, ITEM_COLUMNS, write_csv_table
+from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS, write_csv_table
 
 #: The planted metrics are declared like any unknown metric: in the study config (pre-registered).
 PLANTED_ORIENTATION: dict[str, Literal["higher"]] = {

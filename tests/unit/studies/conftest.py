@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from _study_pools import planted_pool
 
-from remnant.studies.tables import PoolTable, load_pool
+from remnant.results import PoolTable, load_pool
 
 
 @pytest.fixture(scope="module")

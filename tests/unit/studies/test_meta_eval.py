@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from _study_pools import PLANTED_ORIENTATION, planted_pool
 
+from remnant.results import FIXED_COLUMNS, PoolTable, load_pool, write_csv_table
 from remnant.studies.config import MetaEvalConfig
 from remnant.studies.faithfulness import youden_cut
 from remnant.studies.meta_eval import MetaEvalResult, meta_eval
 from remnant.studies.robustness import relative_change
-from remnant.studies.tables import FIXED_COLUMNS, PoolTable, load_pool, write_csv_table
 
 CFG = MetaEvalConfig(n_resamples=400, orientation=PLANTED_ORIENTATION)
 
@@ -66,7 +66,8 @@ def test_a_metric_unstable_under_quantization_gets_a_low_q(result: MetaEvalResul
     assert q.quantization.value is not None and q.quantization.value < 0.5
     assert q.quantization.rose == q.quantization.n == 18 and q.quantization.fell == 0
     # every model moved m → m + 0.6: q = 1 − 0.6 / (2m + 0.6), averaged
-    expected = sum(relative_change(p.before, p.before + 0.6, 1e-12) for p in q.quantization.points) / 18
+    points = q.quantization.points
+    expected = sum(relative_change(p.before, p.before + 0.6, CFG.epsilon) for p in points) / 18
     assert q.quantization.value == pytest.approx(expected)
     stable = _metric(result, "separating").robustness
     assert stable.quantization.value == 1.0 and stable.relearning.value == pytest.approx(1.0)
@@ -75,12 +76,14 @@ def test_a_metric_unstable_under_quantization_gets_a_low_q(result: MetaEvalResul
 
 def test_a_metric_unstable_under_relearning_gets_a_low_r(result: MetaEvalResult) -> None:
     r = _metric(result, "relearn_unstable").robustness
-    assert r.reference_shift == pytest.approx(0.05) and r.n_reference == 8
-    # Δ_unl = 0.7 for every model against Δ_ret = 0.05: r = 1 − 0.65 / 0.75
-    assert r.relearning.value == pytest.approx(1 - 0.65 / 0.75)
+    # Δ_ret is one retain model's shift (the reference code's), the never-saw id that sorts first
+    assert r.reference_shift == pytest.approx(0.05) and r.n_reference == 1 and r.reference_model == "retain-0"
+    # Δ_unl = 0.7 for every model against Δ_ret = 0.05: r = 1 − 0.65 / (0.75 + ε), ε = 1e-6
+    assert r.relearning.value == pytest.approx(1 - 0.65 / (0.75 + 1e-6))
     assert r.relearning.rose == 18  # every model recovered more than the retain models relearned
     assert r.quantization.value == 1.0
-    assert r.hm == pytest.approx(2 * (1 - 0.65 / 0.75) / (1 + 1 - 0.65 / 0.75))
+    r_value = 1 - 0.65 / (0.75 + 1e-6)
+    assert r.hm == pytest.approx(2 * r_value / (1 + r_value))
 
 
 def test_filters_and_ranking(result: MetaEvalResult) -> None:
@@ -134,14 +137,18 @@ def test_hand_computed_q_and_r(tmp_path: Path) -> None:
             for p, v in (("none", before), ("nf4", q_after), ("relearn", r_after))
         ]
     write_csv_table(tmp_path / "results.csv", rows, [*FIXED_COLUMNS, "kappa"])
-    res = meta_eval(load_pool(tmp_path), MetaEvalConfig(n_resamples=100, reference_shift="mean"))
+    res = meta_eval(
+        load_pool(tmp_path), MetaEvalConfig(n_resamples=100, reference_shift="mean", epsilon=1e-12)
+    )
     k = _metric(res, "kappa").robustness
-    q1, q2 = 1 - 0.2 / 0.4, 1.0
+    q1, q2 = 1 - 0.2 / 0.4, 1.0  # ε = 1e-12 is below the test's tolerance here
     assert k.quantization.value == pytest.approx((q1 + q2) / 2)
     shift = (0.2 + 0.1) / 2
     r1 = 1 - abs(0.3 - shift) / (0.3 + shift)
     r2 = 1 - abs(0.15 - shift) / (0.15 + shift)
     assert k.reference_shift == pytest.approx(shift)
     assert k.relearning.value == pytest.approx((r1 + r2) / 2)
-    median = meta_eval(load_pool(tmp_path), MetaEvalConfig(n_resamples=100, reference_shift="median"))
+    median = meta_eval(
+        load_pool(tmp_path), MetaEvalConfig(n_resamples=100, reference_shift="median", epsilon=1e-12)
+    )
     assert _metric(median, "kappa").robustness.reference_shift == pytest.approx(0.15)

@@ -9,9 +9,9 @@ import pytest
 from _study_pools import PLANTED_ORIENTATION, planted_pool, spearman_with_two_swaps
 
 from remnant.errors import ConfigError
+from remnant.results import PoolTable, load_pool
 from remnant.studies.config import RecoveryConfig
 from remnant.studies.recovery import RecoveryResult, recovery
-from remnant.studies.tables import PoolTable, load_pool
 
 CFG = RecoveryConfig(orientation=PLANTED_ORIENTATION)
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from _study_pools import PLANTED_ORIENTATION
 
+from remnant.results import PoolTable
 from remnant.studies.config import RecoveryConfig
 from remnant.studies.document import to_markdown
 from remnant.studies.recovery import RecoveryResult, recovery
 from remnant.studies.report import recovery_document, summary_document
-from remnant.studies.tables import PoolTable
 
 CFG = RecoveryConfig(orientation=PLANTED_ORIENTATION)
 NOT_NET = "recovery is not net of fresh learning"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _study_pools import planted_pool
 
-from remnant.studies.tables import FIXED_COLUMNS, write_csv_table
+from remnant.results import FIXED_COLUMNS, write_csv_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration" / "hostile"))
 from harness import Hostile, check, ids  # noqa: E402

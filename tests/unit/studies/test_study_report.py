@@ -11,6 +11,7 @@ import pytest
 from _study_pools import PLANTED_ORIENTATION
 from test_readmission_rule import FAIL, cells
 
+from remnant.results import PoolTable
 from remnant.stats import harmonic_mean
 from remnant.studies.config import GoodhartConfig, MetaEvalConfig, ReadmissionConfig
 from remnant.studies.document import to_html, to_markdown
@@ -19,7 +20,6 @@ from remnant.studies.meta_eval import meta_eval
 from remnant.studies.published import UDS_PAPER, UDS_PAPER_OTHER
 from remnant.studies.readmission import decide
 from remnant.studies.report import goodhart_document, meta_eval_document, readmission_document
-from remnant.studies.tables import PoolTable
 
 
 def test_published_rows_are_consistent() -> None:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps  # type: ignore[import-untyped]
 
-from remnant.config.seeds import derive_seed
 from remnant.errors import ConfigError
 from remnant.metrics.auc import roc_auc as metrics_roc_auc
+from remnant.statement.canonical import derive_seed
 from remnant.stats import (
     fisher_pool,
     harmonic_mean,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from remnant.errors import ConfigError
-from remnant.studies.tables import FIXED_COLUMNS, PoolTable, load_pool, require_finished, write_csv_table
+from remnant.results import FIXED_COLUMNS, PoolTable, load_pool, require_finished, write_csv_table
 
 
 def _row(**kw: Any) -> dict[str, Any]:

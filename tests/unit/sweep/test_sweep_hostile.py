@@ -53,6 +53,16 @@ CASES = [
     Hostile("unregistered-method", _spec(lambda t: t.replace('name = "npo"', 'name = "forget_it"')), "R23"),
     Hostile("unknown-method-parameter", _spec(lambda t: t.replace("epochs = 1,", "epochz = 1,")), "R23"),
     Hostile("unknown-audit", _spec(lambda t: t.replace('audits = ["uds"]', 'audits = ["oracle"]')), "C-H7"),
+    Hostile(  # its class declares the never-modified control as a reference: a pool has full and retain only
+        "audit-reference-the-pool-lacks",
+        _spec(lambda t: t.replace('audits = ["uds"]', 'audits = ["direction_survival"]')),
+        "C-H7",
+    ),
+    Hostile(  # family jaccess: the suite builds the UDS family's inputs only
+        "audit-family-the-suite-cannot-feed",
+        _spec(lambda t: t.replace('audits = ["uds"]', 'audits = ["j_access"]')),
+        "C-H7",
+    ),
     Hostile("deep-nesting", _spec(lambda t: t + "x = " + "[" * 80 + "]" * 80 + "\n"), "R14"),
     Hostile("missing-base-model", _spec(lambda t: t, "run"), "R2"),
     Hostile("out-is-a-file", _out_is_a_file, "R14"),

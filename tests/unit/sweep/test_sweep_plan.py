@@ -29,7 +29,7 @@ def test_plan_prints_models_cells_time_and_disk_and_writes_nothing(
     text = capsys.readouterr().out
     first = text.splitlines()[0]
     assert "4 models (never_saw 1, target 1, unlearned 2)" in first and "none, nf4, relearn" in first
-    assert "4 measurements each -> 48 cells" in first
+    assert "7 measurements each -> 84 cells" in first  # one cell per field metric (and its dependencies)
     assert "checkpoints: 4 to build" in text and "GFLOP/s" in text and "a GPU" in text
     rows = {
         line.split(" | ")[0].strip("| "): line

@@ -15,7 +15,7 @@ import pytest
 from sweep_fixtures import TINY_METHODS, comparable, tiny_spec, write_spec
 
 from remnant.cli import main
-from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
+from remnant.records import RECORDS_FILE, CellRecord, Event, Reading, RecordStore
 
 #: Four removals: NPO (a delta of the full install), grad ascent through LoRA (an adapter), an NPO at lr 1
 #: whose loss passes 1.01 × its first (a diverged run, Annex B.6), and a task vector taken from the install
@@ -128,7 +128,8 @@ def test_a_diverged_removal_is_a_recorded_outcome_in_the_table(swept: dict[str, 
 def test_the_items_table_and_the_page(swept: dict[str, Path]) -> None:
     items = _rows(swept["out"] / "items.csv")
     metrics = {r["metric"] for r in items}
-    assert {"forget_Q_A_Prob", "forget_Q_A_PARA_Prob", "forget_Q_A_PERT_Prob", "kappa", "uds"} <= metrics
+    assert {"forget_Q_A_Prob", "forget_Q_A_PARA_Prob", "forget_Q_A_PERT_Prob", "kappa"} <= metrics
+    assert "uds" not in metrics  # an audit writes readings, one figure per model (C-H6), no per-example items
     probs = [
         float(r["value"])
         for r in items
@@ -156,7 +157,10 @@ def test_a_rerun_skips_every_finished_cell(
     capsys.readouterr()
     assert main(["sweep", "run", str(swept["spec"]), "--out", str(swept["out"]), "--quiet"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["computed"], summary["builds"], summary["done_before"]) == (0, 0, 12 * len(MODELS))
+    # per model, 3 perturbations x (one cell per field metric: forget_Q_A_Prob, forget_truth_ratio and its two
+    # dependencies; kappa; retain kappa; uds)
+    per_model = 3 * (4 + 3)
+    assert (summary["computed"], summary["builds"], summary["done_before"]) == (0, 0, per_model * len(MODELS))
     assert (swept["out"] / RECORDS_FILE).read_bytes() == before
 
 
@@ -165,9 +169,9 @@ def test_lora_removals_are_stored_as_adapters_and_load_to_the_built_weights(swep
 
     from remnant.errors import IntegrityError
     from remnant.models import load_model
+    from remnant.states.store import ADAPTER, DELTA, CheckpointStore
     from remnant.sweep.pins import read_pins
     from remnant.sweep.pool import Pool
-    from remnant.sweep.store import ADAPTER, DELTA, CheckpointStore
     from remnant.sweep.weights import load_chain
 
     plan = json.loads((swept["out"] / "plan.json").read_text())
@@ -202,9 +206,9 @@ def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
     """A LoRA removal (adapter over a delta over the base) exported as a plain safetensors folder loads, through
     the hostile-input loader, to exactly the chain's weights; an unknown model id is exit 2 naming the plan."""
     from remnant.models import load_model
+    from remnant.states.store import CheckpointStore
     from remnant.sweep.pins import read_pins
     from remnant.sweep.pool import Pool
-    from remnant.sweep.store import CheckpointStore
     from remnant.sweep.weights import load_chain, weights_digest
 
     plan = json.loads((swept["out"] / "plan.json").read_text())
@@ -324,7 +328,7 @@ def test_killing_the_driver_mid_sweep_loses_at_most_the_cell_in_flight(
 ) -> None:
     spec = _small(tmp_path, tiny_llama_dir, swept["store"])
     out, clean = tmp_path / "killed", tmp_path / "clean"
-    label = "never-retain-s0 [nf4] metrics"
+    label = "never-retain-s0 [nf4] metrics/forget_Q_A_Prob"  # one cell per field metric
     fault = f"exit:{tmp_path / 'fired'}:{label}"
     done = subprocess.run(
         [sys.executable, "-c", KILL, str(spec), str(out), fault], capture_output=True, text=True
@@ -335,9 +339,11 @@ def test_killing_the_driver_mid_sweep_loses_at_most_the_cell_in_flight(
     killed_at = next(
         i
         for i, c in enumerate(plan["cells"])
-        if (c["model"], c["perturbation"], c["entry"]) == ("never-retain-s0", "nf4", "metrics")
+        if (c["model"], c["perturbation"], c["entry"])
+        == ("never-retain-s0", "nf4", "metrics/forget_Q_A_Prob")
     )
-    recorded = [r.cell_key for r in RecordStore(out / RECORDS_FILE).read() if isinstance(r, CellRecord)]
+    store = RecordStore(out / RECORDS_FILE).read()
+    recorded = [r.cell_key for r in store if isinstance(r, CellRecord | Reading)]  # an audit: readings (C-H6)
     assert list(dict.fromkeys(recorded)) == order[:killed_at]  # every cell before the one in flight, whole
     before = (out / RECORDS_FILE).read_bytes()
     capsys.readouterr()

@@ -89,6 +89,25 @@ def test_a_spec_that_no_run_can_honour_is_refused_naming_field_and_rule(
     assert f"({rule})" in text, text
 
 
+@pytest.mark.parametrize(
+    ("audit", "text"),
+    [
+        (
+            "direction_survival",
+            "compares with the reference states ['control'], which the pool does not provide",
+        ),
+        ("j_access", "'j_access' is a jaccess audit; a sweep builds the inputs of the ['uds'] family only"),
+    ],
+)
+def test_a_sweep_runs_an_audit_by_its_declared_references_and_family(audit: str, text: str) -> None:
+    """No name list: every registered UDS-family audit runs, one whose class declares what a pool cannot give is
+    refused naming the field (C-H7)."""
+    err = refused(raw(suite__audits=[audit]))
+    assert "field 'suite.audits[0]'" in err and text in err and "(C-H7)" in err, err
+    for name in ("uds", "uds_no_retain", "logit_lens_uds"):
+        parse_spec(raw(suite__audits=[name]), source="pool.toml")
+
+
 def test_methods_are_registered_names_with_parameters_that_bind() -> None:
     methods = [{"name": "forget_everything", "grid": {"lr": [1e-4]}}]
     assert "removal.methods[0]" in refused(raw(removal__methods=methods))

@@ -15,8 +15,8 @@ import pytest
 
 from remnant.errors import IntegrityError, RecordError
 from remnant.records import Event, RecordStore
+from remnant.states.store import CheckpointStore, dump_meta
 from remnant.sweep.pins import Pin, pins_in, read_pins, trust_store
-from remnant.sweep.store import CheckpointStore, dump_meta
 
 RUN = "sweep:tiny"
 TOKEN = "ab" * 16

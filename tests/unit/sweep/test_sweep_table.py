@@ -9,10 +9,14 @@ from typing import Any
 import pytest
 
 from remnant.engine.cell import CellTarget, cell_record, observation_record, status_record
+from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS
 from remnant.sweep.pool import Pool, PoolModel
-from remnant.sweep.table import ITEM_FIELDS, ROW_FIELDS, build_tables, csv_text
+from remnant.sweep.table import build_tables, csv_text
 
-ENTRIES = ("metrics", "kappa", "uds")
+#: One cell per field metric (``metrics/METRIC``, remnant.metrics.measurement): a requested one and a dependency.
+ENTRIES = ("metrics/forget_Q_A_Prob", "metrics/forget_Q_A_PARA_Prob", "kappa", "uds")
+#: Each metric cell's aggregate and whether it was requested.
+METRIC_CELLS = {"forget_Q_A_Prob": (0.25, True), "forget_Q_A_PARA_Prob": (0.5, False)}
 
 
 def _plan() -> dict[str, Any]:
@@ -59,26 +63,12 @@ def _records(plan: dict[str, Any], *, fail: str | None = None, skip: str | None 
         )
         if key == fail:
             out.append(status_record(target, status="failed", reason="MemoryError: out of memory"))
-        elif entry == "metrics":
+        elif entry.startswith("metrics/"):
+            metric = entry.removeprefix("metrics/")
+            value, requested = METRIC_CELLS[metric]
+            params = {"agg_value": value, "requested": requested}
             out.append(
-                cell_record(
-                    target,
-                    checkpoint="final",
-                    metric="forget_Q_A_Prob",
-                    n=4,
-                    elapsed=0.1,
-                    params={"agg_value": 0.25, "requested": True},
-                )
-            )
-            out.append(
-                cell_record(
-                    target,
-                    checkpoint="final",
-                    metric="forget_Q_A_PARA_Prob",
-                    n=4,
-                    elapsed=0.1,
-                    params={"agg_value": 0.5, "requested": False},
-                )
+                cell_record(target, checkpoint="final", metric=metric, n=4, elapsed=0.1, params=params)
             )
         elif entry == "kappa":
             out.append(
@@ -127,11 +117,11 @@ def test_a_failed_cell_fails_its_row_with_the_error_and_a_missing_cell_leaves_it
 def test_csv_keeps_the_column_order_and_writes_null_as_empty() -> None:
     plan = _plan()
     tables = build_tables(plan, _records(plan, fail="npo-a|nf4|kappa"))
-    text = csv_text(tables.rows, [*ROW_FIELDS, *tables.columns])
+    text = csv_text(tables.rows, [*FIXED_COLUMNS, *tables.columns])
     parsed = list(csv.DictReader(io.StringIO(text)))
-    assert list(parsed[0]) == [*ROW_FIELDS, *tables.columns]
+    assert list(parsed[0]) == [*FIXED_COLUMNS, *tables.columns]
     assert parsed[3]["kappa"] == "" and parsed[3]["status"] == "failed" and parsed[0]["method"] == ""
-    assert csv_text(tables.items, ITEM_FIELDS).splitlines()[0] == "model,perturbation,metric,item_id,value"
+    assert csv_text(tables.items, ITEM_COLUMNS).splitlines()[0] == "model,perturbation,metric,item_id,value"
 
 
 def test_parquet_types_follow_the_contract() -> None:
@@ -142,6 +132,57 @@ def test_parquet_types_follow_the_contract() -> None:
 
     plan = _plan()
     tables = build_tables(plan, _records(plan))
-    table = pq.read_table(pa.BufferReader(parquet_bytes(tables.rows, [*ROW_FIELDS, *tables.columns])))
+    table = pq.read_table(pa.BufferReader(parquet_bytes(tables.rows, [*FIXED_COLUMNS, *tables.columns])))
     assert table.schema.field("seed").type == pa.int64() and table.schema.field("kappa").type == pa.float64()
     assert table.schema.field("error").type == pa.string() and table.column("uds").to_pylist() == [0.75] * 4
+
+
+def _reading(cell: dict[str, Any], value: float | None, status: str = "run") -> Any:
+    from remnant.records import Reading
+
+    return Reading(
+        run_id="run",
+        cell_key=cell["key"],
+        measurement="uds",
+        audit="uds",
+        component={"kind": "audit", "name": "uds", "version": "1.0", "params": {}},
+        model_state=cell["perturbation"],
+        role="removed",
+        states=[cell["perturbation"], "full", "retain"],
+        reference="retain",
+        layer="blocks 0-1",
+        position="entity span",
+        value=value,
+        status=status,
+        reason=None
+        if value is not None
+        else ("no example scored" if status == "run" else "RuntimeError: boom"),
+    )
+
+
+def test_an_audit_column_is_its_reading_and_a_failed_reading_fails_the_row() -> None:
+    """An audit writes readings and no cell record (C-H6): the table takes the reading's figure, and a failed
+    reading fails its row with the reason; a cell with no reading yet leaves its row out."""
+    plan = _plan()
+    audits = {c["key"]: c for c in plan["cells"] if c["entry"] == "uds"}
+    records = [r for r in _records(plan) if r.cell_key not in audits]
+    values = {"full|none": 0.0, "npo-a|none": 0.6, "full|nf4": None}
+    for key, cell in audits.items():
+        where = key.removesuffix("|uds")
+        if where in values:
+            records.append(_reading(cell, values[where]))
+        else:
+            records.append(_reading(cell, None, status="failed"))
+    tables = build_tables(plan, records)
+    rows = {(r["model"], r["perturbation"]): r for r in tables.rows}
+    assert tables.unfinished == 0
+    assert [rows[k]["uds"] for k in (("full", "none"), ("npo-a", "none"), ("full", "nf4"))] == [
+        0.0,
+        0.6,
+        None,
+    ]
+    assert rows[("full", "nf4")]["status"] == "ok"  # a figure the statistic could not define is no failure
+    failed = rows[("npo-a", "nf4")]
+    assert (failed["status"], failed["error"], failed["uds"]) == ("failed", "RuntimeError: boom", None)
+    unfinished = build_tables(plan, [r for r in records if r.cell_key != "npo-a|none|uds"])
+    assert unfinished.unfinished == 1

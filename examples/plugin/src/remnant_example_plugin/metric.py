@@ -8,11 +8,11 @@ in ``named_metrics``, the plugin's way of adding to the TOFU catalogue.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
+from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.catalogue import MetricDef
 from remnant.metrics.evallog import MetricLog
 from remnant.registry import register
@@ -21,18 +21,16 @@ NAME = "example_mean_answer_nll"
 
 
 @register("metric", NAME, "1")
-class ExampleMeanAnswerNLL:
+class ExampleMeanAnswerNLL(Metric):
     """Mean over forget rows of the answer tokens' mean NLL; a row with no labelled token is left out."""
 
+    reads = frozenset({Reads.DEPENDENCIES})
     named_metrics: ClassVar[dict[str, tuple[MetricDef, ...]]] = {
         "tofu": (MetricDef(NAME, NAME, pre_compute=(("forget_Q_A_Prob", "forget"),)),),
     }
 
-    def __init__(self) -> None:
-        """No parameters (registered so a log names it and its version)."""
-
-    def compute(self, pre_compute: Mapping[str, MetricLog]) -> MetricLog:
-        rows = pre_compute["forget"].value_by_index or {}
+    def compute(self, readings: Readings) -> MetricLog:
+        rows = readings.dependencies["forget"].value_by_index or {}
         by_index: dict[str, dict[str, Any]] = {k: {"score": v.get("avg_loss")} for k, v in rows.items()}
         losses = [v["score"] for v in by_index.values() if v["score"] is not None]
         agg = float(np.mean(losses)) if losses else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from remnant.latent.study import LatentProbeConfig
+    from remnant.studies.latent_probe import LatentProbeConfig
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,6 @@ def _rate(score: tuple[int, int]) -> float:
     return k / n if n else 0.0
 
 
-def probe_prompts(tokenizer: Any, pack: Any, attributes: list[str], fmt: Any) -> tuple[tuple[int, ...], ...]:
-    """Forget-domain probe inputs (B.3 step 1): held-out phrasings about the probe entities and the install
-    phrasings of every forget entity (the removal split), identical for every state."""
-    from remnant.models.prompts import render_prompt_ids
-
-    items = [it for it in pack.split("probe") if it.kind == "fact" and it.attribute in attributes]
-    items += [it for it in pack.split("removal") if it.attribute in attributes]
-    questions = list(dict.fromkeys(it.question for it in items))
-    return tuple(tuple(render_prompt_ids(tokenizer, q, fmt)) for q in questions)
-
-
 @dataclass(frozen=True)
 class _Study:
     """What every run on one model shares: the loaded control, the pack, the scored sets and their scorers."""
@@ -99,6 +88,7 @@ class _Installed:
 def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
     """Load ``model`` once, mint the pack (without general questions) and build P, the retain and relearning
     sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1)."""
+    from remnant.latent.inputs import probe_prompts
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
     from remnant.packs import ClassDSpec, mint_class_d
@@ -254,4 +244,4 @@ def build_model_runs(
             yield _method_run(cfg, study, seed, installed, name)
 
 
-__all__ = ["RunStates", "build_model_runs", "probe_prompts"]
+__all__ = ["RunStates", "build_model_runs"]

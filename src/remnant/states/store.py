@@ -1,14 +1,17 @@
-"""The content-addressed checkpoint store: every checkpoint a sweep builds, reused by every spec that declares it.
+"""The content-addressed checkpoint store: every state a plan builds, reused by every plan that declares it.
 
-Layout (``STORE`` is ``[resources] store``, else ``$REMNANT_HOME/checkpoints``)::
+``STORE`` is a local folder or an object-storage URI (``s3://bucket/prefix``, ``gs://bucket/prefix``: see
+:mod:`remnant.states.remote`, which also seals each checkpoint and decides who builds it without ``flock``); a
+sweep's is ``[resources] store``, else ``$REMNANT_HOME/checkpoints``. Layout::
 
     STORE/ckpt/<key>/meta.json            what the checkpoint is: job, position, format, parent, weights digest,
                                           status (ok or diverged) and what building it measured
     STORE/ckpt/<key>/delta.safetensors    format "delta": the tensors that differ from the parent checkpoint
     STORE/ckpt/<key>/adapter.safetensors  format "lora": the LoRA adapter (A and B matrices), merged on load
-    STORE/locks/<key>.lock                one builder at a time per checkpoint (processes and Ray workers)
+    STORE/ckpt/<key>/seal.json            object storage only: each file's sha256, written last (remnant.states.remote)
+    STORE/locks/<key>.lock                one builder at a time per checkpoint (flock; object storage: a lease)
 
-``<key>`` is :func:`remnant.sweep.pool.checkpoint_key`: the digest of every input that produces the weights. A
+``<key>`` is the digest of the state's :class:`remnant.states.recipe.Recipe`: every input that produces it. A
 removal that trains part of the model stores only what it changed, a LoRA removal only its adapter, so a pool of
 tens of removals of one install costs tens of adapters or deltas, not tens of models; installs are stored as
 deltas from the base model. A checkpoint folder is written whole through :func:`remnant.atomic.replace_dir` or
@@ -19,7 +22,8 @@ The store is a cache, never the authority on what a checkpoint holds (R23): whoe
 delta and recompute the digest in ``meta.json``. What a checkpoint must hold is *pinned* in the records of the
 sweep that built it (its status and weights digest, :mod:`remnant.sweep.pins`), and every later read — a task
 of any sweep, ``remnant sweep export`` — checks the loaded weights against a pin from records, so a store edited
-by hand cannot pass for the checkpoint its key names. ``meta.json`` is read through :class:`CheckpointMeta`
+by hand cannot pass for the checkpoint its key names. A store on object storage is read through a local cache
+folder (``$REMNANT_HOME/store-cache/<digest of the URI>/ckpt/<key>``), every file checked against the seal. ``meta.json`` is read through :class:`CheckpointMeta`
 (unknown fields, an unknown format, a LoRA rank that is not a whole number are refused, naming the file and the
 field) and says which sweep's records pin it (``built_by``).
 """
@@ -31,7 +35,7 @@ import fcntl
 import json
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from remnant.atomic import write_atomic
 from remnant.errors import ConfigError, RecordError
 from remnant.runlock import open_lock_file
+from remnant.states.remote import LeaseTiming, RemoteStore, is_uri
 
 META = "meta.json"
 DELTA = "delta.safetensors"
@@ -125,42 +130,60 @@ def parse_meta(raw: object, source: str) -> CheckpointMeta:
 
 def default_root() -> Path:
     """``$REMNANT_HOME/checkpoints`` (``~/.cache/remnant/checkpoints`` without it)."""
-    import os
-
     home = os.environ.get("REMNANT_HOME")
     return (Path(home) if home else Path.home() / ".cache" / "remnant") / "checkpoints"
 
 
-class CheckpointStore:
-    """The store under ``root`` (module docstring)."""
+def cache_root(uri: str) -> Path:
+    """The local cache folder of the object-storage store ``uri``: beside the default store, by the URI's digest."""
+    from remnant.states.recipe import digest
 
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+    return default_root().parent / "store-cache" / digest(uri.rstrip("/"))[:16]
+
+
+class CheckpointStore:
+    """The store at ``root``, a local folder or an object-storage URI (module docstring). ``root`` is always a
+    local folder: the store itself, or the cache a remote store's checkpoints are read through; ``uri`` is what
+    names the store to another process (a task's workspace)."""
+
+    def __init__(
+        self, root: str | Path, *, cache: Path | None = None, timing: LeaseTiming | None = None
+    ) -> None:
+        self.uri = str(root)
+        self.remote = RemoteStore(self.uri, timing) if is_uri(self.uri) else None
+        self.root = Path(root) if self.remote is None else (cache or cache_root(self.uri))
 
     def folder(self, key: str) -> Path:
+        """The local folder of ``key``: the checkpoint itself, or its cached copy (object storage)."""
         if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
             raise ConfigError(f"{key!r} is not a checkpoint key (64 hex digits)", requirement="R23")
         return self.root / "ckpt" / key
 
+    def where(self, key: str) -> str:
+        """The checkpoint's name in messages: its folder, or its URI on object storage."""
+        folder = self.folder(key)
+        return str(folder) if self.remote is None else self.remote.name(key)
+
     def has(self, key: str) -> bool:
-        """Whether the checkpoint (or its diverged outcome) is stored."""
-        return (self.folder(key) / META).is_file()
+        """Whether the checkpoint (or its diverged outcome) is stored (on object storage: sealed)."""
+        folder = self.folder(key)
+        return (folder / META).is_file() if self.remote is None else self.remote.has(key)
 
     def meta(self, key: str) -> CheckpointMeta:
         """The stored meta of ``key`` (strict JSON, :class:`CheckpointMeta`); RecordError naming the file and the
         field when it is unreadable or malformed. What it says is checked against a pin before use (R23)."""
         from remnant.jsonio import loads_strict
 
-        path = self.folder(key) / META
+        path = f"{self.where(key)}/{META}"
         try:
-            data = path.read_bytes()
+            data = (
+                (self.folder(key) / META).read_bytes() if self.remote is None else self.remote.meta_bytes(key)
+            )
         except OSError as exc:
             raise RecordError(
                 f"{path}: cannot read the checkpoint's meta: {exc.strerror or exc}", requirement=STORE_RULE
             ) from None
-        meta = parse_meta(
-            loads_strict(data, source=str(path), error=RecordError, requirement=STORE_RULE), str(path)
-        )
+        meta = parse_meta(loads_strict(data, source=path, error=RecordError, requirement=STORE_RULE), path)
         if meta.key != key:
             raise RecordError(
                 f"{path}: field 'key' is {meta.key[:12]}…: not the meta of checkpoint {key}",
@@ -170,7 +193,12 @@ class CheckpointStore:
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
-        """Hold the build lock of ``key`` (blocking): two workers never build one checkpoint twice at once."""
+        """Hold the build lock of ``key`` (blocking): two workers never build one checkpoint twice at once
+        (``flock`` on a local folder, a lease on object storage)."""
+        if self.remote is not None:
+            with self.remote.lease(self.folder(key).name):
+                yield
+            return
         path = self.root / "locks" / f"{key}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = open_lock_file(path)  # never follows a link out of the store (R23)
@@ -183,16 +211,47 @@ class CheckpointStore:
         finally:
             os.close(fd)
 
+    def put(self, key: str, build: Callable[[Path], None]) -> None:
+        """Store checkpoint ``key`` as the folder ``build(tmp)`` writes, whole or not at all."""
+        from remnant.atomic import replace_dir
+
+        replace_dir(self.folder(key), build)
+        if self.remote is not None:  # built in the cache, which then holds what was uploaded
+            self.remote.put(key, self.folder(key))
+
+    def local(self, key: str) -> Path:
+        """The folder to read ``key``'s files from: the checkpoint itself, or (object storage) its cached copy,
+        downloaded when missing or not the sealed bytes, never through a link (R23)."""
+        folder = self.folder(key)
+        if self.remote is None:
+            return folder
+        from remnant.atomic import replace_dir
+        from remnant.errors import IntegrityError
+        from remnant.states.remote import verify_folder
+
+        if folder.is_dir() and not folder.is_symlink():
+            with contextlib.suppress(IntegrityError):
+                verify_folder(folder, self.remote.seal(key), self.where(key))
+                return folder
+        remote = self.remote
+
+        def download(tmp: Path) -> None:
+            remote.download(key, tmp)
+
+        replace_dir(folder, download)
+        return folder
+
     def write_meta_only(self, key: str, meta: dict[str, Any]) -> None:
         """Store an outcome without weights (a diverged build)."""
-        from remnant.atomic import replace_dir
 
         def build(tmp: Path) -> None:
             write_atomic(tmp / META, dump_meta(meta))
 
-        replace_dir(self.folder(key), build)
+        self.put(key, build)
 
     def bytes_used(self, key: str) -> int:
+        if self.remote is not None:
+            return self.remote.bytes_used(key)
         folder = self.folder(key)
         return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
@@ -244,6 +303,7 @@ __all__ = [
     "CheckpointMeta",
     "CheckpointStore",
     "LoraMeta",
+    "cache_root",
     "default_root",
     "dump_meta",
     "parameter_shapes",

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_atomic
-from remnant.attacks.seed003_table import AuditorSpec, AuditorTable, auditor_table, render_markdown
 from remnant.errors import ConfigError
 from remnant.score.probe import Probe
+from remnant.studies.auditor_table import AuditorSpec, AuditorTable, auditor_table, render_markdown
 
 #: The Standard's requirement this study's inputs and outputs answer to: the same attacks on every state.
 REQUIREMENT = "C-Q4"

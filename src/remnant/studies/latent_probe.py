@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -392,8 +393,8 @@ def run_study(
     cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None, keep_states: bool = False
 ) -> tuple[StudyResult, list[Any]]:
     """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states."""
-    from remnant.latent.study_states import build_model_runs
     from remnant.stats import spearman
+    from remnant.studies.latent_probe_states import build_model_runs
 
     runs: list[RunResult] = []
     kept: list[Any] = []
@@ -461,6 +462,70 @@ def _primary(direction: DirectionResult) -> tuple[int, str]:
     return direction.layers[len(direction.layers) // 2], direction.positions[0]
 
 
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def render_markdown(result: StudyResult) -> str:
+    """The study's tables in markdown: the B.6 table, the per-run survival/recovery table and the cells."""
+    cfg = result.config
+    lines = [
+        "# Latent-probe study (Standard Annex B design, small scale) — non-adjudicating (C-H6, C-H9)",
+        "",
+        f"Models: {', '.join(cfg.models)}; methods: {', '.join(cfg.methods)}; seeds: {cfg.seeds}; "
+        f"margin δ = {cfg.margin}; a null holds for a method in ≥ {cfg.pass_fraction:.0%} of its evaluable cells.",
+        "",
+        "| | Evaluable cells | Content null held | Procedure null held | Content null | Procedure null "
+        "| Design-stable |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result.table:
+        lines.append(
+            f"| {r.method} | {r.evaluable_cells} | {r.content_held} | {r.procedure_held} | {r.content_null} "
+            f"| {r.procedure_null} | {'yes' if r.design_stable else 'no'} |"
+        )
+    lines += [
+        "",
+        f"Content null: **{result.content_null}**. Procedure null: **{result.procedure_null}**. "
+        f"Survival vs relearning recovery: ρ = {_fmt(result.rho)} over {result.n_rho} runs. "
+        f"Decision (B.4): **{result.decision}**.",
+        "",
+        result.note,
+        "",
+        f"Primary configuration: layer {result.primary[0]}, position {result.primary[1]}.",
+        "",
+        "| Model | Method | Seed | κ_P installed | κ_P removed | retain κ removed/installed | gates | "
+        "survival (primary) | recovery | control relearned κ_P |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in result.runs:
+        failed = [k for k, v in run.gates.items() if not v]
+        lines.append(
+            f"| {Path(run.model).name} | {run.method} | {run.seed} | {_fmt(run.kappa_p['installed'])} "
+            f"| {_fmt(run.kappa_p['removed'])} "
+            f"| {_fmt(run.kappa_retain['removed'])}/{_fmt(run.kappa_retain['installed'])} "
+            f"| {'passed' if not failed else 'failed: ' + ', '.join(failed)} | {_fmt(run.primary_survival)} "
+            f"| {_fmt(run.recovery)} | {_fmt(run.control_relearned_p)} |"
+        )
+    lines += [
+        "",
+        "| Model | Method | Seed | Layer | Position | ‖u‖ / floor | removed | procedure control [CI] "
+        "| content control [CI] | evaluable |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in result.runs:
+        for c in run.cells:
+            lines.append(
+                f"| {Path(run.model).name} | {run.method} | {run.seed} | {c.layer} | {c.position} "
+                f"| {c.signature:.3g} / {c.floor:.3g} | {c.survival_removed:.3f} "
+                f"| {c.procedure.survival:.3f} [{c.procedure.ci95[0]:.3f}, {c.procedure.ci95[1]:.3f}] "
+                f"{'held' if c.procedure.held else 'failed'} "
+                f"| {c.content.survival:.3f} [{c.content.ci95[0]:.3f}, {c.content.ci95[1]:.3f}] "
+                f"{'held' if c.content.held else 'failed'} | {'yes' if c.evaluable else 'no'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 __all__ = [
     "PRESETS",
     "CellReading",
@@ -474,6 +539,7 @@ __all__ = [
     "decide",
     "measure_run",
     "method_table",
+    "render_markdown",
     "resolve_config",
     "run_study",
 ]

@@ -1,0 +1,458 @@
+"""Field-metric measurements: one cell per metric, every pending cell on a state computed in one shared pass.
+
+The metrics themselves: docs/metrics.md.
+
+A :class:`MetricSuite` holds named metrics of :mod:`remnant.metrics` (OpenUnlearning's definitions and log keys:
+``forget_truth_ratio``, ``forget_Q_A_ROUGE``, ``extraction_strength``, ``mia_min_k``…) with their dependencies, the
+TOFU- or MUSE-style rows they read and the run's settings; :meth:`MetricSuite.cells` gives one
+:class:`MetricMeasurement` per computed metric (requested ones and their dependencies, dependencies first), so each
+metric is its own cell of the one cell runner (cache, ``--resume``, one record store: ``remnant eval``, a sweep's
+pool). The first pending cell computed on a state calls :func:`remnant.metrics.evaluate.evaluate` once for every
+pending metric — one teacher-forced pass over the deduplicated sequences, one greedy generation per prompt — and
+the others read its result (:class:`SharedPass`). Results are rebuilt from the records
+(:func:`readings_from_records`). Research measurements: none adjudicates a verdict or moves a tier.
+
+What a metric's cell writes, in this order:
+
+- an :class:`~remnant.records.Observation` per logged item value, ``score`` = the value the aggregate averages
+  (``score``; ``prob`` for the probabilities; the ``rouge_type`` field for ROUGE, with the generation as the
+  excerpt), ``kappa`` null (R6: a graded value, not a κ); ``item_id`` = ``METRIC/INDEX``, ``METRIC/SIDE/INDEX``
+  for a membership attack's forget and holdout sides, and ``…/J`` for the J-th of several answers;
+- one :class:`~remnant.records.CellRecord` with ``metric`` = the log key and the aggregate as utility records a
+  value that is not a proportion (:mod:`remnant.engine.utility`): ``k = 0`` and a nominal ``n`` (the items the
+  metric read, at least 1; R19), its registered handler as ``component`` (R23), and in ``params`` what no typed
+  field holds: ``agg_value`` (OpenUnlearning's name; the typed ``value`` is a utility reading's, R10),
+  ``requested``, ``sources``, ``extra`` (a membership attack's per-side aggregates and AUC), the ``dtype`` the
+  state was evaluated in (R25), ``notes`` and, for a suite built with ``log_digest``, ``log_sha256`` (the digest
+  of the metric's evaluation-log entry, so a reused cell's entry in a log file can be checked). A metric with no
+  value (forget quality without a retain model's log) is ``not_run`` with the note as its reason (R19).
+
+A cell's key (:meth:`MetricMeasurement.key_inputs`) covers the metric's and its dependencies' registered names,
+versions and parameters, the sources they read, a digest of each split they read (content and order), the prompt
+setting, the batch size, the declared dtype (a state loaded in another is refused), and the retain log and the
+reference model where the metric or a dependency reads them (R23, R24, R25); the state's weights digest is added
+by :func:`~remnant.engine.measurement.cell_key_of`. Another metric requested beside it leaves the key as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, ClassVar
+
+from remnant.engine.cell import CellTarget, cell_record, observation_record
+from remnant.engine.measurement import Measurement, Record, cell_key_of, run_measurement
+from remnant.errors import ConfigError
+from remnant.records import CellRecord, Observation
+
+#: The surface field metrics' records carry: none of the Standard's (they never adjudicate).
+SURFACE = "metric"
+#: Observations of a greedy, deterministic evaluation carry this seed (nothing is sampled).
+SEED = 0
+#: Per-item fields an aggregate averages, in the order they are looked for (ROUGE's is its ``rouge_type``).
+ITEM_FIELDS = ("score", "prob")
+#: Declared dtypes by torch name (``remnant eval --dtype`` spellings are kept as they are).
+DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def rows_digest(rows: Sequence[Any]) -> str:
+    """sha256 of a split's rows (every field, in order) as canonical JSON: changes with any row or its order.
+    TOFU rows are dataclasses, MUSE rows mappings."""
+    from remnant.statement.canonical import canonical_json
+
+    plain = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
+    return hashlib.sha256(canonical_json(plain)).hexdigest()
+
+
+def log_sha256(entry: Mapping[str, Any]) -> str:
+    """sha256 of one evaluation-log entry (its JSON form) as canonical JSON (the ``log_sha256`` param)."""
+    from remnant.statement.canonical import canonical_json
+
+    return hashlib.sha256(canonical_json(dict(entry))).hexdigest()
+
+
+def _state_digest(state: Any) -> str:
+    digest = getattr(state, "digest", None)
+    return str(digest if digest is not None else state.identity.digest)
+
+
+def dtype_name(dtype: str) -> str:
+    """A torch dtype's declared name (``torch.bfloat16`` → ``bf16``; ``remnant eval --dtype`` spellings)."""
+    name = str(dtype).removeprefix("torch.")
+    return DTYPES.get(name, name)
+
+
+@dataclass(frozen=True)
+class PassReading:
+    """One metric's part of a shared pass: its log entry, component spec, item sources, notes and the pass's
+    seconds (the whole pass for the cell that ran it, 0 for the cells that read it)."""
+
+    log: Any
+    spec: dict[str, Any]
+    sources: dict[str, Any]
+    notes: list[str]
+    elapsed: float
+
+
+class SharedPass:
+    """One :func:`~remnant.metrics.evaluate.evaluate` call per state for every pending metric cell of a suite.
+
+    ``pending`` starts as every computed metric (a fresh run: one pass); :meth:`MetricSuite.narrow` shrinks it to
+    the cells a runner has not recorded. The result is kept until every metric it computed has been read, so a
+    model state is not held alive beyond its cells (a sweep moves from state to state)."""
+
+    def __init__(self, suite: MetricSuite) -> None:
+        self.suite = suite
+        self.pending: tuple[str, ...] = suite.computed
+        self._state: Any = None
+        self._result: Any = None
+        self._unread: set[str] = set()
+        #: The latest pass's log entries by metric (a client writing the log reads them; no model held).
+        self.logs: dict[str, Any] = {}
+
+    def read(self, state: Any, metric: str) -> PassReading:
+        """``metric`` on ``state``: from the pass already made on it, or from a pass made now over the pending
+        metrics (``metric`` alone when it is not pending)."""
+        from remnant.metrics.evaluate import evaluate
+
+        elapsed = 0.0
+        if self._state is not state or metric not in self._unread:
+            s = self.suite
+            start = time.perf_counter()
+            self._result = evaluate(
+                state,
+                s.data.__getitem__,
+                self.pending if metric in self.pending else (metric,),
+                prompt=s.prompt,
+                settings=s.settings,
+                retain_log=s.retain_log,
+                reference=s.reference,
+            )
+            elapsed = time.perf_counter() - start
+            self._state, self._unread = state, set(self._result.logs)
+            self.logs = dict(self._result.logs)
+        result = self._result
+        self._unread.discard(metric)
+        if not self._unread:  # every metric of the pass read: let the state go
+            self._state = self._result = None
+        return PassReading(
+            log=result.logs[metric],
+            spec=result.specs[metric].to_dict(),
+            sources=result.sources.get(metric, {}),
+            notes=[n for n in result.notes if n.startswith(f"{metric}:")],
+            elapsed=elapsed,
+        )
+
+
+class MetricSuite:
+    """Named field metrics (with their dependencies) over ``data``, one cell each (module docstring)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        data: Mapping[str, Sequence[Any]],
+        prompt: Any,
+        *,
+        dtype: str,
+        settings: Any | None = None,
+        retain_log: Any | None = None,
+        reference: Any | None = None,
+        name: str = "none",
+        checkpoint: str = "final",
+        roles: tuple[str, ...] = ("post_removal", "control", "pre_removal"),
+        log_digest: bool = False,
+    ) -> None:
+        from remnant.metrics.catalogue import ALIASES, lookup, with_dependencies
+        from remnant.metrics.evaluate import EvalSettings, required_splits
+        from remnant.metrics.rows import as_rows
+
+        if not names:
+            raise ConfigError("a metric measurement names no metric", requirement="R23")
+        self.settings = settings if settings is not None else EvalSettings(progress=False)
+        suite = self.settings.suite
+        self.metrics = tuple(dict.fromkeys(ALIASES.get(n, n) for n in names))
+        for metric in self.metrics:
+            lookup(metric, suite)  # an unknown name is refused before any model runs
+        self.computed = tuple(d.name for d in with_dependencies(list(self.metrics), suite))
+        splits = required_splits(self.metrics, self.settings)
+        missing = [s for s in splits if s not in data]
+        if missing:
+            raise ConfigError(
+                f"metrics {', '.join(self.metrics)} read split(s) {', '.join(missing)}, which the data lacks",
+                requirement="R2",
+            )
+        tofu = suite == "tofu"  # TOFU rows become QARows; MUSE rows stay mappings, as evaluate reads them
+        self.data = {s: tuple(as_rows(list(data[s]), split=s) if tofu else data[s]) for s in splits}
+        # hashed once here: every cell key reads them (a pool plan computes thousands of keys)
+        self.data_digests = {s: rows_digest(rows) for s, rows in self.data.items()}
+        self.prompt = prompt
+        self.dtype = dtype_name(dtype)
+        self.retain_log = retain_log
+        self.reference = reference
+        self.name = name
+        self.checkpoint = checkpoint
+        self.roles = roles
+        self.log_digest = log_digest
+        self.shared = SharedPass(self)
+
+    def cells(self) -> list[MetricMeasurement]:
+        """One measurement per computed metric, dependencies first (module docstring)."""
+        return [MetricMeasurement(metric, self) for metric in self.computed]
+
+    def narrow(self, recorded: set[str], state: Any) -> list[MetricMeasurement]:
+        """The cells a runner that has ``recorded`` still computes on ``state``; the shared pass computes those
+        (and only those) when the first of them runs."""
+        cells = [c for c in self.cells() if cell_key_of(c, state) not in recorded]
+        self.shared.pending = tuple(c.metric for c in cells)
+        return cells
+
+
+class MetricMeasurement(Measurement):
+    """One field metric of a :class:`MetricSuite` on one state: one cell (module docstring)."""
+
+    kind: ClassVar[str] = "metric"
+
+    def __init__(self, metric: str, suite: MetricSuite) -> None:
+        self.metric = metric
+        self.suite = suite
+        self.name = suite.name
+        self.surface = SURFACE
+        self.checkpoint = suite.checkpoint
+
+    def roles(self) -> tuple[str, ...]:
+        return self.suite.roles
+
+    def _defs(self) -> list[Any]:
+        from remnant.metrics.catalogue import with_dependencies
+
+        return with_dependencies([self.metric], self.suite.settings.suite)
+
+    def components(self) -> dict[str, dict[str, Any]]:
+        """The metric's and its dependencies' registered handlers, versions and parameters (R23), by log key."""
+        from remnant import registry
+        from remnant.metrics.evaluate import effective_params
+
+        s = self.suite.settings
+        return {
+            d.name: registry.bind("metric", d.handler, effective_params(d, s)).to_dict() for d in self._defs()
+        }
+
+    def sources(self) -> dict[str, dict[str, Any]]:
+        """The items the metric and its dependencies read, by log key and side (R23)."""
+        s = self.suite.settings
+        return {
+            d.name: {
+                side: src.resolve(s.forget_split, s.holdout_split, s.question_key).to_dict()
+                for side, src in (("items", d.source), ("holdout", d.holdout))
+                if src is not None
+            }
+            for d in self._defs()
+        }
+
+    def key_inputs(self) -> dict[str, Any]:
+        from remnant.metrics.evaluate import required_splits
+        from remnant.statement.canonical import canonical_json
+
+        suite, defs = self.suite, self._defs()
+        # the retain log and the reference model are inputs only of the metrics that read them
+        retain = suite.retain_log if any(d.retain_key is not None for d in defs) else None
+        reference = suite.reference if any(d.handler == "mia_reference" for d in defs) else None
+        splits = required_splits([self.metric], suite.settings)
+        return {
+            "measurement": self.name,
+            "metric": self.metric,
+            "components": self.components(),
+            "sources": self.sources(),
+            "data": {split: suite.data_digests[split] for split in splits},
+            "prompt": {"setting": type(suite.prompt).__name__, **asdict(suite.prompt)},
+            "batch_size": suite.settings.batch_size,
+            "dtype": suite.dtype,
+            "retain_log": None
+            if retain is None
+            else hashlib.sha256(canonical_json(dict(retain.data))).hexdigest(),
+            "reference": None if reference is None else _state_digest(reference),
+            "checkpoint": self.checkpoint,
+        }
+
+    def label(self, role: str) -> str:
+        return f"metric {self.metric} on {role}"
+
+    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+        loaded = dtype_name(str(next(state.model.parameters()).dtype))
+        if loaded != self.suite.dtype:
+            raise ValueError(
+                f"the state is loaded in {loaded}, the measurement declares {self.suite.dtype} (R25)"
+            )
+        got = self.suite.shared.read(state, self.metric)
+        log, spec = got.log, got.spec
+        records: list[Record] = [
+            observation_record(
+                target,
+                checkpoint=self.checkpoint,
+                seed=SEED,
+                item_id=f"{self.metric}/{i}",
+                value=None if v is None else float(v),
+                willing=None,
+                output=text,
+            )
+            for i, v, text in _item_values(log, _item_field(spec))
+        ]
+        params = {
+            "agg_value": log.agg_value,
+            "requested": self.metric in self.suite.metrics,
+            "sources": got.sources,
+            "extra": _extra(log.extra),
+            "dtype": self.suite.dtype,
+            "notes": got.notes,
+        }
+        if self.suite.log_digest:
+            params["log_sha256"] = log_sha256(log.to_json())
+        records.append(
+            _aggregate_record(target, self.checkpoint, self.metric, log, spec, params, got.elapsed)
+        )
+        return records
+
+
+def run_metrics(runner: Any, suite: MetricSuite, state: Any, *, role: str | None = None) -> list[CellRecord]:
+    """Every cell of ``suite`` on ``state`` through ``runner``: the recorded ones reused, the pending ones computed
+    in one shared pass. Their cell records, dependencies first."""
+    suite.narrow(runner.recorded(), state)
+    return [r for cell in suite.cells() for r in run_measurement(runner, cell, state, role=role)]
+
+
+def _item_field(spec: Mapping[str, Any]) -> str | None:
+    """The per-item field ROUGE's aggregate averages (its ``rouge_type``); None for every other handler."""
+    rouge_type = spec.get("params", {}).get("rouge_type")
+    return str(rouge_type) if rouge_type is not None else None
+
+
+def _by_index_tables(log: Any) -> Iterable[tuple[str, Mapping[str, Mapping[str, Any]]]]:
+    """(prefix, value_by_index) of the entry and of each side it nests (a membership attack's forget, holdout)."""
+    if log.value_by_index is not None:
+        yield "", log.value_by_index
+    for side, entry in sorted(log.extra.items()):
+        if isinstance(entry, Mapping) and isinstance(entry.get("value_by_index"), Mapping):
+            yield f"{side}/", entry["value_by_index"]
+
+
+def _item_values(log: Any, rouge_field: str | None) -> Iterable[tuple[str, float | None, str | None]]:
+    """(item suffix, value, generation) of every logged item value (module docstring)."""
+    for prefix, table in _by_index_tables(log):
+        for index, entry in table.items():
+            key = (
+                rouge_field if rouge_field is not None else next((f for f in ITEM_FIELDS if f in entry), None)
+            )
+            if key is None or key not in entry:
+                raise ValueError(
+                    f"item {prefix}{index} logs none of {list(ITEM_FIELDS)} (fields {sorted(entry)})"
+                )
+            value, text = entry[key], entry.get("generation")
+            if isinstance(value, list):
+                texts = text if isinstance(text, list) else [text] * len(value)
+                for j, (v, t) in enumerate(zip(value, texts, strict=True)):
+                    yield f"{prefix}{index}/{j}", v, t
+            else:
+                yield f"{prefix}{index}", value, text if isinstance(text, str) else None
+
+
+def _extra(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's extra fields, a nested side by its aggregate (its items are observations)."""
+    return {k: (v.get("agg_value") if isinstance(v, Mapping) else v) for k, v in sorted(extra.items())}
+
+
+def _aggregate_record(
+    target: CellTarget,
+    checkpoint: str,
+    metric: str,
+    log: Any,
+    spec: dict[str, Any],
+    params: dict[str, Any],
+    elapsed: float,
+) -> CellRecord:
+    """A metric's aggregate as a cell record: ``k = 0`` and a nominal ``n`` (module docstring), or not run."""
+    if log.agg_value is None:
+        reason = "; ".join(params["notes"]) or f"{metric}: no item had a value"
+        return cell_record(
+            target,
+            metric=metric,
+            checkpoint=checkpoint,
+            fields={"component": spec},
+            params=params,
+            elapsed=elapsed,
+            status="not_run",
+            reason=reason,
+        )
+    n = sum(len(table) for _, table in _by_index_tables(log))
+    return cell_record(
+        target,
+        metric=metric,
+        k=0,
+        n=max(n, 1),
+        checkpoint=checkpoint,
+        fields={"component": spec},
+        params=params,
+        elapsed=elapsed,
+    )
+
+
+@dataclass(frozen=True)
+class MetricReading:
+    """One metric on one state, rebuilt from records: its aggregate, status and per-item values."""
+
+    metric: str
+    value: float | None
+    status: str
+    cell_key: str
+    items: dict[str, float | None] = field(default_factory=dict)
+
+
+def readings_from_records(
+    records: Iterable[Any], *, name: str | None = None
+) -> dict[str, dict[str, MetricReading]]:
+    """Every field metric in ``records`` (a run's store), by state then log key (the results of a pool).
+
+    ``name`` keeps only the measurement of that name. A metric measured twice on one state (two cells) keeps the
+    later cell, as a resumed run's reader would."""
+    listed = list(records)
+    wanted = [
+        r
+        for r in listed
+        if isinstance(r, CellRecord) and r.surface == SURFACE and (name is None or r.attack == name)
+    ]
+    out: dict[str, dict[str, MetricReading]] = {}
+    for cell in wanted:
+        prefix = f"{cell.metric}/"
+        items = {
+            o.item_id[len(prefix) :]: o.score
+            for o in listed
+            if isinstance(o, Observation)
+            and o.cell_key == cell.cell_key
+            and o.model_state == cell.model_state
+            and o.item_id.startswith(prefix)
+        }
+        value = cell.params.get("agg_value")
+        out.setdefault(cell.model_state, {})[cell.metric] = MetricReading(
+            metric=cell.metric,
+            value=None if value is None else float(value),
+            status=cell.status,
+            cell_key=cell.cell_key,
+            items=items,
+        )
+    return out
+
+
+__all__ = [
+    "SURFACE",
+    "MetricMeasurement",
+    "MetricReading",
+    "MetricSuite",
+    "PassReading",
+    "SharedPass",
+    "dtype_name",
+    "log_sha256",
+    "readings_from_records",
+    "rows_digest",
+    "run_metrics",
+]

@@ -1,0 +1,79 @@
+"""A *recipe*: everything that determines a model state's weights, and its digest (the state's content key).
+
+A state is made from a base model by steps: an install (a P-pool strength or an N-pool retain-only install), then
+a removal of that install; any state can be read under a perturbation (NF4, a relearned copy). The recipe names
+each input that changes the weights — the base model's file digest and the pack digest, the attributes and prompt,
+the dtype, the step's recipe (the install's settings, or the removal method's registered name, version and every
+parameter), its seed, the state it starts from, the position in the run (``final`` or ``epoch=X``) and the
+perturbation's settings — and nothing else (not a pool's name, not which metrics are measured), so two plans that
+declare the same state share one stored checkpoint and the state's digest is known before it is built (R23).
+
+The digests are the ones the sweep's content-addressed store has always used (a job's key is the digest of its
+kind, parent state, recipe and base inputs; a checkpoint's key the digest of its job's key and position), so
+checkpoints stored before the states layer existed keep their keys. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+#: Bumped when the way a checkpoint is built changes, so stored checkpoints built the old way are not reused.
+BUILD_VERSION = "1"
+
+Step = Literal["base", "install", "removal", "folder"]
+
+
+def digest(value: Any) -> str:
+    """sha256 (hex) of ``value``'s canonical JSON (RFC 8785, K5)."""
+    from remnant.statement.canonical import canonical_json
+
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def checkpoint_key(job_key: str, checkpoint: str) -> str:
+    """The content key of one stored checkpoint: its job's key and its position in the run."""
+    return digest({"job": job_key, "checkpoint": checkpoint, "build": BUILD_VERSION})
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One state's recipe (module docstring). ``base``: the inputs every step shares (``base`` file digest,
+    ``pack`` digest, ``attributes``, ``system_prompt``, ``dtype``, ``build``); ``step``: the last step;
+    ``params``: that step's recipe (JSON); ``parent``: the digest of the state it starts from (None: the base
+    model); ``checkpoint``: the position in the step's run; ``perturbation``: its settings (None: as built)."""
+
+    base: dict[str, Any]
+    step: Step
+    params: dict[str, Any]
+    parent: str | None = None
+    checkpoint: str = "final"
+    perturbation: dict[str, Any] | None = None
+
+    @property
+    def job(self) -> str:
+        """The key of the build job (one training run) that makes this state and its sibling checkpoints."""
+        return digest({"kind": self.step, "parent": self.parent, "recipe": self.params, **self.base})
+
+    @property
+    def digest(self) -> str:
+        """The state's digest: its stored checkpoint's key, or (perturbed) the digest of that and the settings."""
+        state = checkpoint_key(self.job, self.checkpoint)
+        return state if self.perturbation is None else perturbed_state(state, self.perturbation)
+
+    def at(self, checkpoint: str) -> Recipe:
+        """The same run's state at another position (``final`` or ``epoch=X``)."""
+        return replace(self, checkpoint=checkpoint)
+
+    def then(self, step: Step, params: dict[str, Any]) -> Recipe:
+        """The state made by ``step`` (``params``) starting from this one (a removal of an install)."""
+        return Recipe(self.base, step, params, parent=self.digest)
+
+
+def perturbed_state(state: str, perturbation: dict[str, Any]) -> str:
+    """The digest of state ``state`` read under ``perturbation`` (its settings, JSON)."""
+    return digest({"state": state, "perturbation": perturbation})
+
+
+__all__ = ["BUILD_VERSION", "Recipe", "Step", "checkpoint_key", "digest", "perturbed_state"]
