@@ -7,7 +7,7 @@ Imports nothing heavy at module level: torch and transformers are imported when 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +16,16 @@ if TYPE_CHECKING:
     from remnant.metrics.commands import Evaluation
 
 
-def _command_defaults(module: Callable[[Any], None], argv: list[str]) -> argparse.Namespace:
+def _command_defaults(
+    module: Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None], argv: list[str]
+) -> argparse.Namespace:
     """The options ``argv`` gives the command that ``module`` adds (every default the command line has)."""
     parser = argparse.ArgumentParser(prog="remnant")
     module(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
 
 
-def _apply(args: argparse.Namespace, options: dict[str, Any], command: str) -> argparse.Namespace:
+def _apply(args: argparse.Namespace, options: Mapping[str, object], command: str) -> argparse.Namespace:
     """Keyword arguments over the command's defaults; a name the command has no option for is a TypeError."""
     for key, value in options.items():
         if key in ("handler", "command") or not hasattr(args, key):
@@ -57,7 +59,7 @@ def evaluate(
     *,
     metrics: str | list[str] | None = None,
     out: str | Path | None = None,
-    **options: Any,
+    **options: object,
 ) -> Evaluation:
     """``remnant eval``: TOFU or MUSE metrics on ``model`` (a folder, a .gguf file, a zoo name, or an in-memory
     ``(transformers model, tokenizer)`` pair) over the data folder ``data``.
@@ -103,7 +105,7 @@ def recompute(
     return recompute_run(Path(run), reports=reports, expect_head=expect_head, wait=wait)
 
 
-def run_sweep(spec: str | Path, out: str | Path, **options: Any) -> int:
+def run_sweep(spec: str | Path, out: str | Path, **options: object) -> int:
     """``remnant sweep run SPEC --out DIR``: the command itself, options as keyword arguments (``executor``,
     ``retry_failed``, ``wait``, ...); returns its exit code. The run summary is written under ``out/runs/``."""
     from remnant.sweep.commands import add_commands

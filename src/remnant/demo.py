@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,7 +191,7 @@ def demo_pack(out: Path, sizing: Sizing) -> Path:
     return folder
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -347,7 +348,7 @@ class DemoResult:
     seconds: float
 
 
-def run_demo(out: Path, *, quick: bool, log: Any = None) -> list[DemoResult]:
+def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None) -> list[DemoResult]:
     """The main job: three removals of one installed canary pack, three assessments, one comparison report."""
     from remnant.assess.cells import CellCache
     from remnant.assess.facts import smallest_n
@@ -507,7 +508,7 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant demo``."""
     parser = subparsers.add_parser(
         "demo",

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from remnant.standard.facts import VerdictFacts
 
 #: The published conformance test vectors, package data (docs/vectors.md): the one copy, read by the tests and by
 #: ``remnant demo --vectors`` from a checkout and from an installed wheel alike.
@@ -63,7 +65,7 @@ def find_vectors(directory: Path | None = None) -> Path:
     return path
 
 
-def _smallest_n(facts: Any) -> int | None:
+def _smallest_n(facts: VerdictFacts) -> int | None:
     """The smallest n over admitted, adjudicating attacks that ran, post-removal and control (R19, R21)."""
     from remnant.standard.vocabulary import ADMITTED_SURFACES
 

@@ -19,7 +19,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from remnant.errors import ConfigError, RemnantError
 
@@ -31,8 +31,8 @@ class _Refused(ValueError):
     """A strict-parse refusal, raised from inside ``json.loads`` hooks and turned into a ConfigError."""
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for key, value in pairs:
         if key in out:
             raise _Refused(f"duplicate key {key!r}")
@@ -40,7 +40,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise _Refused(f"{name} is not JSON (RFC 8785 §3.2.2.2)")
 
 

@@ -35,7 +35,7 @@ class _ExportsOverSubmodules(types.ModuleType):
 
     _exports_over_submodules: frozenset[str] = frozenset()
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name in self._exports_over_submodules and isinstance(value, types.ModuleType):
             return  # the import system binding the submodule: the export (served by __getattr__) stays
         super().__setattr__(name, value)

@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant list``."""
     p = subparsers.add_parser(
         "list",

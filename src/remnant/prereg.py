@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,7 +58,7 @@ class PreRegistration(BaseModel):
             node = node[part]
         return node
 
-    def statement_fields(self) -> dict[str, Any]:
+    def statement_fields(self) -> dict[str, object]:
         """The ``pre_registration`` block of a conformance statement (Annex E, K4)."""
         utility = self.values["utility"]
         return {
@@ -72,7 +72,7 @@ class PreRegistration(BaseModel):
         }
 
 
-def prereg_digest(values: dict[str, Any], pack_digest: str | None) -> str:
+def prereg_digest(values: Mapping[str, object], pack_digest: str | None) -> str:
     """``sha256:`` + hex sha256 of ``canonical_json({"pack_digest": ..., "values": ...})`` (RFC 8785)."""
     body = canonical_json({"pack_digest": pack_digest, "values": values})
     return "sha256:" + hashlib.sha256(body).hexdigest()
@@ -190,20 +190,20 @@ class _Absent:
         return "<absent>"
 
 
-_ABSENT: Any = _Absent()
+_ABSENT: object = _Absent()
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     """JSON equality (1 == 1.0, key order ignored); an absent field equals null."""
     a = None if a is _ABSENT else a
     b = None if b is _ABSENT else b
     return canonical_json(a) == canonical_json(b)
 
 
-def diff_values(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, Any]]:
+def diff_values(old: object, new: object, prefix: str = "") -> list[tuple[str, object, object]]:
     """Dotted paths at which two JSON values differ, with both sides (dicts descend; lists compare whole)."""
     if isinstance(old, dict) and isinstance(new, dict):
-        out: list[tuple[str, Any, Any]] = []
+        out: list[tuple[str, object, object]] = []
         for key in sorted(set(old) | set(new)):
             path = f"{prefix}.{key}" if prefix else key
             out += diff_values(old.get(key, _ABSENT), new.get(key, _ABSENT), path)
@@ -212,15 +212,15 @@ def diff_values(old: Any, new: Any, prefix: str = "") -> list[tuple[str, Any, An
 
 
 def _changes(
-    prereg: PreRegistration, values: dict[str, Any], pack_digest: str | None
-) -> list[tuple[str, Any, Any]]:
+    prereg: PreRegistration, values: Mapping[str, object], pack_digest: str | None
+) -> list[tuple[str, object, object]]:
     changes = diff_values(prereg.values, values)
     if pack_digest is not None and pack_digest != prereg.pack_digest:
         changes.append(("pack_digest", prereg.pack_digest, pack_digest))
     return changes
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return "<absent>" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
 
 
@@ -243,7 +243,7 @@ def check_against(
 
 
 def check_values(
-    values: dict[str, Any],
+    values: Mapping[str, object],
     prereg: PreRegistration,
     deviations: Iterable[Deviation] = (),
     *,
@@ -277,7 +277,7 @@ def check_values(
 
 
 def record_deviation(
-    run_dir: str | Path, field: str, old: Any, new: Any, reason: str, stage: str
+    run_dir: str | Path, field: str, old: object, new: object, reason: str, stage: str
 ) -> Deviation:
     """Append a deviation (R15) to ``RUN/deviations.jsonl``; the field must be one the run pre-registered.
 
@@ -291,7 +291,7 @@ def record_deviation(
         return _append_deviation(run, field, old, new, reason, stage)
 
 
-def _append_deviation(run: Path, field: str, old: Any, new: Any, reason: str, stage: str) -> Deviation:
+def _append_deviation(run: Path, field: str, old: object, new: object, reason: str, stage: str) -> Deviation:
     prereg = load_prereg(run)
     if field != "pack_digest" and field.split(".")[0] not in prereg.values:
         raise PreregError(f"{run / PREREG_FILE}: {field!r} is not a pre-registered field", requirement="R15")
@@ -316,7 +316,7 @@ def require_prereg(
     return prereg, check_against(cfg, prereg, load_deviations(run_dir), pack_digest=pack_digest)
 
 
-def deviations_for_statement(deviations: Sequence[Deviation]) -> list[dict[str, Any]]:
+def deviations_for_statement(deviations: Sequence[Deviation]) -> list[dict[str, object]]:
     """Deviations as the statement's ``deviations`` list (field, old, new, reason, stage; R15, K4)."""
     return [d.model_dump(include={"field", "old", "new", "reason", "stage"}) for d in deviations]
 

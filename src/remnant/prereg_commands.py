@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 EXIT_OK = 0
 
@@ -32,7 +31,7 @@ def _preregister(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``preregister`` on the top-level subparsers (called by remnant.cli)."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "preregister",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -98,7 +98,7 @@ def utc_now() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def cell_key(**inputs: Any) -> str:
+def cell_key(**inputs: object) -> str:
     """Content hash of a cell's inputs: hex sha256 of their canonical JSON (same inputs, same key; --resume)."""
     return hashlib.sha256(canonical_json(inputs)).hexdigest()
 
@@ -464,7 +464,7 @@ MIGRATIONS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = 
 }
 
 
-def entry_version(entry: dict[str, Any]) -> tuple[str, int]:
+def entry_version(entry: Mapping[str, object]) -> tuple[str, int]:
     """``(entry_type, schema_version)`` of one raw entry; RecordError when either is unknown or too new."""
     etype = entry.get("entry_type")
     if etype not in SCHEMA_VERSIONS:

@@ -58,7 +58,7 @@ KIND_BASES: dict[str, str] = {
 }
 
 
-def _check_base(kind: str, name: str, cls: type[Any]) -> None:
+def _check_base(kind: str, name: str, cls: type[object]) -> None:
     base = KIND_BASES.get(kind)
     if base is None or base in {f"{c.__module__}:{c.__qualname__}" for c in cls.__mro__}:
         return
@@ -75,9 +75,9 @@ class ComponentSpec:
     kind: str
     name: str
     version: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "name": self.name,
@@ -91,7 +91,7 @@ class _Entry:
     kind: str
     name: str
     version: str
-    target: type[Any]
+    target: type[object]
 
 
 _ENTRIES: dict[tuple[str, str], _Entry] = {}
@@ -160,11 +160,11 @@ def _distribution(ep: importlib.metadata.EntryPoint) -> tuple[str, str]:
     return dist.name, dist.version
 
 
-def _built_in(target: type[Any]) -> bool:
+def _built_in(target: type[object]) -> bool:
     return target.__module__.split(".")[0] == "remnant"
 
 
-def _registered_by(loaded: Any) -> list[tuple[str, str]]:
+def _registered_by(loaded: object) -> list[tuple[str, str]]:
     """``(kind, name)`` of the registered class ``loaded``, or of the registered classes a module defines."""
     if isinstance(loaded, type):
         candidates: list[Any] = [loaded]
@@ -257,10 +257,10 @@ def version(kind: str, name: str) -> str:
     return _ENTRIES[(kind, name)].version
 
 
-def defaults(kind: str, name: str) -> dict[str, Any]:
+def defaults(kind: str, name: str) -> dict[str, object]:
     """Every constructor parameter of ``(kind, name)`` with its default (``None``-free required ones omitted)."""
     cls = get(kind, name)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for pname, param in inspect.signature(cls.__init__).parameters.items():
         if pname == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
@@ -269,7 +269,7 @@ def defaults(kind: str, name: str) -> dict[str, Any]:
     return out
 
 
-def bind(kind: str, name: str, params: Mapping[str, Any] | None = None) -> ComponentSpec:
+def bind(kind: str, name: str, params: Mapping[str, object] | None = None) -> ComponentSpec:
     """Validate ``params`` against the constructor of ``(kind, name)`` and fill in every default.
 
     Unknown parameter names are refused (a misspelt budget must not silently fall back to a default).
@@ -287,7 +287,7 @@ def bind(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Compo
     return ComponentSpec(kind=kind, name=name, version=_ENTRIES[(kind, name)].version, params=resolved)
 
 
-def create(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any:
+def create(kind: str, name: str, params: Mapping[str, object] | None = None) -> Any:
     """Instantiate ``(kind, name)`` with ``params``; the instance carries its :class:`ComponentSpec` as ``.spec``."""
     spec = bind(kind, name, params)
     instance = get(kind, name)(**spec.params)
@@ -295,7 +295,7 @@ def create(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any
     return instance
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> object:
     """Parameters as JSON-ready values (tuples become lists; anything else unknown becomes its repr)."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}

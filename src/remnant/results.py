@@ -131,7 +131,7 @@ class PoolTable:
         return out
 
 
-def _is_missing(value: Any) -> bool:
+def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
@@ -153,11 +153,11 @@ def _number(value: Any, where: str) -> float | None:
     return x
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return None if _is_missing(value) else str(value)
 
 
-def _seed(value: Any, where: str) -> int | None:
+def _seed(value: object, where: str) -> int | None:
     x = _number(value, where)
     if x is None:
         return None
@@ -166,14 +166,14 @@ def _seed(value: Any, where: str) -> int | None:
     return int(x)
 
 
-def _choice(value: Any, allowed: tuple[str, ...], where: str) -> str:
+def _choice(value: object, allowed: tuple[str, ...], where: str) -> str:
     text = _text(value)
     if text not in allowed:
         raise ConfigError(f"{where}: expected one of {', '.join(allowed)}, got {value!r}", requirement="R23")
     return text
 
 
-def parse_results(records: Iterable[Mapping[str, Any]], source: str) -> tuple[list[ResultRow], list[str]]:
+def parse_results(records: Iterable[Mapping[str, object]], source: str) -> tuple[list[ResultRow], list[str]]:
     """Rows of the results table from plain records (one mapping per row); ConfigError on a malformed one."""
     records = list(records)
     columns = list(dict.fromkeys(k for r in records for k in r))
@@ -228,7 +228,7 @@ def parse_results(records: Iterable[Mapping[str, Any]], source: str) -> tuple[li
     return rows, metric_columns
 
 
-def parse_items(records: Iterable[Mapping[str, Any]], source: str) -> list[ItemValue]:
+def parse_items(records: Iterable[Mapping[str, object]], source: str) -> list[ItemValue]:
     """Item values from plain records; rows with a missing value are skipped (not measured), a non-finite one is
     refused."""
     out: list[ItemValue] = []
@@ -252,7 +252,7 @@ def pyarrow_available() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
-def _parquet_records(path: Path) -> list[dict[str, Any]]:
+def _parquet_records(path: Path) -> list[dict[str, object]]:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no stubs
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -262,7 +262,7 @@ def _parquet_records(path: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"{path}: not a readable Parquet table ({exc})", requirement="R23") from None
 
 
-def _csv_records(path: Path) -> list[dict[str, Any]]:
+def _csv_records(path: Path) -> list[dict[str, object]]:
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             return [dict(r) for r in csv.DictReader(handle)]
@@ -270,11 +270,11 @@ def _csv_records(path: Path) -> list[dict[str, Any]]:
         raise ConfigError(f"{path}: not a readable CSV table ({exc})", requirement="R23") from None
 
 
-def _read_records(folder: Path, stem: str) -> list[tuple[list[dict[str, Any]], Path]]:
+def _read_records(folder: Path, stem: str) -> list[tuple[list[dict[str, object]], Path]]:
     """Every readable copy of ``stem``: ``stem.parquet`` first (pyarrow present), then ``stem.csv``; empty when
     neither can be read. The first is the table; the others must agree with it (module docstring)."""
     parquet, text = folder / f"{stem}.parquet", folder / f"{stem}.csv"
-    copies: list[tuple[list[dict[str, Any]], Path]] = []
+    copies: list[tuple[list[dict[str, object]], Path]] = []
     if parquet.is_file() and pyarrow_available():
         copies.append((_parquet_records(parquet), parquet))
     if text.is_file():
@@ -282,7 +282,13 @@ def _read_records(folder: Path, stem: str) -> list[tuple[list[dict[str, Any]], P
     return copies
 
 
-def _agree(table: Path, other: Path, first: Sequence[Any], second: Sequence[Any], what: str) -> None:
+def _agree(
+    table: Path,
+    other: Path,
+    first: Sequence[ResultRow | ItemValue],
+    second: Sequence[ResultRow | ItemValue],
+    what: str,
+) -> None:
     """ConfigError naming both files unless ``first`` and ``second`` (parsed rows) are the same table."""
     if list(first) == list(second):
         return
@@ -299,7 +305,7 @@ def _agree(table: Path, other: Path, first: Sequence[Any], second: Sequence[Any]
     )
 
 
-def _label(row: Any) -> str:
+def _label(row: ResultRow | ItemValue) -> str:
     extra = f", item {row.item_id}, metric {row.metric}" if isinstance(row, ItemValue) else ""
     return f"model {row.model}, perturbation {row.perturbation}{extra}"
 
@@ -369,7 +375,9 @@ def require_finished(table: PoolTable, pools: Sequence[str], study: str) -> None
             )
 
 
-def write_csv_table(path: str | Path, records: Iterable[Mapping[str, Any]], columns: Iterable[str]) -> None:
+def write_csv_table(
+    path: str | Path, records: Iterable[Mapping[str, object]], columns: Iterable[str]
+) -> None:
     """Write records as CSV through :func:`remnant.atomic.write_atomic` (tests and examples build pools so)."""
     import io
 

@@ -32,7 +32,7 @@ import platform
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,6 +46,9 @@ from remnant.registry import ComponentSpec
 from remnant.statement.absent import Absent
 from remnant.statement.build import cells_from_facts
 from remnant.statement.schema import Cell, Deviation, Versions
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Manifest
 
 MANIFEST_SCHEMA_VERSION = "1"
 MANIFEST_FILE = "manifest.json"
@@ -264,21 +267,21 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def canonical_digest(value: Any) -> str:
+def canonical_digest(value: object) -> str:
     """``sha256:`` of a JSON value's canonical form (RFC 8785), e.g. the parsed config."""
     from remnant.statement.canonical import canonical_json
 
     return "sha256:" + sha256_hex(canonical_json(value))
 
 
-def component_record(spec: ComponentSpec | Mapping[str, Any], role: str) -> ComponentRecord:
+def component_record(spec: ComponentSpec | Mapping[str, object], role: str) -> ComponentRecord:
     """A component as the manifest records it, from its :class:`ComponentSpec` or that spec's dict."""
     data = spec.to_dict() if isinstance(spec, ComponentSpec) else dict(spec)
     return ComponentRecord(role=role, **data)
 
 
 def pack_record(
-    manifest: Any, *, location: str | Path | None = None, publicly_released: bool = False
+    manifest: Manifest, *, location: str | Path | None = None, publicly_released: bool = False
 ) -> PackRecord:
     """The pack's identity from a loaded :class:`remnant.packs.Manifest` (ids, counts, digest; no contents)."""
     cf = manifest.collision_filter
@@ -442,15 +445,15 @@ def build_manifest(
     claim: str,
     assessment_date: dt.date,
     versions: Versions,
-    facts: Mapping[str, Any],
+    facts: Mapping[str, object],
     models: Sequence[ModelRecord],
     seeds: Mapping[str, int],
-    hyperparameters: Mapping[str, Mapping[str, Any]],
+    hyperparameters: Mapping[str, Mapping[str, object]],
     components: Sequence[ComponentRecord],
     pack: PackRecord,
     prereg: PreregRecord,
     environment: Environment,
-    config: Mapping[str, Any],
+    config: Mapping[str, object],
     deviations: Sequence[Deviation] = (),
     extra_cells: Sequence[Cell] = (),
     curves: Sequence[RelearningCurve] = (),

@@ -29,7 +29,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.assess.inputs import Inputs
 from remnant.assess.states import LoadedState, cached_state, recipe_key, save_state
@@ -38,6 +38,11 @@ from remnant.engine.audit import REMOVED, AuditPlan
 from remnant.engine.audit_base import Audit
 from remnant.errors import ConfigError
 from remnant.standard.vocabulary import CONTROL, POST, PRE
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.models.prompts import PromptFormat
 
 RETAIN_ONLY, PROCEDURE, CONTENT = "retain_only", "procedure_control", "content_control"
 #: Audited state role -> the role its readings carry (C-H7c).
@@ -81,7 +86,7 @@ def audit_class(table: str, spec: AuditTable) -> type[Audit]:
     return cls
 
 
-def _params(cls: type[Audit], spec: AuditTable, fmt: Any | None) -> dict[str, Any]:
+def _params(cls: type[Audit], spec: AuditTable, fmt: PromptFormat | None) -> dict[str, object]:
     """The audit's parameters; the UDS family reads in the states' own prompt format unless the table says."""
     params = dict(spec.params)
     if fmt is not None and cls.family == "uds":
@@ -91,7 +96,7 @@ def _params(cls: type[Audit], spec: AuditTable, fmt: Any | None) -> dict[str, An
     return params
 
 
-def create_audit(table: str, spec: AuditTable, fmt: Any | None = None) -> Audit:
+def create_audit(table: str, spec: AuditTable, fmt: PromptFormat | None = None) -> Audit:
     """The registered audit ``[audits.<table>]`` declares (:func:`audit_class`; ConfigError naming the field)."""
     from remnant.assess.params import create
 
@@ -127,13 +132,13 @@ def _install_spec(cfg: AssessmentConfig) -> Any:
     return InstallSpec.from_budget(budget)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
 def _build_one(
     role: str, cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, *, progress: bool
-) -> tuple[Any, dict[str, Any], str]:
+) -> tuple[Any, dict[str, object], str]:
     """Train one extra state from a copy of the control (the control is never modified): (model, record, source)."""
     import copy
 
@@ -225,7 +230,7 @@ def _cached_or_built(
     return state
 
 
-def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, Any]:
+def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, object]:
     """What determines an extra state besides the control and the pack (its cache key)."""
     master = cfg.seeds.master
     budget = cfg.models.pre_removal.install
@@ -238,7 +243,7 @@ def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, Any]:
     return {"install": install, "seed": derive_seed(master, "install"), "fmt": fmt, "items": role}
 
 
-def _digest(value: Any) -> str:
+def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
@@ -247,8 +252,8 @@ def _capped(items: list[Any], spec: AuditTable) -> list[Any]:
 
 
 def _uds_data(
-    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: PreTrainedTokenizerBase, audit: Any
+) -> tuple[dict[str, object], dict[str, object]]:
     from remnant.latent.inputs import examples_from_items
 
     items = [inputs.pack.item(p.item_id) for p in inputs.probes]
@@ -261,7 +266,7 @@ def _uds_data(
     return {"examples": examples}, {"examples": [e.idx for e in examples]}
 
 
-def _answer_probes(tok: Any, items: list[Any], fmt: Any) -> list[Any]:
+def _answer_probes(tok: PreTrainedTokenizerBase, items: list[Any], fmt: PromptFormat) -> list[Any]:
     from dataclasses import replace
 
     from remnant.latent.jaccess import make_probe
@@ -278,7 +283,7 @@ def _answer_probes(tok: Any, items: list[Any], fmt: Any) -> list[Any]:
 
 
 def _jaccess_data(
-    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: PreTrainedTokenizerBase, audit: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     from remnant.latent.lens_text import LENS_TEXT
     from remnant.models.prompts import render_prompt_ids
@@ -315,8 +320,8 @@ def _jaccess_data(
 
 
 def _direction_data(
-    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: Any, audit: Any
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    cfg: AssessmentConfig, inputs: Inputs, spec: AuditTable, tok: PreTrainedTokenizerBase, audit: Any
+) -> tuple[dict[str, object], dict[str, object]]:
     from remnant.latent.inputs import probe_prompts
 
     pack = inputs.pack

@@ -23,7 +23,7 @@ BINDING = "binding"
 
 
 def kept_general_ids(
-    runner: CellRunner, *, control: Any, ctx: Any, general: Sequence[Any], key_inputs: dict[str, Any]
+    runner: CellRunner, *, control: Any, ctx: Any, general: Sequence[Any], key_inputs: dict[str, object]
 ) -> list[str]:
     """The general questions the never-modified control answers (R10: u measurable on the control)."""
     measurement = AttackMeasurement(

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.assess import facts as F
 from remnant.classd.canaries import measurement_name
@@ -45,6 +45,14 @@ from remnant.engine.runner import CellRunner
 from remnant.errors import ConfigError
 from remnant.records import CellRecord, Observation
 
+if TYPE_CHECKING:
+    from remnant.assess.inputs import Inputs
+    from remnant.assess.states import LoadedState
+    from remnant.attacks.base import AttackContext
+    from remnant.classd import BatterySpec
+    from remnant.classd.canaries import CanaryProbes, RiskCounts
+    from remnant.score.probe import Probe
+
 #: Metric of the control-entity counts (D4), beside ``kappa`` on the target canaries.
 CONTROL_ENTITIES = F.CONTROL_ENTITIES
 CLASSD_CONTEXT = "class_d"
@@ -54,14 +62,14 @@ CLASSD_CONTEXT = "class_d"
 class BatteryInputs:
     """What every battery cell shares, fixed before the first one runs (identical for both states, R3)."""
 
-    spec: Any  # remnant.classd.BatterySpec
-    canaries: Mapping[str, Any]  # risk -> CanaryProbes (read-only)
+    spec: BatterySpec
+    canaries: Mapping[str, CanaryProbes]  # risk -> its canaries (read-only)
     #: (risk, slot, attack instance or None, not-applicable reason) for every attack the battery runs under
     attacks: tuple[tuple[str, str, Any, str | None], ...]
     relearn: bool
     budgets: tuple[int, ...]
     max_new_tokens: int
-    design: Mapping[str, Any]
+    design: Mapping[str, object]
     notes: tuple[str, ...] = ()
 
     def context(self) -> dict[str, Any]:
@@ -77,7 +85,7 @@ class BatteryInputs:
         }
 
 
-def prepare_battery(cfg: AssessmentConfig, inputs: Any) -> BatteryInputs | None:
+def prepare_battery(cfg: AssessmentConfig, inputs: Inputs) -> BatteryInputs | None:
     """The battery's probe sets, attacks and budgets from the config and the pack; None when not configured."""
     if cfg.claim_class != "D" or cfg.class_d is None or cfg.class_d.battery is None:
         return None
@@ -155,14 +163,16 @@ def _methods(battery: BatteryInputs, risk: str) -> list[tuple[str, Any, str | No
     return out
 
 
-def _risk_context(inputs: Any, seed: int, tokens: int, batch: int, demos: Sequence[Any], state: Any) -> Any:
+def _risk_context(
+    inputs: Inputs, seed: int, tokens: int, batch: int, demos: Sequence[Probe], state: LoadedState
+) -> AttackContext:
     """The attack context of one battery measurement on ``state``: its seed, budgets and demonstrations."""
     ctx = inputs.context(state, seed=seed, max_new_tokens=tokens, batch_size=batch)
     return replace(ctx, demonstrations=tuple(demos) if demos else tuple(inputs.retain))
 
 
 def risk_measurements(
-    battery: BatteryInputs, inputs: Any, risk: str, canary: Any, key_inputs: dict[str, Any]
+    battery: BatteryInputs, inputs: Inputs, risk: str, canary: CanaryProbes, key_inputs: dict[str, object]
 ) -> Iterator[Measurement]:
     """The measurements of one risk: each method, or its not-applicable record (C-Q2); scheduled on both states
     by :func:`remnant.assess.schedule.classd_cells`."""
@@ -191,7 +201,9 @@ def risk_measurements(
         yield RiskMeasurement(risk, method, attack, canary, context, battery.spec.describe()[risk], inputs_of)
 
 
-def counts_from_records(runner: CellRunner, records: Sequence[CellRecord], canary: Any, name: str) -> Any:
+def counts_from_records(
+    runner: CellRunner, records: Sequence[CellRecord], canary: CanaryProbes, name: str
+) -> RiskCounts | None:
     """A finished measurement's counts rebuilt from its observations (None when it failed or is incomplete)."""
     from remnant.classd import count
 
@@ -210,7 +222,7 @@ def counts_from_records(runner: CellRunner, records: Sequence[CellRecord], canar
 
 def relearning_measurements(
     battery: BatteryInputs,
-    inputs: Any,
+    inputs: Inputs,
     key_inputs: dict[str, Any],
     *,
     step0: Callable[[str], Mapping[str, Any]],
@@ -254,7 +266,7 @@ def relearning_measurements(
     ]
 
 
-def _relearn_context(inputs: Any, seed: int, tokens: int, state: Any) -> Any:
+def _relearn_context(inputs: Inputs, seed: int, tokens: int, state: LoadedState) -> AttackContext:
     return inputs.context(state, seed=seed, max_new_tokens=tokens)
 
 

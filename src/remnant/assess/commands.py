@@ -23,7 +23,7 @@ WAIT_HELP = (
 )
 
 
-def _summary(outcome: Any, run: Path) -> dict[str, Any]:
+def _summary(outcome: Any, run: Path) -> dict[str, object]:
     from remnant.assess.facts import smallest_n
 
     return {
@@ -74,7 +74,7 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``plan``, ``assess`` and ``recompute`` (called by remnant.cli)."""
     plan = subparsers.add_parser(
         "plan",

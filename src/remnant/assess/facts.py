@@ -115,11 +115,11 @@ def relearn_points(cells: Sequence[CellRecord], attack: str, state: str, metric:
     return sorted(points, key=lambda p: (p.budget, p.step))
 
 
-def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, Any] | None:
+def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, object] | None:
     mine = [c for c in cells if c.attack == name and c.surface == "relearning"]
     if not mine:
         return None
-    fact: dict[str, Any] = {"name": name, "surface": "relearning"}
+    fact: dict[str, object] = {"name": name, "surface": "relearning"}
     if name == SCORED_ARM:
         fact["adjudicating"] = False  # C-W6: relearning on the scored items never decides
     bad = [c for c in mine if c.status in ("failed", "diverged", "not_applicable", "not_run")]
@@ -141,12 +141,12 @@ def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dic
     return fact
 
 
-def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, Any] | None:
+def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[str, object] | None:
     mine = [c for c in cells if c.attack == name and c.surface not in ("utility", "baseline")]
     if not mine:
         return None
     surface = mine[0].surface
-    fact: dict[str, Any] = {"name": name, "surface": surface}
+    fact: dict[str, object] = {"name": name, "surface": surface}
     if any(c.adjudicating is False for c in mine):
         fact["adjudicating"] = False
     risk = next((c.risk for c in mine if c.risk), None)
@@ -182,13 +182,13 @@ def battery_names(cells: Sequence[CellRecord]) -> list[str]:
     return sorted(first, key=lambda name: first[name])
 
 
-def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
+def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, object]:
     from remnant.statement.classd_bar import net_rate as classd_net_rate
 
     mine = [c for c in cells if c.attack == name and c.risk is not None]
     risk = next(r for c in mine if (r := c.risk) is not None)
     surface = mine[0].surface
-    fact: dict[str, Any] = {"name": name, "surface": surface, "risk": risk}
+    fact: dict[str, object] = {"name": name, "surface": surface, "risk": risk}
     for status in ("failed", "diverged", "not_run", "not_applicable"):
         hit = next((c for c in mine if c.status == status and c.model_state == POST), None)
         hit = hit or next((c for c in mine if c.status == status), None)
@@ -239,7 +239,7 @@ def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, Any]:
     return fact
 
 
-def battery_facts(cells: Sequence[CellRecord]) -> list[dict[str, Any]]:
+def battery_facts(cells: Sequence[CellRecord]) -> list[dict[str, object]]:
     """The risk-tagged attack facts of the Class D battery, from the post-removal model's records (D-5.1).
 
     ``control_k``/``control_n`` are the never-installed control entities under the identical measurement on the
@@ -287,7 +287,7 @@ def utility_budgets(cells: Sequence[CellRecord]) -> dict[str, int]:
     return {c.checkpoint: c.budget for c in _utility_readings(cells) if c.budget is not None}
 
 
-def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, Any]:
+def utility_facts(cfg: AssessmentConfig, cells: Sequence[CellRecord]) -> dict[str, object]:
     """Removal-stage u = min over metrics of u(θ_U)/u(θ) (R9, R11); attack-stage u = min over metrics of the
     relearned post-removal model's value over θ_U's, at the largest budget relearned (R12, C-W4); the rule is
     :func:`remnant.standard.derive.utility_stages`, which remnant validate applies to a statement's cells."""
@@ -348,12 +348,12 @@ def build_facts(
     cells: Sequence[CellRecord],
     *,
     chance_rate: float | None = None,
-    installation: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    installation: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The verdict facts (V1; ``remnant verdict``'s input) from the cell records (every attack of the config,
     run or not) and how the target was fixed (``installation``, from :func:`installation_fact`; R2)."""
     metric = _gating(cfg)
-    attacks: list[dict[str, Any]] = []
+    attacks: list[dict[str, object]] = []
     for name in attack_order(cfg):
         fact = (
             _relearning_fact(cells, name, metric)
@@ -368,7 +368,7 @@ def build_facts(
             fact.update(status="not_run", reason="no cell was recorded for this attack")
         attacks.append(fact)
     attacks += battery_facts(cells)  # Class D battery (remnant.assess.classd; D-5.1)
-    facts: dict[str, Any] = {
+    facts: dict[str, object] = {
         "standard_version": STANDARD_VERSION,
         "class": cfg.claim_class,
         "track": cfg.track,
@@ -486,7 +486,9 @@ def extra_cells(
     return unique
 
 
-def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canaries: bool) -> frozenset[str]:
+def general_met(
+    cfg: AssessmentConfig, facts: Mapping[str, object], *, minted_canaries: bool
+) -> frozenset[str]:
     """The §3 requirements this run meets by construction, as ids (tier evidence, §7.1).
 
     The pipeline itself secures most of them: the claim (R1), installation (R2), the control at every stage with
@@ -511,7 +513,7 @@ def general_met(cfg: AssessmentConfig, facts: Mapping[str, Any], *, minted_canar
 
 def evidence(
     cfg: AssessmentConfig,
-    facts: Mapping[str, Any],
+    facts: Mapping[str, object],
     verdict: str,
     *,
     deviations: int,
@@ -611,13 +613,13 @@ def format_checks(
             if c.surface in ("inference_time", "weight_transform") and c.attack != NONE and c.risk is None
         }
     )
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for name in names:
         att = rates(name)
         if POST not in att or POST not in base:
             continue  # not run on the post-removal model: C-Q2 reports it, there is no score to explain
         post_delta = att[POST] - base[POST]
-        check: dict[str, Any] = {"attack": name, "post_delta": round(post_delta, 6)}
+        check: dict[str, object] = {"attack": name, "post_delta": round(post_delta, 6)}
         pre_delta = att[PRE] - base[PRE] if PRE in att and PRE in base else None
         if pre_delta is not None:
             check["pre_delta"] = round(pre_delta, 6)

@@ -114,7 +114,7 @@ def load_run_config(run_dir: Path) -> AssessmentConfig:
     return parse_config(raw, source=str(path), base_dir=base)
 
 
-def _identity(entry: dict[str, Any] | None) -> StateIdentity | Absent:
+def _identity(entry: dict[str, object] | None) -> StateIdentity | Absent:
     if not entry or not entry.get("identity"):
         return Absent(reason="state not built in this run")
     return StateIdentity.model_validate(entry["identity"])
@@ -147,7 +147,7 @@ def _digest_of(entry: dict[str, Any] | None) -> str:
 PIN_FIELDS = ("manifest_ref", "records_head")
 
 
-def without_pins(statement: dict[str, Any]) -> dict[str, Any]:
+def without_pins(statement: dict[str, object]) -> dict[str, object]:
     """A statement's JSON without :data:`PIN_FIELDS`: what a resumed run must reproduce byte for byte."""
     return {k: v for k, v in statement.items() if k not in PIN_FIELDS}
 

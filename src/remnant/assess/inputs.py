@@ -29,12 +29,21 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from remnant.assess.runfiles import PACK_DIR
 from remnant.config import AssessmentConfig, Relearning, derive_seed
 from remnant.errors import ConfigError
 from remnant.packs.schema import Pack
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.assess.states import LoadedState
+    from remnant.attacks.base import Attack, AttackContext
+    from remnant.score.probe import Probe
+    from remnant.train.methods.base import QA, RemovalData
+    from remnant.train.relearn import RelearnSpec
 
 #: Generation length of unattacked scoring (baselines, relearning checkpoints) unless the config sets one.
 SCORING_TOKENS = 24
@@ -85,7 +94,7 @@ def load_or_mint_pack(cfg: AssessmentConfig, run: Path) -> tuple[Pack, bool, Pat
     return pack, True, folder.resolve()
 
 
-def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Any]:
+def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Probe]:
     """Scored items of one split: Class D scores its singling-out facts here; linkage and inference items
     belong to the Class D battery (remnant.classd, D-3, D-4). Capped at ``probe.max_n`` in pack order (R14)."""
     from remnant.score.probe import probes_from_pack
@@ -101,14 +110,14 @@ def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Any]:
     return probes[:cap] if cap is not None else probes
 
 
-def component_record(role: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+def component_record(role: str, spec: Mapping[str, object]) -> dict[str, object]:
     """One entry of the ``components`` context: the component's role in the run and its registered name,
     version and exact parameters (R23, R24)."""
     return {"role": role, **spec}
 
 
 #: An attack slot: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2).
-AttackSlot = tuple[str, Any, str | None, str]
+AttackSlot = tuple[str, "Attack | None", str | None, str]
 
 
 @dataclass(frozen=True)
@@ -119,25 +128,25 @@ class Inputs:
     pack: Pack
     minted: bool
     location: Path
-    probes: tuple[Any, ...]
-    retain: tuple[Any, ...]
-    general: tuple[Any, ...]
-    install_items: tuple[Any, ...]
-    removal_data: Any
-    relearn_set: tuple[Any, ...]
-    scored_set: tuple[Any, ...]
+    probes: tuple[Probe, ...]
+    retain: tuple[Probe, ...]
+    general: tuple[Probe, ...]
+    install_items: tuple[QA, ...]
+    removal_data: RemovalData
+    relearn_set: tuple[QA, ...]
+    scored_set: tuple[QA, ...]
     attacks: tuple[AttackSlot, ...]
     attack_tokens: Mapping[str, int]
     attack_batch: Mapping[str, int]
     scoring_tokens: int
     notes: tuple[str, ...] = ()
-    fmt: Any = None
+    fmt: Any = None  # PromptFormat once with_format has run; Any so callers need not re-check it
 
     @property
     def probe_ids(self) -> list[str]:
         return [p.item_id for p in self.probes]
 
-    def with_format(self, tokenizer: Any) -> Inputs:
+    def with_format(self, tokenizer: PreTrainedTokenizerBase) -> Inputs:
         """These inputs with the prompt format of the control's tokenizer, used identically on every state (R3)."""
         from remnant.models.prompts import PromptFormat
 
@@ -145,7 +154,7 @@ class Inputs:
             self, fmt=PromptFormat.for_tokenizer(tokenizer, system_prompt=self.cfg.models.system_prompt)
         )
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         """What every cell key shares: pack, prompt format and scorer versions."""
         from remnant.score.normalise import NORMALISATION_VERSION
         from remnant.score.scorer import SCORER_VERSION
@@ -157,7 +166,9 @@ class Inputs:
             "normalisation": NORMALISATION_VERSION,
         }
 
-    def context(self, state: Any, *, seed: int, max_new_tokens: int, batch_size: int = 16) -> Any:
+    def context(
+        self, state: LoadedState, *, seed: int, max_new_tokens: int, batch_size: int = 16
+    ) -> AttackContext:
         from remnant.attacks.base import AttackContext
 
         return AttackContext(
@@ -176,13 +187,13 @@ class Inputs:
             "general_qa_kappa", {}
         )
 
-    def relearn_order(self, spec: Any, relearn_set: tuple[Any, ...]) -> tuple[int, ...]:
+    def relearn_order(self, spec: RelearnSpec, relearn_set: Sequence[object]) -> tuple[int, ...]:
         """One seeded permutation of the relearning set; budget b takes its first b (C-W1, nested subsets)."""
         from remnant.train.relearn import relearn_order
 
         return relearn_order(spec.seed, len(relearn_set))
 
-    def pack_context(self) -> dict[str, Any]:
+    def pack_context(self) -> dict[str, object]:
         from remnant.run_manifest import pack_record
 
         record = pack_record(self.pack.manifest, location=self.location)
@@ -215,7 +226,7 @@ class Inputs:
 
     def hyperparameters(self) -> dict[str, dict[str, Any]]:
         cfg = self.cfg
-        out: dict[str, dict[str, Any]] = {
+        out: dict[str, dict[str, object]] = {
             "scoring": {
                 "max_new_tokens": self.scoring_tokens,
                 "prompt_style": getattr(self.fmt, "style", None),
@@ -232,7 +243,7 @@ class Inputs:
             out[f"attack.{name}"] = {"enabled": attack.enabled, **attack.params}
         return out
 
-    def attack_components(self) -> list[dict[str, Any]]:
+    def attack_components(self) -> list[dict[str, object]]:
         """The component records of the enabled, applicable attacks, in the config's order (R23)."""
         return [
             component_record(f"attack:{name}", attack.spec.to_dict())
@@ -240,11 +251,11 @@ class Inputs:
             if attack is not None and attack.spec is not None
         ]
 
-    def precision(self) -> list[dict[str, Any]]:
+    def precision(self) -> list[dict[str, object]]:
         """Precision reductions (R25): a GGUF-origin zoo model, and a reduced compute dtype."""
         from remnant.run_manifest import PrecisionReduction, gguf_origin
 
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, object]] = []
         zoo_name = self.cfg.models.control.zoo
         if zoo_name is not None:
             from remnant.models import zoo
@@ -278,7 +289,7 @@ def _attack_slot(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]
     return implementation, own, tokens, batch
 
 
-def _attack_class(name: str, implementation: str) -> Any:
+def _attack_class(name: str, implementation: str) -> type[Attack]:
     from remnant import registry
 
     try:
@@ -287,14 +298,15 @@ def _attack_class(name: str, implementation: str) -> Any:
         raise ConfigError(f"field 'attacks.{name}': {exc}", requirement="R14") from None
 
 
-def _create_attack(name: str, implementation: str, params: dict[str, Any]) -> Any:
+def _create_attack(name: str, implementation: str, params: dict[str, object]) -> Attack:
     from remnant.assess.params import create
 
-    return create("attack", implementation, params, field=f"attacks.{name}.params", requirement="R14")
+    attack = create("attack", implementation, params, field=f"attacks.{name}.params", requirement="R14")
+    return cast("Attack", attack)  # the registry refuses an attack class outside Attack (K4)
 
 
 def attack_components(
-    cfg: AssessmentConfig, probes: Sequence[Any]
+    cfg: AssessmentConfig, probes: Sequence[Probe]
 ) -> tuple[list[AttackSlot], dict[str, int], dict[str, int]]:
     """Every declared attack: (slot name, instance or None, not-applicable reason, surface) (C-Q1, C-Q2)."""
     from remnant.score.probe import target_format
@@ -319,7 +331,7 @@ def attack_components(
     return out, tokens, batch
 
 
-def _create_utility(name: str, params: dict[str, Any]) -> Any:
+def _create_utility(name: str, params: dict[str, object]) -> Any:
     from remnant import registry
     from remnant.assess.params import create
 
@@ -402,7 +414,7 @@ def utility_components(
     return out
 
 
-def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> Any:
+def relearn_spec(cfg: AssessmentConfig, rel: Relearning) -> RelearnSpec:
     """The declared relearning procedure as the trainer's RelearnSpec (C-W1, C-W3, C-W5).
 
     ``attacks.relearning.params`` is checked like a component's: names against :data:`RELEARN_TRAINER_KEYS`,
@@ -456,7 +468,7 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
     from remnant.train.data import as_qa, removal_data, split_qa
 
     notes: list[str] = []
-    probes: list[Any] = []
+    probes: list[Probe] = []
     for split in cfg.probe.splits:
         if split == "controls" and cfg.claim_class == "D":
             notes.append(

@@ -21,10 +21,10 @@ from typing import Any
 from remnant.errors import ConfigError
 
 
-def constructor_types(cls: type[Any]) -> dict[str, Any]:
+def constructor_types(cls: type[Any]) -> dict[str, object]:
     """Annotated parameter types of ``cls.__init__``, a subclass's overriding its bases' (removal methods take
     their common parameters through ``**common`` from the base class, which annotates them)."""
-    hints: dict[str, Any] = {}
+    hints: dict[str, object] = {}
     for klass in reversed(cls.__mro__):
         init = klass.__dict__.get("__init__")
         if init is None or klass is object:
@@ -47,7 +47,7 @@ def _adapter(hint: Any) -> Any:
         return None
 
 
-def type_problem(hint: Any, value: Any) -> str | None:
+def type_problem(hint: Any, value: object) -> str | None:
     """Why ``value`` is not a ``hint`` (strict JSON reading: no coercion), or None."""
     from pydantic import ValidationError
 
@@ -63,7 +63,7 @@ def type_problem(hint: Any, value: Any) -> str | None:
     return None
 
 
-def check_types(types: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+def check_types(types: Mapping[str, object], params: Mapping[str, object]) -> None:
     """ConfigError at the first parameter whose value is not of its annotated type."""
     for key, value in params.items():
         if key not in types:
@@ -78,7 +78,7 @@ def _show(hint: Any) -> str:
     return hint.__name__ if type(hint) is type else str(hint).replace("typing.", "")
 
 
-def create(kind: str, name: str, params: Mapping[str, Any], *, field: str, requirement: str) -> Any:
+def create(kind: str, name: str, params: Mapping[str, object], *, field: str, requirement: str) -> Any:
     """``registry.create(kind, name, params)`` after the type check; any refusal names ``field`` (module doc)."""
     from remnant import registry
 

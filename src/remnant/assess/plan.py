@@ -17,10 +17,13 @@ line is R21's bar: the highest tier the planned n can support at zero recoveries
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.config import AssessmentConfig
 from remnant.standard.minima import best_tier_supportable, min_n_for_zero_recoveries
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 CHARS_PER_TOKEN = 3.6
 TEMPLATE_TOKENS = {None: 30, "": 12}  # chat template overhead with the default system prompt, and with none
@@ -68,7 +71,7 @@ class Plan:
     def minutes(self, throughput: tuple[float, float, float]) -> float:
         return sum(s.seconds(throughput) for s in self.steps) / 60.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "steps": [asdict(s) for s in self.steps],
@@ -91,7 +94,7 @@ def _tokens(text: str) -> int:
     return max(1, round(len(text) / CHARS_PER_TOKEN))
 
 
-def _pack(cfg: AssessmentConfig) -> Any:
+def _pack(cfg: AssessmentConfig) -> Pack:
     from remnant.packs.schema import load_pack
 
     if cfg.target.pack is not None:
@@ -114,7 +117,9 @@ def _pack(cfg: AssessmentConfig) -> Any:
     return mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
 
 
-def _battery_steps(cfg: AssessmentConfig, pack: Any, battery: Any, overhead: int, gen_len: int) -> list[Step]:
+def _battery_steps(
+    cfg: AssessmentConfig, pack: Pack, battery: Any, overhead: int, gen_len: int
+) -> list[Step]:
     """The Class D battery's cells: three risks × (direct, likelihood, attacks) × two models, and relearning."""
     kinds = {"singling_out": "fact", "linkability": "link", "inference": "infer"}
     per_risk = {
@@ -165,7 +170,7 @@ def _prompt_tokens(items: list[Any], overhead: int) -> int:
     return sum(_tokens(it.question) + overhead for it in items)
 
 
-def _scored_sets(cfg: AssessmentConfig, pack: Any) -> tuple[list[Any], list[Any], list[Any]]:
+def _scored_sets(cfg: AssessmentConfig, pack: Pack) -> tuple[list[Any], list[Any], list[Any]]:
     """P, the retain items and the general questions, selected as :mod:`remnant.assess.inputs` selects them:
     Class D facts only, ``probe.attributes``, ``probe.max_n`` per split, never a Class D pack's controls."""
 
@@ -184,7 +189,7 @@ def _scored_sets(cfg: AssessmentConfig, pack: Any) -> tuple[list[Any], list[Any]
     return probes, retain, general
 
 
-def _state_steps(cfg: AssessmentConfig, pack: Any, overhead: int) -> list[Step]:
+def _state_steps(cfg: AssessmentConfig, pack: Pack, overhead: int) -> list[Step]:
     """Training the states: installation into the control (R2) and the removal method (R1c)."""
     steps: list[Step] = []
     if cfg.models.pre_removal.install is not None:
@@ -215,7 +220,7 @@ def _state_steps(cfg: AssessmentConfig, pack: Any, overhead: int) -> list[Step]:
 
 
 def _measurement_steps(
-    cfg: AssessmentConfig, probes: list[Any], retain: list[Any], general: list[Any], overhead: int
+    cfg: AssessmentConfig, probes: list[object], retain: list[object], general: list[object], overhead: int
 ) -> list[Step]:
     """The cells on the three states: the unattacked baseline on P (R3, R5), each utility metric (R10, R11)
     and each inference-time attack, or its not-applicable record (C-Q1..C-Q4)."""
@@ -261,7 +266,7 @@ def _measurement_steps(
 
 
 def _relearning_steps(
-    cfg: AssessmentConfig, pack: Any, probes: list[Any], overhead: int, notes: list[str]
+    cfg: AssessmentConfig, pack: Pack, probes: list[Any], overhead: int, notes: list[str]
 ) -> list[Step]:
     """One relearning cell pair per budget on both models (C-W1..C-W5); a budget larger than the relearning
     set is skipped, with a note."""

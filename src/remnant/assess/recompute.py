@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -127,7 +126,7 @@ def read_pins(run: Path) -> Iterator[Pin]:
             )
 
 
-def _json(path: Path) -> dict[str, Any] | None:
+def _json(path: Path) -> dict[str, object] | None:
     if not path.exists():
         return None
     data = read_json(path, requirement=RECORDS_REQUIREMENT)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ class LoadedStates:
 
     inputs: Inputs
     states: dict[str, LoadedState]
-    components: tuple[dict[str, Any], ...]
+    components: tuple[dict[str, object], ...]
 
 
 def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Session) -> LoadedStates:
@@ -154,7 +154,7 @@ def _post_removal_state(
     pre: LoadedState,
     states_dir: Path,
     session: Session,
-) -> tuple[LoadedState, tuple[dict[str, Any], ...]]:
+) -> tuple[LoadedState, tuple[dict[str, object], ...]]:
     """θ_U: the claimant's folder, or the registered removal method run on θ (R1c), with its component
     record (R23)."""
     post_cfg = cfg.models.post_removal
@@ -187,7 +187,7 @@ def _audit_context(extra: dict[str, LoadedState | str]) -> dict[str, dict[str, A
     return {"audit_states": entry}
 
 
-def _append_context(run: Path, run_id: str, items: dict[str, dict[str, Any]]) -> None:
+def _append_context(run: Path, run_id: str, items: Mapping[str, Mapping[str, object]]) -> None:
     """Append the context entries that differ from what the run already recorded (resume adds nothing new)."""
     records = store(run)
     have = read_context(records.read())
@@ -204,7 +204,7 @@ class OpenedRun:
     records: RecordStore
     deviations: tuple[Deviation, ...]
     inputs: Inputs
-    earlier: dict[str, Any]
+    earlier: dict[str, object]
 
 
 def _open_run(cfg: AssessmentConfig, run: Path, *, resume: bool, session: Session) -> OpenedRun:
@@ -282,7 +282,7 @@ def _battery_cells(
     loaded: LoadedStates,
     *,
     progress: bool,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The Class D battery on the post-removal model and the control alike (D-2 to D-5.3, D4), when the config
     declares one; returns its component records (R23)."""
     inputs, states = loaded.inputs, loaded.states
@@ -297,7 +297,7 @@ def _battery_cells(
 
 
 def _finish_stage(
-    run: Path, opened: OpenedRun, runner: CellRunner, components: list[dict[str, Any]], session: Session
+    run: Path, opened: OpenedRun, runner: CellRunner, components: list[dict[str, object]], session: Session
 ) -> None:
     """The ``components`` context (R23) and the stage's last event, with the cells computed and reused."""
     _append_context(run, opened.run_id, {"components": {"list": components}})

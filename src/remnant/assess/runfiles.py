@@ -53,21 +53,21 @@ def store(run_dir: Path) -> RecordStore:
     return RecordStore(run_dir / RECORDS_FILE)
 
 
-def context_event(run_id: str, key: str, data: Mapping[str, Any]) -> Event:
+def context_event(run_id: str, key: str, data: Mapping[str, object]) -> Event:
     """One context record; ``data`` must be JSON-ready."""
     return Event(run_id=run_id, stage=CONTEXT_STAGE, kind="note", message=key, data=dict(data))
 
 
-def read_context(records: Iterable[Any]) -> dict[str, dict[str, Any]]:
+def read_context(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     """Every context key's latest value."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for record in records:
         if isinstance(record, Event) and record.stage == CONTEXT_STAGE:
             out[record.message] = dict(record.data)
     return out
 
 
-def cell_records(records: Iterable[Any]) -> list[CellRecord]:
+def cell_records(records: Iterable[object]) -> list[CellRecord]:
     """Cell records in file order, one per (cell key, metric, checkpoint): a cell re-run after a torn write
     appends again, and the first complete copy is the one that counts. So a forged copy inserted before the real
     one would count; the records chain refuses it (R23, ``remnant.records``)."""
@@ -83,11 +83,11 @@ def cell_records(records: Iterable[Any]) -> list[CellRecord]:
     return out
 
 
-def observations(records: Iterable[Any]) -> list[Observation]:
+def observations(records: Iterable[object]) -> list[Observation]:
     return [r for r in records if isinstance(r, Observation)]
 
 
-def json_bytes(value: Any) -> bytes:
+def json_bytes(value: object) -> bytes:
     """Indented JSON with a trailing newline: the form statement.json and the envelope are written in."""
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.assess.cells import kept_general_ids, outcomes_of
 from remnant.assess.classd import (
@@ -46,6 +46,10 @@ from remnant.engine.utility import UtilityMeasurement
 from remnant.records import CellRecord
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 
+if TYPE_CHECKING:
+    from remnant.assess.states import LoadedState
+    from remnant.attacks.base import AttackContext
+
 RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
 Outcomes = list[Any] | None
 
@@ -53,7 +57,7 @@ Outcomes = list[Any] | None
 def run_cells(
     cfg: AssessmentConfig,
     inputs: Inputs,
-    states: dict[str, Any],
+    states: Mapping[str, LoadedState],
     runner: CellRunner,
     *,
     progress: bool,
@@ -71,19 +75,21 @@ def run_cells(
     return [*utility_records(utility), *audits]
 
 
-def probe_inputs(inputs: Inputs) -> dict[str, Any]:
+def probe_inputs(inputs: Inputs) -> dict[str, object]:
     """What every probe-set cell's key holds besides its component: the shared inputs, P and the scoring length."""
     return {**inputs.key_inputs(), "probes": inputs.probe_ids, "max_new_tokens": inputs.scoring_tokens}
 
 
-def baseline_context(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any]) -> Any:
+def baseline_context(
+    cfg: AssessmentConfig, inputs: Inputs, states: Mapping[str, LoadedState]
+) -> AttackContext:
     """The unattacked scoring context: greedy generation at the scoring length, the baseline seed."""
     seed = derive_seed(cfg.seeds.master, "baseline")
     return inputs.context(states[CONTROL], seed=seed, max_new_tokens=inputs.scoring_tokens)
 
 
 def baseline_cells(
-    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner
+    cfg: AssessmentConfig, inputs: Inputs, states: Mapping[str, LoadedState], runner: CellRunner
 ) -> dict[str, Outcomes]:
     """The unattacked baseline on every state; returns each state's item outcomes (relearning's step 0)."""
     ctx = baseline_context(cfg, inputs, states)
@@ -98,7 +104,7 @@ def baseline_cells(
 
 
 def utility_cells(
-    cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner
+    cfg: AssessmentConfig, inputs: Inputs, states: Mapping[str, LoadedState], runner: CellRunner
 ) -> list[UtilityMeasurement]:
     """Utility at the removal stage on every state, identical conditions (R10, R11); returns the metrics."""
     shared = inputs.key_inputs()
@@ -119,7 +125,7 @@ def utility_cells(
     return measurements
 
 
-def utility_records(measurements: Sequence[UtilityMeasurement]) -> list[dict[str, Any]]:
+def utility_records(measurements: Sequence[UtilityMeasurement]) -> list[dict[str, object]]:
     """The component records of the utility metrics, in the config's order (R23)."""
     return [
         component_record(f"utility:{m.metric_name}", m.metric.spec.to_dict())
@@ -128,7 +134,9 @@ def utility_records(measurements: Sequence[UtilityMeasurement]) -> list[dict[str
     ]
 
 
-def attack_cells(cfg: AssessmentConfig, inputs: Inputs, states: dict[str, Any], runner: CellRunner) -> None:
+def attack_cells(
+    cfg: AssessmentConfig, inputs: Inputs, states: Mapping[str, LoadedState], runner: CellRunner
+) -> None:
     """Every declared attack on the post-removal model, the control and the pre-removal model, whose score under
     the attack tells format disruption from robustness (C-Q1..C-Q4); not-applicable ones recorded (C-Q2)."""
     shared = inputs.key_inputs()
@@ -172,7 +180,7 @@ def relearning_plans(cfg: AssessmentConfig, inputs: Inputs) -> list[RelearnPlan]
 def relearning_cells(
     cfg: AssessmentConfig,
     inputs: Inputs,
-    states: dict[str, Any],
+    states: Mapping[str, LoadedState],
     runner: CellRunner,
     *,
     utility: Sequence[UtilityMeasurement],
@@ -211,13 +219,18 @@ def relearning_cells(
 
 
 def classd_cells(
-    runner: CellRunner, battery: BatteryInputs, inputs: Inputs, states: Mapping[str, Any], *, progress: bool
+    runner: CellRunner,
+    battery: BatteryInputs,
+    inputs: Inputs,
+    states: Mapping[str, LoadedState],
+    *,
+    progress: bool,
 ) -> None:
     """The Class D battery on the post-removal model and the control alike (D-2 to D-5.3, D4, C-Q4): every risk
     under every method, a not-applicable one recorded with its reason (C-Q2), then, under W-track, along the
     relearning curve, whose step 0 is each state's direct counts."""
     shared = inputs.key_inputs()
-    direct: dict[str, dict[str, Any]] = {POST: {}, CONTROL: {}}
+    direct: dict[str, dict[str, object]] = {POST: {}, CONTROL: {}}
     for risk, canary in battery.canaries.items():
         for measurement in risk_measurements(battery, inputs, risk, canary, shared):
             done = _run_all(runner, measurement, states)
@@ -234,7 +247,7 @@ def classd_cells(
 
 
 def _run_all(
-    runner: CellRunner, measurement: Measurement, states: Mapping[str, Any]
+    runner: CellRunner, measurement: Measurement, states: Mapping[str, LoadedState]
 ) -> dict[str, list[CellRecord]]:
     """A measurement on each of its states, or once when it reads none (a :class:`NotRun`)."""
     if isinstance(measurement, NotRun):
@@ -245,7 +258,7 @@ def _run_all(
 def audit_cells(
     cfg: AssessmentConfig,
     inputs: Inputs,
-    states: Mapping[str, Any],
+    states: Mapping[str, LoadedState],
     runner: CellRunner,
     *,
     extra: Mapping[str, Any],

@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.assess.runfiles import json_bytes
 from remnant.atomic import write_atomic
@@ -29,6 +29,11 @@ from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
 from remnant.models.identity import ModelIdentity
 from remnant.statement.canonical import canonical_json
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from remnant.models.prompts import PromptFormat
 
 STATE_FILE = "state.json"
 DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -44,7 +49,7 @@ class LoadedState:
     model: Any
     tokenizer: Any
     identity: ModelIdentity
-    record: dict[str, Any] = field(default_factory=dict)
+    record: dict[str, object] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -99,7 +104,7 @@ class StateSource:
     folder: Path
     name: str
     field: str
-    record: dict[str, Any]
+    record: dict[str, object]
 
 
 def state_source(cfg: AssessmentConfig, role: str) -> StateSource | None:
@@ -142,7 +147,7 @@ def preflight(cfg: AssessmentConfig) -> None:
 
 
 def _load(
-    source: str | Path, role: str, name: str, cfg: AssessmentConfig, record: dict[str, Any]
+    source: str | Path, role: str, name: str, cfg: AssessmentConfig, record: dict[str, object]
 ) -> LoadedState:
     from remnant.models.load import load_model
 
@@ -202,9 +207,9 @@ def save_state(
     key: str,
     name: str,
     source: str,
-    model: Any,
-    tokenizer: Any,
-    record: dict[str, Any],
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    record: dict[str, object],
 ) -> LoadedState:
     """Save a trained state as safetensors (+ identity); the returned state keeps the in-memory model."""
     from remnant.models.identity import identify
@@ -226,7 +231,7 @@ def install_state(
     states_dir: Path,
     *,
     seed: int,
-    fmt: Any,
+    fmt: PromptFormat,
     progress: bool,
     memo: dict[str, LoadedState] | None = None,
 ) -> LoadedState:
@@ -276,10 +281,10 @@ def removal_state(
     states_dir: Path,
     *,
     seed: int,
-    fmt: Any,
+    fmt: PromptFormat,
     progress: bool,
     memo: dict[str, LoadedState] | None = None,
-) -> tuple[LoadedState, dict[str, Any]]:
+) -> tuple[LoadedState, dict[str, object]]:
     """θ_U by a registered removal method applied to θ (R1c), cached by its inputs; returns (state, method spec)."""
     from remnant import registry
     from remnant.train.removal import apply_removal
@@ -336,7 +341,7 @@ def removal_state(
     return state, spec
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 

@@ -20,7 +20,7 @@ defaults to 40 % of the depth (the seed's layer 12 of 32).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from remnant.attacks.actpert_core import (
     GeneratedMode,
@@ -34,6 +34,9 @@ from remnant.attacks.soft_prompt_core import embedding_rms
 from remnant.errors import ConfigError
 from remnant.registry import register
 from remnant.score.probe import Probe
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 NoiseMode = Literal["absolute", "relative"]
 #: The seed key of the noise draw, shared by both variants: the sweep at strength α injects the same δ as
@@ -74,7 +77,7 @@ class _ActPert(Attack):
     def strengths(self) -> tuple[float, ...]:
         raise NotImplementedError
 
-    def _positions(self, tok: Any, ids: list[int], probe: Probe) -> tuple[list[int], str]:
+    def _positions(self, tok: PreTrainedTokenizerBase, ids: list[int], probe: Probe) -> tuple[list[int], str]:
         if probe.entity:
             found = entity_positions(tok, ids, probe.entity)
             if found:

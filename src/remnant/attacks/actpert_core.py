@@ -22,13 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
 from remnant.attacks.decoding import Steering
 from remnant.errors import ConfigError
 from remnant.models.hooks import capture_blocks, patch_block
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 GeneratedMode = Literal["none", "last", "mean"]
 
@@ -45,7 +48,7 @@ def token_char_spans(tokenizer: Any, ids: Sequence[int]) -> tuple[str, list[tupl
     return tokenizer.decode(list(ids), skip_special_tokens=False), spans
 
 
-def entity_positions(tokenizer: Any, ids: Sequence[int], entity: str) -> list[int]:
+def entity_positions(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int], entity: str) -> list[int]:
     """Positions of the tokens that overlap any occurrence of ``entity`` in the decoded prompt (``S_e``)."""
     text, spans = token_char_spans(tokenizer, ids)
     hits: set[int] = set()
@@ -147,7 +150,7 @@ def generate_with_delta(
     return [int(t) for t in out[0, ids.shape[1] :]]
 
 
-def resolve_layer(model: Any, layer: int | None, fraction: float) -> int:
+def resolve_layer(model: PreTrainedModel, layer: int | None, fraction: float) -> int:
     """An explicit layer, or ``fraction`` of the depth (the seed's 12 of 32 ≈ 0.4; §3 defaults)."""
     from remnant.models.arch import resolve_parts
 

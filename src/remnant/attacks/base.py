@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
 
@@ -42,6 +42,9 @@ from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
 from remnant.statement.canonical import derive_seed
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 Surface = Literal["inference_time", "weight_transform", "relearning", "latent"]
 Track = Literal["W", "Q"]
@@ -66,7 +69,7 @@ class ItemOutcome:
     output: str | None
     kappa: bool | float
     willing: bool | None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def is_analytic(self) -> bool:
@@ -95,7 +98,9 @@ class AttackContext:
     context_limit: int | None = None
     target_demonstrations: tuple[Probe, ...] = ()
 
-    def with_model(self, model: Any, tokenizer: Any | None = None) -> AttackContext:
+    def with_model(
+        self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None
+    ) -> AttackContext:
         """The same context (seed, data, scorer, budgets) on another model state (C-Q4)."""
         return replace(self, model=model, tokenizer=tokenizer if tokenizer is not None else self.tokenizer)
 
@@ -147,7 +152,7 @@ class AttackContext:
         probes: Sequence[Probe],
         prompts: Sequence[Sequence[int]],
         *,
-        extras: Sequence[Mapping[str, Any]] | None = None,
+        extras: Sequence[Mapping[str, object]] | None = None,
         max_new_tokens: int | None = None,
     ) -> list[ItemOutcome]:
         """Greedy-generate one continuation per prompt and score it against its probe."""
@@ -233,11 +238,11 @@ class Attack:
             out.append(ItemOutcome(probe.item_id, outputs[0], kappa, willing, dict(tries[0].extra)))
         return out
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         """Parameters as recorded by the registry (empty when built without ``registry.create``)."""
         return dict(self.spec.params) if self.spec is not None else {}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """Metadata and parameters, JSON-ready (what a record names: K4, R23)."""
         return {
             "name": self.name,

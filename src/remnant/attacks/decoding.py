@@ -24,9 +24,12 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 #: Installs a steering hook on the model for the duration of a decoding (ActPert: δ added at one block).
 Steering = Callable[[Any], AbstractContextManager[Any]]
@@ -44,18 +47,18 @@ class GenerationInput:
     prompt_ids: tuple[int, ...]
     embeds: torch.Tensor | None = None
     steering: Steering | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def plain(self) -> bool:
         """True for token ids alone, decoded on the unmodified forward."""
         return self.embeds is None and self.steering is None
 
-    def scope(self, model: Any) -> AbstractContextManager[Any]:
+    def scope(self, model: PreTrainedModel) -> AbstractContextManager[Any]:
         return self.steering(model) if self.steering is not None else nullcontext()
 
 
-def eos_ids(model: Any, tokenizer: Any) -> set[int]:
+def eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
     """The ids that end a generation: the model's generation config, else the tokenizer's EOS."""
     eos = getattr(model.generation_config, "eos_token_id", None)
     if eos is None:
@@ -66,7 +69,7 @@ def eos_ids(model: Any, tokenizer: Any) -> set[int]:
 
 
 def forward_cached(
-    model: Any, input_ids: torch.Tensor | None, cache: Any = None, **kwargs: Any
+    model: PreTrainedModel, input_ids: torch.Tensor | None, cache: Any = None, **kwargs: Any
 ) -> tuple[Any, Any]:
     """One forward pass that uses and returns a key/value cache: ``(logits, cache)``.
 
@@ -93,7 +96,7 @@ def filtered_logprobs(logits: torch.Tensor, temperature: float, top_k: int | Non
     return torch.log_softmax(scaled, dim=-1)
 
 
-def _pad_id(tokenizer: Any) -> int:
+def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
     return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
 
 
@@ -102,7 +105,7 @@ def greedy_ids(model: Any, tokenizer: Any, inp: GenerationInput, *, max_new_toke
     """Greedy continuation ids of one input (``model.generate``, unpadded, inside the input's steering)."""
     device = model.get_input_embeddings().weight.device
     ids = torch.tensor([list(inp.prompt_ids)], dtype=torch.long, device=device)
-    common: dict[str, Any] = {
+    common: dict[str, object] = {
         "max_new_tokens": max_new_tokens,
         "do_sample": False,
         "pad_token_id": _pad_id(tokenizer),

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from remnant.errors import ConfigError, ModelError
 from remnant.models.prompts import PromptFormat
 from remnant.packs.templates import answer_stem
 from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 def demo_answer(demo: Probe) -> str:
@@ -42,7 +45,7 @@ def pick_demonstrations(demos: Sequence[Probe], probe: Probe, k: int, rng: rando
     return rng.sample(pool, min(k, len(pool)))
 
 
-def _ids(tokenizer: Any, text: str, *, special: bool) -> list[int]:
+def _ids(tokenizer: PreTrainedTokenizerBase, text: str, *, special: bool) -> list[int]:
     return [int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"]]
 
 
@@ -105,7 +108,7 @@ def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:
     return text, source
 
 
-def target_ids(tokenizer: Any, fmt: PromptFormat, text: str) -> list[int]:
+def target_ids(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, text: str) -> list[int]:
     """Target token ids as they follow the prompt: raw answers start with a space (as ``encode_pair``)."""
     if fmt.style == "raw" and not text[:1].isspace():
         text = " " + text

@@ -89,7 +89,7 @@ class GCG(Attack):
                 ctx.generator(self.name, probe.item_id, device="cpu"),
                 excluded,
             )
-            extra: dict[str, Any] = {
+            extra: dict[str, object] = {
                 "target": text,
                 "target_source": source,
                 "suffix": tok.decode(list(res.best_ids)),

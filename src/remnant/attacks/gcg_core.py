@@ -22,13 +22,16 @@ import copy
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.nn import functional as F
 
 from remnant.attacks.suffix_layout import SuffixLayout
 from remnant.errors import ModelError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def excluded_tokens(tokenizer: Any, vocab_rows: int, *, allow_non_ascii: bool = 
     return excluded
 
 
-def initial_suffix(tokenizer: Any, length: int, excluded: torch.Tensor) -> list[int]:
+def initial_suffix(tokenizer: PreTrainedTokenizerBase, length: int, excluded: torch.Tensor) -> list[int]:
     """``length`` copies of the first allowed single token among " x", "x", " !", "!" (nanoGCG starts from x's)."""
     for text in (" x", "x", " !", "!"):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -99,7 +102,7 @@ def initial_suffix(tokenizer: Any, length: int, excluded: torch.Tensor) -> list[
     return [int(allowed[0])] * length
 
 
-def round_trips(tokenizer: Any, ids: Sequence[int]) -> bool:
+def round_trips(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> bool:
     """True when decoding ``ids`` and encoding the text again gives the same ids (nanoGCG ``filter_ids``)."""
     text = tokenizer.decode(list(ids), skip_special_tokens=False)
     return [int(t) for t in tokenizer(text, add_special_tokens=False)["input_ids"]] == list(ids)
@@ -126,7 +129,7 @@ class SuffixObjective:
         params = inspect.signature(model.forward).parameters
         # only the target positions need logits: skips most of the unembedding (49k-wide on SmolLM2)
         n_keep = len(target_ids) + 1
-        self.keep: dict[str, Any] = {"logits_to_keep": n_keep} if "logits_to_keep" in params else {}
+        self.keep: dict[str, object] = {"logits_to_keep": n_keep} if "logits_to_keep" in params else {}
         # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either so the prefix KV is reused
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
         if use_prefix_cache and layout.before:
@@ -200,8 +203,8 @@ def sample_candidates(
 
 
 def gcg_optimise(
-    model: Any,
-    tokenizer: Any,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     layout: SuffixLayout,
     target_ids: Sequence[int],
     cfg: GCGConfig,

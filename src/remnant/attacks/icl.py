@@ -82,7 +82,7 @@ def demonstration_prompts(
     same_entity: bool = True,
     fmt: PromptFormat | None = None,
     prefill: str | None = None,
-) -> tuple[list[list[int]], list[dict[str, Any]]]:
+) -> tuple[list[list[int]], list[dict[str, object]]]:
     """Prompt ids with up to ``shots`` seeded, leak-free demonstrations before each of ``questions``.
 
     ``fmt`` overrides the context's prompt format (AOA's system prompt); ``prefill`` opens the answer.
@@ -92,7 +92,7 @@ def demonstration_prompts(
     fmt = fmt or ctx.fmt
     budget = ctx.max_context() - ctx.max_new_tokens
     prompts: list[list[int]] = []
-    extras: list[dict[str, Any]] = []
+    extras: list[dict[str, object]] = []
     for probe, question in zip(probes, questions, strict=True):
         pool, origin = demonstration_pool(ctx, probes, probe, source, same_entity=same_entity)
         rng = random.Random(ctx.derive_seed(key, probe.item_id))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -26,8 +26,13 @@ from remnant.registry import register
 from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-def render_many_shot(tokenizer: Any, fmt: PromptFormat, demos: Sequence[Probe], question: str) -> list[int]:
+
+def render_many_shot(
+    tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, demos: Sequence[Probe], question: str
+) -> list[int]:
     """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts.
 
     One implementation with the in-context attack: the demonstrations become (question, answer) shots of
@@ -38,7 +43,9 @@ def render_many_shot(tokenizer: Any, fmt: PromptFormat, demos: Sequence[Probe], 
 
 
 @torch.no_grad()
-def greedy_from(model: Any, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: set[int]) -> list[int]:
+def greedy_from(
+    model: PreTrainedModel, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: set[int]
+) -> list[int]:
     """Greedy continuation of ``ids`` given a cache already holding the tokens before them (or None)."""
     device = next(model.parameters()).device
     logits, cache = forward_cached(model, torch.tensor([list(ids)], device=device), cache)

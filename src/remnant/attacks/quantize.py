@@ -168,7 +168,7 @@ def fake_quantized(
 
 def bucket_flips(
     model_a: nn.Module, model_b: nn.Module, scheme: str, *, blocksize: int = 64, group_size: int = 128
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Per module and overall: the fraction of weights whose quantization code differs between two models
     (scales computed per model), and ‖Q(A) − Q(B)‖_F / ‖A − B‖_F (docs/latent.md diagnostic). A flip
     rate near zero predicts that quantizing model A reverts it to model B."""

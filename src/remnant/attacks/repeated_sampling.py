@@ -127,7 +127,7 @@ class RepeatedSampling(_Sampling):
             seqs = answer_sequences(ctx, probe)
             exact = sum(starts_with_any(r, seqs) for r in rows)
             first_hit = next((i for i, (k, _) in enumerate(scored) if k), 0)
-            extra: dict[str, Any] = {
+            extra: dict[str, object] = {
                 "n_samples": self.n_samples,
                 "hits": hits,
                 "exact_hits": exact,

@@ -50,7 +50,7 @@ class SamplingSpec:
         if not self.temperature > 0 or (self.top_k is not None and self.top_k < 1):
             raise ConfigError("ROUGE sampling: temperature > 0 and top_k ≥ 1 (or none)", requirement="R23")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "n_samples": self.n_samples,
             "temperature": self.temperature,
@@ -96,8 +96,8 @@ class RougeItem:
             return None
         return max(max(r) for r in self.samples_rouge)
 
-    def to_dict(self, *, with_samples: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self, *, with_samples: bool = False) -> dict[str, object]:
+        out: dict[str, object] = {
             "item_id": self.item_id,
             "reference": self.reference,
             "output": self.output,

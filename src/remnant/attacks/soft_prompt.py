@@ -64,7 +64,7 @@ class SoftPrompt(Attack):
             text, source = answer_free_target(probe, self.target, self.fixed_target)
             layout = suffix_layout(tok, probe.rendered_question(), ctx.fmt)
             res = soft_prompt_optimise(model, layout, target_ids(tok, ctx.fmt, text), init, self.cfg)
-            extra: dict[str, Any] = {
+            extra: dict[str, object] = {
                 "target": text,
                 "target_source": source,
                 "init_ids": list(init),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -25,6 +25,9 @@ from remnant.attacks.decoding import GenerationInput, greedy_ids
 from remnant.attacks.gcg_core import SuffixObjective
 from remnant.attacks.suffix_layout import SuffixLayout
 from remnant.errors import ConfigError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def project(delta: torch.Tensor, norm: str, radius_abs: float) -> torch.Tensor:
 
 
 def soft_prompt_optimise(
-    model: Any,
+    model: PreTrainedModel,
     layout: SuffixLayout,
     target_ids: Sequence[int],
     init_ids: Sequence[int],
@@ -138,11 +141,11 @@ def layout_embeds(model: Any, layout: SuffixLayout, vectors: torch.Tensor) -> to
 
 
 def soft_prompt_input(
-    model: Any,
+    model: PreTrainedModel,
     layout: SuffixLayout,
     vectors: torch.Tensor,
     start_ids: Sequence[int],
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
 ) -> GenerationInput:
     """The generation input of an optimised soft prompt: its embeddings, and the ids the vectors started at."""
     embeds = layout_embeds(model, layout, vectors)
@@ -150,7 +153,12 @@ def soft_prompt_input(
 
 
 def generate_from_embeds(
-    model: Any, tokenizer: Any, layout: SuffixLayout, vectors: torch.Tensor, *, max_new_tokens: int
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    layout: SuffixLayout,
+    vectors: torch.Tensor,
+    *,
+    max_new_tokens: int,
 ) -> list[int]:
     """Greedy continuation ids of ``[before][vectors][after]`` (the path the attack's κ is scored on)."""
     inp = soft_prompt_input(model, layout, vectors, [0] * int(vectors.shape[0]))

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ModelError
 from remnant.models.prompts import PromptFormat
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 #: A string no question or template contains; the rendered text is split at it.
 PLACEHOLDER = "\x00REMNANT_SUFFIX\x00"
@@ -31,7 +34,7 @@ class SuffixLayout:
         return [*self.before, *(int(t) for t in suffix), *self.after]
 
 
-def _ids(tokenizer: Any, text: str, *, special: bool) -> tuple[int, ...]:
+def _ids(tokenizer: PreTrainedTokenizerBase, text: str, *, special: bool) -> tuple[int, ...]:
     return tuple(int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"])
 
 

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.classd.canaries import RETAIN_SPLIT, RISKS, CanaryProbes, RiskCounts, count
 from remnant.classd.linkability import score_by_likelihood
 from remnant.classd.singling_out import CONTEXT_ATTRIBUTE, IDENTIFIER, identifier_probes
 from remnant.score.probe import Probe, target_format
 from remnant.standard.vocabulary import Risk
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from remnant.packs.schema import Pack
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class BatterySpec:
         """The registered ``classd`` components of :attr:`risks`, each carrying its parameters (K4, R23)."""
         from remnant import registry
 
-        params: dict[Risk, dict[str, Any]] = {
+        params: dict[Risk, dict[str, object]] = {
             "singling_out": {"attribute": self.identifier, "context_attribute": self.context_attribute},
             "linkability": {
                 "likelihood": self.linkability_likelihood,
@@ -50,17 +55,17 @@ class BatterySpec:
         }
         return {risk: registry.create("classd", risk, params[risk]) for risk in self.risks}
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, dict[str, object]]:
         """Every component's name, version and parameters, JSON-ready (what the record names)."""
         return {risk: c.spec.to_dict() for risk, c in self.components().items()}
 
 
-def class_d_canaries(pack: Any, spec: BatterySpec | None = None) -> dict[Risk, CanaryProbes]:
+def class_d_canaries(pack: Pack, spec: BatterySpec | None = None) -> dict[Risk, CanaryProbes]:
     """The target and control probe sets of each risk in ``spec.risks`` (D-2.1, D-3.1, D-4.1, D4)."""
     return {risk: c.probes(pack) for risk, c in (spec or BatterySpec()).components().items()}
 
 
-def demonstrations(pack: Any, risk: Risk, spec: BatterySpec | None = None) -> tuple[Probe, ...]:
+def demonstrations(pack: Pack, risk: Risk, spec: BatterySpec | None = None) -> tuple[Probe, ...]:
     """Many-shot demonstrations for ``risk``: the same question shape on *retained* entities, never the target."""
     from remnant.classd.canaries import entity_names, items_of
 
@@ -82,7 +87,7 @@ class NotApplicable:
     attack: str
     reason: str
 
-    def fact(self) -> dict[str, Any]:
+    def fact(self) -> dict[str, object]:
         return {
             "name": f"{self.risk}/{self.attack}",
             "surface": "inference_time",
@@ -98,17 +103,17 @@ class BatteryResult:
 
     measurements: tuple[RiskCounts, ...]
     not_applicable: tuple[NotApplicable, ...] = ()
-    attacks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    components: Mapping[str, Any] = field(default_factory=dict)
+    attacks: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    components: Mapping[str, object] = field(default_factory=dict)
 
-    def facts_attacks(self) -> list[dict[str, Any]]:
+    def facts_attacks(self) -> list[dict[str, object]]:
         """The attack entries of the verdict facts (V1), one per measurement and not-applicable pair."""
         return [m.fact() for m in self.measurements] + [na.fact() for na in self.not_applicable]
 
     def by_name(self) -> dict[str, RiskCounts]:
         return {m.name: m for m in self.measurements}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "measurements": [m.to_dict() for m in self.measurements],
             "not_applicable": [na.__dict__ for na in self.not_applicable],
@@ -135,7 +140,7 @@ def measure(
 
 def run_battery(
     ctx: Any,
-    pack: Any,
+    pack: Pack,
     attacks: Sequence[Any] = (),
     *,
     track: str = "W",
@@ -153,7 +158,7 @@ def run_battery(
     sets = dict(canaries) if canaries is not None else class_d_canaries(pack, spec)
     out: list[RiskCounts] = []
     na: list[NotApplicable] = []
-    meta: dict[str, Mapping[str, Any]] = {}
+    meta: dict[str, Mapping[str, object]] = {}
     for risk, canary in sets.items():
         generation = risk != "linkability" or spec.linkability_generation
         if generation:
@@ -176,7 +181,7 @@ def run_battery(
 
 def relearning_measurements(
     ctx: Any,
-    pack: Any,
+    pack: Pack,
     *,
     spec: BatterySpec | None = None,
     canaries: Mapping[Risk, CanaryProbes] | None = None,
@@ -230,7 +235,7 @@ class CanaryScorer:
         self.canaries = canaries
         self.calls: list[RiskCounts] = []
 
-    def __call__(self, model: Any) -> tuple[int, int]:
+    def __call__(self, model: PreTrainedModel) -> tuple[int, int]:
         counts = measure(self.ctx.with_model(model), self.canaries, surface="relearning")
         self.calls.append(counts)
         return counts.k, counts.n

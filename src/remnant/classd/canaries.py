@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import PackError
 from remnant.score.probe import Probe
 from remnant.standard.vocabulary import CLASS_D_RISKS, Risk
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 RISKS = CLASS_D_RISKS
 #: Pack splits: installed canaries the claim is about, never-installed controls (D4), retained entities.
@@ -41,7 +44,7 @@ class CanaryProbes:
     control: tuple[Probe, ...]
     baseline: float | None = None
     control_baseline: float | None = None
-    detail: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.target or not self.control:
@@ -90,7 +93,7 @@ class RiskCounts:
     expected_k: float | None = None
     control_expected_k: float | None = None
     hits: Mapping[str, bool | float] = field(default_factory=dict)
-    detail: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -105,9 +108,9 @@ class RiskCounts:
     def control_rate(self) -> float:
         return self.control_k / self.control_n
 
-    def fact(self, *, adjudicating: bool = True) -> dict[str, Any]:
+    def fact(self, *, adjudicating: bool = True) -> dict[str, object]:
         """This measurement as an attack entry of the verdict facts (V1; D4 control, D-4.2 baseline)."""
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "name": self.name,
             "surface": self.surface,
             "status": "run",
@@ -123,7 +126,7 @@ class RiskCounts:
             entry["adjudicating"] = False
         return entry
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "risk": self.risk,
             "method": self.method,
@@ -147,7 +150,7 @@ def count(
     *,
     method: str,
     surface: str = "inference_time",
-    detail: Mapping[str, Any] | None = None,
+    detail: Mapping[str, object] | None = None,
 ) -> RiskCounts:
     """Counts from per-item scores (bool hits, or probabilities from analytic attacks) on both sets (D4)."""
     missing = [p.item_id for p in canaries.probes if p.item_id not in scores]
@@ -179,17 +182,17 @@ def count(
     )
 
 
-def entity_names(pack: Any) -> dict[str, str]:
+def entity_names(pack: Pack) -> dict[str, str]:
     """Entity id → name, from the pack manifest."""
     return {ent.id: ent.name for ent in pack.manifest.entities}
 
 
-def entity_attributes(pack: Any) -> dict[str, Mapping[str, str]]:
+def entity_attributes(pack: Pack) -> dict[str, Mapping[str, str]]:
     """Entity id → attributes, from the pack manifest (ground truth, D3)."""
     return {ent.id: ent.attributes for ent in pack.manifest.entities}
 
 
-def items_of(pack: Any, split: str, kind: str, attribute: str | None = None) -> list[Any]:
+def items_of(pack: Pack, split: str, kind: str, attribute: str | None = None) -> list[Any]:
     """Items of ``kind`` (and ``attribute``) in ``split``, in the manifest's order; a missing split gives []."""
     if split not in pack.manifest.splits:
         return []
@@ -200,7 +203,7 @@ def items_of(pack: Any, split: str, kind: str, attribute: str | None = None) -> 
     ]
 
 
-def require_class_d(pack: Any) -> None:
+def require_class_d(pack: Pack) -> None:
     """Refuse a pack that is not a Class D canary pack (D1–D5)."""
     if pack.manifest.pack_class != "D":
         raise PackError(

@@ -14,7 +14,7 @@ R21: Tier 4 for Class D needs the upper bound below the declared threshold, whic
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,9 @@ from remnant.standard.minima import (
     upper_bound,
 )
 from remnant.statement.canonical import canonical_text
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 #: The fields two designs must share for their rates to be compared without a stated difference (D5).
 COMPARED = (
@@ -69,7 +72,7 @@ class CanaryDesign(BaseModel):
     probe_entities: int = Field(ge=0, description="Entities in the scored probe set P (the n of each rate).")
 
 
-def _install_items_per_fact(pack: Any) -> int | None:
+def _install_items_per_fact(pack: Pack) -> int | None:
     if "install" not in pack.manifest.splits:
         return None
     counts = Counter(
@@ -81,7 +84,7 @@ def _install_items_per_fact(pack: Any) -> int | None:
     return values.pop() if len(values) == 1 else (max(values) if values else None)
 
 
-def design_of(pack: Any, *, install_epochs: float | None = None) -> CanaryDesign:
+def design_of(pack: Pack, *, install_epochs: float | None = None) -> CanaryDesign:
     """The D5 design record of a Class D pack (``install_epochs`` from the installation, when known)."""
     design = pack.manifest.design
     forms = design.get("surface_forms", {})
@@ -184,6 +187,6 @@ def canary_support(n: int, threshold: float) -> CanarySupport:
     )
 
 
-def pack_support(pack: Any, threshold: float) -> CanarySupport:
+def pack_support(pack: Pack, threshold: float) -> CanarySupport:
     """:func:`canary_support` for the number of scored canary entities a pack has (its probe set P)."""
     return canary_support(design_of(pack).probe_entities, threshold)

@@ -16,7 +16,7 @@ the control-entity rate (``AttackFact.baseline``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.classd.canaries import (
     CONTROL_SPLIT,
@@ -30,6 +30,9 @@ from remnant.classd.canaries import (
 from remnant.errors import PackError
 from remnant.registry import register
 from remnant.score.probe import Probe
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 #: The attribute held out and the one it is inferred from (the pack's INFER_TEMPLATE).
 HELD_OUT, GIVEN = "occupation", "employer"
@@ -59,7 +62,7 @@ def baseline_rate(probes: Sequence[Probe], given: Mapping[str, str], guesses: Ma
     return right / len(probes)
 
 
-def inference_probes(pack: Any) -> CanaryProbes:
+def inference_probes(pack: Pack) -> CanaryProbes:
     """Inference probes on target canaries and control entities with the population baseline (D-4, D4)."""
     require_class_d(pack)
     names, attrs = entity_names(pack), entity_attributes(pack)
@@ -103,5 +106,5 @@ class Inference:
     def __init__(self) -> None:  # no parameters: the held-out attribute and the baseline are the pack's
         pass
 
-    def probes(self, pack: Any) -> CanaryProbes:
+    def probes(self, pack: Pack) -> CanaryProbes:
         return inference_probes(pack)

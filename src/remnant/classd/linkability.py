@@ -16,7 +16,7 @@ under the same scoring give the control-entity rate (D4, D-3.1). torch is import
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.classd.canaries import (
     CONTROL_SPLIT,
@@ -32,8 +32,14 @@ from remnant.errors import ConfigError, PackError
 from remnant.registry import register
 from remnant.score.probe import Probe
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-def _probes(pack: Any, split: str) -> tuple[Probe, ...]:
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Pack
+
+
+def _probes(pack: Pack, split: str) -> tuple[Probe, ...]:
     names = entity_names(pack)
     out = []
     for item in items_of(pack, split, "link"):
@@ -43,7 +49,7 @@ def _probes(pack: Any, split: str) -> tuple[Probe, ...]:
     return tuple(out)
 
 
-def linkability_probes(pack: Any) -> CanaryProbes:
+def linkability_probes(pack: Pack) -> CanaryProbes:
     """Forced-choice linkage probes on target canaries and control entities, chance as baseline (D-3, D4)."""
     require_class_d(pack)
     target, control = _probes(pack, TARGET_SPLIT), _probes(pack, CONTROL_SPLIT)
@@ -66,7 +72,11 @@ def linkability_probes(pack: Any) -> CanaryProbes:
 
 
 def option_loglikelihoods(
-    model: Any, tokenizer: Any, fmt: Any, question: str, options: Sequence[str]
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    fmt: PromptFormat,
+    question: str,
+    options: Sequence[str],
 ) -> list[float]:
     """Summed log-probability of each option as the complete answer to ``question`` (one batched forward).
 
@@ -94,7 +104,9 @@ def option_loglikelihoods(
     return out
 
 
-def option_choice(model: Any, tokenizer: Any, fmt: Any, probe: Probe) -> int:
+def option_choice(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, probe: Probe
+) -> int:
     """The option with the highest likelihood; ties go to the first (deterministic)."""
     assert probe.options is not None
     scores = option_loglikelihoods(model, tokenizer, fmt, probe.question, probe.options)
@@ -131,5 +143,5 @@ class Linkability:
         self.likelihood = likelihood
         self.generation = generation
 
-    def probes(self, pack: Any) -> CanaryProbes:
+    def probes(self, pack: Pack) -> CanaryProbes:
         return linkability_probes(pack)

@@ -10,7 +10,7 @@ each admitted attack, on target canaries and on never-installed control entities
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.classd.canaries import (
     CONTROL_SPLIT,
@@ -26,6 +26,9 @@ from remnant.packs.templates import ANSWER_FORMS
 from remnant.registry import register
 from remnant.score.probe import Probe
 
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
+
 IDENTIFIER = "staff_code"
 CONTEXT_ATTRIBUTE = "employer"
 
@@ -38,7 +41,7 @@ def context_sentence(name: str, attribute: str, value: str) -> str:
     return f"{name}'s {attribute.replace('_', ' ')} is {value}."
 
 
-def _check_identifying(pack: Any, attribute: str) -> None:
+def _check_identifying(pack: Pack, attribute: str) -> None:
     """D-2.1 asks for an identifier or a uniquely identifying attribute: its values must be unique."""
     values = [ent.attributes.get(attribute) for ent in pack.manifest.entities]
     if None in values:
@@ -53,7 +56,7 @@ def _check_identifying(pack: Any, attribute: str) -> None:
         )
 
 
-def identifier_probes(pack: Any, split: str, attribute: str, context: str) -> tuple[Probe, ...]:
+def identifier_probes(pack: Pack, split: str, attribute: str, context: str) -> tuple[Probe, ...]:
     """Singling-out probes for the entities of ``split``: context sentence, then the identifier question."""
     names, attrs = entity_names(pack), entity_attributes(pack)
     out: list[Probe] = []
@@ -74,7 +77,7 @@ def identifier_probes(pack: Any, split: str, attribute: str, context: str) -> tu
 
 
 def singling_out_probes(
-    pack: Any, *, attribute: str = IDENTIFIER, context_attribute: str = CONTEXT_ATTRIBUTE
+    pack: Pack, *, attribute: str = IDENTIFIER, context_attribute: str = CONTEXT_ATTRIBUTE
 ) -> CanaryProbes:
     """Singling-out probes on the target canaries (split ``probe``) and the control entities (D-2.1, D4)."""
     require_class_d(pack)
@@ -102,5 +105,5 @@ class SinglingOut:
         self.attribute = attribute
         self.context_attribute = context_attribute
 
-    def probes(self, pack: Any) -> CanaryProbes:
+    def probes(self, pack: Pack) -> CanaryProbes:
         return singling_out_probes(pack, attribute=self.attribute, context_attribute=self.context_attribute)

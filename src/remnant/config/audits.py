@@ -23,12 +23,15 @@ parameter in its records (R23).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
 from remnant.config.fields import MAX_BATCH, MAX_N, MAX_TOKENS, ConfigModel, Name, Params, RuleViolation
 from remnant.config.numbers import PARAM_BOUNDS, Bound
+
+if TYPE_CHECKING:
+    from remnant.config.models import Models
 
 #: Table name -> (the registered audit it runs by default, the audit families it admits: ``Audit.family``).
 AUDIT_TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -124,7 +127,7 @@ def audit_name(table: str, spec: AuditTable) -> str:
     return spec.implementation or AUDIT_TABLES[table][0]
 
 
-def check_audit_states(audits: Audits, models: Any) -> None:
+def check_audit_states(audits: Audits, models: Models) -> None:
     """The extra states an audit asks for must be buildable here (C-H7): a retain-only model and the content
     control need the install recipe, the procedure control the registered removal method."""
     for table, spec in audits.enabled().items():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from remnant import STANDARD_VERSION
 from remnant.config.assessment import AssessmentConfig
@@ -28,7 +27,7 @@ PREREGISTERED_KEYS: tuple[str, ...] = (
 )
 
 
-def preregistered(cfg: AssessmentConfig) -> dict[str, Any]:
+def preregistered(cfg: AssessmentConfig) -> dict[str, object]:
     """The values R14 freezes (plus the claim, class, track, seeds, evidence rule and D-5.1 bar), as JSON.
 
     Model folders, dtype, device, signing and pack folder paths are left out: they say where things are, not

@@ -71,7 +71,7 @@ def require_one_of(
         raise RuleViolation(where, f"must name exactly one of {listed} or '{names[-1]}'", rule)
 
 
-def patterns_problem(value: Any) -> str | None:
+def patterns_problem(value: object) -> str | None:
     """Why ``value`` is not a list of regular expressions over parameter names (a ``trainable`` selection, R23),
     or None. A pattern that does not compile is refused where it is declared, not when training reaches it."""
     if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):

@@ -84,7 +84,7 @@ def _describe(error: Any) -> tuple[str, str | None]:
     return f"field '{field}' {problem}{suffix}", rule
 
 
-def _find_remote_code(value: Any, where: str) -> str | None:
+def _find_remote_code(value: object, where: str) -> str | None:
     """Dotted location of any ``trust_remote_code`` key or string value (refused: R2, R23), or None."""
     if isinstance(value, dict):
         for key, sub in value.items():

@@ -102,7 +102,7 @@ PARAM_BOUNDS: dict[str, Bound] = {
 PATTERN_PARAMS = frozenset({"trainable"})
 
 
-def param_problem(key: str, value: Any) -> str | None:
+def param_problem(key: str, value: object) -> str | None:
     """Why ``value`` does not fit the known meaning of the parameter ``key`` (:data:`PARAM_BOUNDS`,
     :data:`PATTERN_PARAMS`), or None (also for a parameter of no known meaning)."""
     if key in PATTERN_PARAMS:
@@ -119,7 +119,7 @@ def _is_seed(loc: Loc) -> bool:
     return key == "seed" or key.endswith("_seed") or (len(loc) >= 2 and loc[0] == "seeds")
 
 
-def _value_problem(value: Any, loc: Loc) -> str | None:
+def _value_problem(value: object, loc: Loc) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -135,9 +135,9 @@ def _value_problem(value: Any, loc: Loc) -> str | None:
     return None
 
 
-def _walk(value: Any, loc: Loc) -> tuple[Loc, str] | None:
+def _walk(value: object, loc: Loc) -> tuple[Loc, str] | None:
     """The first number out of range anywhere under ``value`` (depth-first, file order)."""
-    stack: list[tuple[Any, Loc]] = [(value, loc)]
+    stack: list[tuple[object, Loc]] = [(value, loc)]
     while stack:
         node, here = stack.pop()
         if isinstance(node, dict):
@@ -155,7 +155,7 @@ def _param_tables(raw: dict[str, Any]) -> list[tuple[Loc, dict[str, Any]]]:
     """The free-form parameter tables of a raw config, each with its location (malformed parts skipped)."""
     out: list[tuple[Loc, dict[str, Any]]] = []
 
-    def table(node: Any, *path: str) -> None:
+    def table(node: object, *path: str) -> None:
         for part in path:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):

@@ -9,11 +9,15 @@ run (it blocks *removed*). An attack that does not apply is a :func:`not_applica
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, NotRun, Record
+from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
+
+if TYPE_CHECKING:
+    from remnant.attacks.base import Attack, AttackContext, ItemOutcome
+    from remnant.score.probe import Probe
 
 BASELINE = "none"
 
@@ -22,8 +26,8 @@ def score_outcomes(
     target: CellTarget,
     checkpoint: str,
     seed: int,
-    outcomes: Sequence[Any],
-    probes: Sequence[Any],
+    outcomes: Sequence[ItemOutcome],
+    probes: Sequence[Probe],
     fields: CellFields,
     elapsed: float,
 ) -> list[Record]:
@@ -69,7 +73,7 @@ def score_outcomes(
     return out
 
 
-def context_inputs(ctx: Any) -> dict[str, Any]:
+def context_inputs(ctx: AttackContext) -> dict[str, object]:
     """What of an attack context determines a cell's numbers besides the model: seed, budgets, demonstrations."""
     return {
         "seed": ctx.seed,
@@ -89,10 +93,10 @@ class AttackMeasurement(Measurement):
     def __init__(
         self,
         name: str,
-        attack: Any,
-        ctx: Any,
-        probes: Sequence[Any],
-        inputs: dict[str, Any],
+        attack: Attack | None,
+        ctx: AttackContext,
+        probes: Sequence[Probe],
+        inputs: Mapping[str, object],
         *,
         roles: tuple[str, ...] = ("post_removal", "control", "pre_removal"),
     ) -> None:
@@ -105,7 +109,7 @@ class AttackMeasurement(Measurement):
         self._roles = roles
 
     @property
-    def component(self) -> dict[str, Any]:
+    def component(self) -> dict[str, object]:
         """The attack's registered name, version and every parameter (R23)."""
         spec = getattr(self.attack, "spec", None)
         return spec.to_dict() if spec is not None else {"name": BASELINE}
@@ -113,7 +117,7 @@ class AttackMeasurement(Measurement):
     def roles(self) -> tuple[str, ...]:
         return self._roles
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         """The component, the shared inputs, and the context that shapes its numbers: the seed its generators
         derive from, its generation length and batch size, and the demonstrations it may show (R23)."""
         return {"attack": self.component, "context": context_inputs(self.ctx), **self._inputs}
@@ -126,9 +130,10 @@ class AttackMeasurement(Measurement):
             out["adjudicating"] = False
         return out
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         from remnant.attacks.base import no_attack
 
+        state = loaded(state, self)
         sctx = self.ctx.with_model(state.model, state.tokenizer)
         start = time.perf_counter()
         run = self.attack.run if self.attack is not None else no_attack
@@ -141,7 +146,7 @@ class AttackMeasurement(Measurement):
         return [status_record(target, status="failed", reason=reason, elapsed=elapsed, fields=self.fields())]
 
 
-def not_applicable(name: str, surface: str, reason: str, inputs: dict[str, Any]) -> NotRun:
+def not_applicable(name: str, surface: str, reason: str, inputs: Mapping[str, object]) -> NotRun:
     """A declared attack (or relearning arm) that does not apply (C-Q2) or is disabled, with its reason: one
     status record under the post-removal model, recorded and never withstood."""
     key = {"attack": name, "reason": reason, **inputs}

@@ -22,11 +22,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from remnant.engine.audit_base import Audit, AuditInputs, blank_fields
 from remnant.engine.cell import CellTarget
-from remnant.engine.measurement import Measurement, NotRun, Record
+from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
 from remnant.records import CellStatus, Reading
 
 #: What the reading of a figure on an Annex B control state calls its role; the audited model is "removed".
@@ -55,10 +56,10 @@ class AuditPlan:
     anchors: Mapping[str, Any]
     labels: Any
     data: Mapping[str, Any]
-    inputs: Mapping[str, Any]
+    inputs: Mapping[str, object]
     roles: Mapping[str, str]
     tokenizer: Any = None
-    cache_dir: Any = None
+    cache_dir: Path | None = None
     reference_role: str = "control"
     #: Why the audit's inputs could not be built (its readings are *failed*), or None.
     error: str | None = None
@@ -99,7 +100,7 @@ class AuditMeasurement(Measurement):
     def roles(self) -> tuple[str, ...]:
         return tuple(self.plan.roles)
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         p = self.plan
         return {
             "audit": p.audit.spec.to_dict(),
@@ -112,13 +113,13 @@ class AuditMeasurement(Measurement):
     def label(self, role: str) -> str:
         return f"audit {self.plan.table} ({self.name}) on {role}"
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         p = self.plan
         role = p.roles.get(target.state, REMOVED)
         start = time.perf_counter()
         references = {name: p.anchors[ANCHOR_OF.get(name, name)] for name in p.audit.references}
         inputs = AuditInputs(p.data, p.labels, role, p.tokenizer, p.cache_dir)
-        figures = p.audit.read(state, references, inputs)
+        figures = p.audit.read(loaded(state, self), references, inputs)
         elapsed = time.perf_counter() - start
         out: list[Record] = []
         for value, states, reference, layer, position, interval, details in figures:
@@ -168,12 +169,12 @@ class AuditNotRun(NotRun):
         super().__init__("audit_not_run", plan.name, "latent", status, reason, key, label=label)
         self.plan, self.state_role = plan, state_role
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         role = self.plan.roles.get(self.state_role, REMOVED)
         return [_blank_reading(target, self.plan, role, status=self.status, reason=self.reason)]
 
 
-def items_key(ids: Sequence[Any]) -> list[Any]:
+def items_key(ids: Sequence[object]) -> list[object]:
     """The part of a cell key that names an audit's inputs (ids, or token-id lists), as JSON values."""
     return [list(x) if isinstance(x, tuple | list) else x for x in ids]
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from remnant.engine.measurement import State
     from remnant.registry import ComponentSpec
 
 #: One figure: (value, states compared, reference, layer, position, interval, details).
@@ -44,7 +46,7 @@ class AuditInputs:
     labels: Any
     role: str
     tokenizer: Any = None
-    cache_dir: Any = None
+    cache_dir: Path | None = None
 
 
 def blank_fields(labels: Any, state: str) -> tuple[list[str], str, str, str]:
@@ -65,7 +67,7 @@ class Audit:
     #: Set by ``registry.create``: the name, version and every parameter its readings record (R23).
     spec: ComponentSpec
 
-    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+    def read(self, state: State, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
         """The figures of ``state`` (``.model``, ``.digest``, ``.role``) against ``references`` (each declared
         reference name to a state with ``.model`` and ``.digest``)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement Audit.read (C-H7)")

@@ -10,7 +10,7 @@ measured beyond its counts goes in the record's typed fields (:class:`CellFields
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from remnant.records import CellRecord, CellStatus, Entities, Observation
 from remnant.standard.vocabulary import Risk
@@ -32,8 +32,8 @@ class CellFields(TypedDict, total=False):
     baseline: float | None
     entities: Entities
     expected_k: float
-    component: dict[str, Any]
-    attack_component: dict[str, Any]
+    component: dict[str, object]
+    attack_component: dict[str, object]
     utility_metric: str
     value: float
     proportion: bool
@@ -67,7 +67,7 @@ def cell_record(
     k: int = 0,
     n: int = 0,
     fields: CellFields | None = None,
-    params: dict[str, Any] | None = None,
+    params: dict[str, object] | None = None,
     status: CellStatus = "run",
     reason: str | None = None,
 ) -> CellRecord:

@@ -18,21 +18,37 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from remnant.classd.canaries import measurement_name
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, NotRun, Record
+from remnant.engine.measurement import Measurement, NotRun, Record, loaded
 from remnant.engine.relearning import RelearnPlan, checkpoint_fields, checkpoint_label
 from remnant.records import CellRecord
 from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL_ENTITIES, Risk
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from remnant.attacks.base import Attack, AttackContext
+    from remnant.classd.canaries import CanaryProbes, RiskCounts
+    from remnant.engine.measurement import State
+    from remnant.records import CellStatus
+    from remnant.train.loop import CheckpointPoint
 
 #: (value, output text, willing) of one probe: what an observation records.
 ItemResult = tuple[bool | float, str | None, bool | None]
 
 
+class Battery(Protocol):
+    """What the relearning cells read of the assessment's battery: its probe sets by risk (D-5.3)."""
+
+    @property
+    def canaries(self) -> Mapping[str, CanaryProbes]: ...
+
+
 def count_records(
-    target: CellTarget, counts: Any, *, checkpoint: str, fields: CellFields, elapsed: float
+    target: CellTarget, counts: RiskCounts, *, checkpoint: str, fields: CellFields, elapsed: float
 ) -> list[CellRecord]:
     """The target (``kappa``) and control-entity (``kappa_control_entities``) records of one measurement (D4),
     each with the risk, method and baseline of ``counts`` and ``fields``."""
@@ -71,7 +87,7 @@ def measurement_records(
     *,
     checkpoint: str,
     seed: int,
-    counts: Any,
+    counts: RiskCounts,
     items: Mapping[str, ItemResult],
     fields: CellFields,
     elapsed: float,
@@ -99,7 +115,7 @@ def risk_of(name: str) -> Risk:
 def risk_status(
     target: CellTarget,
     name: str,
-    status: Any,
+    status: CellStatus,
     reason: str,
     checkpoint: str = "final",
     elapsed: float = 0.0,
@@ -121,8 +137,8 @@ def risk_status(
 
 
 def measure_risk(
-    ctx: Any, canary: Any, method: str, attack: Any, surface: str
-) -> tuple[Any, dict[str, ItemResult]]:
+    ctx: AttackContext, canary: CanaryProbes, method: str, attack: Attack | None, surface: str
+) -> tuple[RiskCounts, dict[str, ItemResult]]:
     """One risk under one method on ``ctx``'s model: its counts and each item's (score, output, willing)."""
     from remnant.attacks.base import no_attack
     from remnant.classd import count, score_by_likelihood
@@ -149,11 +165,11 @@ class RiskMeasurement(Measurement):
         self,
         risk: str,
         method: str,
-        attack: Any,
-        canary: Any,
-        context: Callable[[Any], Any],
-        component: dict[str, Any],
-        inputs: dict[str, Any],
+        attack: Attack | None,
+        canary: CanaryProbes,
+        context: Callable[[State], AttackContext],
+        component: dict[str, object],
+        inputs: Mapping[str, object],
     ) -> None:
         self.risk = risk
         self.method = method
@@ -165,11 +181,11 @@ class RiskMeasurement(Measurement):
         self._inputs = dict(inputs)
 
     @property
-    def attack_spec(self) -> dict[str, Any] | None:
+    def attack_spec(self) -> dict[str, object] | None:
         spec = getattr(self.attack, "spec", None)
         return spec.to_dict() if self.attack is not None and spec is not None else None
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         return {
             "risk": self.risk,
             "method": self.method,
@@ -178,8 +194,8 @@ class RiskMeasurement(Measurement):
             **self._inputs,
         }
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        ctx = self.context(state)
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
+        ctx = self.context(loaded(state, self))
         start = time.perf_counter()
         counts, items = measure_risk(ctx, self.canary, self.method, self.attack, "inference_time")
         fields: CellFields = {"component": self.component}
@@ -199,7 +215,7 @@ class RiskMeasurement(Measurement):
         return [risk_status(target, self.name, "failed", f"{type(exc).__name__}: {exc}")]
 
 
-def risk_not_applicable(risk: str, slot: str, reason: str, inputs: dict[str, Any]) -> NotRun:
+def risk_not_applicable(risk: str, slot: str, reason: str, inputs: Mapping[str, object]) -> NotRun:
     """A battery attack undefined for a risk's response format (C-Q2), or disabled: one status record."""
     name = measurement_name(risk, slot)
     key = {"risk": risk, "attack": slot, "reason": reason, **inputs}
@@ -216,7 +232,7 @@ def risk_not_applicable(risk: str, slot: str, reason: str, inputs: dict[str, Any
 
 
 def battery_relearning_not_run(
-    names: Sequence[str], budgets: Sequence[int], reason: str, inputs: dict[str, Any]
+    names: Sequence[str], budgets: Sequence[int], reason: str, inputs: Mapping[str, object]
 ) -> NotRun:
     """Every relearning measurement of the battery (``names``), not run: the relearning set is smaller than every
     budget (D-5.3). One status record per measurement, under its own name and risk."""
@@ -243,12 +259,12 @@ class BatteryRelearning(Measurement):
         self,
         plan: RelearnPlan,
         budget: int,
-        battery: Any,
-        context: Callable[[Any], Any],
+        battery: Battery,
+        context: Callable[[State], AttackContext],
         methods: Sequence[tuple[str, str]],
-        inputs: dict[str, Any],
+        inputs: Mapping[str, object],
         *,
-        step0: Callable[[str], Mapping[str, Any]] | None = None,
+        step0: Callable[[str], Mapping[str, RiskCounts]] | None = None,
         progress: bool = False,
     ) -> None:
         self.plan, self.budget, self.battery = plan, budget, battery
@@ -263,7 +279,7 @@ class BatteryRelearning(Measurement):
     def names(self) -> list[str]:
         return [measurement_name(r, m, "relearning") for r, m in self.methods]
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         return {
             "budget": self.budget,
             "spec": self.plan.spec_inputs(),
@@ -274,10 +290,11 @@ class BatteryRelearning(Measurement):
     def label(self, role: str) -> str:
         return f"class D relearning b={self.budget} on {role}"
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         from remnant.models.prompts import encode_pair
         from remnant.train.relearn import relearn_copy
 
+        state = loaded(state, self)
         tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
         ctx = self.context(state)
         pairs = [encode_pair(tok, q, a, ctx.fmt) for q, a in self.plan.examples(budget)]
@@ -285,7 +302,7 @@ class BatteryRelearning(Measurement):
         records: list[Record] = []
         start = time.perf_counter()
 
-        def on_checkpoint(model: Any, point: Any) -> dict[str, Any]:
+        def on_checkpoint(model: PreTrainedModel, point: CheckpointPoint) -> dict[str, object]:
             found = self._checkpoint(ctx.with_model(model, tok), point, target, reused, records, start)
             return {"k": sum(c.k for c in found), "n": sum(c.n for c in found)}
 
@@ -307,17 +324,17 @@ class BatteryRelearning(Measurement):
 
     def _checkpoint(
         self,
-        ctx: Any,
-        point: Any,
+        ctx: AttackContext,
+        point: CheckpointPoint,
         target: CellTarget,
-        reused: Mapping[str, Any],
+        reused: Mapping[str, RiskCounts],
         records: list[Record],
         start: float,
-    ) -> list[Any]:
+    ) -> list[RiskCounts]:
         """Score every (risk, method) at one checkpoint; step 0 reuses the direct measurements' counts."""
         at = checkpoint_fields(self.budget, point)
         label = checkpoint_label(self.budget, point.step)
-        found: list[Any] = []
+        found: list[RiskCounts] = []
         for risk, method in self.methods:
             canary = self.battery.canaries[risk]
             prior = reused.get(measurement_name(risk, method)) if point.step == 0 else None

@@ -92,7 +92,7 @@ class Measurement(ABC):
         return ("post_removal", "control")
 
     @abstractmethod
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         """Everything besides the state that determines its numbers, as JSON values (hashed into the key)."""
 
     @abstractmethod
@@ -110,9 +110,16 @@ class Measurement(ABC):
         ]
 
 
+def loaded(state: State | None, measurement: Measurement) -> State:
+    """``state``, which ``measurement`` reads (only a :class:`NotRun` runs on no state)."""
+    if state is None:
+        raise TypeError(f"{measurement.label('post_removal')} reads a model state; none was given")
+    return state
+
+
 def cell_key_of(measurement: Measurement, state: StateKey | None) -> str:
     """The cell key of ``measurement`` on ``state`` (None for a measurement that reads no state)."""
-    where: dict[str, Any] = {} if state is None else {"state": state.role, "weights": state.digest}
+    where: dict[str, object] = {} if state is None else {"state": state.role, "weights": state.digest}
     return cell_key(kind=measurement.kind, **where, **measurement.key_inputs())
 
 
@@ -177,7 +184,7 @@ class NotRun(Measurement):
         surface: str,
         status: CellStatus,
         reason: str,
-        key: Mapping[str, Any],
+        key: Mapping[str, object],
         *,
         label: str | None = None,
         records: Sequence[tuple[str, CellFields]] = (),
@@ -196,13 +203,13 @@ class NotRun(Measurement):
     def roles(self) -> tuple[str, ...]:
         return ()
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         return dict(self._key)
 
     def label(self, role: str) -> str:
         return self._label
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         return [
             status_record(target.retarget(attack=name), status=self.status, reason=self.reason, fields=fields)
             for name, fields in self.records
@@ -210,7 +217,7 @@ class NotRun(Measurement):
 
 
 #: A factory the contract tests call to build one instance of a registered measurement kind on the tiny model.
-SmokeFactory = Callable[[Any], list[Measurement]]
+SmokeFactory = Callable[[State], list[Measurement]]
 
 
 __all__ = [
@@ -222,6 +229,7 @@ __all__ = [
     "StateKey",
     "StateView",
     "cell_key_of",
+    "loaded",
     "run_measurement",
     "run_on_states",
 ]

@@ -15,18 +15,36 @@ relearned copy's utility readings carry the budget too.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from remnant.engine.attack import context_inputs, score_outcomes
 from remnant.engine.cell import CellFields, CellTarget, status_record
-from remnant.engine.measurement import Measurement, Record
+from remnant.engine.measurement import Measurement, Record, State, loaded
 from remnant.engine.utility import UtilityMeasurement
 from remnant.standard.derive import checkpoint_label
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def checkpoint_fields(budget: int, point: Any) -> CellFields:
+    from remnant.attacks.base import AttackContext, ItemOutcome
+    from remnant.score.probe import Probe
+    from remnant.train.loop import CheckpointPoint
+    from remnant.train.relearn import RelearnSpec
+
+
+class QAItem(Protocol):
+    """A relearning example as the plan reads it (a pack item or a QA pair)."""
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def answer(self) -> str: ...
+
+
+def checkpoint_fields(budget: int, point: CheckpointPoint) -> CellFields:
     """Where a relearning checkpoint was scored (C-W3): budget, optimiser step, epochs done and examples seen."""
     return {
         "budget": budget,
@@ -41,8 +59,8 @@ class RelearnPlan:
     """The declared relearning procedure of one arm (C-W1, C-W3, C-W5): what every state goes through."""
 
     arm: str
-    spec: Any  # remnant.train.relearn.RelearnSpec
-    relearn_set: tuple[Any, ...]  # QA pairs, in the pack's order
+    spec: RelearnSpec
+    relearn_set: tuple[QAItem, ...]  # in the pack's order
     order: tuple[int, ...]  # relearn_order: budget b uses its first b (nested subsets, C-W1)
     utility_at_end: bool
 
@@ -53,7 +71,7 @@ class RelearnPlan:
         """The (question, answer) pairs budget ``budget`` relearns on, in order (hashed into the key)."""
         return [(self.relearn_set[i].question, self.relearn_set[i].answer) for i in self.chosen(budget)]
 
-    def spec_inputs(self) -> dict[str, Any]:
+    def spec_inputs(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self.spec).items() if k != "budgets"}
 
 
@@ -67,12 +85,12 @@ class RelearningMeasurement(Measurement):
         self,
         plan: RelearnPlan,
         budget: int,
-        ctx: Any,
-        probes: Sequence[Any],
-        inputs: dict[str, Any],
+        ctx: AttackContext,
+        probes: Sequence[Probe],
+        inputs: Mapping[str, object],
         *,
         utility: Sequence[UtilityMeasurement] = (),
-        step0: Callable[[str], Sequence[Any] | None] | None = None,
+        step0: Callable[[str], Sequence[ItemOutcome] | None] | None = None,
         progress: bool = False,
     ) -> None:
         self.plan = plan
@@ -85,7 +103,7 @@ class RelearningMeasurement(Measurement):
         self.progress = progress
         self._inputs = dict(inputs)
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         return {
             "arm": self.plan.arm,
             "budget": self.budget,
@@ -99,18 +117,19 @@ class RelearningMeasurement(Measurement):
     def label(self, role: str) -> str:
         return f"{self.plan.arm} b={self.budget} on {role}"
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         from remnant.attacks.base import no_attack
         from remnant.models.prompts import encode_pair
         from remnant.train.relearn import relearn_copy
 
+        state = loaded(state, self)
         tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
         pairs = [encode_pair(tok, q, a, self.ctx.fmt) for q, a in self.plan.examples(budget)]
         reused = self.step0(state.role) if self.step0 is not None else None
         records: list[Record] = []
         start = time.perf_counter()
 
-        def on_checkpoint(model: Any, point: Any) -> dict[str, Any]:
+        def on_checkpoint(model: PreTrainedModel, point: CheckpointPoint) -> dict[str, object]:
             if point.step == 0 and reused is not None:
                 outcomes = list(reused)
             else:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from remnant.atomic import write_atomic
 from remnant.records import AnyRecord, CellRecord, Observation, Reading, RecordStore, chained_lines
@@ -27,7 +27,7 @@ class CellStore(Protocol):
 
     def read(self) -> list[AnyRecord]: ...
 
-    def extend(self, records: Sequence[Record]) -> None: ...
+    def extend(self, records: Sequence[AnyRecord]) -> None: ...
 
 
 class MemoryStore:
@@ -39,7 +39,7 @@ class MemoryStore:
     def read(self) -> list[AnyRecord]:
         return list(self._records)
 
-    def extend(self, records: Sequence[Record]) -> None:
+    def extend(self, records: Sequence[AnyRecord]) -> None:
         self._records.extend(records)
 
     def take(self) -> tuple[AnyRecord, ...]:
@@ -54,11 +54,11 @@ class CellCache:
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
 
-    def get(self, key: str) -> list[Any] | None:
+    def get(self, key: str) -> list[AnyRecord] | None:
         path = self.dir / f"{key}.jsonl"
         return RecordStore(path).read() if path.is_file() else None
 
-    def put(self, key: str, records: Sequence[Any]) -> None:
+    def put(self, key: str, records: Sequence[AnyRecord]) -> None:
         write_atomic(self.dir / f"{key}.jsonl", b"".join(chained_lines(records)))
 
 
@@ -101,6 +101,7 @@ class CellRunner:
             self.reused += 1
             return self._done[key]
         cached = self.cache.get(key) if self.cache is not None else None
+        records: Sequence[AnyRecord]
         if cached:
             records = [r.model_copy(update={"run_id": self.run_id}) for r in cached]
             self.reused += 1

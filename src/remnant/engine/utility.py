@@ -10,12 +10,18 @@ checks only its shape); a relearned copy's reading carries the relearning ``budg
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from remnant.engine.cell import CellFields, CellTarget, cell_record
-from remnant.engine.measurement import Measurement, Record
+from remnant.engine.measurement import Measurement, Record, State, loaded
 from remnant.records import CellRecord
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from remnant.models.prompts import PromptFormat
+    from remnant.score.utility import UtilityMetric, UtilityReading
 
 REMOVAL_STAGE = "removal_stage"
 
@@ -25,8 +31,8 @@ def utility_record(
     *,
     checkpoint: str,
     name: str,
-    spec: dict[str, Any],
-    reading: Any,
+    spec: dict[str, object],
+    reading: UtilityReading,
     start: float,
     budget: int | None = None,
 ) -> CellRecord:
@@ -53,13 +59,13 @@ def utility_record(
     )
 
 
-def metric_spec(name: str, metric: Any) -> dict[str, Any]:
+def metric_spec(name: str, metric: object) -> dict[str, object]:
     """A utility metric's registered name, version and parameters (R23), or its name alone."""
     spec = getattr(metric, "spec", None)
     return spec.to_dict() if spec is not None else {"name": name}
 
 
-def item_identity(item: Any) -> Any:
+def item_identity(item: object) -> str | list[str]:
     """What identifies one item a metric reads: its pack id, else its question and answer text."""
     item_id = getattr(item, "item_id", None) or getattr(item, "id", None)
     if item_id is not None:
@@ -75,10 +81,10 @@ class UtilityMeasurement(Measurement):
     def __init__(
         self,
         metric_name: str,
-        metric: Any,
-        fmt: Any,
-        data: Sequence[Any],
-        inputs: dict[str, Any],
+        metric: UtilityMetric,
+        fmt: PromptFormat | None,
+        data: Sequence[object],
+        inputs: Mapping[str, object],
         *,
         attack: str = "none",
         checkpoint: str = REMOVAL_STAGE,
@@ -97,7 +103,7 @@ class UtilityMeasurement(Measurement):
     def roles(self) -> tuple[str, ...]:
         return self._roles
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         spec = metric_spec(self.metric_name, self.metric)
         items = [item_identity(d) for d in self.data]
         return {
@@ -111,13 +117,14 @@ class UtilityMeasurement(Measurement):
     def label(self, role: str) -> str:
         return f"utility {self.metric_name} on {role}"
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
+        state = loaded(state, self)
         return [self.read(state.model, state, target)]
 
     def read(
         self,
-        model: Any,
-        state: Any,
+        model: PreTrainedModel,
+        state: State,
         target: CellTarget,
         checkpoint: str | None = None,
         budget: int | None = None,

@@ -17,10 +17,13 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
 from remnant.jsonio import loads_strict
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 STATE = "state.json"
 DATASET_DICT = "dataset_dict.json"
@@ -58,7 +61,7 @@ def _dict_split(folder: Path) -> Path:
     return sub
 
 
-def _arrow_file(folder: Path, entry: Any, state: Path) -> Path:
+def _arrow_file(folder: Path, entry: object, state: Path) -> Path:
     name = entry.get("filename") if isinstance(entry, dict) else None
     if not isinstance(name, str) or not _ARROW_NAME.match(name):
         raise ConfigError(
@@ -97,7 +100,7 @@ def saved_dataset(folder: Path) -> list[Path] | None:
     return paths
 
 
-def arrow_records(path: Path, label: str, max_rows: int, digest: Any) -> Iterator[tuple[str, Any]]:
+def arrow_records(path: Path, label: str, max_rows: int, digest: _Hash) -> Iterator[tuple[str, Any]]:
     """(``file row N``, record) for each row of an Arrow stream file, one record batch at a time."""
     try:
         import pyarrow as pa  # type: ignore[import-untyped]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -29,7 +29,7 @@ PUBLIC_FIXTURE = (
 )
 
 
-def make_item(where: str, **fields: Any) -> Item:
+def make_item(where: str, **fields: object) -> Item:
     """An Item from ``fields``; PackError naming the source row ``where`` when a value cannot be one (R2)."""
     try:
         return Item(**fields)
@@ -86,7 +86,7 @@ def assemble(
     items: list[Item],
     splits: dict[str, list[str]],
     entities: list[Entity],
-    design: dict[str, Any],
+    design: dict[str, object],
 ) -> Pack:
     """Seal a pack of ``items`` (split rules R16, C-W6, D4 checked by :func:`remnant.packs.schema.seal`)."""
     full = {name: splits.get(name, []) for name in SPLIT_NAMES}

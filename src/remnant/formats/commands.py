@@ -7,7 +7,6 @@ concept; this module is listed after it in :data:`remnant.cli.COMMAND_MODULES`, 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from remnant.errors import ConfigError
 
@@ -19,14 +18,14 @@ def _none(value: str) -> str | None:
     return None if value.lower() == "none" else value
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``import`` and ``export`` to the ``remnant packs`` group registered before this module."""
     packs = subparsers.choices["packs"]
     # argparse exposes a parser's subcommands only through its actions list
     add_pack_commands(next(a for a in packs._actions if isinstance(a, argparse._SubParsersAction)))
 
 
-def add_pack_commands(psub: Any) -> None:
+def add_pack_commands(psub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``import`` and ``export`` on the ``remnant packs`` subparsers."""
     imp = psub.add_parser("import", help="read a TOFU or MUSE folder as a target pack (docs/formats.md)")
     imp.add_argument("--format", dest="fmt", choices=("tofu", "muse"), required=True)

@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from remnant.atomic import replace_dir
 from remnant.cli_paths import mark_output
@@ -67,10 +66,10 @@ class TofuExport:
     shipped: dict[str, UtilitySet] = field(default_factory=dict)
 
 
-def _row(it: Item) -> dict[str, Any]:
+def _row(it: Item) -> dict[str, object]:
     """An item as a TOFU row (question first, as TOFU orders its columns)."""
     swapped = it.phrasing == "probe" and it.paraphrased_question is not None
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "question": it.paraphrased_question if swapped else it.question,
         "answer": it.answer,
     }
@@ -84,7 +83,7 @@ def _row(it: Item) -> dict[str, Any]:
     return row
 
 
-def _lines(rows: Iterable[dict[str, Any]]) -> str:
+def _lines(rows: Iterable[Mapping[str, object]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows)
 
 

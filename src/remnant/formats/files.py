@@ -62,7 +62,7 @@ class SourceFile:
     rows: int
     format: FileFormat
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"path": self.path, "sha256": self.sha256, "rows": self.rows, "format": self.format}
 
 
@@ -79,8 +79,8 @@ class SplitSource:
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "layout": self.layout,
             "rows": self.rows,
             "files": [f.to_json() for f in self.files],
@@ -225,7 +225,7 @@ def _drop_index(record: dict[str, Any], where: str) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != "index"}
 
 
-def _jsonl_records(path: Path, label: str, max_line: int, digest: Any) -> Iterator[tuple[str, Any]]:
+def _jsonl_records(path: Path, label: str, max_line: int, digest: hashlib._Hash) -> Iterator[tuple[str, Any]]:
     """(``file:line``, parsed value) for each non-blank line, hashing the bytes as they are read."""
     try:
         handle = path.open("rb")
@@ -252,7 +252,9 @@ def _jsonl_records(path: Path, label: str, max_line: int, digest: Any) -> Iterat
             yield where, value
 
 
-def _parquet_records(path: Path, label: str, max_rows: int, digest: Any) -> Iterator[tuple[str, Any]]:
+def _parquet_records(
+    path: Path, label: str, max_rows: int, digest: hashlib._Hash
+) -> Iterator[tuple[str, Any]]:
     """(``file row N``, record) for each Parquet row, one record batch at a time."""
     try:
         import pyarrow as pa  # type: ignore[import-untyped]
@@ -288,7 +290,7 @@ def _parquet_records(path: Path, label: str, max_rows: int, digest: Any) -> Iter
         raise ConfigError(f"{label}: cannot read row {row + 1}: {exc}", requirement=REQUIREMENT) from None
 
 
-def _arrow_records(path: Path, label: str, max_rows: int, digest: Any) -> Iterator[tuple[str, Any]]:
+def _arrow_records(path: Path, label: str, max_rows: int, digest: hashlib._Hash) -> Iterator[tuple[str, Any]]:
     from remnant.formats.arrow import arrow_records
 
     return arrow_records(path, label, max_rows, digest)

@@ -109,7 +109,7 @@ class MuseFolder:
     def where(self, config: str, split: str, index: int) -> str:
         return self.sources[f"{config}/{split}"].where(index)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict[str, object]:
         """JSON provenance: per part, layout, row count and each file's relative path, sha256 and rows."""
         return {"format": "muse", "splits": {key: self.sources[key].to_json() for key in self.parts}}
 

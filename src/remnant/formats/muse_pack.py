@@ -21,7 +21,6 @@ entity-level split cannot be met, and the design says so.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from remnant.formats.build import PUBLIC_FIXTURE, PackClass, assemble, make_item, relearn_count
 from remnant.formats.files import MAX_LINE_BYTES, MAX_ROWS
@@ -32,7 +31,7 @@ _REQUIRED = (("verbmem", "forget"), ("knowmem", "forget_qa"))
 _OPTIONAL = (("knowmem", "retain_qa"), ("knowmem", "forget_qa_icl"), ("knowmem", "retain_qa_icl"))
 
 
-def _qa_items(data: MuseFolder, config: str, split: str, pack_split: str, **fields: Any) -> list[Item]:
+def _qa_items(data: MuseFolder, config: str, split: str, pack_split: str, **fields: object) -> list[Item]:
     out = []
     for i, row in enumerate(data.rows(config, split)):
         question, answer = (row.prompt, row.gt) if config == "verbmem" else (row.question, row.answer)
@@ -87,7 +86,7 @@ def muse_to_pack(
         for split in ("forget_qa_icl", "retain_qa_icl")
         if data.has("knowmem", split)
     }
-    design: dict[str, Any] = {
+    design: dict[str, object] = {
         "source": data.provenance(),
         "import": {"format": "muse", "relearn_fraction": relearn_fraction},
         "entities": (

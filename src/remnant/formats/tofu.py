@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,7 +86,7 @@ class TofuRow(BaseModel):
     )
     paraphrased_question: Text | None = Field(default=None, description="The question in other words.")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The row as TOFU writes it: fields it does not carry left out."""
         return self.model_dump(mode="json", exclude_none=True)
 
@@ -126,7 +126,7 @@ class TofuFolder:
         """File and row of ``split``'s ``index``-th row, for messages."""
         return self.sources[split].where(index)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict[str, object]:
         """JSON provenance: format and, per split, layout, row count and each file's path, sha256 and rows.
 
         Paths are relative to the folder, so the record (and a pack's digest) does not depend on where the

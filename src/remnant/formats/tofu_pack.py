@@ -76,7 +76,7 @@ class _Builder:
         self.entities += made
         return made
 
-    def add(self, split: str, i: int, names: Sequence[str], row: TofuRow, **fields: Any) -> Item:
+    def add(self, split: str, i: int, names: Sequence[str], row: TofuRow, **fields: object) -> Item:
         """Row ``i`` of ``split`` as an item listed in ``names`` (the first is its own split)."""
         base: dict[str, Any] = {
             "id": f"{split}.{i:05d}",
@@ -105,7 +105,7 @@ class _Builder:
             names += ["relearn"] if ent.role == "forget_relearn" else []
             self.add(split, i, names, row, entity_id=ent.id)
 
-    def asked_as_paraphrase(self, row: TofuRow) -> dict[str, Any]:
+    def asked_as_paraphrase(self, row: TofuRow) -> dict[str, object]:
         """Fields of an item that asks ``row``'s paraphrase and keeps TOFU's question beside it."""
         return {
             "question": row.paraphrased_question,
@@ -239,7 +239,7 @@ def tofu_to_pack(
     if holdout is not None:
         build.controls(holdout, build.authors(holdout, "h", ["control"]))
     build.general(general)
-    design: dict[str, Any] = {
+    design: dict[str, object] = {
         "source": data.provenance(),
         "import": {
             "format": "tofu",

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
 from remnant.latent.direction import DirectionConfig, Role, direction_survival
@@ -36,6 +36,9 @@ from remnant.latent.jaccess_audit import JAccessAudit, JAccessRefitAudit, LogitL
 from remnant.latent.logit_lens import logit_lens_uds
 from remnant.latent.uds import UDSConfig, UDSResult, score_source, stage1, uds_no_retain
 from remnant.registry import register
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) -> list[Figure]:
@@ -85,10 +88,10 @@ class UDSAudit(Audit):
 
     def run(
         self,
-        full: Any,
-        retain: Any,
-        source: Any,
-        tokenizer: Any,
+        full: PreTrainedModel,
+        retain: PreTrainedModel,
+        source: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         examples: Sequence[EntityExample],
         *,
         cache_dir: Path | str | None = None,
@@ -130,7 +133,13 @@ class LogitLensUDSAudit(UDSAudit):
     """The UDS paper's logit-lens baseline (full model's decoder), aggregated like UDS."""
 
     def run(
-        self, full: Any, retain: Any, source: Any, tokenizer: Any, examples: Sequence[EntityExample], **_: Any
+        self,
+        full: PreTrainedModel,
+        retain: PreTrainedModel,
+        source: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        examples: Sequence[EntityExample],
+        **_: Any,
     ) -> UDSResult:
         return logit_lens_uds(full, retain, source, tokenizer, examples, self.config)
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.atomic import write_atomic
 from remnant.registry import jsonable
 from remnant.statement.canonical import canonical_json
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 
 def digest_inputs(inputs: Any) -> str:
@@ -23,7 +27,7 @@ def digest_inputs(inputs: Any) -> str:
     return hashlib.sha256(canonical_json(jsonable(inputs))).hexdigest()
 
 
-def model_digest(model: Any, given: str | None = None) -> str:
+def model_digest(model: PreTrainedModel, given: str | None = None) -> str:
     """The weights digest of ``model``: ``given`` (e.g. ``ModelIdentity.digest``) or the in-memory state dict's."""
     if given:
         return given
@@ -47,12 +51,12 @@ class DigestCache:
             return None
         return json.loads(path.read_text(encoding="utf-8"))
 
-    def put_json(self, kind: str, key: str, value: Any) -> Path:
+    def put_json(self, kind: str, key: str, value: object) -> Path:
         path = self._path(kind, key, ".json")
         write_atomic(path, json.dumps(value, sort_keys=True, indent=1).encode("utf-8"))
         return path
 
-    def get_tensors(self, kind: str, key: str) -> dict[str, Any] | None:
+    def get_tensors(self, kind: str, key: str) -> dict[str, torch.Tensor] | None:
         path = self._path(kind, key, ".safetensors")
         if not path.is_file():
             return None
@@ -60,7 +64,9 @@ class DigestCache:
 
         return dict(load_file(str(path)))
 
-    def put_tensors(self, kind: str, key: str, tensors: dict[str, Any], meta: dict[str, str]) -> Path:
+    def put_tensors(
+        self, kind: str, key: str, tensors: dict[str, torch.Tensor], meta: dict[str, str]
+    ) -> Path:
         from safetensors.torch import save
 
         path = self._path(kind, key, ".safetensors")

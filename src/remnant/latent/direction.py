@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -26,6 +26,9 @@ from remnant.latent.cache import model_digest
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
 from remnant.stats import percentile_bootstrap
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 Role = Literal["removed", "procedure_control", "content_control", "other"]
 CONTROL_ROLES: tuple[Role, Role] = ("procedure_control", "content_control")
@@ -43,7 +46,7 @@ class DirectionConfig:
     margin: float = 0.10
     seed: int = 0
 
-    def resolve_layers(self, model: Any) -> list[int]:
+    def resolve_layers(self, model: PreTrainedModel) -> list[int]:
         """Three depths (early, mid, late: 25/50/75 % of the stack) unless given."""
         if self.layers is not None:
             return list(self.layers)
@@ -65,7 +68,7 @@ def _pick(h: torch.Tensor, position: str) -> torch.Tensor:
 
 @torch.no_grad()
 def activations(
-    model: Any, prompts: Sequence[Sequence[int]], layers: Sequence[int], positions: Sequence[str]
+    model: PreTrainedModel, prompts: Sequence[Sequence[int]], layers: Sequence[int], positions: Sequence[str]
 ) -> dict[tuple[int, str], np.ndarray]:
     """Block outputs (hooks) of ``model`` on each prompt at each (layer, position): {cell: [n_prompts, d]}."""
     rows: dict[tuple[int, str], list[np.ndarray]] = {(la, p): [] for la in layers for p in positions}
@@ -135,8 +138,8 @@ def _floor(diffs: np.ndarray, rng: np.random.Generator, n: int, level: float) ->
 
 
 def direction_survival(
-    never_modified: Any,
-    installed: Any,
+    never_modified: PreTrainedModel,
+    installed: PreTrainedModel,
     states: Mapping[str, Any],
     roles: Mapping[str, Role],
     prompts: Sequence[Sequence[int]],

@@ -21,9 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from remnant.models.prompts import PromptFormat, render_prompt_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.packs.schema import Pack
 
 PromptStyle = Literal["raw", "chat"]
 
@@ -61,7 +66,7 @@ class EncodedExample:
         """Entity token ids, predicted by the logits at ``[eval_start, eval_end)`` (shift by one)."""
         return self.input_ids[self.eval_start + 1 : self.eval_end + 1]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "idx": self.idx,
             "input_ids": list(self.input_ids),
@@ -112,7 +117,7 @@ def _find(haystack: list[int], needle: list[int]) -> int | None:
     return None
 
 
-def _slow_span(tokenizer: Any, ids: list[int], entity: str) -> tuple[int, int] | None:
+def _slow_span(tokenizer: PreTrainedTokenizerBase, ids: list[int], entity: str) -> tuple[int, int] | None:
     """The reference's fallback without offsets: the entity's ids, then ``" " + entity``'s, as a subsequence."""
     ent = list(tokenizer(entity, add_special_tokens=False)["input_ids"])
     at = _find(ids, ent)
@@ -134,7 +139,9 @@ def _char_start(reference: str, entity: str) -> tuple[int, str]:
     return at, candidate
 
 
-def _span(tokenizer: Any, reference: str, entity: str) -> tuple[list[int], tuple[int, int] | None]:
+def _span(
+    tokenizer: PreTrainedTokenizerBase, reference: str, entity: str
+) -> tuple[list[int], tuple[int, int] | None]:
     if not getattr(tokenizer, "is_fast", False):
         ids = list(tokenizer(reference, add_special_tokens=False)["input_ids"]) if reference else []
         return ids, (_slow_span(tokenizer, ids, entity) if ids and entity else None)
@@ -151,7 +158,10 @@ def _span(tokenizer: Any, reference: str, entity: str) -> tuple[list[int], tuple
 
 
 def encode_example(
-    tokenizer: Any, ex: EntityExample, style: PromptStyle = "raw", system_prompt: str | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    ex: EntityExample,
+    style: PromptStyle = "raw",
+    system_prompt: str | None = None,
 ) -> EncodedExample | None:
     """Encode one example, or None when the entity span is not found (``entity_span_not_found``).
 
@@ -165,7 +175,7 @@ def encode_example(
 
 
 def encode_examples(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     examples: Iterable[EntityExample],
     style: PromptStyle = "raw",
     system_prompt: str | None = None,
@@ -200,7 +210,9 @@ def examples_from_items(items: Sequence[Any]) -> list[EntityExample]:
     return out
 
 
-def probe_prompts(tokenizer: Any, pack: Any, attributes: list[str], fmt: Any) -> tuple[tuple[int, ...], ...]:
+def probe_prompts(
+    tokenizer: PreTrainedTokenizerBase, pack: Pack, attributes: list[str], fmt: PromptFormat
+) -> tuple[tuple[int, ...], ...]:
     """Forget-domain probe inputs (B.3 step 1): held-out phrasings about the probe entities and the install
     phrasings of every forget entity (the removal split), identical for every state."""
     items = [it for it in pack.split("probe") if it.kind == "fact" and it.attribute in attributes]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +39,9 @@ from remnant.latent.cache import model_digest
 from remnant.latent.jacobian_lens import JacobianLens, readout
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 STOP_WORDS = frozenset(
     [
@@ -158,7 +161,9 @@ class FirstPieceScreen:
         return True
 
 
-def make_probe(tokenizer: Any, idx: str, prompt_ids: Sequence[int], names: Sequence[str]) -> Probe:
+def make_probe(
+    tokenizer: PreTrainedTokenizerBase, idx: str, prompt_ids: Sequence[int], names: Sequence[str]
+) -> Probe:
     """A probe whose concept set is the names' first tokens (:func:`concept_token_ids`), minus any that the prompt
     itself contains. It does not check what the prompt says: remnant's answer-level probes name the person and
     read the answer; the paper's identity-level probes are :func:`remnant.latent.jaccess_probes.identity_probes`."""
@@ -214,7 +219,7 @@ class AccessReadout(BaseModel):
     probes: list[ProbeReadout] = Field(description="Per-probe readouts.")
 
 
-def band_layers(model: Any, cfg: AccessConfig, lens: JacobianLens | None) -> list[int]:
+def band_layers(model: PreTrainedModel, cfg: AccessConfig, lens: JacobianLens | None) -> list[int]:
     """Layers of the band (fractions of depth), limited to the lens's source layers when a lens is given."""
     n = len(resolve_parts(model).blocks)
     if cfg.layers is not None:
@@ -230,7 +235,10 @@ def band_layers(model: Any, cfg: AccessConfig, lens: JacobianLens | None) -> lis
 
 
 def greedy_continuations(
-    model: Any, tokenizer: Any, probes: Sequence[Probe], max_new_tokens: int = 32
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    probes: Sequence[Probe],
+    max_new_tokens: int = 32,
 ) -> list[tuple[int, ...]]:
     """Each probe's greedy continuation: what eq. 4 checks. It does not depend on C_i, so one generation serves
     every concept-set variant of the same prompts."""
@@ -243,8 +251,8 @@ def greedy_continuations(
 
 
 def emitted_flags(
-    model: Any,
-    tokenizer: Any,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     probes: Sequence[Probe],
     max_new_tokens: int = 32,
     *,
@@ -259,7 +267,11 @@ def emitted_flags(
 
 
 def _band_logits(
-    model: Any, prompt_ids: Sequence[int], layers: Sequence[int], lens: JacobianLens | None, positions: int
+    model: PreTrainedModel,
+    prompt_ids: Sequence[int],
+    layers: Sequence[int],
+    lens: JacobianLens | None,
+    positions: int,
 ) -> Iterator[torch.Tensor]:
     """One forward pass; per band layer, the lens readout ``z`` [P, V] of the last ``positions`` positions."""
     ids = torch.tensor([list(prompt_ids)], dtype=torch.long)
@@ -297,7 +309,7 @@ class _ProbeTally:
 
 @torch.no_grad()
 def read_probe(
-    model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
+    model: PreTrainedModel, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
 ) -> tuple[bool, int, float]:
     """(hit, best rank, occupancy) of one probe over the band and the last ``cfg.positions`` positions."""
     tally = _ProbeTally(probe.concept_ids, cfg.k)
@@ -308,7 +320,7 @@ def read_probe(
 
 @torch.no_grad()
 def layer_hits(
-    model: Any, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
+    model: PreTrainedModel, probe: Probe, layers: Sequence[int], lens: JacobianLens | None, cfg: AccessConfig
 ) -> dict[int, bool]:
     """Eq. 3's test layer by layer: {layer: some concept token in the top-k at some readout position}. A band's
     ``a_i`` is the OR of its layers' entries (eq. 3's ∃ over l), which is what the band calibration uses."""
@@ -324,7 +336,7 @@ def layer_hits(
 
 @torch.no_grad()
 def token_hit_rates(
-    model: Any,
+    model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
     tokens: Sequence[int],
     lens: JacobianLens | None,
@@ -358,8 +370,8 @@ def drop_generic(probes: Sequence[Probe], rates: dict[int, float], max_rate: flo
 
 
 def read_access(
-    model: Any,
-    tokenizer: Any,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     probes: Sequence[Probe],
     lens: JacobianLens | None,
     cfg: AccessConfig | None = None,
@@ -376,8 +388,8 @@ def read_access(
 
 
 def read_access_many(
-    model: Any,
-    tokenizer: Any,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     variants: Sequence[tuple[Sequence[Probe], JacobianLens | None]],
     cfg: AccessConfig | None = None,
     *,
@@ -406,7 +418,7 @@ def read_access_many(
 
 @torch.no_grad()
 def _read_variants(
-    model: Any,
+    model: PreTrainedModel,
     variants: Sequence[tuple[Sequence[Probe], JacobianLens | None]],
     cfg: AccessConfig,
     emitted: Sequence[Sequence[bool]],

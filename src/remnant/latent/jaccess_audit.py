@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
 from remnant.errors import ConfigError
@@ -36,6 +36,9 @@ from remnant.latent.jaccess_band import BandRule, select_band
 from remnant.latent.jaccess_grid import JAccessGrid, read_grid
 from remnant.latent.jacobian_lens import JacobianLens, LensConfig, fit_lens
 from remnant.registry import register
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 LensFor = Callable[[Any], JacobianLens | None]
 
@@ -108,10 +111,10 @@ class JAccessAudit(Audit):
 
     def run(
         self,
-        audited: Any,
-        original: Any,
-        retain: Any,
-        tokenizer: Any,
+        audited: PreTrainedModel,
+        original: PreTrainedModel,
+        retain: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         probes: Sequence[Probe],
         lens_prompts: Sequence[Sequence[int]] = (),
         *,
@@ -135,15 +138,15 @@ class JAccessAudit(Audit):
         )
         return grid.rows[0].result
 
-    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+    def read(self, state: Any, references: Mapping[str, object], inputs: AuditInputs) -> list[Figure]:
         return _read(self, state, references, inputs)
 
     def run_many(
         self,
-        audited: Mapping[str, Any],
-        original: Any,
-        retain: Any,
-        tokenizer: Any,
+        audited: Mapping[str, object],
+        original: PreTrainedModel,
+        retain: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
         probes: Sequence[Probe],
         lens_prompts: Sequence[Sequence[int]] = (),
         *,
@@ -167,7 +170,7 @@ class JAccessAudit(Audit):
 
     def _lenses(
         self,
-        original: Any,
+        original: PreTrainedModel,
         prompts: Sequence[Sequence[int]],
         given: JacobianLens | None,
         cache_dir: Path | str | None,
@@ -180,12 +183,12 @@ class JAccessAudit(Audit):
             )
         fitted: dict[int, JacobianLens] = {id(original): given} if given is not None else {}
 
-        def own(model: Any) -> JacobianLens:
+        def own(model: PreTrainedModel) -> JacobianLens:
             if id(model) not in fitted:
                 fitted[id(model)] = fit_lens(model, prompts, self.lens, cache_dir=cache_dir)
             return fitted[id(model)]
 
-        def lens_for(model: Any) -> JacobianLens | None:
+        def lens_for(model: PreTrainedModel) -> JacobianLens | None:
             if not self.jacobian:
                 return None
             return own(original) if self.decoder == "fixed" else own(model)
@@ -194,7 +197,7 @@ class JAccessAudit(Audit):
 
     def _specific(
         self,
-        original: Any,
+        original: PreTrainedModel,
         original_lens: JacobianLens | None,
         probes: Sequence[Probe],
         calibration: Sequence[Probe],
@@ -216,8 +219,8 @@ class JAccessAudit(Audit):
 
     def _band(
         self,
-        original: Any,
-        retain: Any,
+        original: PreTrainedModel,
+        retain: PreTrainedModel,
         probes: Sequence[Probe],
         calibration: Sequence[Probe],
         lens_for: LensFor,

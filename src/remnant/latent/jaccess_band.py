@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from remnant.errors import ConfigError
 from remnant.latent.cache import model_digest
 from remnant.latent.jaccess import AccessConfig, BandCandidate, BandSelection, Probe, band_layers, layer_hits
 from remnant.latent.jacobian_lens import JacobianLens
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,8 @@ def _check_held_out(calibration: Sequence[Probe], audited: Sequence[Probe]) -> l
 
 
 def select_band(
-    original: Any,
-    retain: Any,
+    original: PreTrainedModel,
+    retain: PreTrainedModel,
     calibration: Sequence[Probe],
     original_lens: JacobianLens | None,
     retain_lens: JacobianLens | None,

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.latent.jaccess import AccessConfig, JAccessResult, Probe, j_occ, read_access
 from remnant.latent.jacobian_lens import JacobianLens
 from remnant.stats import holm
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 TEST = (
     "one-sided exact McNemar test of A(θ) > A(θ_g) on each audited model's silent probes, Holm-adjusted across "
@@ -98,9 +101,9 @@ def holm_grid(results: Mapping[str, JAccessResult], alpha: float = 0.05) -> JAcc
 
 def read_grid(
     audited: Mapping[str, Any],
-    original: Any,
-    retain: Any,
-    tokenizer: Any,
+    original: PreTrainedModel,
+    retain: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     probes: Sequence[Probe],
     cfg: AccessConfig,
     lens_for: Callable[[Any], JacobianLens | None],

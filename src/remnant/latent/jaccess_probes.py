@@ -26,11 +26,16 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError, PackError
 from remnant.latent.jaccess import STOP_WORDS, Probe
 from remnant.packs.schema import Entity, Pack
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.models.prompts import PromptFormat
 
 #: Name particles that are not name pieces on their own ("Ludwig van Beethoven": " van" is no evidence).
 PARTICLES = frozenset(
@@ -258,7 +263,11 @@ def build_identity_probes(
 
 
 def identity_probes(
-    tokenizer: Any, probes: Sequence[EntityProbe], pack: Pack, fmt: Any, rule: ConceptRule | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    probes: Sequence[EntityProbe],
+    pack: Pack,
+    fmt: PromptFormat,
+    rule: ConceptRule | None = None,
 ) -> list[Probe]:
     """Render each probe text with ``fmt`` (a :class:`remnant.models.prompts.PromptFormat`) and build its
     :class:`~remnant.latent.jaccess.Probe` (entity, identity-level C_i); a rendered prompt that names its entity

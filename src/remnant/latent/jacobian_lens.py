@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -32,6 +32,9 @@ from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.models.arch import resolve_parts
 from remnant.models.grads import grad_required
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 LENS_KIND = "jacobian-lens"
 SHARD_KIND = "jacobian-lens-prompt"
@@ -47,7 +50,7 @@ class LensConfig:
     skip_first: int = 16
     dim_batch: int = 8
 
-    def resolve(self, model: Any) -> tuple[list[int], int]:
+    def resolve(self, model: PreTrainedModel) -> tuple[list[int], int]:
         n = len(resolve_parts(model).blocks)
         target = self.target_layer if self.target_layer is not None else n - 2
         if not 0 < target < n:
@@ -90,7 +93,7 @@ def _replace(out: Any, new: torch.Tensor) -> Any:
 
 
 def _forward_graph(
-    model: Any, ids: torch.Tensor, sources: Sequence[int], target: int
+    model: PreTrainedModel, ids: torch.Tensor, sources: Sequence[int], target: int
 ) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
     """Block outputs of ``sources`` (graph from the lowest one) and of ``target``, for a [B, T] batch."""
     blocks = resolve_parts(model).blocks
@@ -126,7 +129,7 @@ def _forward_graph(
 
 
 def vjp_rows(
-    model: Any,
+    model: PreTrainedModel,
     ids: Sequence[int],
     cotangents: torch.Tensor,
     sources: Sequence[int],
@@ -160,7 +163,7 @@ def vjp_rows(
 
 
 def _running_mean(
-    model: Any,
+    model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
     cotangents: torch.Tensor,
     sources: list[int],
@@ -208,7 +211,7 @@ def _key(
 
 
 def fit_lens(
-    model: Any,
+    model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
     cfg: LensConfig | None = None,
     *,
@@ -259,7 +262,7 @@ def fit_lens(
     return lens
 
 
-def _hidden_size(model: Any, fallback: int) -> int:
+def _hidden_size(model: PreTrainedModel, fallback: int) -> int:
     config = getattr(model, "config", None)
     text = getattr(config, "text_config", None) or config
     for name in ("hidden_size", "n_embd", "d_model"):
@@ -269,7 +272,7 @@ def _hidden_size(model: Any, fallback: int) -> int:
     return fallback
 
 
-def norm_gain(model: Any) -> torch.Tensor:
+def norm_gain(model: PreTrainedModel) -> torch.Tensor:
     """The final norm's effective per-dimension gain g (RMSNorm: norm(1) = g, including Gemma's 1 + w)."""
     norm = resolve_parts(model).final_norm
     weight = getattr(norm, "weight", None)
@@ -282,7 +285,7 @@ def norm_gain(model: Any) -> torch.Tensor:
     return gain
 
 
-def unembed_rows(model: Any, token_ids: Sequence[int]) -> torch.Tensor:
+def unembed_rows(model: PreTrainedModel, token_ids: Sequence[int]) -> torch.Tensor:
     """Rows of the unembedding for ``token_ids``, shape [n, d]."""
     weight: torch.Tensor = resolve_parts(model).unembed.weight  # type: ignore[assignment]
     rows: torch.Tensor = weight[list(token_ids)].detach().float()
@@ -290,7 +293,7 @@ def unembed_rows(model: Any, token_ids: Sequence[int]) -> torch.Tensor:
 
 
 def concept_rows(
-    model: Any,
+    model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
     token_ids: Sequence[int],
     cfg: LensConfig | None = None,
@@ -304,7 +307,7 @@ def concept_rows(
 
 
 @torch.no_grad()
-def readout(model: Any, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
+def readout(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
     """Vocabulary logits ``W_U · norm_final(J h)`` for rows ``h`` [n, d]; ``matrix=None`` is the logit lens.
 
     A final-logit softcap (Gemma) is monotonic, so it is not applied: ranks are unchanged.

@@ -13,7 +13,7 @@ ratio, d_ret-weighted). It is observational: a rotated but intact representation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,9 +23,14 @@ from remnant.latent.uds import POSITION, UDSConfig, UDSExampleResult, UDSResult,
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 
 @torch.no_grad()
-def layer_logprobs(decoder: Any, model: Any, ex: EncodedExample, layers: Sequence[int]) -> list[float]:
+def layer_logprobs(
+    decoder: Any, model: PreTrainedModel, ex: EncodedExample, layers: Sequence[int]
+) -> list[float]:
     """Per layer: mean entity log-prob of ``model``'s block outputs decoded through ``decoder``'s norm and head."""
     parts = resolve_parts(decoder)
     ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
@@ -41,10 +46,10 @@ def layer_logprobs(decoder: Any, model: Any, ex: EncodedExample, layers: Sequenc
 
 
 def logit_lens_uds(
-    full: Any,
-    retain: Any,
-    unlearned: Any,
-    tokenizer: Any,
+    full: PreTrainedModel,
+    retain: PreTrainedModel,
+    unlearned: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[EntityExample],
     cfg: UDSConfig | None = None,
 ) -> UDSResult:

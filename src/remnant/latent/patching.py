@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -27,11 +27,14 @@ from remnant.latent.inputs import EncodedExample
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks, patch_block
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 #: Per source, per layer: the source's block output on the window rows, shape [eval_end - eval_start, d].
 SourceStates = Mapping[int, torch.Tensor]
 
 
-def _ids(ex: EncodedExample, model: Any) -> torch.Tensor:
+def _ids(ex: EncodedExample, model: PreTrainedModel) -> torch.Tensor:
     # on the model's device: a model on a GPU cannot read ids from the CPU (R24: the run records that device)
     return torch.tensor([list(ex.input_ids)], dtype=torch.long, device=next(model.parameters()).device)
 
@@ -45,7 +48,7 @@ def mean_entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 
 
 @torch.no_grad()
 def source_states(
-    source: Any, ex: EncodedExample, layers: Sequence[int], *, uds_compat: bool = False
+    source: PreTrainedModel, ex: EncodedExample, layers: Sequence[int], *, uds_compat: bool = False
 ) -> dict[int, torch.Tensor]:
     """Block outputs of ``source`` on ``ex``'s ids at the window rows, from hooks (or compat hidden_states)."""
     ids = _ids(ex, source)
@@ -65,7 +68,7 @@ def source_states(
 
 @torch.no_grad()
 def naive_scores(
-    target: Any, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
+    target: PreTrainedModel, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
 ) -> tuple[float, list[list[float]]]:
     """``s_full`` and, per source and layer, the patched mean entity log-prob: one forward per patch."""
     ids = _ids(ex, target)
@@ -83,7 +86,7 @@ def naive_scores(
     return s_full, out
 
 
-def cache_kwarg(model: Any) -> str:
+def cache_kwarg(model: PreTrainedModel) -> str:
     """The forward keyword for a KV cache: ``cache`` from transformers 5.2x, ``past_key_values`` before."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
@@ -105,7 +108,7 @@ def _row_patch(rows: list[tuple[int, torch.Tensor]]) -> Any:
 
 @torch.no_grad()
 def fast_scores(
-    target: Any, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
+    target: PreTrainedModel, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
 ) -> tuple[float, list[list[float]]]:
     """Same values as :func:`naive_scores` from one prefix forward and one batched window forward."""
     ids = _ids(ex, target)

@@ -21,13 +21,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.latent.inputs import Encoded, EncodedExample, EntityExample, PromptStyle, encode_examples
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 TAU = 0.05
 STAGE1_KIND = "uds-stage1"
@@ -134,12 +137,12 @@ class UDSConfig:
                 requirement="C-H7",
             )
 
-    def resolve_layers(self, model: Any) -> list[int]:
+    def resolve_layers(self, model: PreTrainedModel) -> list[int]:
         n = n_blocks(model)
         return list(self.layers) if self.layers is not None else list(range(n))
 
 
-def n_blocks(model: Any) -> int:
+def n_blocks(model: PreTrainedModel) -> int:
     """The number of decoder blocks of ``model``."""
     from remnant.models.arch import resolve_parts
 
@@ -158,7 +161,7 @@ class Stage1:
     full_scores: tuple[float, ...]
     d1: tuple[tuple[float, ...], ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "key": self.key,
             "full_digest": self.full_digest,
@@ -197,9 +200,9 @@ def _stage1_key(full_d: str, retain_d: str, encoded: Encoded, layers: Sequence[i
 
 
 def stage1(
-    full: Any,
-    retain: Any,
-    tokenizer: Any,
+    full: PreTrainedModel,
+    retain: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[EntityExample],
     cfg: UDSConfig | None = None,
     *,
@@ -240,8 +243,8 @@ def _layer_means(rows: list[UDSExampleResult], layers: Sequence[int], tau: float
 
 
 def score_source(
-    full: Any,
-    source: Any,
+    full: PreTrainedModel,
+    source: PreTrainedModel,
     s1: Stage1,
     cfg: UDSConfig | None = None,
     *,
@@ -293,10 +296,10 @@ def score_source(
 
 
 def uds(
-    full: Any,
-    retain: Any,
-    source: Any,
-    tokenizer: Any,
+    full: PreTrainedModel,
+    retain: PreTrainedModel,
+    source: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[EntityExample],
     cfg: UDSConfig | None = None,
     *,
@@ -308,9 +311,9 @@ def uds(
 
 
 def uds_no_retain(
-    original: Any,
-    unlearned: Any,
-    tokenizer: Any,
+    original: PreTrainedModel,
+    unlearned: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[EntityExample],
     cfg: UDSConfig | None = None,
 ) -> UDSResult:

@@ -109,7 +109,7 @@ class Metric:
         return ()
 
 
-def reads_of(metric: type[Any]) -> frozenset[Reads]:
+def reads_of(metric: type) -> frozenset[Reads]:
     """A metric class's declared readings, ``VOCAB_STATS`` implying ``TEACHER_FORCED``."""
     reads: frozenset[Reads] = getattr(metric, "reads", frozenset())
     return reads | {Reads.TEACHER_FORCED} if Reads.VOCAB_STATS in reads else reads

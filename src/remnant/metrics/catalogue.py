@@ -95,7 +95,7 @@ class ResolvedSource:
         """Every split read: the items' and, when there are in-context examples, theirs."""
         return (self.split,) if self.few_shot is None else (self.split, self.few_shot)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         if self.encoding == "completion":
             return {
                 "split": self.split,
@@ -105,7 +105,7 @@ class ResolvedSource:
                 "insert_space": self.insert_space,
                 "max_length": self.max_length,
             }
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "split": self.split,
             "answer_key": self.answer_key,
             "question_key": self.question_key,
@@ -146,7 +146,7 @@ def _normalised(name: str, correct: str, wrong: str) -> MetricDef:
     return MetricDef(name, "probability_w_options", pre_compute=((correct, "correct"), (wrong, "wrong")))
 
 
-def _mia(name: str, params: Mapping[str, Any] | None = None) -> MetricDef:
+def _mia(name: str, params: Mapping[str, object] | None = None) -> MetricDef:
     return MetricDef(
         name,
         name,

@@ -30,26 +30,39 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from remnant.errors import ConfigError
 from remnant.records import CellRecord
+
+if TYPE_CHECKING:
+    from remnant.formats.muse import MuseFolder
+    from remnant.formats.tofu import TofuFolder
+    from remnant.metrics.base import RetainLog
+    from remnant.metrics.catalogue import Suite
+    from remnant.metrics.encoding import PromptSetting
+    from remnant.metrics.evaluate import EvalSettings
+    from remnant.metrics.measurement import MetricSuite
+    from remnant.models.load import ModelState
+
+#: A split's rows as the metrics read them: TOFU's as QARows, MUSE's as mappings.
+Rows = dict[str, Sequence[object]]
 
 #: TOFU's split and question options (their ``eval.tofu`` globals) and their defaults; MUSE fixes its splits.
 TOFU_OPTIONS = {"forget_split": "forget10", "holdout_split": "holdout10", "question_key": "question"}
 
 
-def _suite(args: argparse.Namespace) -> str:
+def _suite(args: argparse.Namespace) -> Suite:
     """``--suite``, or the data folder's: MUSE when it holds a MUSE config folder with one of its splits."""
     from remnant.formats.files import check_folder
     from remnant.formats.muse import present_parts
 
     if args.suite != "auto":
-        return str(args.suite)
+        return cast("Suite", str(args.suite))  # argparse's choices: tofu, muse (or auto)
     return "muse" if present_parts(check_folder(args.data)) else "tofu"
 
 
-def _metric_names(text: str | None, suite: Any) -> list[str]:
+def _metric_names(text: str | None, suite: Suite) -> list[str]:
     from remnant.metrics.catalogue import DEFAULTS, lookup
 
     names = list(DEFAULTS[suite]) if text is None else [n.strip() for n in text.split(",") if n.strip()]
@@ -70,7 +83,7 @@ def _split_files(base: Path, split: str) -> bool:
     return bool(candidates(base / config if config else base, check_name(name, "split")))
 
 
-def _check_splits(folder: str | Path, names: Sequence[str], settings: Any) -> list[str]:
+def _check_splits(folder: str | Path, names: Sequence[str], settings: EvalSettings) -> list[str]:
     """The splits the metrics read; a missing one is a ConfigError naming the folder, the split and the metrics
     that read it (a dependency with the metric it is computed for)."""
     from remnant.formats.files import check_folder
@@ -93,7 +106,7 @@ def _check_splits(folder: str | Path, names: Sequence[str], settings: Any) -> li
     return list(readers)
 
 
-def _prompt(args: argparse.Namespace, tokenizer: Any) -> Any:
+def _prompt(args: argparse.Namespace, tokenizer: Any) -> PromptSetting:
     from remnant.metrics.encoding import OpenUnlearningPrompt, RemnantPrompt
 
     if args.prompt == "remnant":
@@ -103,10 +116,10 @@ def _prompt(args: argparse.Namespace, tokenizer: Any) -> Any:
 
 def _manifest(
     args: argparse.Namespace,
-    settings: Any,
-    loaded: tuple[Any, Any],
-    data: Any,
-    prompt: Any,
+    settings: EvalSettings,
+    loaded: tuple[ModelState, ModelState | None],
+    data: TofuFolder | MuseFolder,
+    prompt: PromptSetting,
     ran: Ran,
 ) -> dict[str, Any]:
     """The provenance of one evaluation (R23, R24, R25), every metric's part read from its cell record."""
@@ -150,7 +163,7 @@ def _manifest(
     }
 
 
-def _settings(args: argparse.Namespace, suite: Any) -> Any:
+def _settings(args: argparse.Namespace, suite: Suite) -> EvalSettings:
     """The run's settings; TOFU's split and question options on a MUSE run are refused (MUSE fixes its splits)."""
     from remnant.metrics.evaluate import EvalSettings
 
@@ -173,7 +186,7 @@ def _settings(args: argparse.Namespace, suite: Any) -> Any:
     )
 
 
-def _check_prompt(args: argparse.Namespace, names: list[str], suite: Any) -> None:
+def _check_prompt(args: argparse.Namespace, names: list[str], suite: Suite) -> None:
     """In-context examples (MUSE knowmem) are laid out in OpenUnlearning's prompt format only."""
     from remnant.metrics.catalogue import with_dependencies
 
@@ -199,7 +212,7 @@ class Ran:
     cells: tuple[CellRecord, ...]
     computed: int
     reused: int
-    chain: dict[str, Any]
+    chain: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -229,7 +242,10 @@ class Evaluation:
 
 
 def run_eval(
-    args: argparse.Namespace, *, model: Any = None, before_cell: Callable[[str], None] | None = None
+    args: argparse.Namespace,
+    *,
+    model: ModelState | None = None,
+    before_cell: Callable[[str], None] | None = None,
 ) -> Evaluation:
     """``remnant eval``'s evaluation of ``args`` (the command's options): the one path behind the command and
     :func:`remnant.evaluate`. ``args.out`` is the output folder, or None for a temporary one (nothing kept).
@@ -311,7 +327,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[str, list[Any]]]:
+def _read_rows(folder: str, suite: Suite, splits: list[str]) -> tuple[TofuFolder | MuseFolder, Rows]:
     """The data folder read (for provenance) and each split's rows: TOFU rows as QARows, MUSE rows as mappings
     (``config/split`` names)."""
     if suite == "muse":
@@ -329,9 +345,11 @@ def _read_rows(folder: str, suite: Any, splits: list[str]) -> tuple[Any, dict[st
 
 def _evaluate(
     args: argparse.Namespace,
-    checked: tuple[list[str], Any, list[str], Any, Any, Any, dict[str, list[Any]]],
+    checked: tuple[
+        list[str], EvalSettings, list[str], RetainLog | None, ModelState | None, TofuFolder | MuseFolder, Rows
+    ],
     out: Path,
-    before_cell: Any,
+    before_cell: Callable[[str], None] | None,
 ) -> Evaluation:
     """Load, build one cell per metric, run them into ``out`` and write the manifest (the folder is locked)."""
     from remnant.metrics.measurement import MetricSuite
@@ -367,7 +385,9 @@ def _evaluate(
     return Evaluation(logs=ran.logs, names=tuple(names), manifest=manifest)
 
 
-def _run_cells(suite: Any, state: Any, out: Path, before_cell: Callable[[str], None] | None) -> Ran:
+def _run_cells(
+    suite: MetricSuite, state: ModelState, out: Path, before_cell: Callable[[str], None] | None
+) -> Ran:
     """Every metric's cell through the one runner into ``out/records.jsonl``; the log and the summary are
     rewritten after each cell, so a killed run's finished cells are in both and are reused when it runs again."""
     from remnant.atomic import write_atomic
@@ -421,7 +441,7 @@ def _old_log(path: Path) -> dict[str, Any]:
         return {}
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant eval``."""
     p = subparsers.add_parser(
         "eval",

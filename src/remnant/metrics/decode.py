@@ -16,11 +16,14 @@ forward takes position ids and a cache with row selection. Otherwise the caller 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from remnant.metrics.forward import cache_kwarg, logits_keep_kwarg
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 #: Generation-config fields that do not change greedy scores (ids, lengths, sampling knobs that greedy ignores,
 #: bookkeeping). Any other field that differs from transformers' default sends the caller to ``generate``.
@@ -51,7 +54,7 @@ _NEUTRAL_FIELDS = frozenset(
 )
 
 
-def pruned_decoding_applies(model: Any) -> bool:
+def pruned_decoding_applies(model: PreTrainedModel) -> bool:
     """True when :func:`greedy_pruned` gives ``generate``'s greedy tokens for this model (module docstring)."""
     from transformers import GenerationConfig
 
@@ -65,7 +68,7 @@ def pruned_decoding_applies(model: Any) -> bool:
     return all(key in _NEUTRAL_FIELDS or default.get(key) == value for key, value in ours.items())
 
 
-def _eos_ids(model: Any, fallback: int) -> frozenset[int]:
+def _eos_ids(model: PreTrainedModel, fallback: int) -> frozenset[int]:
     """The ids that end a row: the generation config's, as ``generate`` reads them, else the tokenizer's."""
     config = getattr(model, "generation_config", None)
     eos = getattr(config, "eos_token_id", None) if config is not None else None
@@ -75,7 +78,7 @@ def _eos_ids(model: Any, fallback: int) -> frozenset[int]:
 
 
 def greedy_pruned(
-    model: Any,
+    model: PreTrainedModel,
     ids: torch.Tensor,
     mask: torch.Tensor,
     *,

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from remnant.errors import ModelError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 #: OpenUnlearning's system prompt for every chat-template model config.
 OPENUNLEARNING_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -53,7 +56,9 @@ class OpenUnlearningPrompt:
     name: Literal["openunlearning"] = "openunlearning"
 
     @classmethod
-    def for_tokenizer(cls, tokenizer: Any, *, date_string: str | None = None) -> OpenUnlearningPrompt:
+    def for_tokenizer(
+        cls, tokenizer: PreTrainedTokenizerBase, *, date_string: str | None = None
+    ) -> OpenUnlearningPrompt:
         """Their chat setting when the tokenizer has a chat template, their raw tags otherwise (base models)."""
         if getattr(tokenizer, "chat_template", None):
             return cls(apply_chat_template=True, date_string=date_string)
@@ -87,7 +92,7 @@ class EncodedQA:
         return min(len(self.prompt_ids), len(self.full_ids))
 
 
-def _eos(tokenizer: Any) -> int:
+def _eos(tokenizer: PreTrainedTokenizerBase) -> int:
     eos = getattr(tokenizer, "eos_token_id", None)
     if not isinstance(eos, int):
         raise ModelError(
@@ -96,6 +101,7 @@ def _eos(tokenizer: Any) -> int:
     return eos
 
 
+# Any: the tokenizer stubs type apply_chat_template's keywords, not the template variables (date_string)
 def _render(tokenizer: Any, chat: list[dict[str, str]], *, generation_prompt: bool, date: str | None) -> str:
     from jinja2.exceptions import TemplateError
 
@@ -113,7 +119,7 @@ def _render(tokenizer: Any, chat: list[dict[str, str]], *, generation_prompt: bo
 
 
 def _chat_ids(
-    tokenizer: Any, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
+    tokenizer: PreTrainedTokenizerBase, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
 ) -> EncodedQA:
     chat: list[dict[str, str]] = []
     if setting.system_prompt:
@@ -129,7 +135,7 @@ def _chat_ids(
 
 
 def _raw_ids(
-    tokenizer: Any, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
+    tokenizer: PreTrainedTokenizerBase, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
 ) -> EncodedQA:
     s = setting
     prompt_text = s.system_prompt_with_special_tokens or ""
@@ -146,7 +152,10 @@ def _raw_ids(
 
 
 def encode_openunlearning(
-    tokenizer: Any, setting: OpenUnlearningPrompt, questions: Sequence[str], answers: Sequence[str]
+    tokenizer: PreTrainedTokenizerBase,
+    setting: OpenUnlearningPrompt,
+    questions: Sequence[str],
+    answers: Sequence[str],
 ) -> EncodedQA:
     """Their ``preprocess_chat_instance``: all pairs but the last are in-context examples (MUSE knowmem)."""
     if not questions or len(questions) != len(answers):
@@ -162,7 +171,9 @@ def encode_openunlearning(
     return EncodedQA(full_ids=full, prompt_ids=encoded.prompt_ids)
 
 
-def encode_remnant(tokenizer: Any, setting: RemnantPrompt, question: str, answer: str) -> EncodedQA:
+def encode_remnant(
+    tokenizer: PreTrainedTokenizerBase, setting: RemnantPrompt, question: str, answer: str
+) -> EncodedQA:
     """remnant's :func:`remnant.models.prompts.encode_pair` (separate tokenisation, one end-of-turn)."""
     from remnant.models.prompts import PromptFormat, encode_pair
 
@@ -171,7 +182,9 @@ def encode_remnant(tokenizer: Any, setting: RemnantPrompt, question: str, answer
     return EncodedQA(full_ids=tuple(pair.input_ids), prompt_ids=tuple(pair.input_ids[: pair.prompt_len]))
 
 
-def encode_qa(tokenizer: Any, setting: PromptSetting, question: str, answer: str) -> EncodedQA:
+def encode_qa(
+    tokenizer: PreTrainedTokenizerBase, setting: PromptSetting, question: str, answer: str
+) -> EncodedQA:
     """One question/answer pair under ``setting``."""
     if isinstance(setting, OpenUnlearningPrompt):
         return encode_openunlearning(tokenizer, setting, [question], [answer])
@@ -179,7 +192,12 @@ def encode_qa(tokenizer: Any, setting: PromptSetting, question: str, answer: str
 
 
 def encode_completion(
-    tokenizer: Any, prefix: str, text: str, *, max_length: int = 2048, insert_space: bool = False
+    tokenizer: PreTrainedTokenizerBase,
+    prefix: str,
+    text: str,
+    *,
+    max_length: int = 2048,
+    insert_space: bool = False,
 ) -> EncodedQA:
     """Their ``preprocess_pretraining_instance`` (MUSE verbmem and MIA): prefix and text tokenised jointly with
     special tokens, the text cut to ``max_length`` tokens past the prefix, no EOS appended, and at least the first

@@ -34,15 +34,15 @@ class MetricLog:
     value_by_index: Mapping[str, Mapping[str, Any]] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.extra)
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = dict(self.extra)
         out["agg_value"] = self.agg_value
         if self.value_by_index is not None:
             out["value_by_index"] = {k: dict(v) for k, v in self.value_by_index.items()}
         return out
 
 
-def _check_finite(value: Any, where: str) -> None:
+def _check_finite(value: object, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(
             f"{where}: non-finite value {value!r} cannot be written as JSON", requirement=REQUIREMENT
@@ -55,7 +55,7 @@ def _check_finite(value: Any, where: str) -> None:
             _check_finite(v, f"{where}[{i}]")
 
 
-def eval_log_json(body: Mapping[str, Any]) -> str:
+def eval_log_json(body: Mapping[str, object]) -> str:
     """A log (metric → entry, :meth:`MetricLog.to_json`) or a summary (metric → ``agg_value``) as their evaluator
     writes it (``Evaluator.save_logs``): top-level keys sorted, four-space indent; and a final newline."""
     _check_finite(body, "evaluation log")
@@ -79,7 +79,7 @@ def read_eval_log(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _entry(log: Mapping[str, Any], metric: str, source: str) -> dict[str, Any] | None:
+def _entry(log: Mapping[str, object], metric: str, source: str) -> dict[str, object] | None:
     """``metric``'s entry, checked only when read (a log may hold entries remnant never reads)."""
     entry = log.get(metric)
     if entry is None:
@@ -89,13 +89,13 @@ def _entry(log: Mapping[str, Any], metric: str, source: str) -> dict[str, Any] |
     return entry
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{where}: expected a number, found {value!r}", requirement=REQUIREMENT)
     return float(value)
 
 
-def per_item_scores(log: Mapping[str, Any], metric: str, *, source: str) -> list[float] | None:
+def per_item_scores(log: Mapping[str, object], metric: str, *, source: str) -> list[float] | None:
     """``metric``'s per-item ``score`` values in the log's order (e.g. a retain model's ``forget_truth_ratio``);
     ``None`` when the log has no such metric. A malformed entry is a ConfigError naming ``source``."""
     entry = _entry(log, metric, source)
@@ -116,7 +116,7 @@ def per_item_scores(log: Mapping[str, Any], metric: str, *, source: str) -> list
     return scores
 
 
-def aggregate(log: Mapping[str, Any], metric: str, *, source: str) -> float | None:
+def aggregate(log: Mapping[str, object], metric: str, *, source: str) -> float | None:
     """``metric``'s ``agg_value`` (e.g. a retain model's ``mia_min_k`` AUC); ``None`` when absent or null."""
     entry = _entry(log, metric, source)
     if entry is None or entry.get("agg_value") is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from remnant import registry
 from remnant.errors import ConfigError
@@ -35,6 +35,9 @@ from remnant.metrics.rows import answers_of, as_row, completion_of, question_of
 from remnant.metrics.scores import TokenScores
 from remnant.metrics.text import decode, tokenizer_cleans_up
 from remnant.registry import ComponentSpec
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 
 class ModelLike(Protocol):
@@ -68,7 +71,7 @@ class EvalResult:
 
     logs: dict[str, MetricLog]
     specs: dict[str, ComponentSpec]
-    sources: dict[str, dict[str, dict[str, str]]]
+    sources: dict[str, dict[str, dict[str, object]]]
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, float | None]:
@@ -144,7 +147,7 @@ class _Run:
                 self._encoded[src] = [self._qa(src, row, i, shots) for i, row in enumerate(rows)]
         return self._encoded[src]
 
-    def _completion(self, src: ResolvedSource, row: Any, index: int) -> EncodedQA:
+    def _completion(self, src: ResolvedSource, row: object, index: int) -> EncodedQA:
         """Their ``preprocess_pretraining_instance`` of one row (MUSE verbmem and membership sets)."""
         prefix, text = completion_of(row, src.question_key, src.answer_key, split=src.split, index=index)
         tok = self.target.tokenizer
@@ -175,7 +178,7 @@ class _Run:
         return questions, [str(a) for a in answers]
 
     def _qa(
-        self, src: ResolvedSource, source: Any, index: int, shots: tuple[list[str], list[str]]
+        self, src: ResolvedSource, source: object, index: int, shots: tuple[list[str], list[str]]
     ) -> list[EncodedQA]:
         """Every answer of one row as a question/answer pair, after the in-context examples ``shots``."""
         row = as_row(source, split=src.split, index=index)
@@ -271,7 +274,7 @@ def _pass(
 GenerationKey = tuple[int, tuple[str, ...]]
 
 
-def effective_params(defn: MetricDef, settings: EvalSettings) -> dict[str, Any]:
+def effective_params(defn: MetricDef, settings: EvalSettings) -> dict[str, object]:
     """The metric's parameters as run: a ROUGE metric's generation length is the one its generations were made
     with (a ``--max-new-tokens`` override, else its config's), so the manifest records it (R23)."""
     params = dict(defn.params)
@@ -288,7 +291,9 @@ def _generation_key(defn: MetricDef, settings: EvalSettings) -> GenerationKey:
     return length, tuple(defn.params.get("stopwords", ()))
 
 
-def _record(tok: Any, src: ResolvedSource, enc: EncodedQA, generation: str) -> GenerationRecord:
+def _record(
+    tok: PreTrainedTokenizerBase, src: ResolvedSource, enc: EncodedQA, generation: str
+) -> GenerationRecord:
     """The ground truth recovered as their ``eval_text_similarity`` does: the decoded labels minus the decoded
     prompt (``str.replace``), stripped. A question's labels are the whole conversation (their
     ``predict_with_generate``); a completion's are the tokens past the prefix."""

@@ -26,12 +26,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from remnant.metrics.scores import FloatArray, IntArray, TokenScores
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,12 @@ class ScoredSequence:
             raise ValueError(f"label_start {self.label_start} outside [1, {len(self.input_ids)}]")
 
 
-def _device(model: Any) -> torch.device:
+def _device(model: PreTrainedModel) -> torch.device:
     device: torch.device = next(model.parameters()).device
     return device
 
 
-def logits_keep_kwarg(model: Any) -> str | None:
+def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
     """The forward keyword that limits the output head to the last positions, or None when there is none."""
     params = inspect.signature(model.forward).parameters
     for name in ("logits_to_keep", "num_logits_to_keep"):
@@ -60,7 +63,7 @@ def logits_keep_kwarg(model: Any) -> str | None:
     return None
 
 
-def cache_kwarg(model: Any) -> str | None:
+def cache_kwarg(model: PreTrainedModel) -> str | None:
     """The forward keyword for a key/value cache (``cache`` from transformers 5.2x, ``past_key_values`` before),
     or None when the forward cannot take a cache at given positions (the prefix-sharing path is then off)."""
     params = inspect.signature(model.forward).parameters
@@ -113,12 +116,12 @@ def token_scores(logits: torch.Tensor, labels: torch.Tensor, vocab_stats: bool) 
 
 
 def _score_batch(
-    model: Any, batch: Sequence[ScoredSequence], stats: Sequence[bool], pad_id: int
+    model: PreTrainedModel, batch: Sequence[ScoredSequence], stats: Sequence[bool], pad_id: int
 ) -> list[TokenScores]:
     ids, mask = _right_padded([s.input_ids for s in batch], pad_id)
     width = ids.shape[1]
     device = _device(model)
-    kwargs: dict[str, Any] = {"use_cache": False}
+    kwargs: dict[str, int] = {"use_cache": False}
     keep_name = logits_keep_kwarg(model)
     if keep_name is not None:
         kwargs[keep_name] = width - (min(s.label_start for s in batch) - 1)
@@ -141,7 +144,7 @@ def _prefix(s: ScoredSequence) -> tuple[int, ...]:
 
 
 def _score_shared(
-    model: Any, groups: Sequence[Sequence[ScoredSequence]], pad_id: int, cache_name: str
+    model: PreTrainedModel, groups: Sequence[Sequence[ScoredSequence]], pad_id: int, cache_name: str
 ) -> list[list[TokenScores]]:
     """Groups of sequences with one prefix each: the prefixes in one forward (right-padded), their cache copied to
     every member's row, then the members' continuations in one forward at positions prefix length + j."""
@@ -209,7 +212,7 @@ def _plan_shared(
 
 
 def teacher_forced_pass(
-    model: Any,
+    model: PreTrainedModel,
     sequences: Sequence[ScoredSequence],
     *,
     batch_size: int,

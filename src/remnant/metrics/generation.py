@@ -13,12 +13,15 @@ occurrence), and stripped. Stop strings (MUSE knowmem) also end a row's generati
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from remnant.metrics.decode import greedy_pruned, pruned_decoding_applies
 from remnant.metrics.text import decode
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList
 
 
 def cut_generation(text: str, stops: Sequence[str]) -> str:
@@ -29,7 +32,9 @@ def cut_generation(text: str, stops: Sequence[str]) -> str:
     return text.strip()
 
 
-def _stopping(tokenizer: Any, stopwords: Sequence[str], start: int) -> Any:
+def _stopping(
+    tokenizer: PreTrainedTokenizerBase, stopwords: Sequence[str], start: int
+) -> StoppingCriteriaList:
     """``generate``'s form of :func:`_stop_check` (one stop test for both paths), over the tokens after ``start``."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -40,14 +45,16 @@ def _stopping(tokenizer: Any, stopwords: Sequence[str], start: int) -> Any:
     class _StopStrings(StoppingCriteria):
         """A row is done once its decoded new text holds a stop string (the text is cut there anyway)."""
 
-        def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: object) -> torch.Tensor:
             done = [stop(row.tolist()) for row in input_ids[:, start:]]
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
     return StoppingCriteriaList([_StopStrings()])
 
 
-def _stop_check(tokenizer: Any, stopwords: Sequence[str]) -> Callable[[list[int]], bool] | None:
+def _stop_check(
+    tokenizer: PreTrainedTokenizerBase, stopwords: Sequence[str]
+) -> Callable[[list[int]], bool] | None:
     """True once a row's new tokens, decoded with special tokens kept, hold a stop string (None: no stop strings)."""
     if not stopwords:
         return None
@@ -60,8 +67,8 @@ def _stop_check(tokenizer: Any, stopwords: Sequence[str]) -> Callable[[list[int]
 
 
 def _generate_batch(
-    model: Any,
-    tokenizer: Any,
+    model: Any,  # the stubs' PreTrainedModel has no generate (GenerationMixin's, mixed in at load)
+    tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[tuple[int, ...]],
     max_new_tokens: int,
     stopwords: Sequence[str],
@@ -91,7 +98,7 @@ def _generate_batch(
             for row in rows
         ]
     device = next(model.parameters()).device
-    extra: dict[str, Any] = {}
+    extra: dict[str, StoppingCriteriaList] = {}
     if stopwords:
         extra["stopping_criteria"] = _stopping(tokenizer, stopwords, width)
     with torch.inference_mode():
@@ -116,8 +123,8 @@ def _generate_batch(
 
 
 def greedy_generations(
-    model: Any,
-    tokenizer: Any,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     prompts: Sequence[tuple[int, ...]],
     *,
     batch_size: int,

@@ -27,13 +27,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from remnant.metrics.forward import ScoredSequence, TokenScores, logits_keep_kwarg, token_scores
 from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
 from remnant.models.grads import grad_required
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 #: Padded positions per batched backward: the activations kept for the backward grow with it (a 2,048-token
 #: MUSE passage is a batch of its own).
@@ -43,12 +46,14 @@ TOKENS_PER_BACKWARD = 4096
 NORMS = (1.0, 2.0, float("inf"))
 
 
-def _one_norms(model: Any, params: list[torch.nn.Parameter], seq: ScoredSequence, p: float) -> list[float]:
+def _one_norms(
+    model: PreTrainedModel, params: list[torch.nn.Parameter], seq: ScoredSequence, p: float
+) -> list[float]:
     """The p-norm of each used parameter's gradient for one sequence, from its own backward (in float64)."""
     n = len(seq.input_ids)
     device = params[0].device
     ids = torch.tensor([seq.input_ids], dtype=torch.long, device=device)
-    kwargs: dict[str, Any] = {"use_cache": False}
+    kwargs: dict[str, int] = {"use_cache": False}
     keep_name = logits_keep_kwarg(model)
     if keep_name is not None:  # the output head (forward and backward) only where the loss reads it
         kwargs[keep_name] = n - (seq.label_start - 1)
@@ -98,7 +103,7 @@ class Readings:
 
 
 def _batched_norms(
-    model: Any, batch: Sequence[ScoredSequence], pad_id: int, readings: Readings | None = None
+    model: PreTrainedModel, batch: Sequence[ScoredSequence], pad_id: int, readings: Readings | None = None
 ) -> list[list[float]]:
     """Each sequence's per-parameter 2-norms from one forward and backward (:mod:`remnant.metrics.persample`).
 
@@ -111,7 +116,7 @@ def _batched_norms(
     for r, s in enumerate(batch):  # right padding: no real position attends to a pad
         ids[r, : len(s.input_ids)] = torch.tensor(s.input_ids, dtype=torch.long)
         mask[r, : len(s.input_ids)] = 1
-    forward: dict[str, Any] = {}
+    forward: dict[str, int] = {}
     keep_name = logits_keep_kwarg(model)
     if keep_name is not None:
         forward[keep_name] = width - (min(s.label_start for s in batch) - 1)
@@ -149,7 +154,7 @@ def _batches(sequences: Sequence[ScoredSequence], live: list[int], batch_size: i
 
 
 def _batched_scores(
-    model: Any,
+    model: PreTrainedModel,
     sequences: Sequence[ScoredSequence],
     batch_size: int,
     pad_id: int,
@@ -181,7 +186,7 @@ def _batched_scores(
 
 
 def gradnorm_pass(
-    model: Any,
+    model: PreTrainedModel,
     sequences: Sequence[ScoredSequence],
     *,
     p: float = 2.0,
@@ -209,7 +214,7 @@ def gradnorm_pass(
 
 
 def gradnorm_scores(
-    model: Any,
+    model: PreTrainedModel,
     sequences: Sequence[ScoredSequence],
     *,
     p: float = 2.0,

@@ -40,12 +40,28 @@ import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from remnant.engine.cell import CellTarget, cell_record, observation_record
-from remnant.engine.measurement import Measurement, Record, cell_key_of, run_measurement
+from remnant.engine.measurement import (
+    Measurement,
+    Record,
+    State,
+    StateKey,
+    cell_key_of,
+    loaded,
+    run_measurement,
+)
 from remnant.errors import ConfigError
-from remnant.records import CellRecord, Observation
+from remnant.records import AnyRecord, CellRecord, Observation
+
+if TYPE_CHECKING:
+    from remnant.engine.runner import CellRunner
+    from remnant.metrics.base import RetainLog
+    from remnant.metrics.catalogue import MetricDef
+    from remnant.metrics.encoding import PromptSetting
+    from remnant.metrics.evallog import MetricLog
+    from remnant.metrics.evaluate import EvalResult, EvalSettings, ModelLike
 
 #: The surface field metrics' records carry: none of the Standard's (they never adjudicate).
 SURFACE = "metric"
@@ -66,7 +82,7 @@ def rows_digest(rows: Sequence[Any]) -> str:
     return hashlib.sha256(canonical_json(plain)).hexdigest()
 
 
-def log_sha256(entry: Mapping[str, Any]) -> str:
+def log_sha256(entry: Mapping[str, object]) -> str:
     """sha256 of one evaluation-log entry (its JSON form) as canonical JSON (the ``log_sha256`` param)."""
     from remnant.statement.canonical import canonical_json
 
@@ -89,9 +105,9 @@ class PassReading:
     """One metric's part of a shared pass: its log entry, component spec, item sources, notes and the pass's
     seconds (the whole pass for the cell that ran it, 0 for the cells that read it)."""
 
-    log: Any
+    log: MetricLog
     spec: dict[str, Any]
-    sources: dict[str, Any]
+    sources: dict[str, dict[str, object]]
     notes: list[str]
     elapsed: float
 
@@ -106,22 +122,23 @@ class SharedPass:
     def __init__(self, suite: MetricSuite) -> None:
         self.suite = suite
         self.pending: tuple[str, ...] = suite.computed
-        self._state: Any = None
-        self._result: Any = None
+        self._state: ModelLike | None = None
+        self._result: EvalResult | None = None
         self._unread: set[str] = set()
         #: The latest pass's log entries by metric (a client writing the log reads them; no model held).
-        self.logs: dict[str, Any] = {}
+        self.logs: dict[str, MetricLog] = {}
 
-    def read(self, state: Any, metric: str) -> PassReading:
+    def read(self, state: ModelLike, metric: str) -> PassReading:
         """``metric`` on ``state``: from the pass already made on it, or from a pass made now over the pending
         metrics (``metric`` alone when it is not pending)."""
         from remnant.metrics.evaluate import evaluate
 
         elapsed = 0.0
-        if self._state is not state or metric not in self._unread:
+        result = self._result
+        if self._state is not state or metric not in self._unread or result is None:
             s = self.suite
             start = time.perf_counter()
-            self._result = evaluate(
+            self._result = result = evaluate(
                 state,
                 s.data.__getitem__,
                 self.pending if metric in self.pending else (metric,),
@@ -131,9 +148,8 @@ class SharedPass:
                 reference=s.reference,
             )
             elapsed = time.perf_counter() - start
-            self._state, self._unread = state, set(self._result.logs)
-            self.logs = dict(self._result.logs)
-        result = self._result
+            self._state, self._unread = state, set(result.logs)
+            self.logs = dict(result.logs)
         self._unread.discard(metric)
         if not self._unread:  # every metric of the pass read: let the state go
             self._state = self._result = None
@@ -153,12 +169,12 @@ class MetricSuite:
         self,
         names: Sequence[str],
         data: Mapping[str, Sequence[Any]],
-        prompt: Any,
+        prompt: PromptSetting,
         *,
         dtype: str,
-        settings: Any | None = None,
-        retain_log: Any | None = None,
-        reference: Any | None = None,
+        settings: EvalSettings | None = None,
+        retain_log: RetainLog | None = None,
+        reference: ModelLike | None = None,
         name: str = "none",
         checkpoint: str = "final",
         roles: tuple[str, ...] = ("post_removal", "control", "pre_removal"),
@@ -201,7 +217,7 @@ class MetricSuite:
         """One measurement per computed metric, dependencies first (module docstring)."""
         return [MetricMeasurement(metric, self) for metric in self.computed]
 
-    def narrow(self, recorded: set[str], state: Any) -> list[MetricMeasurement]:
+    def narrow(self, recorded: set[str], state: StateKey | None) -> list[MetricMeasurement]:
         """The cells a runner that has ``recorded`` still computes on ``state``; the shared pass computes those
         (and only those) when the first of them runs."""
         cells = [c for c in self.cells() if cell_key_of(c, state) not in recorded]
@@ -224,12 +240,12 @@ class MetricMeasurement(Measurement):
     def roles(self) -> tuple[str, ...]:
         return self.suite.roles
 
-    def _defs(self) -> list[Any]:
+    def _defs(self) -> list[MetricDef]:
         from remnant.metrics.catalogue import with_dependencies
 
         return with_dependencies([self.metric], self.suite.settings.suite)
 
-    def components(self) -> dict[str, dict[str, Any]]:
+    def components(self) -> dict[str, dict[str, object]]:
         """The metric's and its dependencies' registered handlers, versions and parameters (R23), by log key."""
         from remnant import registry
         from remnant.metrics.evaluate import effective_params
@@ -239,7 +255,7 @@ class MetricMeasurement(Measurement):
             d.name: registry.bind("metric", d.handler, effective_params(d, s)).to_dict() for d in self._defs()
         }
 
-    def sources(self) -> dict[str, dict[str, Any]]:
+    def sources(self) -> dict[str, dict[str, object]]:
         """The items the metric and its dependencies read, by log key and side (R23)."""
         s = self.suite.settings
         return {
@@ -251,7 +267,7 @@ class MetricMeasurement(Measurement):
             for d in self._defs()
         }
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         from remnant.metrics.evaluate import required_splits
         from remnant.statement.canonical import canonical_json
 
@@ -279,11 +295,12 @@ class MetricMeasurement(Measurement):
     def label(self, role: str) -> str:
         return f"metric {self.metric} on {role}"
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
-        loaded = dtype_name(str(next(state.model.parameters()).dtype))
-        if loaded != self.suite.dtype:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
+        state = loaded(state, self)
+        held = dtype_name(str(next(state.model.parameters()).dtype))
+        if held != self.suite.dtype:
             raise ValueError(
-                f"the state is loaded in {loaded}, the measurement declares {self.suite.dtype} (R25)"
+                f"the state is loaded in {held}, the measurement declares {self.suite.dtype} (R25)"
             )
         got = self.suite.shared.read(state, self.metric)
         log, spec = got.log, got.spec
@@ -315,7 +332,9 @@ class MetricMeasurement(Measurement):
         return records
 
 
-def run_metrics(runner: Any, suite: MetricSuite, state: Any, *, role: str | None = None) -> list[CellRecord]:
+def run_metrics(
+    runner: CellRunner, suite: MetricSuite, state: State, *, role: str | None = None
+) -> list[CellRecord]:
     """Every cell of ``suite`` on ``state`` through ``runner``: the recorded ones reused, the pending ones computed
     in one shared pass. Their cell records, dependencies first."""
     suite.narrow(runner.recorded(), state)
@@ -328,7 +347,7 @@ def _item_field(spec: Mapping[str, Any]) -> str | None:
     return str(rouge_type) if rouge_type is not None else None
 
 
-def _by_index_tables(log: Any) -> Iterable[tuple[str, Mapping[str, Mapping[str, Any]]]]:
+def _by_index_tables(log: MetricLog) -> Iterable[tuple[str, Mapping[str, Mapping[str, Any]]]]:
     """(prefix, value_by_index) of the entry and of each side it nests (a membership attack's forget, holdout)."""
     if log.value_by_index is not None:
         yield "", log.value_by_index
@@ -337,7 +356,7 @@ def _by_index_tables(log: Any) -> Iterable[tuple[str, Mapping[str, Mapping[str, 
             yield f"{side}/", entry["value_by_index"]
 
 
-def _item_values(log: Any, rouge_field: str | None) -> Iterable[tuple[str, float | None, str | None]]:
+def _item_values(log: MetricLog, rouge_field: str | None) -> Iterable[tuple[str, float | None, str | None]]:
     """(item suffix, value, generation) of every logged item value (module docstring)."""
     for prefix, table in _by_index_tables(log):
         for index, entry in table.items():
@@ -357,7 +376,7 @@ def _item_values(log: Any, rouge_field: str | None) -> Iterable[tuple[str, float
                 yield f"{prefix}{index}", value, text if isinstance(text, str) else None
 
 
-def _extra(extra: Mapping[str, Any]) -> dict[str, Any]:
+def _extra(extra: Mapping[str, object]) -> dict[str, object]:
     """An entry's extra fields, a nested side by its aggregate (its items are observations)."""
     return {k: (v.get("agg_value") if isinstance(v, Mapping) else v) for k, v in sorted(extra.items())}
 
@@ -366,7 +385,7 @@ def _aggregate_record(
     target: CellTarget,
     checkpoint: str,
     metric: str,
-    log: Any,
+    log: MetricLog,
     spec: dict[str, Any],
     params: dict[str, Any],
     elapsed: float,
@@ -409,7 +428,7 @@ class MetricReading:
 
 
 def readings_from_records(
-    records: Iterable[Any], *, name: str | None = None
+    records: Iterable[AnyRecord], *, name: str | None = None
 ) -> dict[str, dict[str, MetricReading]]:
     """Every field metric in ``records`` (a run's store), by state then log key (the results of a pool).
 

@@ -31,7 +31,7 @@ def _finite_or_none(x: float) -> float | None:
 
 def probability_log(items: Sequence[Sequence[TokenScores]], *, multi: bool) -> MetricLog:
     """The ``probability`` entry for items of one answer (``multi=False``) or several (``multi=True``)."""
-    by_index: dict[str, dict[str, Any]] = {}
+    by_index: dict[str, dict[str, object]] = {}
     item_means: list[float] = []
     for i, answers in enumerate(items):
         if not multi and len(answers) != 1:
@@ -62,7 +62,7 @@ def normalised_probability_log(correct: MetricLog, wrong: MetricLog) -> MetricLo
     c, w = _probs(correct, "correct"), _probs(wrong, "wrong")
     if list(c) != list(w):
         raise ValueError("correct and wrong answers cover different items")
-    by_index: dict[str, dict[str, Any]] = {}
+    by_index: dict[str, dict[str, float]] = {}
     values = []
     for idx in c:
         pc, pw = c[idx], w[idx]

@@ -49,13 +49,13 @@ class QARow:
     paraphrased_question: str | None = None
 
 
-def _field(source: Any, name: str) -> Any:
+def _field(source: object, name: str) -> object:
     if isinstance(source, Mapping):
         return source.get(name)
     return getattr(source, name, None)
 
 
-def as_row(source: Any, *, split: str, index: int) -> QARow:
+def as_row(source: object, *, split: str, index: int) -> QARow:
     """``source`` (a QARow, a mapping, or an object with the fields) as a :class:`QARow`.
 
     ``question`` and ``answer`` must be strings; a ``perturbed_answer`` must be a list of strings. A wrong type is
@@ -90,7 +90,7 @@ def as_row(source: Any, *, split: str, index: int) -> QARow:
     return QARow(perturbed_answer=perturbed, **values)
 
 
-def as_rows(sources: Sequence[Any], *, split: str) -> list[QARow]:
+def as_rows(sources: Sequence[object], *, split: str) -> list[QARow]:
     """Every row of a split as a :class:`QARow` (see :func:`as_row`)."""
     return [as_row(s, split=split, index=i) for i, s in enumerate(sources)]
 
@@ -117,7 +117,9 @@ def answers_of(row: QARow, key: str, *, split: str, index: int) -> str | tuple[s
     return value  # type: ignore[no-any-return]
 
 
-def completion_of(source: Any, prefix_key: str, text_key: str, *, split: str, index: int) -> tuple[str, str]:
+def completion_of(
+    source: object, prefix_key: str, text_key: str, *, split: str, index: int
+) -> tuple[str, str]:
     """A completion row's (prefix, text), as their ``CompletionDataset`` reads it: a field the row lacks is the
     empty string (MUSE's membership configs name a ``prompt`` prefix that privleak rows do not carry). A missing
     or empty text is refused, a prefix or text that is not a string too (ConfigError naming split, row, field)."""

@@ -13,14 +13,13 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping
-from typing import Any
 
 #: Items shown per metric (the log holds them all).
 MAX_ROWS = 50
 TEXT_FIELDS = ("input", "ground_truth", "generation")
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     values = value if isinstance(value, list) else [value]
     shown = []
     for v in values:
@@ -31,7 +30,7 @@ def _cell(value: Any) -> str:
     return "<br>".join(shown)
 
 
-def _metric_table(metric: str, by_index: Mapping[str, Any], limit: int) -> str:
+def _metric_table(metric: str, by_index: Mapping[str, object], limit: int) -> str:
     rows = [(k, v) for k, v in by_index.items() if isinstance(v, Mapping)]
     scores = sorted({f for _, v in rows for f, x in v.items() if f not in TEXT_FIELDS and f != "index"})
     head = ["item", "prompt", "answer", "generation", *scores]
@@ -50,7 +49,7 @@ def _metric_table(metric: str, by_index: Mapping[str, Any], limit: int) -> str:
     return "\n".join(lines)
 
 
-def samples_page(log: Mapping[str, Any], *, title: str, limit: int = MAX_ROWS) -> str:
+def samples_page(log: Mapping[str, object], *, title: str, limit: int = MAX_ROWS) -> str:
     """The page (module docstring) of a log in OpenUnlearning's layout (metric → entry)."""
     tables, without = [], []
     for metric in sorted(log):

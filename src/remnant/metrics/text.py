@@ -10,7 +10,10 @@ drops punctuation), but the stored ``input`` / ``ground_truth`` / ``generation``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 #: transformers 4.x ``clean_up_tokenization``: the space before punctuation and English contractions is removed.
 _CLEANUPS = (
@@ -34,7 +37,9 @@ def clean_up_spaces(text: str) -> str:
     return text
 
 
-def decode(tokenizer: Any, ids: Sequence[int], *, skip_special_tokens: bool, clean_up: bool) -> str:
+def decode(
+    tokenizer: PreTrainedTokenizerBase, ids: Sequence[int], *, skip_special_tokens: bool, clean_up: bool
+) -> str:
     """``ids`` as text; special tokens dropped when asked; transformers 4.x clean-up when ``clean_up``."""
     text = str(
         tokenizer.decode(
@@ -44,7 +49,7 @@ def decode(tokenizer: Any, ids: Sequence[int], *, skip_special_tokens: bool, cle
     return clean_up_spaces(text) if clean_up else text
 
 
-def tokenizer_cleans_up(tokenizer: Any) -> bool:
+def tokenizer_cleans_up(tokenizer: object) -> bool:
     """The tokenizer's own ``clean_up_tokenization_spaces`` default (used where their code passes none)."""
     return bool(getattr(tokenizer, "clean_up_tokenization_spaces", False))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 
 def _fetch(args: argparse.Namespace) -> int:
@@ -43,7 +42,7 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the `models` command group."""
     models = subparsers.add_parser("models", help="fetch and list known small models (the zoo)")
     sub = models.add_subparsers(dest="models_command", required=True)

@@ -33,7 +33,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,7 @@ def _read_json(path: Path, label: Path) -> Any:
     return loads_strict(path.read_bytes(), source=str(label), requirement="R2", error=ModelError)
 
 
-def _shard_name(name: Any, index: Path) -> str:
+def _shard_name(name: object, index: Path) -> str:
     """A shard name from the index: a relative ``.safetensors`` path with no empty, ``.`` or ``..`` part."""
     if not isinstance(name, str) or not name:
         raise _refuse(f"{index}: weight_map holds {name!r}, not a shard file name")
@@ -234,7 +234,7 @@ def folder_files(folder: Path) -> ModelFiles:
     return ModelFiles(folder, weights, config, tokenizer, resolved)
 
 
-def _adapter_base(folder: Path, config: dict[str, Any]) -> Path:
+def _adapter_base(folder: Path, config: Mapping[str, object]) -> Path:
     """The base model folder an adapter names (module docstring); ModelError (R2) when it cannot be found."""
     label = folder / ADAPTER_CONFIG
     base = config.get("base_model_name_or_path")

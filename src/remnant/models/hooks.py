@@ -38,7 +38,7 @@ def capture_blocks(model: torch.nn.Module, layers: Sequence[int]) -> Iterator[di
     try:
         for layer in layers:
 
-            def hook(_m: Any, _i: Any, out: Any, layer: int = layer) -> None:
+            def hook(_m: object, _i: object, out: Any, layer: int = layer) -> None:
                 captured[layer] = _hidden(out).detach().clone()
 
             handles.append(blocks[layer].register_forward_hook(hook))
@@ -58,7 +58,7 @@ def patch_block(
     """Replace the output of block ``layer`` (at ``positions``, or everywhere) by a tensor or a function of it."""
     block = resolve_parts(model).blocks[layer]
 
-    def hook(_m: Any, _i: Any, out: Any) -> Any:
+    def hook(_m: object, _i: object, out: Any) -> Any:
         hidden = _hidden(out)
         new = value(hidden) if callable(value) else value.to(hidden.dtype)
         if positions is None:

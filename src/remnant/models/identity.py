@@ -10,6 +10,7 @@ its base's files plus the adapter's two files (named ``adapter/...``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _digest(fields: dict[str, Any]) -> str:
+def _digest(fields: Mapping[str, object]) -> str:
     from remnant.statement.canonical import canonical_text
 
     return sha256_text(canonical_text(fields))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,7 @@ def _names(keys: Any) -> list[str]:
     return sorted(str(k[0]) if isinstance(k, tuple) else str(k) for k in keys or ())
 
 
-def check_loading_info(info: dict[str, Any], folder: Path) -> None:
+def check_loading_info(info: Mapping[str, object], folder: Path) -> None:
     """Refuse a checkpoint that does not fill the architecture exactly (module docstring; R2)."""
     problems = []
     for key, what in (

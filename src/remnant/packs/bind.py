@@ -61,7 +61,7 @@ class BindingReport:
             f"({self.canary_correct}/{self.canary_probes}); canary rates are not near zero"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "pack_digest": self.pack_digest,
             "control_identity": self.control_identity,
@@ -81,7 +81,7 @@ class BindingReport:
         }
 
 
-def identity_digest(identity: Any) -> str:
+def identity_digest(identity: object) -> str:
     """A stable digest of a model identity object (pydantic model, dataclass, mapping or string)."""
     for attr in ("digest", "sha256"):
         value = getattr(identity, attr, None)

@@ -8,7 +8,6 @@ phrasing (R16).
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from remnant.packs.classd import check_mint_size, truth_ratio_rng, wrong_values
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -165,7 +164,7 @@ def mint_class_c(
     rng = random.Random(seed)
     names, rejected = _substance_names(rng, substances, screen)
     entities, items, splits = _mint_substances(rng, names, round(substances * relearn_fraction))
-    design: dict[str, Any] = {
+    design: dict[str, object] = {
         "attributes": {p: {"cardinality": len(v[2])} for p, v in PROPERTIES.items()},
         "repetitions": repetitions,
         "surface_forms": {p: {"install": v[0], "probe": v[1]} for p, v in PROPERTIES.items()},

@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from remnant.errors import PackError
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -308,7 +307,7 @@ def _mint_items(
 
 def _design(
     spec: ClassDSpec, vocab: Vocabulary, installed: list[Entity], town_screen: str | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The design record (D5): cardinalities, repetitions, surface forms and the installed population."""
     stats = population_statistics((e.attributes for e in installed), vocab.sector_of)
     return {
@@ -345,7 +344,7 @@ def _design(
 
 
 def _add_truth_ratio(
-    spec: ClassDSpec, items: list[Item], entities: list[Entity], vocab: Vocabulary, design: dict[str, Any]
+    spec: ClassDSpec, items: list[Item], entities: list[Entity], vocab: Vocabulary, design: dict[str, object]
 ) -> list[Item]:
     """The items with truth-ratio answers, and their description added to ``design`` (opt-in: a pack minted
     without the option keeps its items, design and digest)."""

@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
 
 
-def add_commands(sub: Any) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``mint`` and ``packs`` on the top-level subparsers."""
     mint = sub.add_parser("mint", help="mint a target pack (Class D canaries or Class C items)")
     mint.add_argument("--class", dest="pack_class", choices=("C", "D"), required=True)

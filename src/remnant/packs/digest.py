@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from remnant.statement.canonical import canonical_text
 
@@ -17,12 +16,12 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def item_digest(item: Mapping[str, Any]) -> str:
+def item_digest(item: Mapping[str, object]) -> str:
     """sha256 of one item's canonical JSON."""
     return sha256_text(canonical_text(dict(item)))
 
 
-def pack_digest(manifest: Mapping[str, Any], item_digests: Iterable[str]) -> str:
+def pack_digest(manifest: Mapping[str, object], item_digests: Iterable[str]) -> str:
     """Roll up the manifest (without ``digest``) and the ordered per-item digests into the pack digest."""
     body = {k: v for k, v in manifest.items() if k != "digest"}
     return "sha256:" + sha256_text(canonical_text({"manifest": body, "items": list(item_digests)}))

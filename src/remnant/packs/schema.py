@@ -182,12 +182,12 @@ class Pack:
         raise PackError(f"pack {self.manifest.id}: no entity {entity_id!r}")
 
 
-def manifest_dict(manifest: Manifest) -> dict[str, Any]:
+def manifest_dict(manifest: Manifest) -> dict[str, object]:
     """The manifest as the JSON object written to pack.json (``class`` key, not ``pack_class``)."""
     return manifest.model_dump(mode="json", by_alias=True)
 
 
-def item_dict(item: Item) -> dict[str, Any]:
+def item_dict(item: Item) -> dict[str, object]:
     return item.model_dump(mode="json")
 
 
@@ -209,7 +209,7 @@ def seal(manifest: Manifest, items: list[Item], *, required: Collection[str] | N
     return Pack(unsealed.manifest.model_copy(update={"digest": digest}), items_t)
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
+def write_json_atomic(path: Path, value: object) -> None:
     """Write ``value`` as indented, key-sorted JSON to ``path`` atomically."""
     write_atomic(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 

@@ -27,7 +27,7 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -56,7 +56,7 @@ class UtilityRow(BaseModel):
     answer: Text
     perturbed_answer: list[Text] = Field(min_length=OPTIONS, max_length=OPTIONS)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The row as a TOFU ``*_perturbed`` option split writes it."""
         return {
             "question": self.question,
@@ -84,7 +84,7 @@ class UtilitySet:
     source: str
     rows: tuple[UtilityRow, ...]
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict[str, object]:
         """File name, version, sha256 of the file bytes and row count (what an export records)."""
         return {"file": self.file, "version": self.version, "sha256": self.sha256, "rows": len(self.rows)}
 

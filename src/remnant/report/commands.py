@@ -6,7 +6,6 @@ Exit codes: 0 written, 2 bad input (missing or malformed statement, unreadable p
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 EXIT_OK = 0
 
@@ -36,7 +35,7 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant report``."""
     report = subparsers.add_parser(
         "report",

@@ -13,9 +13,12 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.report.curves import RelearningCurve, point_views
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 POST_COLOUR = "#b8352a"
 CONTROL_COLOUR = "#2766a8"
@@ -57,7 +60,7 @@ def _inline(svg: str, plot_id: str, title: str) -> str:
     return svg.replace("<svg ", f'<svg role="img" aria-labelledby="{plot_id}-title" ', 1).strip()
 
 
-def _render(fig: Any, plot_id: str, title: str) -> str:
+def _render(fig: Figure, plot_id: str, title: str) -> str:
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
     FigureCanvasSVG(fig)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 REDACTED = "[redacted]"
 WITHHELD = "[withheld: the target pack was not available to check this text for canary values (R18)]"
@@ -20,7 +23,7 @@ WITHHELD = "[withheld: the target pack was not available to check this text for 
 MIN_NAME_PART = 3
 
 
-def canary_strings(pack: Any) -> frozenset[str]:
+def canary_strings(pack: Pack) -> frozenset[str]:
     """Every string of ``pack`` (a :class:`remnant.packs.Pack`) that would leak the fixture if shown (R18).
 
     The pack id (it embeds the mint seed), entity names and each part of them, every attribute value, and each
@@ -53,7 +56,7 @@ class Redactor:
             else None
         )
 
-    def __call__(self, text: Any) -> str:
+    def __call__(self, text: object) -> str:
         if text is None:
             return ""
         value = str(text)

@@ -245,7 +245,7 @@ def attack_rows(statement: ConformanceStatement) -> list[AttackRow]:
     return rows
 
 
-def _tier_name(tier: Any) -> str | None:
+def _tier_name(tier: object) -> str | None:
     if not isinstance(tier, str) or not tier[1:].isdigit():
         return None
     from remnant.standard.tier import TIER_NAMES
@@ -323,7 +323,7 @@ def _fmt_pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def _short(digest: Any, keep: int = 16) -> str:
+def _short(digest: object, keep: int = 16) -> str:
     text = str(digest)
     head, sep, tail = text.partition(":")
     if sep and len(tail) > keep:

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
+    from remnant.records import Observation
 
 #: Rows shown per attack (the report is for reading, the records hold every item).
 MAX_PER_ATTACK = 24
@@ -53,11 +57,11 @@ def _state_rank(state: str) -> int:
 
 
 def sample_tables(
-    observations: Iterable[Any], items: Mapping[str, tuple[str, str]], *, limit: int = MAX_PER_ATTACK
+    observations: Iterable[Observation], items: Mapping[str, tuple[str, str]], *, limit: int = MAX_PER_ATTACK
 ) -> tuple[SampleTable, ...]:
     """Tables per attack, in first-recorded order, from :class:`~remnant.records.Observation` records and
     ``items`` (item id → (prompt, answer); an id the pack lacks shows no prompt)."""
-    grouped: dict[str, list[Any]] = {}
+    grouped: dict[str, list[Observation]] = {}
     for obs in observations:
         grouped.setdefault(obs.attack, []).append(obs)
     tables = []
@@ -82,7 +86,7 @@ def sample_tables(
     return tuple(tables)
 
 
-def pack_items(pack: Any) -> dict[str, tuple[str, str]]:
+def pack_items(pack: Pack) -> dict[str, tuple[str, str]]:
     """Item id → (prompt, reference answer) of a :class:`remnant.packs.Pack`."""
     return {item.id: (item.question, item.answer) for item in pack.items}
 

@@ -21,7 +21,7 @@ from remnant.errors import ModelError
 from remnant.models.prompts import EncodedPair, collate
 
 
-def model_device(model: Any) -> torch.device:
+def model_device(model: torch.nn.Module) -> torch.device:
     """The device of the model's first parameter: where input batches must be before the forward pass."""
     device: torch.device = next(model.parameters()).device
     return device
@@ -32,7 +32,7 @@ def _pad_id(tokenizer: Any) -> int:
     return int(pid if pid is not None else tokenizer.eos_token_id)
 
 
-def _keeps_rows(model: Any) -> bool:
+def _keeps_rows(model: torch.nn.Module) -> bool:
     """Whether ``model.forward`` takes ``logits_to_keep`` (every transformers causal LM of the pinned 5.24)."""
     try:
         return "logits_to_keep" in inspect.signature(model.forward).parameters

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 WILSON_LEVEL = 0.95
 
@@ -60,8 +59,8 @@ class Rate:
         """Wilson bounds net of chance, floored at zero."""
         return max(0.0, self.lo - self.chance), max(0.0, self.hi - self.chance)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "k": self.k,
             "n": self.n,
             "rate": self.point,

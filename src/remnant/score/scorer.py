@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches, normalise_answer
 from remnant.score.probe import LETTERS, Probe
@@ -66,7 +65,7 @@ class Scorer:
     def normalised(self, text: str) -> str:
         return normalise_answer(text)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {
             "scorer": "remnant.score.Scorer",
             "version": self.version,

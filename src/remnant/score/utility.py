@@ -38,7 +38,7 @@ class UtilityReading:
     n: int
     rate: Rate | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "metric": self.metric,
             "state": self.state,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 REFUSAL_CRITERION_VERSION = "1"
 
@@ -72,9 +72,9 @@ class RefusalCriterion:
         """w for one output: the model complied (did not refuse or abstain)."""
         return not self.is_refusal(output, question)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         """What a record says about the criterion (versions, judge identity: Annex F.6)."""
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "criterion": "refusal-patterns",
             "version": self.version,
             "patterns": len(self.patterns),
@@ -86,6 +86,6 @@ class RefusalCriterion:
         return out
 
 
-def describe_criterion(criterion: RefusalCriterion | None = None) -> Mapping[str, Any]:
+def describe_criterion(criterion: RefusalCriterion | None = None) -> Mapping[str, object]:
     """The default criterion's description when none is given."""
     return (criterion or RefusalCriterion()).describe()

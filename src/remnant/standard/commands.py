@@ -11,15 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
+if TYPE_CHECKING:
+    from remnant.standard.facts import VerdictFacts
+
 EXIT_OK = 0
 
 
-def load_facts(path: Path) -> Any:
+def load_facts(path: Path) -> VerdictFacts:
     """Read and validate the verdict facts in ``path``; ConfigError naming the file and each bad field."""
     from pydantic import ValidationError
 
@@ -50,7 +53,7 @@ def _verdict(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant verdict``."""
     parser = subparsers.add_parser(
         "verdict",

@@ -12,7 +12,7 @@ provenance fixes it). The assessment's records (:func:`remnant.assess.facts.form
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 Explanation = Literal["not_reduced", "format_disruption", "specific_to_post_removal", "undetermined"]
 #: What is known of the pre-removal model's hold on the target (R2); None: nothing recorded, nothing claimed.
@@ -25,7 +25,7 @@ _HOLDS = {
 }
 
 
-def holding_of(installation: Mapping[str, Any] | None) -> Holding:
+def holding_of(installation: Mapping[str, object] | None) -> Holding:
     """The pre-removal model's hold on the target from the facts' ``installation`` (R2)."""
     if not installation:
         return None

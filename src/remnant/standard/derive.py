@@ -106,7 +106,7 @@ def utility_ratio(num: float, den: float) -> float | None:
 
 def utility_stages(
     values: Mapping[UtilityKey, float], metrics: Sequence[str], budgets: Mapping[str, int] | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Removal-stage and attack-stage utility from per-state values (R9, R11, R12, C-W4).
 
     Removal stage: the smallest over ``metrics`` of u(θ_U)/u(θ), None when any metric lacks either reading or
@@ -149,7 +149,7 @@ def utility_stages(
             ratio = utility_ratio(after, post) if after is not None and post is not None else None
             if ratio is not None:
                 attack_stage.append(ratio)
-    stages: dict[str, Any] = {
+    stages: dict[str, object] = {
         "removal_stage": min(removal) if removal else None,
         "attack_stage": min(attack_stage) if attack_stage else None,
     }

@@ -44,7 +44,7 @@ by provenance) are decided exactly as before.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from remnant.standard.facts import AttackFact, InstallationFact, VerdictFacts
 from remnant.standard.vocabulary import (
@@ -94,7 +94,7 @@ class VerdictResult:
     decisive_attacks: tuple[str, ...]
     rule_ids: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "verdict": self.verdict,
             "reasons": list(self.reasons),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,7 @@ def absent(reason: str) -> Absent:
     return Absent(reason=reason)
 
 
-def is_absent(value: Any) -> bool:
+def is_absent(value: object) -> bool:
     """Whether ``value`` is a K6 absent marker (model or its JSON form)."""
     if isinstance(value, Absent):
         return True

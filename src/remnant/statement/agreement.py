@@ -64,7 +64,7 @@ class Registered:
     gating_metric: Any
 
 
-def _json_same(a: Any, b: Any) -> bool:
+def _json_same(a: object, b: object) -> bool:
     try:
         return canonical_json(a) == canonical_json(b)
     except Exception:  # a value canonical JSON cannot hold equals nothing

@@ -43,7 +43,7 @@ from remnant.statement.schema import (
 ADJUDICATING_SURFACES = ("relearning", "inference_time", "weight_transform")
 
 
-def facts_dict(facts: Any) -> dict[str, Any]:
+def facts_dict(facts: BaseModel | Mapping[str, object]) -> dict[str, Any]:
     """The facts as their JSON form (aliases, e.g. ``class``), whether given as a model or a mapping."""
     if isinstance(facts, BaseModel):
         return facts.model_dump(mode="json", by_alias=True)
@@ -165,7 +165,7 @@ def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[
 
 
 def build_statement(
-    facts: Any,
+    facts: VerdictFacts | Mapping[str, object],
     *,
     claim: str,
     model: ModelIdentity,
@@ -248,7 +248,7 @@ def _optional_blocks(
     verification: Verification | None,
     class_d: ClassDBlock | None,
     records_head: str | Absent | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The blocks a statement may lack, each given or marked absent with the reason (K4, K6)."""
     no_latent = Absent(reason="no latent measurement was run (supplementary only, C-H7)")
     return {

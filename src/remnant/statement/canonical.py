@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
 
 from remnant.errors import ConfigError
 
@@ -74,7 +73,7 @@ def _string(value: str) -> str:
     return "".join(out)
 
 
-def _serialise(value: Any, out: list[str]) -> None:
+def _serialise(value: object, out: list[str]) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -114,14 +113,14 @@ def _serialise(value: Any, out: list[str]) -> None:
         raise ConfigError(f"canonical JSON cannot hold a {type(value).__name__}", requirement="K5")
 
 
-def canonical_text(value: Any) -> str:
+def canonical_text(value: object) -> str:
     """A JSON value in its RFC 8785 canonical form, as text: what remnant hashes and signs (K5, R23)."""
     out: list[str] = []
     _serialise(value, out)
     return "".join(out)
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: object) -> bytes:
     """Serialise a JSON value to its RFC 8785 canonical UTF-8 bytes (the signed form, K5)."""
     return canonical_text(value).encode("utf-8")
 

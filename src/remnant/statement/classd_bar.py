@@ -122,7 +122,7 @@ class ClassDBar(_Model):
     def risk(self, name: str) -> RiskBar:
         return next(r for r in self.risks if r.risk == name)
 
-    def statement_block(self, design: Mapping[str, Any] | None = None) -> Any:
+    def statement_block(self, design: Mapping[str, object] | None = None) -> Any:
         """The statement's ``class_d`` block: threshold, justification and each risk's deciding rate (D-5.2).
 
         Each risk's rate is the deciding measurement's raw k/n with its Wilson interval, beside its control-entity

@@ -6,17 +6,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.atomic import write_atomic
 from remnant.cli_paths import mark_output, out_file, out_folder
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 
+if TYPE_CHECKING:
+    from remnant.statement.validate import ValidationReport
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
+def write_json_atomic(path: Path, value: object) -> None:
     """Write ``value`` as indented JSON to ``path`` atomically (temp + fsync + replace)."""
     write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
@@ -50,7 +53,7 @@ def read_statement(path: Path) -> dict[str, Any]:
     return data
 
 
-def first_violation(path: Path, report: Any) -> str:
+def first_violation(path: Path, report: ValidationReport) -> str:
     """One line naming the file, how many violations, and the first with its requirement."""
     first = report.violations[0]
     message = " ".join(str(first.message).split())
@@ -120,7 +123,7 @@ def _verify(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register schema, statement, validate, keys, sign and verify."""
     schema = subparsers.add_parser("schema", help="print a JSON Schema")
     schema_sub = schema.add_subparsers(dest="schema_kind", metavar="KIND", required=True)

@@ -245,11 +245,11 @@ def _derive_attack(
     return row
 
 
-def _orphans(facts: VerdictFacts, cells: _Cells, out: Derivation) -> list[dict[str, Any]]:
+def _orphans(facts: VerdictFacts, cells: _Cells, out: Derivation) -> list[dict[str, object]]:
     """Attacks the cells hold and the facts do not: flagged, and read as attacks that ran (R22)."""
     known = {(a.name, a.surface) for a in facts.attacks}
     names = {a.name for a in facts.attacks}
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for (name, surface, state), cell in cells.primary.items():
         if (name, surface) in known or state != POST:
             continue
@@ -259,7 +259,7 @@ def _orphans(facts: VerdictFacts, cells: _Cells, out: Derivation) -> list[dict[s
         if name in names:
             continue  # the facts list it on another surface: already read from there
         names.add(name)
-        row: dict[str, Any] = {"name": name, "surface": surface, "status": "run", "k": cell.k, "n": cell.n}
+        row: dict[str, object] = {"name": name, "surface": surface, "status": "run", "k": cell.k, "n": cell.n}
         control = cells.primary.get((name, surface, CONTROL))
         if control is not None:
             row.update(control_k=control.k, control_n=control.n)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -19,6 +20,8 @@ from remnant.errors import ConfigError, SignatureError
 from remnant.jsonio import loads_strict
 from remnant.statement.canonical import canonical_json
 from remnant.statement.keys import key_id
+
+_T = TypeVar("_T")
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -32,8 +35,8 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def intoto_statement(
-    statement: dict[str, Any], name: str, extra_subjects: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+    statement: Mapping[str, object], name: str, extra_subjects: Sequence[Mapping[str, object]] | None = None
+) -> dict[str, object]:
     """Wrap a conformance statement as an in-toto Statement v1; the first subject is the statement itself."""
     digest = hashlib.sha256(canonical_json(statement)).hexdigest()
     subjects = [{"name": name, "digest": {"sha256": digest}}, *(extra_subjects or [])]
@@ -45,7 +48,7 @@ def intoto_statement(
     }
 
 
-def sign_statement(statement: dict[str, Any], key: Ed25519PrivateKey, *, name: str) -> dict[str, Any]:
+def sign_statement(statement: Mapping[str, object], key: Ed25519PrivateKey, *, name: str) -> dict[str, Any]:
     """Sign ``statement`` and return the DSSE envelope ``{payloadType, payload, signatures: [{keyid, sig}]}`` (K5)."""
     payload = canonical_json(intoto_statement(statement, name))
     signature = key.sign(pae(PAYLOAD_TYPE, payload))
@@ -58,7 +61,7 @@ def sign_statement(statement: dict[str, Any], key: Ed25519PrivateKey, *, name: s
     }
 
 
-def _field(envelope: dict[str, Any], name: str, kind: type) -> Any:
+def _field(envelope: Mapping[str, object], name: str, kind: type[_T]) -> _T:
     value = envelope.get(name)
     if not isinstance(value, kind):
         raise ConfigError(f"DSSE envelope field {name!r} missing or not a {kind.__name__}", requirement="K5")
@@ -80,7 +83,7 @@ def b64decode_strict(text: str) -> bytes:
     return raw
 
 
-def _signed_by(signatures: list[Any], message: bytes, public_key: Ed25519PublicKey) -> bool:
+def _signed_by(signatures: list[object], message: bytes, public_key: Ed25519PublicKey) -> bool:
     """Whether any entry's signature verifies ``message`` under ``public_key``.
 
     ``keyid`` is an unauthenticated hint (DSSE): every entry is tried against the key whatever it says, so an
@@ -131,7 +134,7 @@ def _canonical_statement(payload: bytes) -> dict[str, Any]:
     return statement
 
 
-def _check_subject(statement: dict[str, Any]) -> None:
+def _check_subject(statement: Mapping[str, object]) -> None:
     """The first subject names the predicate by its sha256 (K5): the statement signed is the one carried."""
     predicate = statement.get("predicate")
     subjects = statement.get("subject")
@@ -147,7 +150,7 @@ def _check_subject(statement: dict[str, Any]) -> None:
         raise SignatureError("subject digest does not match the signed predicate", requirement="K5")
 
 
-def _envelope_parts(envelope: Any) -> tuple[list[Any], bytes]:
+def _envelope_parts(envelope: object) -> tuple[list[object], bytes]:
     """The signatures and decoded payload of a DSSE envelope of remnant's payload type with at least one
     signature; ConfigError (unreadable) or SignatureError (another payload type, no signature), K5."""
     if not isinstance(envelope, dict):
@@ -165,7 +168,7 @@ def _envelope_parts(envelope: Any) -> tuple[list[Any], bytes]:
     return signatures, payload
 
 
-def carried_predicate(envelope: Any) -> dict[str, Any]:
+def carried_predicate(envelope: object) -> dict[str, Any]:
     """The conformance statement an envelope carries, read as :func:`verify_envelope` reads it but with no key
     and so no signature checked: what a report needs to say whether the envelope beside a statement is about
     that statement at all (K5). It proves nothing about who signed; only :func:`verify_envelope` does that.
@@ -180,7 +183,7 @@ def carried_predicate(envelope: Any) -> dict[str, Any]:
     return predicate
 
 
-def verify_envelope(envelope: Any, public_key: Ed25519PublicKey) -> dict[str, Any]:
+def verify_envelope(envelope: object, public_key: Ed25519PublicKey) -> dict[str, Any]:
     """Verify a DSSE envelope against ``public_key`` and return the in-toto Statement it carries.
 
     Raises ConfigError when the envelope cannot be read as one (not an object, a field missing or mistyped,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from remnant.statement.schema import LatentBlock, LatentFigure
 from remnant.statement.violation import Violation
@@ -186,7 +186,7 @@ def _norm(text: str) -> str:
     return " ".join(text.replace("_", " ").replace("-", " ").casefold().split())
 
 
-def _blank(value: Any) -> bool:
+def _blank(value: object) -> bool:
     return not str(value).strip()
 
 

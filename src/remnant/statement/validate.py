@@ -41,7 +41,7 @@ from remnant.stats import wilson_interval
 STEWARD = "Yuyari"
 
 
-def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
+def _loc_requirement(loc: tuple[int | str, ...], err_type: str, value: object) -> str:
     """Map a schema error's location to the requirement it breaks."""
     head = loc[0] if loc else ""
     if head == "versions":
@@ -65,13 +65,13 @@ def _loc_requirement(loc: tuple[Any, ...], err_type: str, value: Any) -> str:
     return "schema"
 
 
-def _field_path(data: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
+def _field_path(data: object, loc: tuple[Any, ...]) -> tuple[tuple[int | str, ...], bool]:
     """Strip pydantic's union-branch tags from ``loc``; say whether the error belongs to the branch the input took.
 
     A field typed ``X | Absent`` reports errors for both branches; only the branch the input was written for
     (an ``{"absent": true}`` marker or not) is the author's mistake.
     """
-    path: list[Any] = []
+    path: list[int | str] = []
     current: Any = data
     relevant = True
     for part in loc:
@@ -462,7 +462,7 @@ def _check_versions(s: ConformanceStatement) -> list[Violation]:
     return []
 
 
-def validate_statement(data: Any) -> ValidationReport:
+def validate_statement(data: object) -> ValidationReport:
     """Check a statement's schema, its normative consistency (V1, V4, V5, K6, C-H6, T1, K7, R0.3, R19, R22, Z1)
     and its agreement with itself (:mod:`remnant.statement.agreement`: V1, R22, R19, R4, R11–R13, C1, C-Q1, §7.1,
     D-5.1, C-W6)."""

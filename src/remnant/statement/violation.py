@@ -7,7 +7,6 @@ returns violations of this one type, and compares reported figures with :func:`c
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,7 +38,7 @@ def close(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None and math.isclose(a, b, abs_tol=TOL)
 
 
-def same(a: Any, b: Any) -> bool:
+def same(a: object, b: object) -> bool:
     """Equal figures: both None, equal numbers within :data:`TOL`, equal pairs, or otherwise ==."""
     if a is None or b is None:
         return a is None and b is None
@@ -52,7 +51,7 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A figure as a message quotes it."""
     if isinstance(value, float):
         return f"{value:.6g}"

@@ -27,9 +27,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 DEFAULT_MB = 16384  # the base and two references of a 1B-parameter model in fp32, with room
+
+#: What one load returns (a model, a loaded state): the cache keeps it as given.
+T = TypeVar("T")
 
 
 def model_bytes(value: Any) -> int:
@@ -46,11 +49,11 @@ class ModelCache:
     budget: int
     loads: int = 0
     hits: int = 0
-    _entries: OrderedDict[Hashable, tuple[Any, int]] = field(default_factory=OrderedDict)
+    _entries: OrderedDict[Hashable, tuple[object, int]] = field(default_factory=OrderedDict)
     _scope: Hashable = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
-    def get(self, scope: Hashable, key: Hashable, load: Callable[[], Any]) -> Any:
+    def get(self, scope: Hashable, key: Hashable, load: Callable[[], T]) -> T:
         """The state ``key`` of run ``scope``: kept, or ``load()``-ed (and kept when it fits the budget)."""
         with self._lock:
             if scope != self._scope:
@@ -59,7 +62,7 @@ class ModelCache:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return self._entries[key][0]
+                return cast(T, self._entries[key][0])  # stored by a load of the same key
             value = load()
             self.loads += 1
             size = model_bytes(value)
@@ -69,7 +72,7 @@ class ModelCache:
                     self._entries.popitem(last=False)
             return value
 
-    def copy(self, scope: Hashable, key: Hashable, load: Callable[[], Any]) -> Any:
+    def copy(self, scope: Hashable, key: Hashable, load: Callable[[], T]) -> T:
         """A private copy of the state ``key`` (for a reader that changes its weights)."""
         return copy.deepcopy(self.get(scope, key, load))
 

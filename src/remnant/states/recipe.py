@@ -16,8 +16,9 @@ checkpoints stored before the states layer existed keep their keys. Pure: no tor
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 #: Bumped when the way a checkpoint is built changes, so stored checkpoints built the old way are not reused.
 BUILD_VERSION = "1"
@@ -25,7 +26,7 @@ BUILD_VERSION = "1"
 Step = Literal["base", "install", "removal", "folder"]
 
 
-def digest(value: Any) -> str:
+def digest(value: object) -> str:
     """sha256 (hex) of ``value``'s canonical JSON (RFC 8785, K5)."""
     from remnant.statement.canonical import canonical_json
 
@@ -44,12 +45,12 @@ class Recipe:
     ``params``: that step's recipe (JSON); ``parent``: the digest of the state it starts from (None: the base
     model); ``checkpoint``: the position in the step's run; ``perturbation``: its settings (None: as built)."""
 
-    base: dict[str, Any]
+    base: dict[str, object]
     step: Step
-    params: dict[str, Any]
+    params: dict[str, object]
     parent: str | None = None
     checkpoint: str = "final"
-    perturbation: dict[str, Any] | None = None
+    perturbation: dict[str, object] | None = None
 
     @property
     def job(self) -> str:
@@ -66,12 +67,12 @@ class Recipe:
         """The same run's state at another position (``final`` or ``epoch=X``)."""
         return replace(self, checkpoint=checkpoint)
 
-    def then(self, step: Step, params: dict[str, Any]) -> Recipe:
+    def then(self, step: Step, params: dict[str, object]) -> Recipe:
         """The state made by ``step`` (``params``) starting from this one (a removal of an install)."""
         return Recipe(self.base, step, params, parent=self.digest)
 
 
-def perturbed_state(state: str, perturbation: dict[str, Any]) -> str:
+def perturbed_state(state: str, perturbation: Mapping[str, object]) -> str:
     """The digest of state ``state`` read under ``perturbation`` (its settings, JSON)."""
     return digest({"state": state, "perturbation": perturbation})
 

@@ -35,7 +35,7 @@ import fcntl
 import json
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,7 +241,7 @@ class CheckpointStore:
         replace_dir(folder, download)
         return folder
 
-    def write_meta_only(self, key: str, meta: dict[str, Any]) -> None:
+    def write_meta_only(self, key: str, meta: Mapping[str, object]) -> None:
         """Store an outcome without weights (a diverged build)."""
 
         def build(tmp: Path) -> None:
@@ -256,7 +256,7 @@ class CheckpointStore:
         return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
 
-def dump_meta(meta: dict[str, Any]) -> str:
+def dump_meta(meta: Mapping[str, object]) -> str:
     """``meta`` as stored JSON, validated as the reader will read it (a writer cannot store what is refused)."""
     text = json.dumps(meta, indent=1, sort_keys=True, allow_nan=False) + "\n"
     parse_meta(json.loads(text), "the checkpoint meta being written")

@@ -37,7 +37,7 @@ class Column:
 
     label: str
     attack: str | None
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)
     sampled: bool = True  # in the seed's Table 2 (sampled decoding)
 
     def build(self) -> Attack:

@@ -69,7 +69,9 @@ def _log(args: argparse.Namespace, name: str) -> Any:
     return log
 
 
-def _registered(kind: str, args: argparse.Namespace, overrides: dict[str, Any], out: Path) -> tuple[Any, Any]:
+def _registered(
+    kind: str, args: argparse.Namespace, overrides: dict[str, object], out: Path
+) -> tuple[Any, Any]:
     """The study's config (file, then command-line overrides) and its registration in ``out`` (R14, R15)."""
     from remnant.cli_paths import out_folder
     from remnant.studies.config import load_config
@@ -175,7 +177,7 @@ def _readmission(args: argparse.Namespace) -> int:
     out = Path(args.out or f"readmission-{args.estimator}")
     if not args.cells:
         _model_extra()
-    overrides: dict[str, Any] = {"estimator": args.estimator, "preset": args.preset}
+    overrides: dict[str, object] = {"estimator": args.estimator, "preset": args.preset}
     if args.model:
         overrides["design"] = {"models": args.model}
     cfg, reg = _registered("readmission", args, overrides, out)
@@ -206,7 +208,7 @@ def _goodhart(args: argparse.Namespace) -> int:
 
     out = Path(args.out or "goodhart")
     _model_extra()
-    overrides: dict[str, Any] = {"audit": args.audit, "preset": args.preset, "weights": args.weights}
+    overrides: dict[str, object] = {"audit": args.audit, "preset": args.preset, "weights": args.weights}
     overrides["seeds"] = args.seeds
     cfg, reg = _registered("goodhart", args, overrides, out)
     from remnant.studies.goodhart import run_goodhart
@@ -249,7 +251,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
 
     inputs = {"the config": args.config, **{f"the model {m}": m for m in args.model or []}}
     out_folder(args.out, requirement="C-H7", kind="study", inputs=inputs)  # before the study runs, not after
-    overrides: dict[str, Any] = read_toml(Path(args.config)) if args.config is not None else {}
+    overrides: dict[str, object] = read_toml(Path(args.config)) if args.config is not None else {}
     if args.seeds:
         overrides["seeds"] = args.seeds
     if args.methods:
@@ -278,7 +280,9 @@ def _auditors(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_pool_study(sub: Any, name: str, help_: str, handler: Any) -> argparse.ArgumentParser:
+def _add_pool_study(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_: str, handler: Any
+) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_)
     p.add_argument("pool", metavar="POOL_DIR", help="sweep folder with results.parquet (or .csv) and items")
     p.add_argument("--config", help="study config (TOML; fields of the study's config, docs/studies.md)")
@@ -288,7 +292,7 @@ def _add_pool_study(sub: Any, name: str, help_: str, handler: Any) -> argparse.A
     return p
 
 
-def add_study_commands(sub: Any) -> None:
+def add_study_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the research studies to the ``remnant study`` subcommands (``sub``: that group's subparsers)."""
     pre = sub.add_parser(
         "preregister", help="freeze a study's config into OUT/prereg.json before it runs (R14)"
@@ -346,7 +350,7 @@ def add_study_commands(sub: Any) -> None:
     dv.set_defaults(handler=_deviation)
 
 
-def _add_model_studies(sub: Any) -> None:
+def _add_model_studies(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``latent-probe`` (Annex B's direction probe) and ``auditors`` (seed 003's black-box auditors)."""
     lp = sub.add_parser(
         "latent-probe",
@@ -384,7 +388,7 @@ def _add_model_studies(sub: Any) -> None:
     au.set_defaults(handler=_auditors)
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``remnant study`` group (:data:`remnant.cli.COMMAND_MODULES`) with every study in it."""
     study = subparsers.add_parser("study", help="research studies of audit metrics (non-adjudicating)")
     sub = study.add_subparsers(dest="study_command", required=True)

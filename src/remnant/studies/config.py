@@ -242,12 +242,12 @@ LEGACY_VALUES: dict[str, dict[str, Any]] = {
 }
 
 
-def with_legacy_values(kind: str, values: dict[str, Any]) -> dict[str, Any]:
+def with_legacy_values(kind: str, values: dict[str, object]) -> dict[str, object]:
     """``values`` (a whole config as frozen or written) with every later-added field it lacks at its old value."""
     return {**LEGACY_VALUES.get(kind, {}), **values}
 
 
-def build_config(kind: str, data: dict[str, Any], *, source: str = "config") -> Any:
+def build_config(kind: str, data: dict[str, object], *, source: str = "config") -> Any:
     """The config of study ``kind`` from plain data; ConfigError naming the source on any bad field (R14)."""
     cls = _KINDS.get(kind)
     if cls is None:

@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.studies.config import GoodhartConfig
 from remnant.studies.goodhart_core import GoodhartResult, GoodhartRow, summarise
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from remnant.latent.jacobian_lens import JacobianLens
+    from remnant.studies.latent_probe import LatentProbeConfig
 
 Log = Callable[[str], None]
 
@@ -27,7 +33,7 @@ AUDIT_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _design(cfg: GoodhartConfig, model: str) -> Any:
+def _design(cfg: GoodhartConfig, model: str) -> LatentProbeConfig:
     from remnant.studies.latent_probe import resolve_config
 
     overrides = {**cfg.design, "methods": [cfg.base_method]}
@@ -85,7 +91,7 @@ class _Setup:
             seed=min(cfg.seeds),
             fmt=self.fmt,
         )
-        self.lens: Any = None  # the installed model's Jacobian lens, fitted on first use
+        self.lens: JacobianLens | None = None  # the installed model's Jacobian lens, fitted on first use
         self.installed_p = _rate(self.score_p(self.installed))
         self.installed_r = _rate(self.score_retain(self.installed))
 
@@ -140,7 +146,7 @@ def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[
     )
 
 
-def _lens(s: _Setup, params: dict[str, Any]) -> Any:
+def _lens(s: _Setup, params: dict[str, object]) -> JacobianLens | None:
     """The installed model's Jacobian lens (fitted once, on the retained questions), or None for the logit lens."""
     if params.get("lens", "logit") != "jacobian":
         return None
@@ -153,7 +159,7 @@ def _lens(s: _Setup, params: dict[str, Any]) -> Any:
     return s.lens
 
 
-def _audit(cfg: GoodhartConfig, s: _Setup, removed: Any, params: dict[str, Any]) -> float | None:
+def _audit(cfg: GoodhartConfig, s: _Setup, removed: PreTrainedModel, params: dict[str, Any]) -> float | None:
     """The real audit on the removed model (J-Access JOcc, or UDS) over the scored P items."""
     if cfg.audit == "j_access":
         from remnant.latent.jaccess import AccessConfig, j_occ, make_probe, read_access
@@ -178,7 +184,12 @@ def _audit(cfg: GoodhartConfig, s: _Setup, removed: Any, params: dict[str, Any])
 
 
 def _one_run(
-    cfg: GoodhartConfig, s: _Setup, surrogate: Any, weight: float, seed: int, params: dict[str, Any]
+    cfg: GoodhartConfig,
+    s: _Setup,
+    surrogate: PreTrainedModel,
+    weight: float,
+    seed: int,
+    params: dict[str, Any],
 ) -> GoodhartRow:
     import torch
 

@@ -81,7 +81,7 @@ def _mean(values: list[float | None]) -> float | None:
     return statistics.fmean(kept) if kept else None
 
 
-def summarise(rows: list[GoodhartRow], cfg: GoodhartConfig) -> dict[str, Any]:
+def summarise(rows: list[GoodhartRow], cfg: GoodhartConfig) -> dict[str, object]:
     """The per-λ means, the trends and the reading (fields of :class:`GoodhartResult`)."""
     done = [r for r in rows if r.status == "completed"]
     by_weight = [

@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,12 +36,17 @@ from remnant.models.arch import resolve_parts
 from remnant.registry import ComponentSpec
 from remnant.train.methods.base import COMMON_DEFAULTS, LossTerms, MethodBatch, RemovalMethod, StepContext
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from remnant.latent.jaccess import Probe
+
 Surrogate = Callable[[Any, Sequence[int]], torch.Tensor]
 LOG_FLOOR = math.log(1e-6)
 
 
 @contextmanager
-def keep_blocks(model: Any, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
+def keep_blocks(model: PreTrainedModel, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
     """Block outputs of ``layers`` during forwards inside the context, *with* their graph (for a penalty)."""
     blocks = resolve_parts(model).blocks
     kept: dict[int, torch.Tensor] = {}
@@ -59,7 +64,7 @@ def keep_blocks(model: Any, layers: Sequence[int]) -> Iterator[dict[int, torch.T
             h.remove()
 
 
-def lens_logits(model: Any, h: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
+def lens_logits(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
     """``W_U · norm_final(J h)`` *with* gradients: :func:`remnant.latent.jacobian_lens.readout`'s formula (that
     one runs under no_grad, as an audit should); ``matrix=None`` is the logit lens."""
     parts = resolve_parts(model)
@@ -73,12 +78,12 @@ def lens_logits(model: Any, h: torch.Tensor, matrix: torch.Tensor | None) -> tor
 class AccessSurrogate:
     """J-Access's readout as a differentiable penalty over the forget probes (module docstring)."""
 
-    probes: Sequence[Any]  # remnant.latent.jaccess.Probe, aligned with the removal data's forget items
+    probes: Sequence[Probe]  # aligned with the removal data's forget items
     layers: Sequence[int]
     positions: int = 8
     matrices: dict[int, torch.Tensor] | None = None  # a fixed Jacobian lens; None: the logit lens
 
-    def __call__(self, model: Any, indices: Sequence[int]) -> torch.Tensor:
+    def __call__(self, model: PreTrainedModel, indices: Sequence[int]) -> torch.Tensor:
         terms = []
         for i in indices:
             probe = self.probes[i]
@@ -112,7 +117,7 @@ class PatchSurrogate:
     layers: Sequence[int]
     _blocks: Any = field(default=None, repr=False)
 
-    def __call__(self, model: Any, indices: Sequence[int]) -> torch.Tensor:
+    def __call__(self, model: PreTrainedModel, indices: Sequence[int]) -> torch.Tensor:
         from remnant.models.hooks import patch_block
 
         terms = []
@@ -165,10 +170,10 @@ class AuditPenalty(RemovalMethod):
             },
         )
 
-    def setup(self, model: Any, ctx: StepContext) -> None:
+    def setup(self, model: PreTrainedModel, ctx: StepContext) -> None:
         self.base.setup(model, ctx)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         terms = self.base.loss(model, batch, ctx)
         if self.weight == 0.0:
             return terms

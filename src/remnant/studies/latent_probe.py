@@ -22,12 +22,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from remnant.config.fields import Patterns
 from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
+
+if TYPE_CHECKING:
+    from remnant.studies.latent_probe_states import RunStates
 
 NullReading = Literal["held", "failed", "not evaluable"]
 Decision = Literal["promote", "retain (admissible, non-predictive)", "demote", "not evaluable"]
@@ -129,7 +132,7 @@ class LatentProbeConfig(_Model):
         settings = self.per_model.get(model)
         if settings is None:
             return self
-        update: dict[str, Any] = {
+        update: dict[str, object] = {
             k: getattr(settings, k)
             for k in ("trainable", "layers", "install", "relearn")
             if getattr(settings, k) is not None
@@ -377,7 +380,7 @@ def direction_config(cfg: LatentProbeConfig, seed: int) -> DirectionConfig:
     )
 
 
-def measure_run(states: Any, cfg: LatentProbeConfig) -> DirectionResult:
+def measure_run(states: RunStates, cfg: LatentProbeConfig) -> DirectionResult:
     """Direction survival for one run's states (exactly what a direct call of the audit computes)."""
     return direction_survival(
         states.control,
@@ -391,13 +394,13 @@ def measure_run(states: Any, cfg: LatentProbeConfig) -> DirectionResult:
 
 def run_study(
     cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None, keep_states: bool = False
-) -> tuple[StudyResult, list[Any]]:
+) -> tuple[StudyResult, list[object]]:
     """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states."""
     from remnant.stats import spearman
     from remnant.studies.latent_probe_states import build_model_runs
 
     runs: list[RunResult] = []
-    kept: list[Any] = []
+    kept: list[object] = []
     for model in cfg.models:
         mcfg = cfg.for_model(model)
         for states in build_model_runs(model, mcfg, log=log):

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Pack
     from remnant.studies.latent_probe import LatentProbeConfig
+    from remnant.train.install import InstallResult, InstallSpec
+    from remnant.train.methods.base import QA
+    from remnant.train.relearn import RelearnSpec, Scorer
 
 
 @dataclass(frozen=True)
@@ -24,11 +31,11 @@ class RunStates:
 
     method: str
     seed: int
-    control: Any
-    installed: Any
-    removed: Any
-    procedure: Any
-    content: Any
+    control: PreTrainedModel
+    installed: PreTrainedModel
+    removed: PreTrainedModel
+    procedure: PreTrainedModel
+    content: PreTrainedModel
     prompts: tuple[tuple[int, ...], ...]
     kappa_p: dict[str, float]
     kappa_retain: dict[str, float]
@@ -58,18 +65,18 @@ def _rate(score: tuple[int, int]) -> float:
 class _Study:
     """What every run on one model shares: the loaded control, the pack, the scored sets and their scorers."""
 
-    tokenizer: Any
-    control: Any
-    fmt: Any
-    pack: Any
+    tokenizer: PreTrainedTokenizerBase
+    control: PreTrainedModel
+    fmt: PromptFormat
+    pack: Pack
     attributes: list[str]
     trainable: tuple[str, ...] | None
-    p_set: Any
-    relearn_set: Any
-    score_p: Callable[[Any], tuple[int, int]]
-    score_retain: Callable[[Any], tuple[int, int]]
+    p_set: tuple[QA, ...]
+    relearn_set: tuple[QA, ...]
+    score_p: Scorer
+    score_retain: Scorer
     prompts: tuple[tuple[int, ...], ...]
-    install_spec: Any
+    install_spec: InstallSpec
     control_p: float
 
 
@@ -77,10 +84,10 @@ class _Study:
 class _Installed:
     """One seed's installed model and content-shuffled twin (shared by every method of that seed)."""
 
-    model: Any
-    result: Any
-    content: Any
-    twin: Any
+    model: PreTrainedModel
+    result: InstallResult
+    content: PreTrainedModel
+    twin: InstallResult
     kappa_p: float
     kappa_retain: float
 
@@ -157,7 +164,7 @@ def _install(study: _Study, seed: int) -> _Installed:
     )
 
 
-def _relearn_spec(cfg: LatentProbeConfig, study: _Study, seed: int) -> Any:
+def _relearn_spec(cfg: LatentProbeConfig, study: _Study, seed: int) -> RelearnSpec:
     """The relearning criterion's procedure: the declared budgets that fit R (else all of R), same for θ_U and
     the control (C-W5)."""
     from remnant.train.relearn import RelearnSpec

@@ -165,7 +165,7 @@ def rankability(pools: dict[str, int], ranked: list[MetricResult], min_pool: int
 
 
 def meta_eval(
-    table: PoolTable, cfg: MetaEvalConfig, *, registration: dict[str, Any] | None = None
+    table: PoolTable, cfg: MetaEvalConfig, *, registration: dict[str, object] | None = None
 ) -> MetaEvalResult:
     """The whole study over one pool table."""
     metrics, skipped = resolve(table.metric_columns, cfg.metrics, cfg.orientation)

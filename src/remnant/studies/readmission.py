@@ -302,7 +302,7 @@ def _decide(
 
 
 def decide(
-    data: Cells, config: ReadmissionConfig, *, registration: dict[str, Any] | None = None
+    data: Cells, config: ReadmissionConfig, *, registration: dict[str, object] | None = None
 ) -> ReadmissionResult:
     """The B.4 decision over ``data`` under the pre-registered rule."""
     rule = config.rule

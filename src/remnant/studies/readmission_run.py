@@ -26,13 +26,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from remnant.statement.canonical import derive_seed
 from remnant.studies.config import ReadmissionConfig
 from remnant.studies.readmission import Cell, Cells, Reading, RunOutcome
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from remnant.latent.jaccess import Probe
+    from remnant.latent.jacobian_lens import JacobianLens
+    from remnant.packs.schema import Item, Pack
+    from remnant.studies.latent_probe import LatentProbeConfig
+    from remnant.studies.latent_probe_states import RunStates
 
 Log = Callable[[str], None]
 UDS_TAUS = (0.03, 0.05, 0.1)
@@ -41,7 +50,7 @@ JACCESS_POSITIONS = (1, 8)
 N_RESAMPLES = 1000
 
 
-def design_config(cfg: ReadmissionConfig) -> Any:
+def design_config(cfg: ReadmissionConfig) -> LatentProbeConfig:
     """The latent-probe design (B.2) with the rule's thresholds, so the two never disagree."""
     from remnant.studies.latent_probe import resolve_config
 
@@ -63,7 +72,7 @@ def _ci(draws: Sequence[float]) -> tuple[float, float]:
 # -- direction ---------------------------------------------------------------------------------------------------
 
 
-def direction_cells(states: Any, mcfg: Any, model: str, gated: bool) -> list[Cell]:
+def direction_cells(states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool) -> list[Cell]:
     """The latent-probe study's own cells, as readmission cells (no fitted hyper-parameter: setting '-')."""
     from remnant.studies.latent_probe import cells_from, measure_run
 
@@ -104,7 +113,13 @@ def _uds_reading(
 
 
 def uds_cells(
-    states: Any, mcfg: Any, model: str, gated: bool, params: dict[str, Any], pack: Any, tokenizer: Any
+    states: RunStates,
+    mcfg: LatentProbeConfig,
+    model: str,
+    gated: bool,
+    params: dict[str, Any],
+    pack: Pack,
+    tokenizer: PreTrainedTokenizerBase,
 ) -> list[Cell]:
     """UDS per (layer, τ) for the removed model and both controls (module docstring)."""
     from remnant.latent.inputs import examples_from_items
@@ -166,7 +181,7 @@ def _reading(r: tuple[float | None, tuple[float, float] | None, int]) -> Reading
     return Reading(value=value, ci95=ci) if value is not None and ci is not None else None
 
 
-def _p_items(pack: Any, mcfg: Any) -> list[Any]:
+def _p_items(pack: Pack, mcfg: LatentProbeConfig) -> list[Item]:
     """The scored P facts of the latent-probe design (install items of the forget-probe entities)."""
     probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
     return [
@@ -195,7 +210,7 @@ JACCESS_ROLES = ("removed", "procedure", "content", "installed", "control")
 JACCESS_READ = ("removed", "procedure", "content")
 
 
-def _jaccess_probes(mcfg: Any, pack: Any, tokenizer: Any) -> list[Any]:
+def _jaccess_probes(mcfg: LatentProbeConfig, pack: Pack, tokenizer: PreTrainedTokenizerBase) -> list[Probe]:
     """remnant's answer-level probes on the scored P facts, in the design's prompt format (module
     docstring)."""
     from remnant.latent.jaccess import make_probe
@@ -208,7 +223,7 @@ def _jaccess_probes(mcfg: Any, pack: Any, tokenizer: Any) -> list[Any]:
     ]
 
 
-def _jaccess_lens(states: Any, params: dict[str, Any]) -> Any:
+def _jaccess_lens(states: RunStates, params: dict[str, object]) -> JacobianLens | None:
     """The installed model's Jacobian lens when ``lens = "jacobian"``; None reads through the logit lens."""
     if params.get("lens", "logit") != "jacobian":
         return None
@@ -218,11 +233,11 @@ def _jaccess_lens(states: Any, params: dict[str, Any]) -> Any:
 
 
 def _jaccess_role_reading(
-    states: Any,
+    states: RunStates,
     role: str,
     hits: dict[str, Any],
     said: list[bool],
-    probes: Sequence[Any],
+    probes: Sequence[Probe],
     setting: tuple[int, int, int],
 ) -> tuple[float | None, tuple[float, float]]:
     """One state's JOcc over its silent probes, with a bootstrap interval over probes seeded from the run's
@@ -241,7 +256,7 @@ def _jaccess_role_reading(
 
 
 def _jaccess_cell(
-    states: Any,
+    states: RunStates,
     model: str,
     gated: bool,
     setting: tuple[int, int, int],
@@ -268,7 +283,13 @@ def _jaccess_cell(
 
 
 def jaccess_cells(
-    states: Any, mcfg: Any, model: str, gated: bool, params: dict[str, Any], pack: Any, tokenizer: Any
+    states: RunStates,
+    mcfg: LatentProbeConfig,
+    model: str,
+    gated: bool,
+    params: dict[str, Any],
+    pack: Pack,
+    tokenizer: PreTrainedTokenizerBase,
 ) -> list[Cell]:
     """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
     from remnant.latent.jaccess import AccessConfig, emitted_flags, read_access
@@ -308,7 +329,7 @@ def _jreading(r: tuple[float | None, tuple[float, float]]) -> Reading | None:
     return Reading(value=value, ci95=ci)
 
 
-def _default_layers(model: Any) -> list[int]:
+def _default_layers(model: PreTrainedModel) -> list[int]:
     from remnant.latent.uds import n_blocks
 
     n = n_blocks(model)

@@ -371,7 +371,7 @@ def rankability(
 
 
 def recovery(
-    table: PoolTable, cfg: RecoveryConfig, *, registration: dict[str, Any] | None = None
+    table: PoolTable, cfg: RecoveryConfig, *, registration: dict[str, object] | None = None
 ) -> RecoveryResult:
     """The whole study over one pool table."""
     outcome, how = resolve_outcome(table, cfg)

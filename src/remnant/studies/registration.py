@@ -35,7 +35,7 @@ class Registration:
     deviations: tuple[Deviation, ...]
     frozen_now: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The registration block every study result carries (R14, R15)."""
         return {
             "digest": self.prereg.digest,
@@ -45,9 +45,9 @@ class Registration:
         }
 
 
-def config_values(config: Any) -> dict[str, Any]:
+def config_values(config: Any) -> dict[str, object]:
     """The values a study freezes: its whole config as JSON."""
-    values: dict[str, Any] = config.model_dump(mode="json")
+    values: dict[str, object] = config.model_dump(mode="json")
     return values
 
 

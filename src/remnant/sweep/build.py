@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.sweep.context import WorkerContext
 from remnant.sweep.pool import Job
+
+if TYPE_CHECKING:
+    import torch
+
+    from remnant.train.loop import CheckpointPoint
+    from remnant.train.methods.base import QA
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,11 @@ class BuildResult:
     models: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
-    detail: dict[str, Any] = field(default_factory=dict)
-    pins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    detail: dict[str, object] = field(default_factory=dict)
+    pins: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
-def _install_items(ctx: WorkerContext, share: float) -> tuple[Any, ...]:
+def _install_items(ctx: WorkerContext, share: float) -> tuple[QA, ...]:
     """The install split's QA items, keeping the first ``share`` of the forget people (by entity id)."""
     from remnant.train.data import as_qa
 
@@ -48,14 +55,15 @@ def _install_items(ctx: WorkerContext, share: float) -> tuple[Any, ...]:
     return as_qa(items, ctx.attributes)
 
 
-def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra: Any) -> dict[str, Any]:
+def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra: object) -> dict[str, Any]:
     from pathlib import Path
 
     from remnant.records import RECORDS_FILE
 
     model = next(m for m in ctx.pool.models if m.job == job.key and m.checkpoint == point)
-    # where the pin will be recorded, so another sweep reusing the checkpoint can find it (remnant.sweep.pins)
-    built_by = {"records": str((Path(ctx.ws.out) / RECORDS_FILE).resolve()), "run": ctx.ws.token}
+    # where the pin will be recorded, so another sweep reusing the checkpoint can find it (remnant.sweep.pins);
+    # the driver resolved the folder: a task never looks at the driver's disk
+    built_by = {"records": str(Path(ctx.ws.out) / RECORDS_FILE), "run": ctx.ws.token}
     return {
         "key": model.state,
         "job": job.key,
@@ -67,7 +75,7 @@ def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra:
     }
 
 
-def _build_install(ctx: WorkerContext, job: Job) -> dict[str, Any]:
+def _build_install(ctx: WorkerContext, job: Job) -> dict[str, str]:
     from remnant.sweep.weights import changed_tensors, save_checkpoint, weights_digest
     from remnant.train.install import InstallSpec, install
 
@@ -97,10 +105,10 @@ class _Marks:
 
     epochs: dict[str, float]
     lora: bool
-    taken: dict[str, dict[str, Any]] = field(default_factory=dict)
-    last_adapter: dict[str, Any] | None = None
+    taken: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    last_adapter: dict[str, torch.Tensor] | None = None
 
-    def __call__(self, model: Any, point: Any) -> dict[str, Any]:
+    def __call__(self, model: torch.nn.Module, point: CheckpointPoint) -> dict[str, object]:
         from remnant.sweep.weights import lora_tensors
 
         if self.lora:
@@ -114,12 +122,18 @@ class _Marks:
         return {}
 
 
-def _trainable_copy(model: Any) -> dict[str, Any]:
+def _trainable_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().to("cpu").clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def _store_weights(
-    ctx: WorkerContext, job: Job, point: str, parent: str, tensors: Any, lora: Any, model: Any
+    ctx: WorkerContext,
+    job: Job,
+    point: str,
+    parent: str,
+    tensors: Any,
+    lora: Mapping[str, object] | None,
+    model: torch.nn.Module,
 ) -> None:
     """Store a removal checkpoint: its adapter (LoRA) or what differs from the parent."""
     from remnant.sweep.weights import save_checkpoint, weights_digest
@@ -143,7 +157,7 @@ def _removal_inputs(ctx: WorkerContext, job: Job) -> tuple[Any, Any, Any, Any]:
     return method, start, control, removal_data(ctx.pack, ctx.attributes)
 
 
-def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, Any]:
+def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
     from remnant.sweep.weights import changed_tensors
     from remnant.train.removal import apply_removal
 
@@ -219,14 +233,14 @@ def _stored(ctx: WorkerContext, job: Job) -> dict[str, str] | None:
     return out
 
 
-def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, Any]]:
+def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, object]]:
     """The pins of the checkpoints ``job`` just stored: this build's own measurement, for the driver to record.
     A checkpoint this sweep had pinned (its store entry lost or untrusted) must be rebuilt to the same weights:
     the sweep's recorded cells were measured on those (R23)."""
     from remnant.errors import IntegrityError
     from remnant.sweep.pins import Pin, pin_of
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for m in ctx.pool.models:
         if m.job != job.key:
             continue
@@ -253,7 +267,7 @@ def build_job(ctx: WorkerContext, job_key: str) -> BuildResult:
     if stored is not None:
         return BuildResult(job_key, "reused", stored)
     start = time.perf_counter()
-    pins: dict[str, dict[str, Any]] = {}
+    pins: dict[str, dict[str, object]] = {}
     if job.parent is not None:
         parent = build_job(ctx, ctx.pool.model(job.parent).job)
         pins.update(parent.pins)

@@ -9,20 +9,23 @@ derived from its model's state digest and the perturbation's declared settings (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from remnant.engine.measurement import Measurement, StateView, cell_key_of
 from remnant.states.recipe import perturbed_state
 from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.suite import PoolMeasurement
 
+if TYPE_CHECKING:
+    from remnant.sweep.spec import ExistingSpec, GeneratedSpec
+
 NONE, NF4, RELEARN = "none", "nf4", "relearn"
 #: NF4 as bitsandbytes does it: blocks of 64, no double quantization (remnant.attacks.quantize).
 NF4_SCHEME, NF4_BLOCKSIZE = "nf4", 64
-NF4_SETTINGS: dict[str, Any] = {"scheme": NF4_SCHEME, "blocksize": NF4_BLOCKSIZE}
+NF4_SETTINGS: dict[str, object] = {"scheme": NF4_SCHEME, "blocksize": NF4_BLOCKSIZE}
 
 
-def perturbations(spec: Any) -> list[str]:
+def perturbations(spec: GeneratedSpec | ExistingSpec) -> list[str]:
     """``none``, then NF4 and relearning when the spec declares them."""
     out = [NONE]
     if spec.perturbations.nf4:
@@ -32,7 +35,9 @@ def perturbations(spec: Any) -> list[str]:
     return out
 
 
-def perturbed_digest(spec: Any, model: PoolModel, perturbation: str, pack_digest: str) -> str:
+def perturbed_digest(
+    spec: GeneratedSpec | ExistingSpec, model: PoolModel, perturbation: str, pack_digest: str
+) -> str:
     """The state digest of ``model`` under ``perturbation`` (its own for ``none``)."""
     if perturbation == NONE:
         return model.state
@@ -58,7 +63,10 @@ def pool_measurement(entry: str, inner: Measurement, model: str, perturbation: s
 
 
 def model_cells(
-    spec: Any, model: PoolModel, measurements: list[tuple[str, Measurement]], pack_digest: str
+    spec: GeneratedSpec | ExistingSpec,
+    model: PoolModel,
+    measurements: list[tuple[str, Measurement]],
+    pack_digest: str,
 ) -> list[tuple[PlannedCell, PoolMeasurement]]:
     """Every cell of one model, in run order (perturbation, then suite order)."""
     out: list[tuple[PlannedCell, PoolMeasurement]] = []
@@ -71,7 +79,10 @@ def model_cells(
 
 
 def plan_cells(
-    spec: Any, pool: Pool, measurements: list[tuple[str, Measurement]], pack_digest: str
+    spec: GeneratedSpec | ExistingSpec,
+    pool: Pool,
+    measurements: list[tuple[str, Measurement]],
+    pack_digest: str,
 ) -> list[PlannedCell]:
     """Every cell of the pool, models in pool order; a key shared by two cells is a bug, refused."""
     cells = [c for m in pool.models for c, _ in model_cells(spec, m, measurements, pack_digest)]

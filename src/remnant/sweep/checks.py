@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from remnant.errors import ConfigError
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid
@@ -21,7 +20,7 @@ def _refuse(source: str, where: str, problem: str, rule: str = SPEC_RULE) -> Con
     return ConfigError(f"{source}: field '{where}' {problem}", requirement=rule)
 
 
-def _bounded(params: Mapping[str, Any], where: str, source: str) -> None:
+def _bounded(params: Mapping[str, object], where: str, source: str) -> None:
     from remnant.config.numbers import param_problem
 
     for key, value in params.items():
@@ -30,7 +29,7 @@ def _bounded(params: Mapping[str, Any], where: str, source: str) -> None:
             raise _refuse(source, f"{where}.{key}", problem)
 
 
-def method_points(grid: MethodGrid) -> list[dict[str, Any]]:
+def method_points(grid: MethodGrid) -> list[dict[str, object]]:
     """The hyper-parameter points of one method: explicit points, the grid's product, or one empty point."""
     import itertools
 
@@ -42,7 +41,7 @@ def method_points(grid: MethodGrid) -> list[dict[str, Any]]:
     ]
 
 
-def _bind(kind: str, name: str, params: Mapping[str, Any], where: str, source: str) -> None:
+def _bind(kind: str, name: str, params: Mapping[str, object], where: str, source: str) -> None:
     from remnant import registry
 
     try:

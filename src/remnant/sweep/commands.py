@@ -19,14 +19,16 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from remnant.runlock import FolderLock
+    from remnant.sweep.prepare import Prepared
 
 
-def _say(args: argparse.Namespace) -> Any:
+def _say(args: argparse.Namespace) -> Callable[[str], None]:
     def say(message: str) -> None:
         if not getattr(args, "quiet", False):
             print(f"[sweep] {message}", file=sys.stderr, flush=True)
@@ -49,7 +51,7 @@ def _check_cpu_options(args: argparse.Namespace) -> None:
             )
 
 
-def _threads(args: argparse.Namespace, prepared: Any) -> int:
+def _threads(args: argparse.Namespace, prepared: Prepared) -> int:
     if getattr(args, "threads", None) is not None:
         return int(args.threads)
     return int(prepared.spec.resources.cpus_per_task)
@@ -87,6 +89,7 @@ def _executor(args: argparse.Namespace, prepared: Any) -> Any:
         gpus=res.gpus_per_task,
         cpus=res.cpus_per_task,
         num_cpus=args.num_cpus,
+        say=_say(args),
     )
 
 
@@ -182,7 +185,7 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``remnant sweep plan|run|report|export``."""
     sweep = subparsers.add_parser("sweep", help="pools of models: build, measure, tabulate (local or Ray)")
     sub = sweep.add_subparsers(dest="sweep_command", required=True)

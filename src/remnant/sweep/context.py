@@ -1,9 +1,11 @@
 """What a task needs to build or measure one model, and how it gets it in any process (a Ray worker included).
 
-The driver hands each task a :class:`Workspace`: plain JSON-like values (the spec, the resolved pool, where the
-pack, the base model, the store and the sweep folder are) that pickle to any worker. :meth:`Workspace.open`
-turns it into a :class:`WorkerContext` in that process — the spec re-validated, the pack loaded and its digest
-checked (R2), the device and thread count applied. The only thing kept between a worker's tasks is the model
+The driver hands each task a :class:`Workspace`: plain values (the spec, the resolved pool, the bytes of the
+sweep folder's pack and TOFU view, where the base model and the store are) that pickle to any worker. A task never
+reads the driver's sweep folder: a cluster node has no such path (docs/sweep.md, "Running on a cluster"); the
+store, a folder or an ``s3://``/``gs://`` URI, is the one place tasks share. :meth:`Workspace.open` turns it into
+a :class:`WorkerContext` in that process — the inputs written once per node under ``$REMNANT_HOME/sweep-inputs``,
+the spec re-validated, the pack loaded and its digest checked (R2), the device and thread count applied. The only thing kept between a worker's tasks is the model
 states it loaded (:mod:`remnant.states.cache`): the base and the audit references are read once per worker
 process, not once per task.
 """
@@ -13,11 +15,24 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from remnant.states.store import CheckpointMeta
 from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.spec import ExistingSpec, GeneratedSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.models.load import ModelState
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Pack
+    from remnant.states.store import CheckpointStore
+
+#: What a load through the worker's cache returns.
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -26,7 +41,9 @@ class Workspace:
 
     spec: dict[str, Any]
     pool: dict[str, Any]
-    pack_dir: str
+    #: The sweep folder's files a task reads (the pack and the metrics' TOFU view), by path relative to the
+    #: folder (:func:`sweep_inputs`): they travel with the task, not through the driver's disk.
+    inputs: dict[str, bytes]
     store: str
     out: str
     run_id: str
@@ -36,7 +53,7 @@ class Workspace:
     #: Test seam only (remnant.sweep.measure.inject_fault); None in every real run.
     fault: str | None = None
     #: Checkpoint key -> its pin (remnant.sweep.pins.Pin as JSON): the stored checkpoints a task may use (R23).
-    pins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pins: dict[str, dict[str, object]] = field(default_factory=dict)
     #: This run's token (32 hex digits; empty outside a run): a checkpoint whose meta names it was built by this
     #: run, whose driver pins it from the build result.
     token: str = ""
@@ -44,15 +61,60 @@ class Workspace:
     def open(self) -> WorkerContext:
         from remnant.packs import load_pack
         from remnant.states.store import CheckpointStore
+        from remnant.sweep.prepare import PACK_DIR
         from remnant.sweep.spec import _SPEC
 
+        root = self.local_inputs()
         return WorkerContext(
             ws=self,
             spec=_SPEC.validate_python(self.spec),
             pool=Pool.from_dict(self.pool),
-            pack=load_pack(self.pack_dir),
+            pack=load_pack(root / PACK_DIR),  # its digest checked again on this node (R2)
             store=CheckpointStore(self.store),
+            root=root,
         )
+
+    def local_inputs(self) -> Path:
+        """A folder on this node holding :attr:`inputs`: ``$REMNANT_HOME/sweep-inputs/<their digest>``, written
+        once (into a temp folder, then renamed) and reused only while every file still holds their bytes."""
+        import hashlib
+        import os
+        import shutil
+        import tempfile
+
+        from remnant.models.zoo import remnant_home
+
+        digest = hashlib.sha256()
+        for name in sorted(self.inputs):
+            digest.update(f"{name}\0{len(self.inputs[name])}\0".encode())
+            digest.update(self.inputs[name])
+        root = remnant_home() / "sweep-inputs" / digest.hexdigest()
+        if root.is_dir():
+            if all((root / n).is_file() and (root / n).read_bytes() == b for n, b in self.inputs.items()):
+                return root
+            shutil.rmtree(root, ignore_errors=True)  # torn by a crash before its files reached the disk
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{root.name[:12]}.", dir=root.parent))
+        for name, data in self.inputs.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_bytes(data)
+        try:
+            os.rename(tmp, root)
+        except OSError:  # another task on this node renamed its equal copy first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return root
+
+
+def sweep_inputs(out: Path) -> dict[str, bytes]:
+    """The files of the sweep folder ``out`` a task reads (its pack and TOFU view), by relative path."""
+    from remnant.sweep.prepare import PACK_DIR, TOFU_DIR
+
+    files: dict[str, bytes] = {}
+    for folder in (Path(PACK_DIR), TOFU_DIR):
+        for path in sorted((out / folder).rglob("*")):
+            if path.is_file():
+                files[path.relative_to(out).as_posix()] = path.read_bytes()
+    return files
 
 
 @dataclass
@@ -62,9 +124,11 @@ class WorkerContext:
     ws: Workspace
     spec: GeneratedSpec | ExistingSpec
     pool: Pool
-    pack: Any
-    store: Any
-    _tokenizer: Any = field(default=None, repr=False)
+    pack: Pack
+    store: CheckpointStore
+    #: This node's copy of the workspace's inputs (:meth:`Workspace.local_inputs`).
+    root: Path
+    _tokenizer: PreTrainedTokenizerBase | None = field(default=None, repr=False)
 
     @property
     def attributes(self) -> list[str] | None:
@@ -81,26 +145,26 @@ class WorkerContext:
         if self.ws.threads > 0:
             torch.set_num_threads(self.ws.threads)
 
-    def _cached(self, key: tuple[str, ...], load: Any) -> Any:
+    def _cached(self, key: tuple[str, ...], load: Callable[[], T]) -> T:
         """``load()`` through this worker's model cache (remnant.states.cache), scoped to this run and store."""
         from remnant.states.cache import worker_cache
 
         scope = (self.ws.run_id, self.ws.token, self.ws.store)
         return worker_cache().get(scope, (*key, self.dtype, self.ws.device), load)
 
-    def _base_state(self) -> Any:
+    def _base_state(self) -> ModelState:
         from remnant.models import load_model
 
         if self.ws.base_path is None:
             raise ValueError("this pool has no base model")
         path = Path(self.ws.base_path)
-        state = self._cached(
+        state: ModelState = self._cached(
             ("base", str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
         )
         self._take_tokenizer(state)
         return state
 
-    def _take_tokenizer(self, state: Any) -> None:
+    def _take_tokenizer(self, state: ModelState) -> None:
         # a copy: the cached state is shared by the worker's later tasks, and a tokenizer has settable state
         if self._tokenizer is None:
             self._tokenizer = copy.deepcopy(state.tokenizer)
@@ -110,7 +174,7 @@ class WorkerContext:
         device; the base is read from disk once per worker process."""
         return copy.deepcopy(self._base_state().model)
 
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
@@ -118,7 +182,7 @@ class WorkerContext:
             self._tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
         return self._tokenizer
 
-    def fmt(self) -> Any:
+    def fmt(self) -> PromptFormat:
         """The prompt format every state is trained and scored in (R3): the tokenizer's chat template if any."""
         from remnant.models.prompts import PromptFormat
 
@@ -182,4 +246,4 @@ class WorkerContext:
         return meta.weights_digest
 
 
-__all__ = ["WorkerContext", "Workspace"]
+__all__ = ["WorkerContext", "Workspace", "sweep_inputs"]

@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from remnant.engine.measurement import Record
 from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
 from remnant.runlock import FolderLock, held
 from remnant.sweep.build import BuildResult
 from remnant.sweep.cells import PlannedCell, model_cells
 from remnant.sweep.context import Workspace
-from remnant.sweep.executors import TaskFailed
+from remnant.sweep.executors import LocalExecutor, RayExecutor, TaskFailed
 from remnant.sweep.measure import CellOutput, TaskDone
 from remnant.sweep.pins import Pin
 from remnant.sweep.prepare import Prepared
@@ -67,7 +67,7 @@ class _Progress:
 
 def _failed_records(
     prepared: Prepared, model_id: str, keys: set[str], reason: str
-) -> list[tuple[PlannedCell, list[Any]]]:
+) -> list[tuple[PlannedCell, list[Record]]]:
     from remnant.engine.cell import CellTarget
     from remnant.sweep.cells import reference_states
     from remnant.sweep.suite import suite_measurements
@@ -112,16 +112,16 @@ def workspace(
     ``token`` marks the checkpoints this run builds (remnant.sweep.pins)."""
     import json
 
-    from remnant.sweep.prepare import PACK_DIR
+    from remnant.sweep.context import sweep_inputs
     from remnant.sweep.spec import spec_dump
 
     pool = json.loads(json.dumps(prepared.pool.to_dict()))
     return Workspace(
         spec=spec_dump(prepared.spec),
         pool=pool,
-        pack_dir=str(out / PACK_DIR),
+        inputs=sweep_inputs(out),  # tasks get the pack and TOFU view as bytes: no node reads this folder
         store=prepared.store.uri,
-        out=str(out),
+        out=str(out.resolve()),  # a name in messages and checkpoint metas, never opened by a task
         run_id=prepared.run_id,
         base_path=None if prepared.base_path is None else str(prepared.base_path),
         fault=fault,
@@ -147,7 +147,7 @@ def only_failed(records: list[CellRecord]) -> bool:
 def run_sweep(
     prepared: Prepared,
     out: Path,
-    executor: Any,
+    executor: LocalExecutor | RayExecutor,
     *,
     say: Callable[[str], None],
     fault: str | None = None,
@@ -168,7 +168,7 @@ def run_sweep(
 def _run_locked(
     prepared: Prepared,
     out: Path,
-    executor: Any,
+    executor: LocalExecutor | RayExecutor,
     *,
     say: Callable[[str], None],
     fault: str | None,

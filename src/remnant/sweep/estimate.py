@@ -16,10 +16,15 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from remnant.sweep.cells import NF4, RELEARN, perturbations
 from remnant.sweep.pool import Pool, PoolModel
+
+if TYPE_CHECKING:
+    from remnant.sweep.prepare import Prepared
+    from remnant.sweep.spec import ExistingSpec, GeneratedSpec
+    from remnant.sweep.suite import SuiteData
 
 #: Share of this CPU's measured float32 matmul rate that model passes reach (calibrated on the CPU preset).
 CPU_EFFICIENCY = 0.5
@@ -108,7 +113,9 @@ def _train(
     work.add(name, mult * (2 + 4 * share) * sizes.params * sizes.tokens * batch * steps, steps)
 
 
-def _build_work(pool: Pool, model: PoolModel, spec: Any, sizes: Sizes, shapes: dict[str, int]) -> Work:
+def _build_work(
+    pool: Pool, model: PoolModel, spec: GeneratedSpec | ExistingSpec, sizes: Sizes, shapes: dict[str, int]
+) -> Work:
     work = Work()
     job = pool.jobs[model.job]
     if job.kind == "install":
@@ -133,7 +140,7 @@ def _build_work(pool: Pool, model: PoolModel, spec: Any, sizes: Sizes, shapes: d
     return work
 
 
-def _measure_work(spec: Any, sizes: Sizes, shapes: dict[str, int]) -> Work:
+def _measure_work(spec: GeneratedSpec | ExistingSpec, sizes: Sizes, shapes: dict[str, int]) -> Work:
     suite = spec.suite
     work = Work()
     fwd = 2 * sizes.params * sizes.tokens
@@ -204,7 +211,11 @@ def _seconds(work: Work, rate: float, overhead: float) -> float:
 
 
 def estimate_models(
-    prepared: Any, sizes: Sizes, shapes: dict[str, int], shapes2d: dict[str, tuple[int, int]], rate: float
+    prepared: Prepared,
+    sizes: Sizes,
+    shapes: dict[str, int],
+    shapes2d: dict[str, tuple[int, int]],
+    rate: float,
 ) -> list[ModelEstimate]:
     """Per-model estimates (module docstring) at ``rate`` FLOP/s of this CPU."""
     spec, pool = prepared.spec, prepared.pool
@@ -236,7 +247,7 @@ def estimate_models(
     return out
 
 
-def model_shapes(prepared: Any) -> dict[str, tuple[int, ...]]:
+def model_shapes(prepared: Prepared) -> dict[str, tuple[int, ...]]:
     """Parameter shapes of the pool's base model (or its first folder), from the safetensors headers, or from its
     config.json alone while the weights are not there yet (a plan before the download)."""
     from pathlib import Path
@@ -251,7 +262,7 @@ def model_shapes(prepared: Any) -> dict[str, tuple[int, ...]]:
     return parameter_shapes(Path(folder)) if has_weights(Path(folder)) else config_shapes(Path(folder))
 
 
-def _metric_reads(spec: Any, data: Any) -> tuple[int, int]:
+def _metric_reads(spec: GeneratedSpec | ExistingSpec, data: SuiteData) -> tuple[int, int]:
     """Scored sequences of the suite's field metrics (each split and answer field once: the shared pass) and
     rows they generate for (ROUGE)."""
     from remnant.metrics.catalogue import with_dependencies
@@ -271,7 +282,7 @@ def _metric_reads(spec: Any, data: Any) -> tuple[int, int]:
     return sum(len(data.rows.get(split, ())) * per.get(key, 1) for split, key in reads), rouge
 
 
-def sizes_of(prepared: Any, shapes: dict[str, tuple[int, ...]]) -> Sizes:
+def sizes_of(prepared: Prepared, shapes: dict[str, tuple[int, ...]]) -> Sizes:
     """The sizes the work depends on (module docstring), from the pack and the base model's headers."""
     from remnant.states.store import DTYPE_BYTES
     from remnant.sweep.suite import attribute_view
@@ -300,7 +311,7 @@ def sizes_of(prepared: Any, shapes: dict[str, tuple[int, ...]]) -> Sizes:
     )
 
 
-def estimate(prepared: Any, *, rate: float | None = None) -> tuple[list[ModelEstimate], float]:
+def estimate(prepared: Prepared, *, rate: float | None = None) -> tuple[list[ModelEstimate], float]:
     """Per-model estimates and the CPU rate they assume (measured now unless given)."""
     shapes = model_shapes(prepared)
     counts = {name: math.prod(shape) for name, shape in shapes.items()}
@@ -320,7 +331,7 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def _unfetched_note(prepared: Any) -> list[str]:
+def _unfetched_note(prepared: Prepared) -> list[str]:
     """A line saying the base model's weights are not there yet (priced from its config; keys provisional)."""
     from remnant.models.files import has_weights
 
@@ -333,7 +344,7 @@ def _unfetched_note(prepared: Any) -> list[str]:
     ]
 
 
-def render_plan(prepared: Any, models: list[ModelEstimate], rate: float, threads: int) -> str:
+def render_plan(prepared: Prepared, models: list[ModelEstimate], rate: float, threads: int) -> str:
     """``remnant sweep plan``'s text: the pool, its cells, time on this CPU and a GPU, disk."""
     pool, spec = prepared.pool, prepared.spec
     by_pool: dict[str, int] = {}
@@ -355,16 +366,17 @@ def render_plan(prepared: Any, models: list[ModelEstimate], rate: float, threads
         f"estimated time, one task at a time: this CPU ({rate / 1e9:.0f} GFLOP/s fp32 matmul at {threads} "
         f"thread(s)) {_minutes(cpu)}; a GPU (assumed {GPU_FLOPS / 1e12:.0f} TFLOP/s effective) {_minutes(gpu)}"
         f" ({gpu / 3600:.1f} GPU-hours)",
-        f"resources per task: {spec.resources.gpus_per_task:g} GPU where the cluster has GPUs, else "
-        f"{spec.resources.cpus_per_task} CPU thread(s); retries {spec.resources.retries}",
+        f"resources per task: {spec.resources.gpus_per_task:g} GPU while the cluster has GPUs when the task is "
+        f"submitted, else {spec.resources.cpus_per_task} CPU thread(s) (on Ray, the run says when tasks fall "
+        f"back to CPU); retries {spec.resources.retries}",
         "",
         "| model | pool | stored | cells | CPU build | CPU measure | GPU total | disk |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for m in models:
+    for e in models:
         lines.append(
-            f"| {m.model} | {m.pool} | {'yes' if m.stored else 'no'} | {m.cells} | {_minutes(m.cpu_build)} "
-            f"| {_minutes(m.cpu_measure)} | {_minutes(m.gpu_build + m.gpu_measure)} | {_size(m.disk)} |"
+            f"| {e.model} | {e.pool} | {'yes' if e.stored else 'no'} | {e.cells} | {_minutes(e.cpu_build)} "
+            f"| {_minutes(e.cpu_measure)} | {_minutes(e.gpu_build + e.gpu_measure)} | {_size(e.disk)} |"
         )
     return "\n".join(lines) + "\n"
 

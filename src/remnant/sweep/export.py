@@ -11,10 +11,13 @@ folder is written whole or not at all (remnant.atomic.replace_dir). Safetensors 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
+
+if TYPE_CHECKING:
+    from remnant.sweep.context import Workspace
 
 
 def _plan(sweep_dir: Path) -> dict[str, Any]:
@@ -45,11 +48,10 @@ def export_inputs(sweep_dir: Path) -> dict[str, str | Path | None]:
     return found
 
 
-def _workspace(sweep_dir: Path) -> Any:
+def _workspace(sweep_dir: Path) -> Workspace:
     from remnant.records import RECORDS_FILE
-    from remnant.sweep.context import Workspace
+    from remnant.sweep.context import Workspace, sweep_inputs
     from remnant.sweep.pins import read_pins
-    from remnant.sweep.prepare import PACK_DIR
 
     plan = _plan(sweep_dir)
     # only what the sweep's own records pin is exported, checked against the pin: never the store's word (R23)
@@ -57,7 +59,7 @@ def _workspace(sweep_dir: Path) -> Any:
     return Workspace(
         spec=plan["spec"],
         pool=plan["pool"],
-        pack_dir=str(sweep_dir / PACK_DIR),
+        inputs=sweep_inputs(sweep_dir),
         store=str(plan["store"]),
         out=str(sweep_dir),
         run_id=str(plan["run_id"]),

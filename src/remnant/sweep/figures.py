@@ -22,7 +22,7 @@ P_COLOUR, N_COLOUR = "#b8352a", "#2766a8"
 METHOD_COLOURS = ("#8a5a9e", "#c07a12", "#0f8b8d", "#a23b72", "#4a4a4a", "#7a6a00")
 
 
-def number(value: Any) -> float | None:
+def number(value: object) -> float | None:
     """A finite number from a table cell, else None (missing, text, bool, NaN or infinite)."""
     return (
         float(value)

@@ -9,33 +9,36 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Colours of the pools in every plot.
 POOL_COLOURS = {"target": "#b8352a", "never_saw": "#2766a8", "unlearned": "#6b6b6b", "base": "#2b8a3e"}
 MAX_COLUMNS = 4
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     from remnant.sweep.figures import number
 
     return number(value)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     number = _num(value)
     if number is not None:
         return f"{number:.3f}"
     return "—" if value is None else html.escape(str(value))
 
 
-def _figure(width: float, height: float) -> Any:
+def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height))
 
 
-def _svg(fig: Any, plot_id: str, title: str) -> str:
+def _svg(fig: Figure, plot_id: str, title: str) -> str:
     from remnant.report.plots import _render
 
     return _render(fig, plot_id, title)

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from remnant.engine.measurement import NotRun, StateView, run_measurement
 from remnant.engine.runner import CellRunner, MemoryStore
-from remnant.records import CellStatus
+from remnant.records import AnyRecord, CellStatus
 from remnant.sweep.build import BuildResult, build_job
 from remnant.sweep.cells import (
     NF4,
@@ -35,7 +35,7 @@ from remnant.sweep.cells import (
     reference_states,
 )
 from remnant.sweep.context import WorkerContext, Workspace
-from remnant.sweep.suite import PoolMeasurement, Runtime, suite_data, suite_measurements
+from remnant.sweep.suite import PoolMeasurement, Runtime, SuiteData, suite_data, suite_measurements
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class CellOutput:
     key: str
     label: str
     model: str
-    records: tuple[Any, ...]
+    records: tuple[AnyRecord, ...]
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,10 @@ def perturbed(ctx: WorkerContext, model: Any, perturbation: str) -> Iterator[tup
 
 
 def _runtime(ctx: WorkerContext, with_refs: bool) -> Runtime:
-    from pathlib import Path
+    from remnant.models.zoo import remnant_home
 
-    rt = Runtime(tokenizer=ctx.tokenizer(), fmt=ctx.fmt(), cache_dir=Path(ctx.ws.out) / "cache" / "uds")
+    # this node's cache (content-addressed, atomic writes): a task never writes the driver's sweep folder
+    rt = Runtime(tokenizer=ctx.tokenizer(), fmt=ctx.fmt(), cache_dir=remnant_home() / "cache" / "uds")
     if with_refs:
         rt.full = ctx.load_model(ctx.pool.model(ctx.pool.references["full"]))
         rt.retain = ctx.load_model(ctx.pool.model(ctx.pool.references["retain"]))
@@ -187,11 +188,13 @@ def measure_model(
 
 
 def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildResult | CellOutput]:
+    from remnant.sweep.prepare import TOFU_DIR
+
     ctx = ws.open()
     ctx.apply_threads()
     model = ctx.pool.model(model_id)
     data = suite_data(
-        ctx.pack, ctx.attributes, ctx.spec.pack.system_prompt, _tofu_dir(ws), ctx.spec.suite.max_items
+        ctx.pack, ctx.attributes, ctx.spec.pack.system_prompt, ctx.root / TOFU_DIR, ctx.spec.suite.max_items
     )
     refs = reference_states(ctx.pool) if ctx.spec.suite.audits else {}
     plain = suite_measurements(ctx.spec.suite, data, refs, ctx.dtype)
@@ -215,14 +218,12 @@ def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildR
     yield from _measure(ctx, model_id, data, refs, pending)
 
 
-def _tofu_dir(ws: Workspace) -> Any:
-    from pathlib import Path
-
-    return Path(ws.out) / "data" / "tofu"
-
-
 def _measure(
-    ctx: WorkerContext, model_id: str, data: Any, refs: dict[str, str], pending: list[Any]
+    ctx: WorkerContext,
+    model_id: str,
+    data: SuiteData,
+    refs: dict[str, str],
+    pending: list[tuple[PlannedCell, PoolMeasurement]],
 ) -> Iterator[CellOutput]:
     runtime = _runtime(ctx, bool(refs))
     weights = ctx.own_model(ctx.pool.model(model_id))  # perturbations change it: not the shared copy

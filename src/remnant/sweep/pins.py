@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remnant.errors import IntegrityError, RecordError
-from remnant.records import Event, RecordStore
+from remnant.records import AnyRecord, Event, RecordStore
 from remnant.states.store import HEX64, STORE_RULE, CheckpointMeta, CheckpointStore
 
 #: The event stage whose ``data.pins`` pin checkpoints (the build events of remnant.sweep.driver).
@@ -56,7 +56,7 @@ def pin_of(meta: CheckpointMeta) -> Pin:
     return Pin(status=meta.status, weights_digest=meta.weights_digest if meta.status == "ok" else None)
 
 
-def pins_in(records: Iterable[Any], source: str) -> dict[str, Pin]:
+def pins_in(records: Iterable[AnyRecord], source: str) -> dict[str, Pin]:
     """Every checkpoint pinned by the build events of ``records`` (read from ``source``); a key pinned twice
     to different weights is refused: the records then describe two different models under one key."""
     from remnant.packs.schema import describe_validation
@@ -129,7 +129,7 @@ def trust_store(
     ``keys`` are the pool's checkpoint keys; a stored one left out of the answer is rebuilt by its task."""
     own = pins_in(records.read(), str(records.path)) if records.path.exists() else {}
     trusted = dict(own)
-    adopted: dict[str, dict[str, Any]] = {}
+    adopted: dict[str, dict[str, object]] = {}
     sources: dict[str, str] = {}
     cache: dict[str, dict[str, Pin]] = {}
     for key in dict.fromkeys(keys):

@@ -15,6 +15,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,14 @@ class PoolModel:
     method: str | None
     strength: str | None
     seed: int | None
-    hyperparameters: dict[str, Any]
+    hyperparameters: dict[str, object]
     parent: str | None
     job: str
     checkpoint: str
     state: str
     path: str | None = None
 
-    def labels(self) -> dict[str, Any]:
+    def labels(self) -> dict[str, object]:
         """The label columns of the results table (hyper-parameters as canonical JSON)."""
         from remnant.statement.canonical import canonical_text
 
@@ -79,7 +80,7 @@ class Pool:
     def model(self, model_id: str) -> PoolModel:
         return next(m for m in self.models if m.id == model_id)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "models": [asdict(m) for m in self.models],
@@ -94,7 +95,7 @@ class Pool:
         return cls(data["name"], models, jobs, dict(data["references"]))
 
 
-def number_label(value: Any) -> str:
+def number_label(value: object) -> str:
     """A parameter value as it appears in model ids and strength labels: 2e-05 → 2e-5, 0.5 → 0.5."""
     if isinstance(value, float):
         text = f"{value:.6g}"
@@ -102,12 +103,12 @@ def number_label(value: Any) -> str:
     return str(value).lower().replace(" ", "")
 
 
-def strength_label(point: dict[str, Any]) -> str:
+def strength_label(point: Mapping[str, object]) -> str:
     """``lr=2e-5,epochs=2`` (sorted keys), or ``default`` for the method's defaults."""
     return ",".join(f"{k}={number_label(point[k])}" for k in sorted(point)) or "default"
 
 
-def _id_part(point: dict[str, Any]) -> str:
+def _id_part(point: Mapping[str, object]) -> str:
     import re
 
     text = "-".join(f"{k}{number_label(point[k])}" for k in sorted(point)) or "default"
@@ -122,7 +123,7 @@ class _Builder:
     models: list[PoolModel] = field(default_factory=list)
     jobs: dict[str, Job] = field(default_factory=dict)
 
-    def common(self) -> dict[str, Any]:
+    def common(self) -> dict[str, object]:
         pack = self.spec.pack
         return {
             "base": self.base_digest,
@@ -137,7 +138,7 @@ class _Builder:
         self,
         kind: Step,
         parent: tuple[str, str] | None,
-        recipe: dict[str, Any],
+        recipe: dict[str, object],
         entries: list[dict[str, Any]],
     ) -> str:
         """Add a job (``parent``: the id and state digest of the model it starts from) and its models."""
@@ -150,7 +151,7 @@ class _Builder:
             self.models.append(PoolModel(job=key, checkpoint=point, state=job.at(point).digest, **e))
         return key
 
-    def install(self, pool: str, model_id: str, recipe: dict[str, Any], strength: str, seed: int) -> str:
+    def install(self, pool: str, model_id: str, recipe: dict[str, object], strength: str, seed: int) -> str:
         entry = {"id": model_id, "pool": pool, "method": None, "strength": strength, "seed": seed}
         params = {k: v for k, v in recipe.items() if k not in ("seed",)}
         return self.add("install", None, recipe, [{**entry, "hyperparameters": params, "parent": "base"}])
@@ -248,7 +249,7 @@ def _ordered(name: str, models: list[PoolModel], jobs: dict[str, Job], refs: dic
     return Pool(name, tuple(first + [m for m in models if m.id not in refs.values()]), jobs, refs)
 
 
-def _folders(entry: Any, root: Path, where: str) -> list[tuple[Path, dict[str, Any]]]:
+def _folders(entry: Any, root: Path, where: str) -> list[tuple[Path, dict[str, object]]]:
     """The folders ``entry`` names, each with what pins it beyond its digest: a hub id's snapshot folder in the
     local cache (safetensors only, R2) with its id, revision and commit (R23, R24); nothing for a folder."""
     if entry.hub is not None:
@@ -271,11 +272,13 @@ def _folder_id(folder: Path) -> str:
     return re.sub(r"[^a-z0-9_.=-]+", "-", folder.name.lower()).strip("-") or "model"
 
 
-def existing_pool(spec: ExistingSpec, *, root: Path, folder_digest: Any, source: str = "spec") -> Pool:
+def existing_pool(
+    spec: ExistingSpec, *, root: Path, folder_digest: Callable[[Path], str], source: str = "spec"
+) -> Pool:
     """The pool of an existing spec: one job and one model per folder (a hub id's is its cache snapshot);
     ``folder_digest(path)`` gives the state; ``source`` (the spec file) is named when a hub id cannot load."""
     models: list[PoolModel] = []
-    pins: dict[str, dict[str, Any]] = {}
+    pins: dict[str, dict[str, object]] = {}
     for index, entry in enumerate(spec.models):
         for folder, pin in _folders(entry, root, f"{source}: field 'models[{index}].hub'"):
             if not folder.is_dir():

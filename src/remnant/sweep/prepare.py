@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
 from remnant.runlock import FolderLock, held
@@ -26,6 +26,9 @@ from remnant.states.store import CheckpointStore, default_root
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
 from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, spec_dump
+
+if TYPE_CHECKING:
+    from remnant.packs.schema import Pack
 
 SPEC_COPY = "spec.toml"
 PLAN_FILE = "plan.json"
@@ -41,7 +44,7 @@ class Prepared:
     spec: GeneratedSpec | ExistingSpec
     spec_path: Path
     pool: Pool
-    pack: Any
+    pack: Pack
     cells: list[PlannedCell]
     store: CheckpointStore
     base_path: Path | None
@@ -81,7 +84,7 @@ def file_tag(path: Path) -> str:
     return f"{path}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
 
 
-def folder_digest(folder: Path, cache: dict[str, Any]) -> str:
+def folder_digest(folder: Path, cache: dict[str, str]) -> str:
     """sha256 over the files a load of ``folder`` reads (weights, config, tokenizer), each by name and sha256;
     ``cache`` keeps each file's hash by :func:`file_tag` (a pool of GB checkpoints is hashed once)."""
     from remnant.models.files import model_files
@@ -98,7 +101,7 @@ def folder_digest(folder: Path, cache: dict[str, Any]) -> str:
     return digest(out)
 
 
-def _cached_digests(store: CheckpointStore) -> dict[str, Any]:
+def _cached_digests(store: CheckpointStore) -> dict[str, str]:
     from remnant.jsonio import loads_strict
 
     path = store.root / DIGESTS_FILE
@@ -118,7 +121,7 @@ def _cached_digests(store: CheckpointStore) -> dict[str, Any]:
     }
 
 
-def _save_digests(store: CheckpointStore, cache: dict[str, Any]) -> None:
+def _save_digests(store: CheckpointStore, cache: dict[str, str]) -> None:
     from remnant.atomic import write_atomic
 
     write_atomic(store.root / DIGESTS_FILE, json.dumps(cache, sort_keys=True, indent=0))
@@ -146,7 +149,7 @@ def _base_path(spec: GeneratedSpec, source: Path, fetch: bool) -> Path | None:
     )
 
 
-def _pack(spec: GeneratedSpec | ExistingSpec, root: Path) -> Any:
+def _pack(spec: GeneratedSpec | ExistingSpec, root: Path) -> Pack:
     from remnant.packs import load_pack
     from remnant.packs.classd import ClassDSpec, mint_class_d
 
@@ -173,7 +176,7 @@ def _pool(
     root: Path,
     store: CheckpointStore,
     base: Path | None,
-    pack: Any,
+    pack: Pack,
     *,
     save: bool,
     source: Path,

@@ -355,7 +355,7 @@ PoolSpec = Annotated[GeneratedSpec | ExistingSpec, Field(discriminator="kind")]
 _SPEC: TypeAdapter[GeneratedSpec | ExistingSpec] = TypeAdapter(PoolSpec)
 
 
-def _where(loc: tuple[Any, ...]) -> str:
+def _where(loc: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in loc if not (isinstance(p, str) and p in ("generated", "existing"))]
     out = ""
     for part in parts:

@@ -22,14 +22,25 @@ models (``runtime=None``), for the cell keys alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from remnant.engine.cell import CellTarget, status_record
-from remnant.engine.measurement import Measurement, Record
+from remnant.engine.measurement import Measurement, Record, State
 from remnant.records import CellRecord
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from remnant.latent.inputs import EntityExample
+    from remnant.metrics.measurement import MetricMeasurement
+    from remnant.metrics.rows import QARow
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Pack
+    from remnant.score.probe import Probe
+    from remnant.sweep.spec import Suite
 
 #: Where a TOFU view of the pack is written (under the sweep folder) and read back from.
 FORGET, RETAIN, HOLDOUT = "forget", "retain", "holdout"
@@ -39,15 +50,15 @@ FORGET, RETAIN, HOLDOUT = "forget", "retain", "holdout"
 class SuiteData:
     """The inputs every measurement shares, derived from the pack (pure)."""
 
-    rows: dict[str, Any]
-    probes: tuple[Any, ...]
-    retain_probes: tuple[Any, ...]
-    examples: tuple[Any, ...]
+    rows: dict[str, list[QARow]]
+    probes: tuple[Probe, ...]
+    retain_probes: tuple[Probe, ...]
+    examples: tuple[EntityExample, ...]
     pack_digest: str
     system_prompt: str | None
 
 
-def attribute_view(pack: Any, attributes: Sequence[str] | None) -> Any:
+def attribute_view(pack: Pack, attributes: Sequence[str] | None) -> Pack:
     """``pack`` with only the items of ``attributes`` (general items kept): what the suite scores."""
     from remnant.packs.schema import Pack
 
@@ -60,7 +71,7 @@ def attribute_view(pack: Any, attributes: Sequence[str] | None) -> Any:
     )
 
 
-def write_tofu_view(pack: Any, attributes: Sequence[str] | None, tofu_dir: Path) -> None:
+def write_tofu_view(pack: Pack, attributes: Sequence[str] | None, tofu_dir: Path) -> None:
     """Write the TOFU view of ``pack`` (its installed attributes) that every task reads (driver only)."""
     from remnant.formats.export import pack_to_tofu
 
@@ -68,7 +79,7 @@ def write_tofu_view(pack: Any, attributes: Sequence[str] | None, tofu_dir: Path)
 
 
 def suite_data(
-    pack: Any,
+    pack: Pack,
     attributes: Sequence[str] | None,
     system_prompt: str | None,
     tofu_dir: Path,
@@ -102,20 +113,25 @@ class Reference:
     digest: str
 
 
-def _uds_inputs(data: SuiteData) -> tuple[dict[str, Any], dict[str, Any]]:
+def _uds_inputs(data: SuiteData) -> tuple[dict[str, object], dict[str, object]]:
     from remnant.sweep.pool import digest
 
-    examples = {"examples": digest([asdict(e) for e in data.examples]), "system_prompt": data.system_prompt}
+    examples: dict[str, object] = {
+        "examples": digest([asdict(e) for e in data.examples]),
+        "system_prompt": data.system_prompt,
+    }
     return {"examples": list(data.examples)}, examples
 
 
 #: Audit family (``Audit.family``) -> the suite's inputs for it and what of them its cell key hashes: a sweep
 #: builds the UDS family's entity-span examples (C-H7); an audit of another family is refused by the spec check.
-AUDIT_INPUTS: dict[str, Callable[[SuiteData], tuple[dict[str, Any], dict[str, Any]]]] = {"uds": _uds_inputs}
+AUDIT_INPUTS: dict[str, Callable[[SuiteData], tuple[dict[str, object], dict[str, object]]]] = {
+    "uds": _uds_inputs
+}
 
 
 def audit_measurement(
-    name: str, params: dict[str, Any], data: SuiteData, refs: dict[str, str], runtime: Any
+    name: str, params: Mapping[str, object], data: SuiteData, refs: dict[str, str], runtime: Runtime | None
 ) -> Measurement:
     """The engine's :class:`~remnant.engine.audit.AuditMeasurement` of audit ``name`` against the pool's references
     (``refs``: reference -> state digest; the weights from ``runtime``, None on the driver). It writes readings
@@ -148,14 +164,14 @@ def audit_measurement(
 class Runtime:
     """What measuring needs in a worker: the tokenizer, prompt format, audit references and cache folder."""
 
-    tokenizer: Any
-    fmt: Any
+    tokenizer: PreTrainedTokenizerBase
+    fmt: PromptFormat
     full: Any = None
     retain: Any = None
-    cache_dir: Any = None
+    cache_dir: Path | None = None
 
 
-def _inputs(suite: Any, data: SuiteData) -> dict[str, Any]:
+def _inputs(suite: Suite, data: SuiteData) -> dict[str, object]:
     from remnant.score.normalise import NORMALISATION_VERSION
     from remnant.score.scorer import SCORER_VERSION
     from remnant.sweep.pool import digest
@@ -171,7 +187,7 @@ def _inputs(suite: Any, data: SuiteData) -> dict[str, Any]:
     }
 
 
-def _metrics(suite: Any, data: SuiteData, dtype: str) -> list[Any]:
+def _metrics(suite: Suite, data: SuiteData, dtype: str) -> list[MetricMeasurement]:
     """The named field metrics, one cell each (entry ``metrics/METRIC``), computed on a state in one shared pass
     (remnant.metrics.measurement)."""
     from remnant.metrics.encoding import RemnantPrompt
@@ -198,7 +214,7 @@ def _metrics(suite: Any, data: SuiteData, dtype: str) -> list[Any]:
 
 
 def suite_measurements(
-    suite: Any, data: SuiteData, refs: dict[str, str], dtype: str, runtime: Runtime | None = None
+    suite: Suite, data: SuiteData, refs: dict[str, str], dtype: str, runtime: Runtime | None = None
 ) -> list[tuple[str, Measurement]]:
     """The suite's measurements, each with its entry name (module docstring); ``runtime`` None on the driver."""
     from remnant import registry
@@ -276,7 +292,7 @@ class PoolMeasurement(Measurement):
     def roles(self) -> tuple[str, ...]:
         return (self.perturbation,)
 
-    def key_inputs(self) -> dict[str, Any]:
+    def key_inputs(self) -> dict[str, object]:
         return {**self.inner.key_inputs(), "pool_model": self.model, "perturbation": self.perturbation}
 
     def label(self, role: str) -> str:
@@ -289,7 +305,7 @@ class PoolMeasurement(Measurement):
             for r in records
         ]
 
-    def measure(self, state: Any, target: CellTarget) -> list[Record]:
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         return self._tag(self.inner.measure(state, target))
 
     def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from remnant.records import CellRecord, Observation, Reading
+from remnant.records import AnyRecord, CellRecord, Observation, Reading
 from remnant.sweep.pool import Pool
 
 #: Columns whose values are integers or strings; every other measurement column is a float.
@@ -34,7 +34,7 @@ class Tables:
     """The two tables, the measurement columns in order, and how many rows were left out unfinished."""
 
     rows: list[dict[str, Any]]
-    items: list[dict[str, Any]]
+    items: list[dict[str, object]]
     columns: list[str]
     unfinished: int
 
@@ -89,7 +89,7 @@ def _order(spec: dict[str, Any]) -> list[str]:
     return cols + list(suite.get("audits", [])) + list(suite.get("attacks", []))
 
 
-def _current(listed: list[Any], where: dict[str, Any]) -> dict[str, list[Recorded]]:
+def _current(listed: list[AnyRecord], where: Mapping[str, object]) -> dict[str, list[Recorded]]:
     """Each planned cell's records in force: a cell retried after it failed (``--retry-failed``) keeps its
     failed records in the store, superseded by the retry's."""
     by_key: dict[str, list[Recorded]] = {}
@@ -99,7 +99,7 @@ def _current(listed: list[Any], where: dict[str, Any]) -> dict[str, list[Recorde
     return {k: [r for r in v if r.status != "failed"] or v for k, v in by_key.items()}
 
 
-def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
+def build_tables(plan: dict[str, Any], records: Iterable[AnyRecord]) -> Tables:
     """The results and items tables of a sweep (module docstring)."""
     pool = Pool.from_dict(plan["pool"])
     where = {c["key"]: (c["model"], c["perturbation"], c["entry"]) for c in plan["cells"]}
@@ -128,7 +128,7 @@ def build_tables(plan: dict[str, Any], records: Iterable[Any]) -> Tables:
 
 
 def _row(
-    labels: dict[str, Any], perturbation: str, got: list[tuple[str, Recorded]], utility_metric: str
+    labels: Mapping[str, object], perturbation: str, got: list[tuple[str, Recorded]], utility_metric: str
 ) -> dict[str, Any]:
     status, error = _status([r for _, r in got])
     row: dict[str, Any] = {
@@ -147,8 +147,8 @@ def _row(
     return row
 
 
-def _items(records: list[Any], where: dict[str, tuple[str, str, str]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _items(records: list[AnyRecord], where: dict[str, tuple[str, str, str]]) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for r in records:
         if not isinstance(r, Observation) or r.cell_key not in where:
             continue
@@ -168,7 +168,7 @@ def _items(records: list[Any], where: dict[str, tuple[str, str, str]]) -> list[d
     return out
 
 
-def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
     """``rows`` as CSV with ``columns`` in order (None as an empty field)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -178,7 +178,7 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return buffer.getvalue()
 
 
-def parquet_bytes(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> bytes:
+def parquet_bytes(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> bytes:
     """``rows`` as a Parquet file (pyarrow): strings, ``seed`` int64, every other column float64."""
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]

@@ -31,7 +31,7 @@ from remnant.states.store import (
 )
 
 
-def changed_tensors(model: Any, parent: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def changed_tensors(model: torch.nn.Module, parent: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The state-dict entries of ``model`` that differ from ``parent``'s (cloned, contiguous, on the CPU)."""
     out: dict[str, torch.Tensor] = {}
     for name, tensor in model.state_dict().items():
@@ -45,19 +45,23 @@ def changed_tensors(model: Any, parent: Mapping[str, torch.Tensor]) -> dict[str,
     return out
 
 
-def lora_tensors(model: Any) -> dict[str, torch.Tensor]:
+def lora_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The LoRA adapter tensors of a peft-wrapped model (names as peft gives them), cloned on the CPU."""
     return {n: p.detach().to("cpu").contiguous().clone() for n, p in model.named_parameters() if "lora_" in n}
 
 
-def weights_digest(model: Any) -> str:
+def weights_digest(model: torch.nn.Module) -> str:
     from remnant.models.identity import weights_digest_of
 
     return weights_digest_of(model)
 
 
 def save_checkpoint(
-    store: CheckpointStore, key: str, meta: dict[str, Any], tensors: Mapping[str, torch.Tensor], fmt: str
+    store: CheckpointStore,
+    key: str,
+    meta: Mapping[str, object],
+    tensors: Mapping[str, torch.Tensor],
+    fmt: str,
 ) -> None:
     """Write ``tensors`` (a delta, or a LoRA adapter when ``fmt == "lora"``) and ``meta`` as checkpoint ``key``."""
     from safetensors.torch import save_file
@@ -71,7 +75,9 @@ def save_checkpoint(
     store.put(key, build)
 
 
-def _tensors(path: Path, expected: Mapping[str, torch.Tensor], device: Any) -> dict[str, torch.Tensor]:
+def _tensors(
+    path: Path, expected: Mapping[str, torch.Tensor], device: torch.device
+) -> dict[str, torch.Tensor]:
     """The tensors of the stored file ``path``, each checked by its header against ``expected`` (name -> the
     tensor it replaces) before anything is read: ModelError naming the file and the tensor (R23)."""
     from safetensors import SafetensorError

@@ -63,7 +63,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(subparsers: Any) -> None:
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the `methods` command group."""
     methods = subparsers.add_parser("methods", help="list removal methods and show their defaults")
     sub = methods.add_subparsers(dest="methods_command", required=True)

@@ -26,6 +26,8 @@ from remnant.train.methods.base import RemovalData, RemovalMethod
 from remnant.train.removal import RemovalResult, apply_removal
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
     from remnant.models.prompts import PromptFormat
     from remnant.packs.schema import Pack
 
@@ -41,8 +43,8 @@ class ControlState:
 
 def procedure_control(
     method: RemovalMethod,
-    control: Any,
-    tokenizer: Any,
+    control: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     data: RemovalData,
     *,
     seed: int,
@@ -64,8 +66,8 @@ def procedure_control(
 
 
 def content_control(
-    control: Any,
-    tokenizer: Any,
+    control: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     pack: Pack,
     spec: InstallSpec,
     *,

@@ -77,7 +77,7 @@ class InstallResult:
     curve: tuple[tuple[float, float], ...]
     outcome: TrainOutcome
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["outcome"] = self.outcome.to_dict()
         return d

@@ -39,6 +39,8 @@ from remnant.registry import jsonable
 from remnant.statement.canonical import canonical_json, derive_seed
 
 if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
+    from transformers import PreTrainedModel
+
     from remnant.train.methods.base import LossTerms
 
 Status = Literal["completed", "stopped", "diverged"]
@@ -104,7 +106,9 @@ class Objective(Protocol):
 
     n: int
 
-    def __call__(self, model: Any, indices: Sequence[int], generator: torch.Generator) -> LossTerms: ...
+    def __call__(
+        self, model: PreTrainedModel, indices: Sequence[int], generator: torch.Generator
+    ) -> LossTerms: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +202,7 @@ class TrainOutcome:
                 reason=str(self.reason),
             )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["epochs_done"] = self.epochs_done
         return d
@@ -208,7 +212,7 @@ CheckpointCallback = Callable[[Any, CheckpointPoint], Mapping[str, Any] | None]
 StepCallback = Callable[[int, float], None]
 
 
-def prepare_model(model: Any, config: TrainConfig) -> Any:
+def prepare_model(model: PreTrainedModel, config: TrainConfig) -> Any:
     """Apply LoRA or the ``trainable`` selection; returns the model to train (peft-wrapped for LoRA)."""
     if config.lora is not None:
         from peft import LoraConfig, get_peft_model
@@ -270,16 +274,16 @@ def checkpoint_steps(config: TrainConfig, steps_per_epoch: int, total: int) -> l
     return sorted(steps)
 
 
-def _trainable(model: Any) -> list[tuple[str, torch.nn.Parameter]]:
+def _trainable(model: PreTrainedModel) -> list[tuple[str, torch.nn.Parameter]]:
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
 def _save_state(
     folder: Path,
-    model: Any,
+    model: PreTrainedModel,
     optimizer: torch.optim.Optimizer,
     gen: torch.Generator,
-    meta: dict[str, Any],
+    meta: dict[str, object],
 ) -> None:
     from safetensors.torch import save_file
 
@@ -294,7 +298,7 @@ def _save_state(
 
 
 def _load_state(
-    folder: Path, model: Any, optimizer: torch.optim.Optimizer, gen: torch.Generator
+    folder: Path, model: PreTrainedModel, optimizer: torch.optim.Optimizer, gen: torch.Generator
 ) -> dict[str, Any]:
     from safetensors.torch import load_file
 
@@ -308,7 +312,7 @@ def _load_state(
     blob = torch.load(last / "optim.pt", weights_only=True)
     optimizer.load_state_dict(blob["optimizer"])
     gen.set_state(blob["generator"])
-    meta: dict[str, Any] = json.loads((last / "state.json").read_text(encoding="utf-8"))
+    meta: dict[str, object] = json.loads((last / "state.json").read_text(encoding="utf-8"))
     return meta
 
 
@@ -382,7 +386,7 @@ class _Run:
 
 
 def _start(
-    model: Any,
+    model: PreTrainedModel,
     objective: Objective,
     config: TrainConfig,
     on_checkpoint: CheckpointCallback | None,

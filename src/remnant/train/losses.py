@@ -17,19 +17,22 @@ autocast forward does not change what is averaged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 import torch.nn.functional as F
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def _forward_logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+
+def _forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     logits: torch.Tensor = out.logits
     return logits.float()
 
 
-def token_nll(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token NLL of the next token ``[B, T-1]`` and the answer mask (float) it is valid on."""
     logits = _forward_logits(model, batch)[:, :-1]
     labels = batch["labels"][:, 1:]
@@ -40,7 +43,7 @@ def token_nll(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor,
     return flat.view(labels.shape) * mask, mask
 
 
-def sequence_nll(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def sequence_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """``S(b)``: per-sequence sum of answer-token NLL, shape ``[B]``."""
     nll, _ = token_nll(model, batch)
     return nll.sum(dim=1)
@@ -51,13 +54,13 @@ def answer_lengths(batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return (batch["labels"][:, 1:] != -100).float().sum(dim=1)
 
 
-def mean_nll(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def mean_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """``NLL(b)``: mean cross-entropy over every answer token in the batch (HF ``labels=`` loss)."""
     nll, mask = token_nll(model, batch)
     return nll.sum() / mask.sum().clamp(min=1.0)
 
 
-def log_ratio(model: Any, reference: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def log_ratio(model: PreTrainedModel, reference: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """``r(y|x) = log π(y|x) − log π_ref(y|x)`` over answer tokens, shape ``[B]`` (reference without grad)."""
     with torch.no_grad():
         s_ref = sequence_nll(reference, batch)
@@ -69,7 +72,7 @@ KLPositions = Literal["attended", "all"]
 
 
 def kl_to_reference(
-    model: Any, reference: Any, batch: dict[str, torch.Tensor], over: KLPositions = "attended"
+    model: PreTrainedModel, reference: Any, batch: dict[str, torch.Tensor], over: KLPositions = "attended"
 ) -> torch.Tensor:
     """KL(p_ref ‖ p_model) of the next-token distributions, averaged over positions.
 
@@ -91,7 +94,7 @@ def kl_to_reference(
 
 
 def retain_loss(
-    model: Any,
+    model: PreTrainedModel,
     batch: dict[str, torch.Tensor],
     reference: Any | None = None,
     kind: Literal["NLL", "KL"] = "NLL",
@@ -112,7 +115,7 @@ def retain_loss(
 
 
 def reweighted_ascent(
-    model: Any, batch: dict[str, torch.Tensor], weight: Callable[[torch.Tensor], torch.Tensor]
+    model: PreTrainedModel, batch: dict[str, torch.Tensor], weight: Callable[[torch.Tensor], torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``−mean_{t in ans} w_t·ℓ_t`` with ``w_t = weight(p_t)``, ``p_t = exp(−ℓ_t)``, weights detached.
 

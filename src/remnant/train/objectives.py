@@ -9,13 +9,16 @@ run draws the same ones).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from remnant.models.prompts import EncodedPair, collate
 from remnant.train.losses import mean_nll
 from remnant.train.methods.base import EncodedData, LossTerms, MethodBatch, RemovalMethod, StepContext
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 class PairsObjective:
@@ -26,7 +29,9 @@ class PairsObjective:
         self.pad_id = pad_id
         self.n = len(self.pairs)
 
-    def __call__(self, model: Any, indices: Sequence[int], generator: torch.Generator) -> LossTerms:
+    def __call__(
+        self, model: PreTrainedModel, indices: Sequence[int], generator: torch.Generator
+    ) -> LossTerms:
         batch = collate([self.pairs[i] for i in indices], pad_id=self.pad_id, side="right")
         loss = mean_nll(model, batch)
         return LossTerms(loss=loss, parts={"nll": float(loss.detach())})
@@ -59,7 +64,9 @@ class MethodObjective:
             alternate = collate(rows, pad_id=d.pad_id, side="right")
         return MethodBatch(forget=forget, retain=retain, alternate=alternate, forget_index=tuple(indices))
 
-    def __call__(self, model: Any, indices: Sequence[int], generator: torch.Generator) -> LossTerms:
+    def __call__(
+        self, model: PreTrainedModel, indices: Sequence[int], generator: torch.Generator
+    ) -> LossTerms:
         return self.method.loss(model, self.batch(indices, generator), self.ctx)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -39,8 +39,11 @@ from remnant.train.methods.base import QA
 from remnant.train.objectives import PairsObjective
 from remnant.train.removal import pad_id
 
-Scorer = Callable[[Any], tuple[int, int]]
-Utility = Callable[[Any], float]
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+Scorer = Callable[["PreTrainedModel"], tuple[int, int]]
+Utility = Callable[["PreTrainedModel"], float]
 Arm = Literal["held_out", "scored_items"]
 
 
@@ -158,7 +161,7 @@ class RelearnResult:
             for pu, pc in zip(b.post_removal.points, b.control.points, strict=False):
                 if best is None or pu.rate > best[0]:
                     best = (pu.rate, pu, pc)
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "name": "relearning" if self.arm == "held_out" else "relearning_scored_items",
             "surface": "relearning",
             "status": status if best is not None else "not_run",
@@ -169,7 +172,7 @@ class RelearnResult:
             entry["adjudicating"] = False
         return entry
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         out = asdict(self)
         out["headline_budget"] = self.headline_budget
         out["headline_budget_newcombe"] = self.headline_budget_newcombe
@@ -189,14 +192,14 @@ def relearn_budgets(spec: RelearnSpec, size: int) -> tuple[int, ...]:
 
 
 def relearn_copy(
-    start: Any,
-    tokenizer: Any,
+    start: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     pairs: Sequence[Any],
     spec: RelearnSpec,
     *,
     label: str,
     progress: bool,
-    on_checkpoint: Callable[[Any, CheckpointPoint], dict[str, Any]],
+    on_checkpoint: Callable[[Any, CheckpointPoint], dict[str, object]],
 ) -> tuple[TrainOutcome, Any]:
     """The one relearning procedure (C-W1, C-W3, C-W5): fine-tune a copy of ``start`` on ``pairs`` (encoded, in
     order) under ``spec``, calling ``on_checkpoint`` at step 0 and at every declared checkpoint inside the first
@@ -208,13 +211,15 @@ def relearn_copy(
     return outcome, model
 
 
-def greedy_scorer(tokenizer: Any, items: Sequence[QA], fmt: PromptFormat, batch_size: int = 32) -> Scorer:
+def greedy_scorer(
+    tokenizer: PreTrainedTokenizerBase, items: Sequence[QA], fmt: PromptFormat, batch_size: int = 32
+) -> Scorer:
     """κ on ``items`` by teacher-forced greedy match: (correct, total)."""
     from remnant.score.capability import greedy_match
 
     pairs = [encode_pair(tokenizer, q.question, q.answer, fmt) for q in items]
 
-    def score(model: Any) -> tuple[int, int]:
+    def score(model: PreTrainedModel) -> tuple[int, int]:
         hits = greedy_match(model, pairs, batch_size=batch_size)
         return sum(hits), len(hits)
 
@@ -229,10 +234,10 @@ def _newcombe(k1: int, n1: int, k2: int, n2: int, level: float) -> tuple[float, 
 
 
 def _run_curve(
-    start: Any,
+    start: PreTrainedModel,
     which: Literal["post_removal", "control"],
-    pairs: Sequence[Any],
-    tokenizer: Any,
+    pairs: Sequence[object],
+    tokenizer: PreTrainedTokenizerBase,
     spec: RelearnSpec,
     scorer: Scorer,
     utility: Utility | None,
@@ -278,9 +283,9 @@ def _run_curve(
 
 
 def relearn_attack(
-    post_removal: Any,
-    control: Any,
-    tokenizer: Any,
+    post_removal: PreTrainedModel,
+    control: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
     relearn_set: Sequence[QA],
     probe: Sequence[QA],
     spec: RelearnSpec,

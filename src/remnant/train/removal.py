@@ -13,7 +13,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair
 from remnant.train.loop import (
@@ -34,12 +34,15 @@ from remnant.train.methods.base import (
 )
 from remnant.train.objectives import MethodObjective, PairsObjective
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 
 @dataclass(frozen=True)
 class RemovalResult:
     """What a removal run records: the component (name, version, params), seed and training outcome."""
 
-    method: Mapping[str, Any]
+    method: Mapping[str, object]
     seed: int
     outcome: TrainOutcome
 
@@ -47,16 +50,16 @@ class RemovalResult:
     def status(self) -> str:
         return self.outcome.status
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"method": dict(self.method), "seed": self.seed, "outcome": self.outcome.to_dict()}
 
 
-def pad_id(tokenizer: Any) -> int:
+def pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
     pid = tokenizer.pad_token_id
     return int(pid if pid is not None else tokenizer.eos_token_id)
 
 
-def encode_data(tokenizer: Any, fmt: PromptFormat, data: RemovalData) -> EncodedData:
+def encode_data(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, data: RemovalData) -> EncodedData:
     """Tokenise forget, retain and alternates with answer-only labels."""
     forget = tuple(encode_pair(tokenizer, q.question, q.answer, fmt) for q in data.forget)
     retain = tuple(encode_pair(tokenizer, q.question, q.answer, fmt) for q in data.retain)
@@ -78,7 +81,7 @@ def frozen_copy(model: Any) -> Any:
     return ref
 
 
-def _spec(method: RemovalMethod) -> dict[str, Any]:
+def _spec(method: RemovalMethod) -> dict[str, object]:
     spec = getattr(method, "spec", None)
     if spec is not None:
         return dict(spec.to_dict())
@@ -102,7 +105,7 @@ def apply_removal(
     progress: bool = False,
     checkpoint_dir: str | Path | None = None,
     resume: bool = False,
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, object] | None = None,
     on_checkpoint: CheckpointCallback | None = None,
 ) -> tuple[Any, RemovalResult]:
     """Apply ``method`` to ``model`` (modified in place) and return the post-removal model and its record.

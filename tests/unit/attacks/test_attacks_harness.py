@@ -72,6 +72,17 @@ def test_not_applicable_is_one_status_record_with_its_reason(
     assert (runner.computed, runner.reused, len(store.read())) == (1, 1, 1)
 
 
+def test_a_measurement_that_reads_a_model_run_on_no_state_is_a_failed_cell_naming_why(
+    attack_ctx: AttackContext, probes: list[Any]
+) -> None:
+    # only a NotRun runs on no state; any other kind given None is a failed cell that says so (D-5.1: an
+    # outcome, not a crashed run), never an AttributeError deep inside the attack
+    runner, _ = _runner()
+    (record,) = run_measurement(runner, AttackMeasurement(BASELINE, None, attack_ctx, probes, {}), None)
+    assert record.status == "failed" and record.reason is not None
+    assert record.reason.startswith("TypeError: none on post_removal reads a model state")
+
+
 def _kappa(records: list[CellRecord]) -> float:
     (k,) = [r for r in records if r.metric == "kappa"]
     assert k.status == "run"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,6 +29,9 @@ from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.preference import dpo_forget_loss
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def _swap(answer: str, truth: str, alternate: str) -> str:
@@ -119,7 +122,12 @@ class AltPO(RemovalMethod):
         self.n_alternates = n_alternates
 
     def alternates(
-        self, model: Any, tokenizer: Any, fmt: PromptFormat, forget: Sequence[QA], generator: torch.Generator
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        fmt: PromptFormat,
+        forget: Sequence[QA],
+        generator: torch.Generator,
     ) -> list[list[str]] | None:
         # Plain question/answer pairs do not say which part of the answer is the fact, so there is nothing
         # principled to swap: the caller builds RemovalData.alternates with pack_alternates instead.
@@ -128,7 +136,7 @@ class AltPO(RemovalMethod):
             "(build them with remnant.train.methods.altpo.pack_alternates(pack, items, rng, n_alternates))"
         )
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None or ctx.reference is None:
             raise ValueError("altpo: needs alternate answers and the reference model")
         forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)

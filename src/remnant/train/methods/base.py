@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from remnant.models.prompts import EncodedPair, PromptFormat
     from remnant.train.loop import TrainConfig, TrainOutcome
@@ -144,7 +145,7 @@ class ProcedureContext:
     tokenizer: Any
     fmt: PromptFormat
     data: EncodedData
-    control: Any | None
+    control: PreTrainedModel | None
     reference: Any | None
     generator: torch.Generator
     config: TrainConfig
@@ -240,15 +241,20 @@ class RemovalMethod:
 
     # -- hooks ---------------------------------------------------------------------------------------------
     def alternates(
-        self, model: Any, tokenizer: Any, fmt: PromptFormat, forget: Sequence[QA], generator: torch.Generator
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        fmt: PromptFormat,
+        forget: Sequence[QA],
+        generator: torch.Generator,
     ) -> list[list[str]] | None:
         """Alternate answers per forget item, for methods with ``needs_alternates`` (default: none)."""
         return None
 
-    def setup(self, model: Any, ctx: StepContext) -> None:
+    def setup(self, model: PreTrainedModel, ctx: StepContext) -> None:
         """Called once before the first step of a loss method (default: nothing)."""
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         """The step-level loss of a ``kind = "loss"`` method."""
         raise NotImplementedError(f"{type(self).__name__} is a {self.kind} method without a loss hook")
 

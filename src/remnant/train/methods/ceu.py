@@ -11,7 +11,7 @@ answer token is often a template token). No retain term and no reference model; 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +20,9 @@ from remnant.errors import ConfigError
 from remnant.registry import register
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 IGNORE_INDEX = -100
 
@@ -65,7 +68,7 @@ class CEU(RemovalMethod):
         self.ignore_first_n_answer_tokens = n
         self.compat = check_compat("ceu", compat)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         out = model(input_ids=batch.forget["input_ids"], attention_mask=batch.forget["attention_mask"])
         forget = ceu_loss(out.logits, batch.forget["labels"], self.ignore_first_n_answer_tokens)
         return LossTerms(loss=forget, parts={"forget": float(forget.detach())})

@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.registry import register
 from remnant.train.losses import mean_nll
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "grad_ascent", "1")
@@ -26,6 +29,6 @@ class GradAscent(RemovalMethod):
         super().__init__(**common)
         self.compat = check_compat("grad_ascent", compat)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         nll = mean_nll(model, batch.forget)
         return LossTerms(loss=-nll, parts={"forget_nll": float(nll.detach())})

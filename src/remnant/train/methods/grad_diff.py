@@ -7,13 +7,16 @@ padding included (OpenUnlearning); the NLL form is the same under both.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remnant.registry import register
 from remnant.train.losses import mean_nll
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "grad_diff", "1")
@@ -40,7 +43,7 @@ class GradDiff(RemovalMethod):
         self.compat = check_compat("grad_diff", compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         nll_f = mean_nll(model, batch.forget)
         parts = {"forget_nll": float(nll_f.detach())}
         total = add_retain(

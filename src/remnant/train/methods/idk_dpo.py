@@ -10,7 +10,7 @@ preference term is the same; the KL retain term masks padding (remnant) or avera
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +23,9 @@ from remnant.train.methods.idk import IDK_BANK_VERSION, bank_digest
 from remnant.train.methods.idk_nll import idk_alternates
 from remnant.train.methods.preference import dpo_forget_loss
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 @register("method", "idk_dpo", "1")
@@ -62,11 +65,16 @@ class IdkDPO(RemovalMethod):
         self.idk_bank_digest = bank_digest()
 
     def alternates(
-        self, model: Any, tokenizer: Any, fmt: PromptFormat, forget: Sequence[QA], generator: torch.Generator
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        fmt: PromptFormat,
+        forget: Sequence[QA],
+        generator: torch.Generator,
     ) -> list[list[str]]:
         return idk_alternates(forget)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None or ctx.reference is None:
             raise ValueError("idk_dpo: needs IDK answers and the reference model")
         forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)

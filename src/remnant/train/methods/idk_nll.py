@@ -11,7 +11,7 @@ the KL retain term masks padding (remnant) or averages over all B·T positions (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +23,9 @@ from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.idk import IDK_BANK, IDK_BANK_VERSION, bank_digest
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def idk_alternates(forget: Sequence[QA]) -> list[list[str]]:
@@ -64,11 +67,16 @@ class IdkNLL(RemovalMethod):
         return self.retain_loss_type == "KL"
 
     def alternates(
-        self, model: Any, tokenizer: Any, fmt: PromptFormat, forget: Sequence[QA], generator: torch.Generator
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        fmt: PromptFormat,
+        forget: Sequence[QA],
+        generator: torch.Generator,
     ) -> list[list[str]]:
         return idk_alternates(forget)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None:
             raise ValueError("idk_nll: the batch carries no IDK answers")
         idk = mean_nll(model, batch.alternate)

@@ -8,7 +8,7 @@ same; the KL retain term masks padding (remnant) or averages over all B·T posit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch.nn.functional as F
 
@@ -17,6 +17,9 @@ from remnant.train.losses import log_ratio
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "npo", "1")
@@ -45,7 +48,7 @@ class NPO(RemovalMethod):
         self.retain_loss_type = check_retain_type("npo", retain_loss_type)
         self.compat = check_compat("npo", compat)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         r = log_ratio(model, ctx.reference, batch.forget)
         forget = -(2.0 / self.beta) * F.logsigmoid(-self.beta * r).mean()
         parts = {"forget": float(forget.detach()), "log_ratio": float(r.detach().mean())}

@@ -23,7 +23,7 @@ forget term is the same; a KL retain term masks padding (remnant) or averages ov
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -33,6 +33,9 @@ from remnant.train.losses import retain_loss
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat, kl_positions
 from remnant.train.methods.retain import check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 IGNORE_INDEX = -100
 _DUAL, _EPOCH, _SEEN = "pdu_dual", "pdu_epoch", "pdu_seen"
@@ -115,7 +118,7 @@ class PDU(RemovalMethod):
         self.compat = check_compat("pdu", compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         epoch = completed_epochs(ctx.state, batch.forget_index)
         dual = float(ctx.state.setdefault(_DUAL, float(self.alpha)))
         out = model(input_ids=batch.forget["input_ids"], attention_mask=batch.forget["attention_mask"])

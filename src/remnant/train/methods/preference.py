@@ -9,12 +9,15 @@ alternate answer (AltPO).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
 from remnant.train.losses import log_ratio
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def preference_loss(win_ratio: torch.Tensor, lose_ratio: torch.Tensor, beta: float) -> torch.Tensor:
@@ -29,7 +32,7 @@ def preference_loss(win_ratio: torch.Tensor, lose_ratio: torch.Tensor, beta: flo
 
 
 def dpo_forget_loss(
-    model: Any,
+    model: PreTrainedModel,
     reference: Any,
     win: dict[str, torch.Tensor],
     lose: dict[str, torch.Tensor],

@@ -9,7 +9,7 @@ rather than mapped to a default (a misspelt setting must not train something els
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import torch
 
@@ -17,6 +17,9 @@ from remnant.errors import ConfigError
 from remnant.train.losses import retain_loss
 from remnant.train.methods.base import MethodBatch, StepContext
 from remnant.train.methods.compat import Compat, kl_positions
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 RetainLossType = Literal["NLL", "KL"]
 
@@ -31,7 +34,7 @@ def check_retain_type(method: str, value: str) -> RetainLossType:
 def add_retain(
     total: torch.Tensor,
     parts: dict[str, float],
-    model: Any,
+    model: PreTrainedModel,
     batch: MethodBatch,
     ctx: StepContext,
     alpha: float,

@@ -21,7 +21,7 @@ loss is not an error here, the loop stops the run and records it as *diverged* w
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,11 +39,14 @@ from remnant.train.methods.rmu_loss import (
     masked_activation_mse,
 )
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 _RETAIN_TYPES = ("EMBED_DIFF", "NLL", "KL")
 _CONTROL_KEY = "rmu_control_vector"
 
 
-def _unwrapped(model: Any) -> Any:
+def _unwrapped(model: PreTrainedModel) -> Any:
     """The model whose blocks the hook attaches to (a peft LoRA wrapper forwards to its base model)."""
     get_base = getattr(model, "get_base_model", None)
     return get_base() if callable(get_base) else model

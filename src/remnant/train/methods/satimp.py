@@ -12,7 +12,7 @@ positions (OpenUnlearning).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +21,9 @@ from remnant.train.losses import reweighted_ascent
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "satimp", "1")
@@ -57,7 +60,7 @@ class SatImp(RemovalMethod):
     def _weight(self, p: torch.Tensor) -> torch.Tensor:
         return p**self.beta1 * (1.0 - p) ** self.beta2
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
         parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
         total = add_retain(

@@ -12,7 +12,7 @@ positions (OpenUnlearning).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch.nn.functional as F
 
@@ -21,6 +21,9 @@ from remnant.train.losses import answer_lengths, sequence_nll
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "simnpo", "1")
@@ -51,7 +54,7 @@ class SimNPO(RemovalMethod):
         self.compat = check_compat("simnpo", compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if self.compat == "openunlearning":
             length = (batch.forget["labels"] != -100).sum(dim=-1).float()
         else:

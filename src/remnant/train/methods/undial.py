@@ -15,7 +15,7 @@ docs/methods.md). A KL retain term masks padding (remnant) or averages over all 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -26,8 +26,11 @@ from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
 from remnant.train.methods.undial_loss import undial_loss, undial_loss_openunlearning
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def _logits(model: Any, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+
+def _logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     logits: torch.Tensor = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
     return logits
 
@@ -63,7 +66,7 @@ class UNDIAL(RemovalMethod):
         self.positions = positions
         self.compat = check_compat("undial", compat)
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if ctx.reference is None:
             raise ValueError("undial: needs the reference model")
         logits = _logits(model, batch.forget)

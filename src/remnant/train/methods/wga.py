@@ -12,7 +12,7 @@ averages over all B·T positions (OpenUnlearning).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +21,9 @@ from remnant.train.losses import reweighted_ascent
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 from remnant.train.methods.retain import add_retain, check_retain_type
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @register("method", "wga", "1")
@@ -53,7 +56,7 @@ class WGA(RemovalMethod):
     def _weight(self, p: torch.Tensor) -> torch.Tensor:
         return p**self.beta
 
-    def loss(self, model: Any, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
         parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
         total = add_retain(
