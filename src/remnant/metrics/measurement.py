@@ -138,17 +138,20 @@ class SharedPass:
         if self._state is not state or metric not in self._unread or result is None:
             s = self.suite
             start = time.perf_counter()
+            asked = self.pending if metric in self.pending else (metric,)
             self._result = result = evaluate(
                 state,
                 s.data.__getitem__,
-                self.pending if metric in self.pending else (metric,),
+                asked,
                 prompt=s.prompt,
                 settings=s.settings,
                 retain_log=s.retain_log,
                 reference=s.reference,
             )
             elapsed = time.perf_counter() - start
-            self._state, self._unread = state, set(result.logs)
+            # only the metrics asked for are read later (a dependency computed on the way is not): once they
+            # are, the state is let go
+            self._state, self._unread = state, set(result.logs) & set(asked)
             self.logs = dict(result.logs)
         self._unread.discard(metric)
         if not self._unread:  # every metric of the pass read: let the state go
@@ -221,8 +224,14 @@ class MetricSuite:
         """The cells a runner that has ``recorded`` still computes on ``state``; the shared pass computes those
         (and only those) when the first of them runs."""
         cells = [c for c in self.cells() if cell_key_of(c, state) not in recorded]
-        self.shared.pending = tuple(c.metric for c in cells)
+        self.expect(c.metric for c in cells)
         return cells
+
+    def expect(self, metrics: Iterable[str]) -> None:
+        """The metrics whose cells will run on the next state: the shared pass computes those and no others (a
+        resumed run does not recompute recorded metrics)."""
+        wanted = set(metrics)
+        self.shared.pending = tuple(m for m in self.computed if m in wanted)
 
 
 class MetricMeasurement(Measurement):

@@ -15,12 +15,12 @@ model whose parent could not be built gets *failed* ones; a measurement that rai
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from remnant.engine.measurement import NotRun, StateView, run_measurement
+from remnant.engine.measurement import Measurement, NotRun, StateView, run_measurement
 from remnant.engine.runner import CellRunner, MemoryStore
 from remnant.records import AnyRecord, CellStatus
 from remnant.sweep.build import BuildResult, build_job
@@ -218,6 +218,18 @@ def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildR
     yield from _measure(ctx, model_id, data, refs, pending)
 
 
+def _expect_metrics(
+    measurements: Mapping[str, Measurement], cells: list[tuple[PlannedCell, PoolMeasurement]]
+) -> None:
+    """Tell each metric suite which of its metrics are pending on this state, so its one shared pass computes
+    those and not the metrics a resumed sweep already recorded."""
+    from remnant.metrics.measurement import MetricMeasurement
+
+    metric_cells = [m for c, _ in cells if isinstance(m := measurements[c.entry], MetricMeasurement)]
+    for suite in {id(m.suite): m.suite for m in metric_cells}.values():
+        suite.expect(m.metric for m in metric_cells if m.suite is suite)
+
+
 def _measure(
     ctx: WorkerContext,
     model_id: str,
@@ -237,6 +249,7 @@ def _measure(
                 continue
             digest = _digest(ctx, cells[0][0], data.pack_digest)
             state = StateView(perturbation, digest, state_model, runtime.tokenizer)
+            _expect_metrics(measurements, cells)
             for cell, _pm in cells:
                 live = PoolMeasurement(cell.entry, measurements[cell.entry], model_id, perturbation)
                 yield _run_cell(runner, store, cell, live, state)
