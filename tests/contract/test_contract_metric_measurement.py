@@ -221,3 +221,33 @@ def test_every_named_metric_runs_through_the_engine(world: World, tmp_path: Path
     cells = run_metrics(runner, measurement, world.state)
     assert sorted(c.metric for c in cells) == sorted(names)
     assert all(isinstance(c, CellRecord) and c.status == "run" for c in cells)
+
+
+def test_the_shared_pass_computes_only_the_metrics_expected_on_a_state(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed state (a sweep task whose other metric cells are recorded) asks the pass for its pending metrics
+    only: ``MetricSuite.expect``; the values equal a full pass's."""
+    import remnant.metrics.evaluate as evaluate_module
+
+    asked: list[tuple[str, ...]] = []
+    real = evaluate_module.evaluate
+
+    def counting(state: Any, data: Any, names: Any, **kw: Any) -> Any:
+        asked.append(tuple(names))
+        return real(state, data, names, **kw)
+
+    monkeypatch.setattr(evaluate_module, "evaluate", counting)
+    full = _measurement(world, ["forget_Q_A_Prob", "forget_Q_A_ROUGE"])
+    from remnant.engine.runner import MemoryStore
+
+    whole = {c.metric: run_measurement(CellRunner(MemoryStore(), "r"), c, world.state) for c in full.cells()}
+    assert asked == [("forget_Q_A_Prob", "forget_Q_A_ROUGE")]  # one pass for both
+    resumed = _measurement(world, ["forget_Q_A_Prob", "forget_Q_A_ROUGE"])
+    resumed.expect(["forget_Q_A_ROUGE"])  # forget_Q_A_Prob recorded already
+    rouge = _cell(resumed, "forget_Q_A_ROUGE")
+    again = run_measurement(CellRunner(MemoryStore(), "r"), rouge, world.state)
+    assert asked[1:] == [("forget_Q_A_ROUGE",)]
+    assert [r.model_dump(exclude={"elapsed_s"}) for r in again] == [
+        r.model_dump(exclude={"elapsed_s"}) for r in whole["forget_Q_A_ROUGE"]
+    ]
