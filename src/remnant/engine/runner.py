@@ -68,8 +68,9 @@ class CellRunner:
 
     ``before_cell(label)`` is called before a cell is computed (a test raises there, or a sweep's fault seam
     ends the worker, to simulate a kill).
-    ``redo(records)``, when given, marks a recorded cell to compute again (a sweep's ``--retry-failed``): its old
-    records stay in the append-only store and the new ones follow them.
+    ``redo(records)``, when given, marks a recorded cell to compute again (a sweep's ``--retry-failed``): it sees
+    every record of the cell, cell records and an audit cell's readings alike; the old records stay in the
+    append-only store and the new ones follow them.
     """
 
     store: CellStore
@@ -77,19 +78,20 @@ class CellRunner:
     cache: CellCache | None = None
     before_cell: Callable[[str], None] | None = None
     progress: Callable[[str], None] | None = None
-    redo: Callable[[list[CellRecord]], bool] | None = None
+    redo: Callable[[list[CellRecord | Reading]], bool] | None = None
     _done: dict[str, list[CellRecord]] = field(default_factory=dict)
     computed: int = 0
     reused: int = 0
 
     def __post_init__(self) -> None:
+        recorded: dict[str, list[CellRecord | Reading]] = {}
         for record in self.store.read():
-            if isinstance(record, CellRecord):
-                self._done.setdefault(record.cell_key, []).append(record)
-            elif isinstance(record, Reading):  # an audit cell writes readings and no cell record (C-H6)
-                self._done.setdefault(record.cell_key, [])
-        if self.redo is not None:
-            self._done = {k: v for k, v in self._done.items() if not (v and self.redo(v))}
+            # an audit cell writes readings and no cell record (C-H6): its readings say whether it ran
+            if isinstance(record, CellRecord | Reading):
+                recorded.setdefault(record.cell_key, []).append(record)
+        for key, records in recorded.items():
+            if self.redo is None or not self.redo(records):
+                self._done[key] = [r for r in records if isinstance(r, CellRecord)]
 
     def recorded(self) -> set[str]:
         """Keys this runner will not compute again (recorded in the store, less those ``redo`` marks)."""

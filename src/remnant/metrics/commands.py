@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from remnant.errors import ConfigError
-from remnant.records import CellRecord
+from remnant.records import CellRecord, Reading
 
 if TYPE_CHECKING:
     from remnant.formats.muse import MuseFolder
@@ -402,8 +402,9 @@ def _run_cells(
     log_path, summary_path = out / f"{prefix}_EVAL.json", out / f"{prefix}_SUMMARY.json"
     old = _old_log(log_path)
 
-    def stale(cells: list[CellRecord]) -> bool:
+    def stale(records: list[CellRecord | Reading]) -> bool:
         """A recorded cell whose entry the log lacks or holds otherwise is computed again (R23)."""
+        cells = [r for r in records if isinstance(r, CellRecord)]
         want = cells[-1].params.get("log_sha256") if cells else None
         entry = old.get(cells[-1].metric) if cells else None
         return want is None or not isinstance(entry, dict) or log_sha256(entry) != want

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remnant.engine.measurement import Record
-from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
+from remnant.records import RECORDS_FILE, CellRecord, Event, Reading, RecordStore
 from remnant.runlock import FolderLock, held
 from remnant.sweep.build import BuildResult
 from remnant.sweep.cells import PlannedCell, model_cells
@@ -138,9 +138,9 @@ def _trusted_pins(prepared: Prepared, store: RecordStore, say: Callable[[str], N
     return trust_store(keys, prepared.store, store, prepared.run_id, say)
 
 
-def only_failed(records: list[CellRecord]) -> bool:
-    """A cell every record of which says it failed (a crashed or out-of-memory task): ``--retry-failed`` reruns
-    it. A diverged build is an outcome of the recipe, not a failure, and is not retried."""
+def only_failed(records: list[CellRecord | Reading]) -> bool:
+    """A cell every record of which (cell records, or an audit cell's readings) says it failed (a crashed or
+    out-of-memory task): ``--retry-failed`` reruns it. A diverged build is an outcome of the recipe, not a failure, and is not retried."""
     return all(r.status == "failed" for r in records)
 
 

@@ -309,7 +309,8 @@ class PoolMeasurement(Measurement):
         return self._tag(self.inner.measure(state, target))
 
     def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:
-        return self._tag(super().failed(target, exc, elapsed))
+        """The inner measurement's own failure records: an audit's are failed readings, as in an assessment (C-H6)."""
+        return self._tag(self.inner.failed(target, exc, elapsed))
 
     def status(self, target: CellTarget, status: str, reason: str) -> list[Record]:
         """The record of a cell that could not run on this model (a diverged or failed build)."""

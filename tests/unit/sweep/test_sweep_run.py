@@ -274,18 +274,54 @@ def test_a_failing_task_is_recorded_as_failed_and_the_sweep_goes_on(
     # appends after the old records, and the table reads the retry.
     before = (out / RECORDS_FILE).read_bytes()
     assert run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None).computed == 0
-    n_failed = sum(
-        1
+    failed_keys = {
+        r.cell_key
         for r in RecordStore(out / RECORDS_FILE).read()
-        if isinstance(r, CellRecord) and r.status == "failed"
-    )
+        if isinstance(r, CellRecord | Reading) and r.status == "failed"
+    }
+    audit_keys = {c.key for c in prepared.cells if c.entry == "uds"}
+    assert (
+        failed_keys & audit_keys
+    )  # the crashed task's audit cells wrote failed readings, and are retried too
     retried = run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None, retry_failed=True)
-    assert retried.computed == n_failed > 0 and not retried.failed_tasks
+    assert retried.computed == len(failed_keys) and not retried.failed_tasks
+    last = {r.cell_key: r.status for r in RecordStore(out / RECORDS_FILE).read() if isinstance(r, Reading)}
+    assert {last[k] for k in failed_keys & audit_keys} == {"run"}
     assert (out / RECORDS_FILE).read_bytes().startswith(before)
     assert main(["sweep", "report", str(out)]) == 0
     again = {(r["model"], r["perturbation"]): r for r in _rows(out / "results.csv")}
     assert {r["status"] for r in again.values()} == {"ok"}
     assert again[("npo-lr0.001-s0", "none")] == rows[("npo-lr0.001-s0", "none")]
+
+
+def test_retry_failed_reruns_an_audit_cell_whose_readings_failed(
+    tmp_path: Path, swept: dict[str, Path], tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit that raised inside its cell writes failed readings and no cell record (C-H6); ``--retry-failed``
+    computes those cells again like any failed cell, and the retry's readings follow the failed ones."""
+    from remnant.latent import UDSAudit
+    from remnant.sweep.driver import run_sweep
+    from remnant.sweep.executors import LocalExecutor
+    from remnant.sweep.prepare import prepare
+
+    def broken(self: Any, *args: Any) -> Any:
+        raise RuntimeError("audit broke")
+
+    spec = _small(tmp_path, tiny_llama_dir, swept["store"])
+    out = tmp_path / "out"
+    prepared = prepare(spec, out=out)
+    with monkeypatch.context() as patch:
+        patch.setattr(UDSAudit, "read", broken)
+        assert not run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None).failed_tasks
+    audit_keys = {c.key for c in prepared.cells if c.entry == "uds"}
+    readings = [r for r in RecordStore(out / RECORDS_FILE).read() if isinstance(r, Reading)]
+    assert {r.cell_key for r in readings} == audit_keys and {r.status for r in readings} == {"failed"}
+    assert main(["sweep", "report", str(out)]) == 0
+    assert run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None).computed == 0
+    retried = run_sweep(prepared, out, LocalExecutor(0, threads=1), say=lambda m: None, retry_failed=True)
+    assert retried.computed == len(audit_keys) > 0
+    last = {r.cell_key: r.status for r in RecordStore(out / RECORDS_FILE).read() if isinstance(r, Reading)}
+    assert set(last.values()) == {"run"}
 
 
 def test_the_local_executor_retries_a_crashed_task(monkeypatch: pytest.MonkeyPatch) -> None:
