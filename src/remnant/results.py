@@ -360,6 +360,32 @@ def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
     )
 
 
+#: The pool spec as given, copied into the pool folder by ``remnant sweep run`` (the spec a study pre-registers).
+SPEC_COPY = "spec.toml"
+
+
+def require_spec(folder: str | Path, declared: str | None, study: str) -> None:
+    """ConfigError unless the pool folder's spec has the digest the study declares (``pool_spec``; None: not
+    declared): a study pre-registered against one pool design reads no other (R14); a recalibrated design is a
+    recorded deviation of ``pool_spec`` (R15), which the registration check applies before this one."""
+    if declared is None:
+        return
+    spec = Path(folder) / SPEC_COPY
+    if not spec.is_file():
+        raise ConfigError(
+            f"{spec}: the {study} declares pool_spec {declared} but the pool folder has no spec",
+            requirement="R14",
+        )
+    found = _digest(spec)
+    if found != declared:
+        raise ConfigError(
+            f"{spec}: the {study} is pre-registered against pool_spec {declared}, but this pool's spec is "
+            f"{found}; record the change with `remnant study deviation OUT pool_spec` (R15) or study the "
+            "registered pool",
+            requirement="R14",
+        )
+
+
 def require_finished(table: PoolTable, pools: Sequence[str], study: str) -> None:
     """ConfigError naming the table unless every pool in ``pools`` has a model whose unperturbed row finished
     (status ``ok``): a study over a pool with no finished row would report every AUC and ρ as missing and exit
@@ -404,5 +430,7 @@ __all__ = [
     "parse_results",
     "pyarrow_available",
     "require_finished",
+    "require_spec",
+    "SPEC_COPY",
     "write_csv_table",
 ]

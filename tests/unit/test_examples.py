@@ -26,12 +26,27 @@ import pytest
 from remnant import registry
 from remnant.errors import ConfigError, RemnantError
 
-#: Assessment configs; the pool specs (``sweep-*.toml``) are checked by tests/unit/sweep/test_sweep_spec.py.
-EXAMPLES = sorted(
-    p
-    for p in (Path(__file__).resolve().parents[2] / "examples").glob("*.toml")
-    if not p.name.startswith("sweep-")
-)
+_ALL = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.toml"))
+#: Assessment configs; the pool specs (``sweep-*.toml``) are checked by tests/unit/sweep/test_sweep_spec.py, the
+#: study configs (``study-*.toml``) below.
+EXAMPLES = [p for p in _ALL if not p.name.startswith(("sweep-", "study-"))]
+STUDIES = [p for p in _ALL if p.name.startswith("study-")]
+
+
+@pytest.mark.parametrize("example", STUDIES, ids=lambda p: p.stem)
+def test_study_example_loads_and_binds_a_pool_spec_of_this_folder(example: Path) -> None:
+    """A study example is a valid config of its kind (R14), pre-registered against a pool spec: the digest it
+    declares is that of a sweep spec shipped here (the value in force after the recorded deviation)."""
+    import hashlib
+    import tomllib
+
+    from remnant.studies.config import load_config
+
+    cfg = load_config(tomllib.loads(example.read_text(encoding="utf-8"))["study"], example)
+    specs = {
+        "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for p in _ALL if p.name.startswith("sweep-")
+    }
+    assert cfg.pool_spec in specs
 
 
 class _ReachedModels(Exception):

@@ -108,12 +108,13 @@ def _pool_out(args: argparse.Namespace, kind: str) -> Path:
 
 
 def _meta_eval(args: argparse.Namespace) -> int:
-    from remnant.results import load_pool, require_finished
+    from remnant.results import load_pool, require_finished, require_spec
     from remnant.studies.meta_eval import meta_eval
     from remnant.studies.report import meta_eval_document
 
     out = _pool_out(args, "meta-eval")
     cfg, reg = _registered("meta-eval", args, {"seed": args.seed}, out)
+    require_spec(args.pool, cfg.pool_spec, "meta-evaluation")
     table = load_pool(args.pool)
     require_finished(table, ("target", "never_saw"), "meta-evaluation")  # faithfulness compares the two
     result = meta_eval(table, cfg, registration=reg.to_json())
@@ -123,13 +124,14 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _recovery(args: argparse.Namespace) -> int:
-    from remnant.results import load_pool, require_finished
+    from remnant.results import load_pool, require_finished, require_spec
     from remnant.studies.recovery import recovery
     from remnant.studies.report import recovery_document
 
     out = _pool_out(args, "recovery")
     overrides = {"seed": args.seed, "outcome": args.outcome, "outcome_kind": args.outcome_kind}
     cfg, reg = _registered("recovery", args, overrides, out)
+    require_spec(args.pool, cfg.pool_spec, "recovery study")
     table = load_pool(args.pool)
     require_finished(table, ("unlearned",), "recovery study")  # its outcomes are the unlearned models'
     result = recovery(table, cfg, registration=reg.to_json())

@@ -29,8 +29,22 @@ from remnant.studies.orientation import Orientation
 StudyKind = Literal["meta-eval", "recovery", "readmission", "goodhart"]
 
 
-class _Model(BaseModel):
+class StudyModel(BaseModel):
+    """Every study config and record refuses an unknown field (a hostile or mistyped file fails loudly)."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+class PoolStudyModel(StudyModel):
+    """A study of a pool folder (``remnant sweep``): it may pre-register the pool's spec by digest (R14)."""
+
+    pool_spec: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="sha256 of the pool spec (the pool folder's spec.toml) the study is pre-registered against: a "
+        "pool recalibrated after a pilot is a recorded deviation (R15), a pool of another spec is refused "
+        "(None: not declared).",
+    )
 
 
 def _in_unit(value: float, info: ValidationInfo) -> float:
@@ -39,7 +53,7 @@ def _in_unit(value: float, info: ValidationInfo) -> float:
     return value
 
 
-class MetaEvalConfig(_Model):
+class MetaEvalConfig(PoolStudyModel):
     """Faithfulness and robustness of every metric over a pool (the UDS paper §4; docs/latent.md)."""
 
     study: Literal["meta-eval"] = Field(default="meta-eval", description="Study kind.")
@@ -99,7 +113,7 @@ class MetaEvalConfig(_Model):
         return self
 
 
-class RecoveryConfig(_Model):
+class RecoveryConfig(PoolStudyModel):
     """Does a pre-attack metric predict recovery under relearning (the J-Access paper, Test 2)."""
 
     study: Literal["recovery"] = Field(default="recovery", description="Study kind.")
@@ -142,7 +156,7 @@ class RecoveryConfig(_Model):
     _unit_fields = field_validator("revival_fraction", "alpha")(_in_unit)
 
 
-class PrimaryCell(_Model):
+class PrimaryCell(StudyModel):
     """The configuration the predictive test reads (B.6: the pre-registered primary configuration)."""
 
     layer: int = Field(description="Layer.")
@@ -150,7 +164,7 @@ class PrimaryCell(_Model):
     setting: str = Field(default="-", description="Hyper-parameter setting label.")
 
 
-class ReadmissionRule(_Model):
+class ReadmissionRule(StudyModel):
     """Annex B.4's decision rule with its thresholds (B.6 used δ = 0.10 and 80 %)."""
 
     margin: float = Field(default=0.10, gt=0.0, description="Equivalence margin δ for both nulls (C-H3).")
@@ -171,7 +185,7 @@ class ReadmissionRule(_Model):
     _unit_fields = field_validator("pass_fraction", "alpha")(_in_unit)
 
 
-class ReadmissionConfig(_Model):
+class ReadmissionConfig(StudyModel):
     """A latent estimator through the Standard's readmission bar (C-H9, Annex B.1-B.4)."""
 
     study: Literal["readmission"] = Field(default="readmission", description="Study kind.")
@@ -188,7 +202,7 @@ class ReadmissionConfig(_Model):
     )
 
 
-class GoodhartConfig(_Model):
+class GoodhartConfig(StudyModel):
     """A removal run that also minimises an audit's score (the J-Access paper, Test 3). A study, never a method."""
 
     study: Literal["goodhart"] = Field(default="goodhart", description="Study kind.")
@@ -237,8 +251,8 @@ _KINDS: dict[str, type[BaseModel]] = {
 #: under that value, so it is read as declaring it (R14: an old study keeps meaning what it meant); a rerun that
 #: does not declare it is then refused field by field by the pre-registration check (R15), not silently changed.
 LEGACY_VALUES: dict[str, dict[str, Any]] = {
-    "meta-eval": {"threshold_rule": "youden", "min_pool": 8},
-    "recovery": {"min_pool": 8},
+    "meta-eval": {"threshold_rule": "youden", "min_pool": 8, "pool_spec": None},
+    "recovery": {"min_pool": 8, "pool_spec": None},
 }
 
 
@@ -286,6 +300,7 @@ __all__ = [
     "RecoveryConfig",
     "StudyConfig",
     "StudyKind",
+    "StudyModel",
     "build_config",
     "load_config",
     "with_legacy_values",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
+from remnant.results import SPEC_COPY
 from remnant.runlock import FolderLock, held
 from remnant.states.remote import is_uri
 from remnant.states.store import CheckpointStore, default_root
@@ -30,7 +31,6 @@ from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec
 if TYPE_CHECKING:
     from remnant.packs.schema import Pack
 
-SPEC_COPY = "spec.toml"
 PLAN_FILE = "plan.json"
 PACK_DIR = "pack"
 TOFU_DIR = Path("data") / "tofu"

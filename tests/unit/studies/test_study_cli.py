@@ -140,6 +140,37 @@ def test_a_changed_config_needs_a_recorded_deviation(
     assert "pilot utility spread" in (out / "meta-eval.md").read_text()
 
 
+def test_a_study_preregistered_against_a_pool_spec_reads_that_pool_or_a_recorded_recalibration(
+    pool_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pool_spec (R14): a pool of another spec is refused; the recalibration a pilot made, once recorded as a
+    deviation (R15), is studied and the report names it."""
+    import hashlib
+
+    def digest(text: str) -> str:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    registered, recalibrated = "lr = [1e-4]\n", "lr = [1.5e-4]\n"
+    out = tmp_path / "study"
+    frozen = _config(tmp_path, f'n_resamples = 200\npool_spec = "{digest(registered)}"\n')
+    assert main(["study", "preregister", "meta-eval", "--config", str(frozen), "--out", str(out)]) == 0
+    assert main(["study", "meta-eval", str(pool_dir), "--config", str(frozen), "--out", str(out)]) == 2
+    assert "has no spec" in capsys.readouterr().err
+    (pool_dir / "spec.toml").write_text(recalibrated, encoding="utf-8")
+    assert main(["study", "meta-eval", str(pool_dir), "--config", str(frozen), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert digest(recalibrated) in err and "R14" in err and not (out / "meta-eval.json").exists()
+    moved = _config(tmp_path, f'n_resamples = 200\npool_spec = "{digest(recalibrated)}"\n')
+    assert main(["study", "meta-eval", str(pool_dir), "--config", str(moved), "--out", str(out)]) == 2
+    assert "pool_spec" in capsys.readouterr().err  # the registered value still holds: R15 needs a deviation
+    old, new = (json.dumps(digest(t)) for t in (registered, recalibrated))
+    argv = ["study", "deviation", str(out), "pool_spec", "--old", old, "--new", new]
+    assert main([*argv, "--reason", "pilot: lr 1e-4 did not unlearn", "--stage", "pilot"]) == 0
+    assert main(["study", "meta-eval", str(pool_dir), "--config", str(moved), "--out", str(out)]) == 0
+    assert "pilot: lr 1e-4 did not unlearn" in (out / "meta-eval.md").read_text()
+    capsys.readouterr()
+
+
 def test_pool_studies_run_without_the_model_extra(pool_dir: Path, tmp_path: Path) -> None:
     """The pure core (docs/extending.md): torch, transformers and the rest blocked, the studies still run."""
     cfg = _config(tmp_path, "n_resamples = 100\n" + ORIENTATION)
