@@ -17,6 +17,7 @@ the folder the user named (:func:`refuse_links`). The folder the user named may 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -97,6 +98,17 @@ def write_atomic(
         raise
     fsync_dir(target.parent)
     return target
+
+
+def json_text(value: object, *, sort_keys: bool = False) -> str:
+    """Indented JSON, non-ASCII kept, trailing newline: the form of every JSON file remnant writes for people
+    (statement.json, envelopes, manifests, pack.json, prereg.json)."""
+    return json.dumps(value, indent=2, sort_keys=sort_keys, ensure_ascii=False) + "\n"
+
+
+def write_json(path: str | Path, value: object, *, sort_keys: bool = False) -> Path:
+    """Write ``value`` as :func:`json_text` to ``path`` with :func:`write_atomic`; return the path."""
+    return write_atomic(path, json_text(value, sort_keys=sort_keys))
 
 
 def replace_dir(target: str | Path, build: Callable[[Path], None], *, root: str | Path | None = None) -> Path:
@@ -185,8 +197,10 @@ __all__ = [
     "PRIVATE_MODE",
     "append_durable",
     "fsync_dir",
+    "json_text",
     "refuse_links",
     "replace_dir",
     "truncate_durable",
     "write_atomic",
+    "write_json",
 ]

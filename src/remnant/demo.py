@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.atomic import write_atomic
+from remnant.atomic import write_atomic, write_json
 from remnant.demo_vectors import (
     PACKAGED_VECTORS,
     VectorRow,
@@ -481,10 +481,7 @@ def _vectors(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        write_atomic(
-            out / "vectors.json",
-            json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False) + "\n",
-        )
+        write_json(out / "vectors.json", [asdict(row) for row in rows])
         console.print(f"wrote {out / 'vectors.json'}")
     console.print(f"{len(rows)} vectors, {len(rows) - len(disagreements)} agree with their expected verdict.")
     return EXIT_MISMATCH if disagreements else EXIT_OK

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remnant import HARNESS_VERSION, STANDARD_VERSION
-from remnant.atomic import write_atomic
+from remnant.atomic import json_text, write_atomic
 from remnant.config import AssessmentConfig, preregistered
 from remnant.errors import ConfigError, PackError, PreregError
 from remnant.jsonio import read_json
@@ -154,7 +154,7 @@ def freeze_values(
         raise PreregError(
             f"{run}: cannot create the run folder: {exc.strerror or exc}", requirement="R14"
         ) from None
-    _write_new(path, json.dumps(prereg.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    _write_new(path, json_text(prereg.model_dump(mode="json")))
     return prereg
 
 

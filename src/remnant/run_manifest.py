@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from remnant.atomic import write_atomic
+from remnant.atomic import json_text, write_atomic
 from remnant.curves import RelearningCurve
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
@@ -265,6 +265,11 @@ class RunManifest(_Model):
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def file_ref(path: str | Path) -> str:
+    """``sha256:`` of a file's bytes: how a manifest, a statement or a run's artifact is cited."""
+    return "sha256:" + sha256_hex(Path(path).read_bytes())
 
 
 def canonical_digest(value: object) -> str:
@@ -512,8 +517,7 @@ def build_manifest(
 
 def manifest_bytes(manifest: RunManifest) -> bytes:
     """The exact bytes written to manifest.json (indented JSON, field order as declared, trailing newline)."""
-    text = json.dumps(manifest.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
+    return json_text(manifest.model_dump(mode="json", by_alias=True)).encode("utf-8")
 
 
 def manifest_ref(manifest: RunManifest) -> str:
@@ -556,4 +560,4 @@ def load_manifest(path: str | Path) -> RunManifest:
 
 def check_manifest_ref(path: str | Path, ref: str) -> bool:
     """Whether the file at ``path`` is the manifest ``ref`` cites (sha256 of its bytes)."""
-    return "sha256:" + sha256_hex(Path(path).read_bytes()) == ref
+    return file_ref(path) == ref

@@ -132,10 +132,6 @@ def _install_spec(cfg: AssessmentConfig) -> Any:
     return InstallSpec.from_budget(budget)
 
 
-def _jsonable(value: object) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
 def _build_one(
     role: str, cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, *, progress: bool
 ) -> tuple[Any, dict[str, object], str]:
@@ -222,12 +218,9 @@ def _cached_or_built(
         return cached
     log(f"audit state {role} (C-H7c, Annex B)" if role != RETAIN_ONLY else "audit state retain_only (C-H7b)")
     model, record, source = _build_one(role, cfg, inputs, control, progress=progress)
-    state = save_state(
-        states_dir, role, key, f"{control.name}-{role}", source, model, control.tokenizer, _jsonable(record)
+    return save_state(
+        states_dir, role, key, f"{control.name}-{role}", source, model, control.tokenizer, record, memo
     )
-    if memo is not None:
-        memo[f"{role}:{key}"] = state
-    return state
 
 
 def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, object]:

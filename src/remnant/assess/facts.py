@@ -252,16 +252,6 @@ def battery_facts(cells: Sequence[CellRecord]) -> list[dict[str, object]]:
     return facts
 
 
-def battery_checkpoints(cells: Sequence[CellRecord]) -> dict[str, str]:
-    """Measurement name → the relearning checkpoint its fact reports (D-5.3)."""
-    out: dict[str, str] = {}
-    for name in battery_names(cells):
-        fact = _battery_fact(cells, name)
-        if "checkpoint" in fact:
-            out[name] = str(fact["checkpoint"])
-    return out
-
-
 def _utility_readings(cells: Sequence[CellRecord]) -> list[CellRecord]:
     """Every utility reading that ran (each carries its metric and value: records.CellRecord checks it, R10)."""
     return [
@@ -566,7 +556,6 @@ __all__ = [
     "SCORED_ARM",
     "TIER2_MIN_N",
     "attack_order",
-    "battery_checkpoints",
     "battery_facts",
     "battery_names",
     "build_facts",

@@ -18,7 +18,6 @@ Every file is written atomically, so an interrupted finalize leaves the previous
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,10 @@ from remnant.assess.runfiles import (
     CONFIG_COPY,
     PACK_DIR,
     cell_records,
-    json_bytes,
     read_context,
     store,
 )
-from remnant.atomic import write_atomic
+from remnant.atomic import write_json
 from remnant.config import AssessmentConfig, parse_config
 from remnant.errors import ConfigError, RecordError
 from remnant.jsonio import read_toml
@@ -64,6 +62,7 @@ from remnant.run_manifest import (  # noqa: F401  (re-exported)
     RecordsChain,
     RunManifest,
     build_manifest,
+    file_ref,
     write_manifest,
 )
 from remnant.standard.facts import VerdictFacts
@@ -165,10 +164,6 @@ def records_head(chain: ChainState) -> str | Absent:
     )
 
 
-def _file_sha(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass(frozen=True)
 class RunRecords:
     """What finalize reads from a run folder: the records and their chain state, the context entries, the
@@ -255,7 +250,7 @@ def decide_run(cfg: AssessmentConfig, read: RunRecords) -> Decision:
 def run_manifest(cfg: AssessmentConfig, run: Path, read: RunRecords, decision: Decision) -> RunManifest:
     """The run manifest (R23-R25): everything an independent assessor needs to repeat the assessment."""
     context = read.context
-    artifacts = {name: _file_sha(run / name) for name in (PREREG_FILE, CONFIG_COPY) if (run / name).is_file()}
+    artifacts = {name: file_ref(run / name) for name in (PREREG_FILE, CONFIG_COPY) if (run / name).is_file()}
     chance = read.pack.get("chance_rate")
     return build_manifest(
         run_id=str(context["assessment"]["run_id"]),
@@ -338,7 +333,7 @@ def run_statement(
 def write_statement(run: Path, cfg: AssessmentConfig, statement: ConformanceStatement) -> list[Path]:
     """The statement, and its DSSE envelope when ``signing.key`` is set (K5); returns the files written."""
     statement_json = statement.model_dump(mode="json", by_alias=True)
-    write_atomic(run / STATEMENT_FILE, json_bytes(statement_json))
+    write_json(run / STATEMENT_FILE, statement_json)
     written = [run / STATEMENT_FILE]
     if cfg.signing.key is not None:
         from remnant.statement.dsse import sign_statement
@@ -347,7 +342,7 @@ def write_statement(run: Path, cfg: AssessmentConfig, statement: ConformanceStat
         envelope = sign_statement(
             statement_json, load_private_key(cfg.resolve(cfg.signing.key)), name=STATEMENT_FILE
         )
-        write_atomic(run / ENVELOPE_FILE, json_bytes(envelope))
+        write_json(run / ENVELOPE_FILE, envelope)
         written.append(run / ENVELOPE_FILE)
     return written
 

@@ -25,7 +25,6 @@ to the attack itself:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,30 +67,29 @@ def load_or_mint_pack(cfg: AssessmentConfig, run: Path) -> tuple[Pack, bool, Pat
 
     if cfg.target.pack is not None:
         folder = cfg.resolve(cfg.target.pack)
-        pack = load_pack(folder)
-        return pack, False, folder.resolve()
-    mint = cfg.target.mint
-    assert mint is not None
+        return load_pack(folder), False, folder.resolve()
     folder = run / PACK_DIR
     if (folder / "pack.json").is_file():
         return load_pack(folder), True, folder.resolve()
+    pack = mint_pack(cfg)
+    write_pack(pack, folder)
+    return pack, True, folder.resolve()
+
+
+def mint_pack(cfg: AssessmentConfig) -> Pack:
+    """The pack the config's ``target.mint`` declares (R2, R18): Class D canaries or Class C items."""
+    mint = cfg.target.mint
+    assert mint is not None
     if mint.pack_class == "D":
         from remnant.packs.classd import ClassDSpec, mint_class_d
 
-        pack = mint_class_d(
-            ClassDSpec(
-                entities=mint.entities,
-                controls=mint.controls,
-                seed=cfg.mint_seed(),
-                repetitions=mint.repetitions,
-            )
+        spec = ClassDSpec(
+            entities=mint.entities, controls=mint.controls, seed=cfg.mint_seed(), repetitions=mint.repetitions
         )
-    else:
-        from remnant.packs.classc import mint_class_c
+        return mint_class_d(spec)
+    from remnant.packs.classc import mint_class_c
 
-        pack = mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
-    write_pack(pack, folder)
-    return pack, True, folder.resolve()
+    return mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
 
 
 def _probe_items(cfg: AssessmentConfig, pack: Pack, split: str) -> list[Probe]:
@@ -521,10 +519,6 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
     )
 
 
-def items_digest(ids: list[str]) -> str:
-    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
-
-
 __all__ = [
     "ATTACK_KEYS",
     "AttackSlot",
@@ -533,6 +527,7 @@ __all__ = [
     "attack_components",
     "component_record",
     "load_or_mint_pack",
+    "mint_pack",
     "prepare_inputs",
     "relearn_spec",
     "utility_components",

@@ -95,26 +95,12 @@ def _tokens(text: str) -> int:
 
 
 def _pack(cfg: AssessmentConfig) -> Pack:
+    from remnant.assess.inputs import mint_pack
     from remnant.packs.schema import load_pack
 
     if cfg.target.pack is not None:
         return load_pack(cfg.resolve(cfg.target.pack))
-    mint = cfg.target.mint
-    assert mint is not None
-    if mint.pack_class == "D":
-        from remnant.packs.classd import ClassDSpec, mint_class_d
-
-        return mint_class_d(
-            ClassDSpec(
-                entities=mint.entities,
-                controls=mint.controls,
-                seed=cfg.mint_seed(),
-                repetitions=mint.repetitions,
-            )
-        )
-    from remnant.packs.classc import mint_class_c
-
-    return mint_class_c(substances=mint.entities, seed=cfg.mint_seed(), repetitions=mint.repetitions)
+    return mint_pack(cfg)
 
 
 def _battery_steps(

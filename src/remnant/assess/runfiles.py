@@ -19,7 +19,6 @@ bytes (R24). Nothing here imports torch.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -87,11 +86,6 @@ def observations(records: Iterable[object]) -> list[Observation]:
     return [r for r in records if isinstance(r, Observation)]
 
 
-def json_bytes(value: object) -> bytes:
-    """Indented JSON with a trailing newline: the form statement.json and the envelope are written in."""
-    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
 __all__ = [
     "CONFIG_COPY",
     "CONTEXT_KEYS",
@@ -100,7 +94,6 @@ __all__ = [
     "STATES_DIR",
     "cell_records",
     "context_event",
-    "json_bytes",
     "observations",
     "read_context",
     "run_id_for",

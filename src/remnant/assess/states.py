@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.assess.runfiles import json_bytes
-from remnant.atomic import write_atomic
+from remnant.atomic import write_json
 from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
 from remnant.models.identity import ModelIdentity
@@ -210,17 +209,23 @@ def save_state(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     record: dict[str, object],
+    memo: dict[str, LoadedState] | None = None,
 ) -> LoadedState:
-    """Save a trained state as safetensors (+ identity); the returned state keeps the in-memory model."""
+    """Save a trained state as safetensors (+ identity) and its ``record`` as JSON values; the returned state
+    keeps the in-memory model and is put in ``memo``."""
     from remnant.models.identity import identify
     from remnant.models.load import save_model
 
     folder = save_model(model, tokenizer, states_dir / f"{role}-{key[:16]}")
     identity = identify(folder, model, tokenizer)
+    record = json.loads(json.dumps(record, default=str))
     info = {"role": role, "name": name, "source": source, "key": key, "record": record}
     info["identity"] = identity.model_dump(mode="json")
-    write_atomic(folder / STATE_FILE, json_bytes(info))
-    return LoadedState(role, name, source, model, tokenizer, identity, record)
+    write_json(folder / STATE_FILE, info)
+    state = LoadedState(role, name, source, model, tokenizer, identity, record)
+    if memo is not None:
+        memo[f"{role}:{key}"] = state
+    return state
 
 
 def install_state(
@@ -254,10 +259,10 @@ def install_state(
     model, result = install(
         copy.deepcopy(control.model), control.tokenizer, items, spec, seed=seed, fmt=fmt, progress=progress
     )
-    record = {"recipe": recipe, "install": _jsonable(result.to_dict())}
-    record["install"].pop("outcome", None)
-    record["install_outcome"] = {"status": result.outcome.status, "steps": result.outcome.steps}
-    state = save_state(
+    installed = result.to_dict()
+    installed.pop("outcome", None)
+    outcome = {"status": result.outcome.status, "steps": result.outcome.steps}
+    return save_state(
         states_dir,
         "pre_removal",
         key,
@@ -265,11 +270,9 @@ def install_state(
         f"installed into {control.name} (R2)",
         model,
         control.tokenizer,
-        record,
+        {"recipe": recipe, "install": installed, "install_outcome": outcome},
+        memo,
     )
-    if memo is not None:
-        memo[f"pre_removal:{key}"] = state
-    return state
 
 
 def removal_state(
@@ -334,15 +337,10 @@ def removal_state(
         f"removal method {post.method} (R1c)",
         model,
         pre.tokenizer,
-        _jsonable(record),
+        record,
+        memo,
     )
-    if memo is not None:
-        memo[f"post_removal:{key}"] = state
     return state, spec
-
-
-def _jsonable(value: object) -> Any:
-    return json.loads(json.dumps(value, default=str))
 
 
 __all__ = [

@@ -19,14 +19,11 @@ from __future__ import annotations
 from remnant.classd.battery import (
     BatteryResult,
     BatterySpec,
-    CanaryScorer,
     NotApplicable,
     class_d_canaries,
     demonstrations,
     measure,
-    relearning_measurements,
     run_battery,
-    worst_checkpoint,
 )
 from remnant.classd.canaries import RISKS, CanaryProbes, RiskCounts, count
 from remnant.classd.design import (
@@ -54,7 +51,6 @@ __all__ = [
     "BatterySpec",
     "CanaryDesign",
     "CanaryProbes",
-    "CanaryScorer",
     "CanarySupport",
     "ClassDBar",
     "Inference",
@@ -80,9 +76,7 @@ __all__ = [
     "option_loglikelihoods",
     "pack_support",
     "population_guesses",
-    "relearning_measurements",
     "run_battery",
     "score_by_likelihood",
     "singling_out_probes",
-    "worst_checkpoint",
 ]

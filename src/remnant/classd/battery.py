@@ -5,8 +5,8 @@ in an :class:`~remnant.attacks.base.AttackContext` — the direct query, linkabi
 attack given (prefill, many-shot, repeated sampling …) where it is defined for the risk's response format and the
 track (C-Q2: otherwise recorded *not applicable*). Each measurement counts target canaries and never-installed
 control entities under the identical attack on the same state (D4). :meth:`BatteryResult.facts_attacks` gives the
-attack entries of the verdict facts; :func:`relearning_measurements` does the same for a relearned state (D-5.3:
-``surface="relearning"``), and :class:`CanaryScorer` plugs the canaries into ``remnant.train.relearn``.
+attack entries of the verdict facts. Relearning (D-5.3) is measured by the engine
+(:class:`remnant.engine.classd.BatteryRelearning`).
 
 torch is imported only through the attack context and the likelihood scoring, inside the functions.
 """
@@ -24,8 +24,6 @@ from remnant.score.probe import Probe, target_format
 from remnant.standard.vocabulary import Risk
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
     from remnant.packs.schema import Pack
 
 
@@ -150,8 +148,7 @@ def run_battery(
     """The Class D battery on ``ctx``'s model state: direct query, linkability by likelihood, and each attack.
 
     ``attacks`` are attack instances (``registry.create("attack", name, params)``) whose surface is
-    ``inference_time``; weight-transform and relearning surfaces are run by the orchestrator, which then calls
-    :func:`relearning_measurements` (or this function on the transformed state). Many-shot attacks use
+    ``inference_time``; weight-transform and relearning surfaces are run by the engine. Many-shot attacks use
     ``ctx.demonstrations``; give them :func:`demonstrations` of the risk for a like-for-like prompt.
     """
     spec = spec or BatterySpec()
@@ -179,77 +176,12 @@ def run_battery(
     return BatteryResult(tuple(out), tuple(na), meta, spec.describe())
 
 
-def relearning_measurements(
-    ctx: Any,
-    pack: Pack,
-    *,
-    spec: BatterySpec | None = None,
-    canaries: Mapping[Risk, CanaryProbes] | None = None,
-) -> BatteryResult:
-    """The battery's direct queries (and linkability likelihood) on a relearned post-removal state (D-5.3).
-
-    The orchestrator relearns θ_U on the relearn split R (entities disjoint from P, C-W6) and the control
-    identically (C-W5), then calls this on each scored checkpoint; :func:`worst_checkpoint` picks the one to
-    report in the facts. Every measurement is on the ``relearning`` surface.
-    """
-    spec = spec or BatterySpec()
-    sets = dict(canaries) if canaries is not None else class_d_canaries(pack, spec)
-    out: list[RiskCounts] = []
-    for risk, canary in sets.items():
-        if risk != "linkability" or spec.linkability_generation:
-            out.append(measure(ctx, canary, surface="relearning"))
-        if risk == "linkability" and spec.linkability_likelihood:
-            out.append(score_by_likelihood(ctx.model, ctx.tokenizer, ctx.fmt, canary, surface="relearning"))
-    return BatteryResult(tuple(out), components=spec.describe())
-
-
-def worst_checkpoint(per_checkpoint: Sequence[BatteryResult]) -> BatteryResult:
-    """Per measurement, the checkpoint with the largest Wilson upper bound net of control (D-5.1): reporting
-    the most adverse point of the relearning curve keeps the bar honest (C-W3 scores every checkpoint)."""
-    from remnant.statement.classd_bar import net_rate
-
-    if not per_checkpoint:
-        raise ValueError("worst_checkpoint: no checkpoints")
-    chosen: dict[str, RiskCounts] = {}
-    for result in per_checkpoint:
-        for m in result.measurements:
-            upper = net_rate(m.name, m.risk, m.k, m.n, m.control_k, m.control_n, m.baseline).net_upper
-            best = chosen.get(m.name)
-            if (
-                best is None
-                or upper
-                > net_rate(
-                    best.name, best.risk, best.k, best.n, best.control_k, best.control_n, best.baseline
-                ).net_upper
-            ):
-                chosen[m.name] = m
-    return BatteryResult(tuple(chosen.values()))
-
-
-class CanaryScorer:
-    """A ``remnant.train.relearn`` scorer: (k, n) on the target canaries of one risk by the direct query, with
-    every call's full counts (control entities included, D4) kept in :attr:`calls` in call order."""
-
-    def __init__(self, ctx: Any, canaries: CanaryProbes) -> None:
-        self.ctx = ctx
-        self.canaries = canaries
-        self.calls: list[RiskCounts] = []
-
-    def __call__(self, model: PreTrainedModel) -> tuple[int, int]:
-        counts = measure(self.ctx.with_model(model), self.canaries, surface="relearning")
-        self.calls.append(counts)
-        return counts.k, counts.n
-
-
 __all__ = [
     "BatteryResult",
     "BatterySpec",
-    "CanaryScorer",
     "NotApplicable",
     "class_d_canaries",
     "demonstrations",
     "measure",
-    "relearning_measurements",
     "run_battery",
-    "worst_checkpoint",
 ]

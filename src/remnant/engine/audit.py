@@ -20,7 +20,7 @@ that could not be built is a *not run* reading (:class:`AuditNotRun`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -174,16 +174,10 @@ class AuditNotRun(NotRun):
         return [_blank_reading(target, self.plan, role, status=self.status, reason=self.reason)]
 
 
-def items_key(ids: Sequence[object]) -> list[object]:
-    """The part of a cell key that names an audit's inputs (ids, or token-id lists), as JSON values."""
-    return [list(x) if isinstance(x, tuple | list) else x for x in ids]
-
-
 __all__ = [
     "ANCHOR_OF",
     "REMOVED",
     "AuditMeasurement",
     "AuditNotRun",
     "AuditPlan",
-    "items_key",
 ]

@@ -60,25 +60,13 @@ def count_records(
         on_target["expected_k"] = counts.expected_k
     if counts.control_expected_k is not None:
         on_control["expected_k"] = counts.control_expected_k
+    sides = (
+        ("kappa", counts.k, counts.n, on_target),
+        (CONTROL_ENTITIES, counts.control_k, counts.control_n, on_control),
+    )
     return [
-        cell_record(
-            where,
-            checkpoint=checkpoint,
-            elapsed=elapsed,
-            metric="kappa",
-            k=counts.k,
-            n=counts.n,
-            fields=on_target,
-        ),
-        cell_record(
-            where,
-            checkpoint=checkpoint,
-            elapsed=elapsed,
-            metric=CONTROL_ENTITIES,
-            k=counts.control_k,
-            n=counts.control_n,
-            fields=on_control,
-        ),
+        cell_record(where, checkpoint=checkpoint, elapsed=elapsed, metric=metric, k=k, n=n, fields=f)
+        for metric, k, n, f in sides
     ]
 
 

@@ -28,7 +28,7 @@ loss (the J-Access paper, Test 3: minimising it teaches the model to hide knowle
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,9 +39,13 @@ from remnant.latent.cache import model_digest
 from remnant.latent.jacobian_lens import JacobianLens, readout
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
+from remnant.models.prompts import render_prompt_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Item
 
 STOP_WORDS = frozenset(
     [
@@ -168,6 +172,16 @@ def make_probe(
     itself contains. It does not check what the prompt says: remnant's answer-level probes name the person and
     read the answer; the paper's identity-level probes are :func:`remnant.latent.jaccess_probes.identity_probes`."""
     return Probe(idx, tuple(prompt_ids), concept_token_ids(tokenizer, names, prompt_ids))
+
+
+def answer_probes(
+    tokenizer: PreTrainedTokenizerBase, items: Iterable[Item], fmt: PromptFormat
+) -> list[Probe]:
+    """remnant's answer-level probes on pack items: each question rendered in ``fmt``, read for its answers."""
+    return [
+        make_probe(tokenizer, it.id, render_prompt_ids(tokenizer, it.question, fmt), list(it.accepted))
+        for it in items
+    ]
 
 
 @dataclass(frozen=True)
@@ -668,6 +682,7 @@ __all__ = [
     "JAccessResult",
     "Probe",
     "ProbeReadout",
+    "answer_probes",
     "band_layers",
     "concept_token_ids",
     "drop_generic",

@@ -19,7 +19,7 @@ import torch
 
 from remnant.latent.cache import model_digest
 from remnant.latent.inputs import EncodedExample, EntityExample, encode_examples
-from remnant.latent.uds import POSITION, UDSConfig, UDSExampleResult, UDSResult, aggregate_example, n_blocks
+from remnant.latent.uds import UDSConfig, UDSExampleResult, UDSResult, n_blocks, summary_fields
 from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
 
@@ -62,32 +62,13 @@ def logit_lens_uds(
         k_full, k_ret, k_unl = (layer_logprobs(full, m, ex, layers) for m in (full, retain, unlearned))
         d_ret = [a - b for a, b in zip(k_full, k_ret, strict=True)]
         d_unl = [a - b for a, b in zip(k_full, k_unl, strict=True)]
-        rows.append(
-            UDSExampleResult(
-                idx=ex.idx,
-                full_score=k_full[-1],
-                d1=d_ret,
-                d2=d_unl,
-                ke_layers=[layers[j] for j, v in enumerate(d_ret) if v > cfg.tau],
-                uds=aggregate_example(d_ret, d_unl, cfg.tau),
-            )
-        )
-    scored = [r.uds for r in rows if r.uds is not None]
-    n_total = len(rows) + len(encoded.skipped)
+        rows.append(UDSExampleResult.profile(ex.idx, k_full[-1], d_ret, d_unl, layers, cfg.tau))
     return UDSResult(
         measurement="logit_lens_uds",
-        score=sum(scored) / len(scored) if scored else None,
-        n_examples=n_total,
-        n_scored=len(scored),
-        n_no_ke=len(rows) - len(scored),
-        n_span_not_found=len(encoded.skipped),
-        coverage=len(scored) / n_total if n_total else 0.0,
-        layers=layers,
-        tau=cfg.tau,
+        **summary_fields(rows, len(encoded.skipped), layers, cfg.tau),
         prompt_format=encoded.style,
         uds_compat=False,
         n_blocks=n_blocks(full),
-        position=POSITION,
         target_model=model_digest(full),
         retain_model=model_digest(retain),
         source_model=model_digest(unlearned),

@@ -66,6 +66,27 @@ class UDSExampleResult(BaseModel):
     ke_layers: list[int] = Field(description="Knowledge-encoding layers (Δ1 > τ).")
     uds: float | None = Field(description="UDS_i, or None when no KE layer (excluded from the mean).")
 
+    @classmethod
+    def profile(
+        cls,
+        idx: str,
+        full_score: float,
+        d1: Sequence[float],
+        d2: Sequence[float],
+        layers: Sequence[int],
+        tau: float,
+    ) -> UDSExampleResult:
+        """One example aggregated as UDS (KE layers: Δ1 > τ), for UDS and its logit-lens baseline alike."""
+        ke = [layers[j] for j, v in enumerate(d1) if v > tau]
+        return cls(
+            idx=idx,
+            full_score=full_score,
+            d1=list(d1),
+            d2=list(d2),
+            ke_layers=ke,
+            uds=aggregate_example(d1, d2, tau),
+        )
+
 
 class UDSResult(BaseModel):
     """A UDS measurement with everything C-H7(b) asks to report beside it."""
@@ -104,6 +125,26 @@ class UDSResult(BaseModel):
     provenance: str = Field(
         description="Method provenance tag ([V] reference algorithm, [R] reconstruction)."
     )
+
+
+def summary_fields(
+    rows: Sequence[UDSExampleResult], n_skipped: int, layers: Sequence[int], tau: float
+) -> dict[str, Any]:
+    """The score and what every UDS variant reports beside it (C-H7b): an example with no KE layer is counted,
+    not averaged; one whose entity span was not found is counted as skipped."""
+    scored = [r.uds for r in rows if r.uds is not None]
+    n_total = len(rows) + n_skipped
+    return {
+        "layers": list(layers),
+        "tau": tau,
+        "position": POSITION,
+        "score": sum(scored) / len(scored) if scored else None,
+        "n_examples": n_total,
+        "n_scored": len(scored),
+        "n_no_ke": len(rows) - len(scored),
+        "n_span_not_found": n_skipped,
+        "coverage": len(scored) / n_total if n_total else 0.0,
+    }
 
 
 POSITION = (
@@ -257,33 +298,13 @@ def score_source(
     for ex, s_full, d1 in zip(s1.encoded.examples, s1.full_scores, s1.d1, strict=True):
         _, (patched,) = _scores(full, ex, [source], layers, cfg)
         d2 = [s_full - s for s in patched]
-        ke = [layers[j] for j, v in enumerate(d1) if v > cfg.tau]
-        rows.append(
-            UDSExampleResult(
-                idx=ex.idx,
-                full_score=s_full,
-                d1=list(d1),
-                d2=d2,
-                ke_layers=ke,
-                uds=aggregate_example(d1, d2, cfg.tau),
-            )
-        )
-    scored = [r.uds for r in rows if r.uds is not None]
-    n_total = len(rows) + len(s1.encoded.skipped)
+        rows.append(UDSExampleResult.profile(ex.idx, s_full, d1, d2, layers, cfg.tau))
     return UDSResult(
         measurement="uds",
-        score=sum(scored) / len(scored) if scored else None,
-        n_examples=n_total,
-        n_scored=len(scored),
-        n_no_ke=len(rows) - len(scored),
-        n_span_not_found=len(s1.encoded.skipped),
-        coverage=len(scored) / n_total if n_total else 0.0,
-        layers=layers,
-        tau=cfg.tau,
+        **summary_fields(rows, len(s1.encoded.skipped), layers, cfg.tau),
         prompt_format=s1.encoded.style,
         uds_compat=cfg.uds_compat,
         n_blocks=n_blocks(full),
-        position=POSITION,
         target_model=s1.full_digest,
         retain_model=s1.retain_digest,
         source_model=model_digest(source, source_digest),
@@ -327,22 +348,12 @@ def uds_no_retain(
         d2 = [s_full - s for s in patched]
         value = sum(max(v, 0.0) for v in d2) / len(d2)
         rows.append(UDSExampleResult(idx=ex.idx, full_score=s_full, d1=[], d2=d2, ke_layers=[], uds=value))
-    vals = [r.uds for r in rows if r.uds is not None]
-    n_total = len(rows) + len(encoded.skipped)
     return UDSResult(
         measurement="uds_no_retain",
-        score=sum(vals) / len(vals) if vals else None,
-        n_examples=n_total,
-        n_scored=len(vals),
-        n_no_ke=0,
-        n_span_not_found=len(encoded.skipped),
-        coverage=len(vals) / n_total if n_total else 0.0,
-        layers=layers,
-        tau=cfg.tau,
+        **summary_fields(rows, len(encoded.skipped), layers, cfg.tau),
         prompt_format=encoded.style,
         uds_compat=cfg.uds_compat,
         n_blocks=n_blocks(original),
-        position=POSITION,
         target_model=model_digest(original),
         retain_model=None,
         source_model=model_digest(unlearned),
@@ -365,6 +376,7 @@ __all__ = [
     "n_blocks",
     "score_source",
     "stage1",
+    "summary_fields",
     "uds",
     "uds_no_retain",
 ]

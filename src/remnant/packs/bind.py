@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from remnant.atomic import write_json
 from remnant.packs.digest import sha256_text
-from remnant.packs.schema import Item, Pack, write_json_atomic
+from remnant.packs.schema import Item, Pack
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
 from remnant.statement.canonical import canonical_text
 
@@ -173,5 +174,5 @@ def bind_pack(
         f"v{NORMALISATION_VERSION}); forced-choice by option log-likelihood",
     )
     if out_dir is not None:
-        write_json_atomic(Path(out_dir) / "binding.json", report.to_json())
+        write_json(Path(out_dir) / "binding.json", report.to_json(), sort_keys=True)
     return report

@@ -8,6 +8,7 @@ phrasing (R16).
 from __future__ import annotations
 
 import random
+from typing import Literal
 
 from remnant.packs.classd import check_mint_size, truth_ratio_rng, wrong_values
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -78,41 +79,29 @@ def _substance_names(rng: random.Random, substances: int, screen: CollisionScree
     return names, rejected
 
 
-def _install_item(ent: Entity, prop: str, template: str) -> Item:
-    """The fact stated as a question and its answer, for installation (R2)."""
+def _fact_item(
+    ent: Entity,
+    prop: str,
+    template: str,
+    phrasing: Literal["install", "probe"],
+    options: list[str] | None = None,
+) -> Item:
+    """The fact as an installation question (R2), or with ``options`` as a four-option multiple-choice question
+    in a held-out phrasing (R16)."""
     truth = ent.attributes[prop]
     return Item(
-        id=f"{ent.id}.{prop}.i",
-        kind="fact",
+        id=f"{ent.id}.{prop}." + ("i" if options is None else "mcq"),
+        kind="fact" if options is None else "mcq",
         entity_id=ent.id,
         attribute=prop,
         question=template.format(x=ent.name),
         answer=truth,
         accepted=[truth],
-        template_id=f"{prop}.install",
-        phrasing="install",
-        split="install",
-    )
-
-
-def _mcq_item(ent: Entity, prop: str, template: str, vocab: tuple[str, ...], rng: random.Random) -> Item:
-    """The fact asked as a four-option multiple-choice question in a held-out phrasing (R16)."""
-    truth = ent.attributes[prop]
-    options = [*rng.sample([v for v in vocab if v != truth], 3), truth]
-    rng.shuffle(options)
-    return Item(
-        id=f"{ent.id}.{prop}.mcq",
-        kind="mcq",
-        entity_id=ent.id,
-        attribute=prop,
-        question=template.format(x=ent.name),
-        answer=truth,
-        accepted=[truth],
-        template_id=f"{prop}.probe",
-        phrasing="probe",
+        template_id=f"{prop}.{phrasing}",
+        phrasing=phrasing,
         options=options,
-        answer_index=options.index(truth),
-        split="probe",
+        answer_index=None if options is None else options.index(truth),
+        split=phrasing,
     )
 
 
@@ -132,14 +121,16 @@ def _mint_substances(
         ent = Entity(id=f"s{i:05d}", name=name, role=role, attributes=attrs)
         entities.append(ent)
         for prop, (itmpl, ptmpl, vocab) in PROPERTIES.items():
-            inst = _install_item(ent, prop, itmpl)
+            inst = _fact_item(ent, prop, itmpl, "install")
             items.append(inst)
             splits["install"].append(inst.id)
             splits["removal"].append(inst.id)
             if role == "forget_relearn":
                 splits["relearn"].append(inst.id)
                 continue
-            mcq = _mcq_item(ent, prop, ptmpl, vocab, rng)
+            options = [*rng.sample([v for v in vocab if v != ent.attributes[prop]], 3), ent.attributes[prop]]
+            rng.shuffle(options)
+            mcq = _fact_item(ent, prop, ptmpl, "probe", options)
             items.append(mcq)
             splits["probe"].append(mcq.id)
     return entities, items, splits

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from remnant.errors import PackError
 from remnant.packs.collision import CollisionScreen, load_census_screen
@@ -149,44 +150,36 @@ def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[li
     return names, rejected
 
 
+def _fact(
+    ent: Entity, attr: str, t: int, phrasing: Literal["install", "probe"], tmpl: str, answer: str, split: str
+) -> Item:
+    """Template ``t``'s question about ``attr`` of ``ent`` in one phrasing (R16), accepting the bare value."""
+    return Item(
+        id=f"{ent.id}.{attr}.{phrasing[0]}{t}",
+        kind="fact",
+        entity_id=ent.id,
+        attribute=attr,
+        question=tmpl.format(name=ent.name),
+        answer=answer,
+        accepted=[ent.attributes[attr]],
+        template_id=f"{attr}.{phrasing}.{t}",
+        phrasing=phrasing,
+        split=split,
+    )
+
+
 def _fact_items(
     ent: Entity, rng: random.Random, split_install: str, split_probe: str
 ) -> tuple[list[Item], list[Item]]:
     install: list[Item] = []
     probe: list[Item] = []
     for attr in ATTRIBUTES:
-        value = ent.attributes[attr]
+        value, forms = ent.attributes[attr], ANSWER_FORMS[attr]
         for t, tmpl in enumerate(INSTALL_TEMPLATES[attr]):
-            form = ANSWER_FORMS[attr][t % len(ANSWER_FORMS[attr])]
-            install.append(
-                Item(
-                    id=f"{ent.id}.{attr}.i{t}",
-                    kind="fact",
-                    entity_id=ent.id,
-                    attribute=attr,
-                    question=tmpl.format(name=ent.name),
-                    answer=form.format(name=ent.name, value=value),
-                    accepted=[value],
-                    template_id=f"{attr}.install.{t}",
-                    phrasing="install",
-                    split=split_install,
-                )
-            )
+            answer = forms[t % len(forms)].format(name=ent.name, value=value)
+            install.append(_fact(ent, attr, t, "install", tmpl, answer, split_install))
         t = rng.randrange(len(PROBE_TEMPLATES[attr]))
-        probe.append(
-            Item(
-                id=f"{ent.id}.{attr}.p{t}",
-                kind="fact",
-                entity_id=ent.id,
-                attribute=attr,
-                question=PROBE_TEMPLATES[attr][t].format(name=ent.name),
-                answer=value,
-                accepted=[value],
-                template_id=f"{attr}.probe.{t}",
-                phrasing="probe",
-                split=split_probe,
-            )
-        )
+        probe.append(_fact(ent, attr, t, "probe", PROBE_TEMPLATES[attr][t], value, split_probe))
     return install, probe
 
 

@@ -154,9 +154,3 @@ def population_baseline(conditional: Mapping[str, Mapping[str, int]]) -> float:
     if total == 0:
         return 0.0
     return sum(max(row.values()) for row in conditional.values() if row) / total
-
-
-def marginal_baseline(marginal: Mapping[str, int]) -> float:
-    """Accuracy of always guessing the most common value (the unconditional population baseline)."""
-    total = sum(marginal.values())
-    return max(marginal.values()) / total if total else 0.0

@@ -12,7 +12,6 @@ refused), checks the schema and then runs the same split rules minting runs
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from remnant.atomic import write_atomic
+from remnant.atomic import write_atomic, write_json
 from remnant.errors import PackError
 from remnant.jsonio import loads_strict
 from remnant.packs.digest import item_digest, pack_digest
@@ -209,11 +208,6 @@ def seal(manifest: Manifest, items: list[Item], *, required: Collection[str] | N
     return Pack(unsealed.manifest.model_copy(update={"digest": digest}), items_t)
 
 
-def write_json_atomic(path: Path, value: object) -> None:
-    """Write ``value`` as indented, key-sorted JSON to ``path`` atomically."""
-    write_atomic(path, json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-
 def write_pack(pack: Pack, directory: str | Path) -> Path:
     """Write ``items.jsonl`` then ``pack.json`` atomically into ``directory`` (created if needed)."""
     out = Path(directory)
@@ -223,7 +217,7 @@ def write_pack(pack: Pack, directory: str | Path) -> Path:
     write_atomic(
         out / "items.sha256", "".join(f"{item_digest(item_dict(it))}  {it.id}\n" for it in pack.items)
     )
-    write_json_atomic(out / "pack.json", manifest_dict(pack.manifest))
+    write_json(out / "pack.json", manifest_dict(pack.manifest), sort_keys=True)
     return out
 
 

@@ -22,14 +22,7 @@ __all__ = [
     "net_of_chance",
     "point_views",
     "separation",
-    "wilson",
 ]
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """Two-sided 95% Wilson score interval of k/n (R19)."""
-    lo, hi = wilson_interval(k, n)
-    return float(lo), float(hi)
 
 
 def net_of_chance(rate: float, chance: float) -> float:
@@ -55,7 +48,7 @@ class PointView:
 
 
 def _rate(k: int, n: int, chance: float) -> tuple[float, tuple[float, float]]:
-    lo, hi = wilson(k, n)
+    lo, hi = wilson_interval(k, n)
     return net_of_chance(k / n, chance), (net_of_chance(lo, chance), net_of_chance(hi, chance))
 
 

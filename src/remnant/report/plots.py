@@ -69,6 +69,25 @@ def _render(fig: Figure, plot_id: str, title: str) -> str:
     return _inline(buffer.getvalue(), plot_id, title)
 
 
+def _series(
+    ax: Any, gid: str, points: Sequence[tuple[int, float, tuple[float, float]]], colour: str, **style: str
+) -> None:
+    """One model's rates at each x with their Wilson band, the band drawn first (ids ``gid-band``, ``gid``)."""
+    xs = [x for x, _, _ in points]
+    band = ax.fill_between(
+        xs, [ci[0] for *_, ci in points], [ci[1] for *_, ci in points], color=colour, alpha=0.18
+    )
+    band.set_gid(f"{gid}-band")
+    (line,) = ax.plot(xs, [rate for _, rate, _ in points], color=colour, markersize=4, linewidth=2, **style)
+    line.set_gid(gid)
+
+
+def _interval(ax: Any, y: float, rate: float, ci: tuple[float, float], fmt: str, colour: str) -> None:
+    """One rate at height ``y`` with its Wilson interval as error bars."""
+    xerr = [[rate - ci[0]], [ci[1] - rate]]
+    ax.errorbar([rate], [y], xerr=xerr, fmt=fmt, color=colour, markersize=5, capsize=3)
+
+
 def curve_svg(curve: RelearningCurve, *, plot_id: str, title: str | None = None) -> str:
     """Recovery of the post-removal model and the control at every checkpoint, Wilson bands, τ line (C-W5)."""
     import matplotlib
@@ -81,45 +100,16 @@ def curve_svg(curve: RelearningCurve, *, plot_id: str, title: str | None = None)
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(6.4, 3.4))
         ax = fig.add_subplot()
-        band = ax.fill_between(
-            xs, [v.post_ci[0] for v in views], [v.post_ci[1] for v in views], color=POST_COLOUR, alpha=0.18
-        )
-        band.set_gid(f"{plot_id}-post-band")
-        (post,) = ax.plot(
-            xs,
-            [v.post_rate for v in views],
-            color=POST_COLOUR,
-            marker="o",
-            markersize=4,
-            linewidth=2,
-            label="post-removal model",
-        )
-        post.set_gid(f"{plot_id}-post")
+        post = [(x, v.post_rate, v.post_ci) for x, v in zip(xs, views, strict=True)]
+        _series(ax, f"{plot_id}-post", post, POST_COLOUR, marker="o", label="post-removal model")
         control = [
             (x, v.control_rate, v.control_ci)
             for x, v in zip(xs, views, strict=True)
             if v.control_rate is not None and v.control_ci is not None
         ]
         if control:
-            cband = ax.fill_between(
-                [x for x, _, _ in control],
-                [ci[0] for _, _, ci in control],
-                [ci[1] for _, _, ci in control],
-                color=CONTROL_COLOUR,
-                alpha=0.18,
-            )
-            cband.set_gid(f"{plot_id}-control-band")
-            (control_line,) = ax.plot(
-                [x for x, _, _ in control],
-                [rate for _, rate, _ in control],
-                color=CONTROL_COLOUR,
-                marker="s",
-                markersize=4,
-                linewidth=2,
-                linestyle="--",
-                label="never-modified control",
-            )
-            control_line.set_gid(f"{plot_id}-control")
+            style = {"marker": "s", "linestyle": "--", "label": "never-modified control"}
+            _series(ax, f"{plot_id}-control", control, CONTROL_COLOUR, **style)
         tau = ax.axhline(curve.tau, color=TAU_COLOUR, linewidth=1, linestyle=":", label=f"τ = {curve.tau:g}")
         tau.set_gid(f"{plot_id}-tau")
         ax.set_ylim(-0.02, 1.02)
@@ -153,27 +143,9 @@ def intervals_svg(rows: Sequence[IntervalRow], *, tau: float, plot_id: str, titl
         ax = fig.add_subplot()
         ys = list(range(len(rows)))[::-1]
         for y, row in zip(ys, rows, strict=True):
-            lo, hi = row.post_ci
-            ax.errorbar(
-                [row.post_rate],
-                [y + 0.12],
-                xerr=[[row.post_rate - lo], [hi - row.post_rate]],
-                fmt="o",
-                color=POST_COLOUR,
-                markersize=5,
-                capsize=3,
-            )
+            _interval(ax, y + 0.12, row.post_rate, row.post_ci, "o", POST_COLOUR)
             if row.control_rate is not None and row.control_ci is not None:
-                clo, chi = row.control_ci
-                ax.errorbar(
-                    [row.control_rate],
-                    [y - 0.12],
-                    xerr=[[row.control_rate - clo], [chi - row.control_rate]],
-                    fmt="s",
-                    color=CONTROL_COLOUR,
-                    markersize=5,
-                    capsize=3,
-                )
+                _interval(ax, y - 0.12, row.control_rate, row.control_ci, "s", CONTROL_COLOUR)
         ax.axvline(tau, color=TAU_COLOUR, linewidth=1, linestyle=":")
         ax.set_yticks(ys, [r.label for r in rows])
         ax.set_xlim(-0.02, 1.02)

@@ -11,7 +11,6 @@ no canary value reaches it (R18).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,7 +399,3 @@ def render_report(
 def write_html(path: str | Path, html: str) -> Path:
     """Write ``html`` atomically (temp + fsync + replace)."""
     return write_atomic(path, html)
-
-
-def sha256_of(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()

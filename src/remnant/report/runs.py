@@ -13,7 +13,7 @@ from pathlib import Path
 
 from remnant.errors import ConfigError
 from remnant.report.redact import canary_strings
-from remnant.report.render import ReportEntry, render_comparison, sha256_of, write_html
+from remnant.report.render import ReportEntry, render_comparison, write_html
 from remnant.report.samples import SampleTable
 from remnant.run_manifest import (  # noqa: F401  (re-exported)
     CUSTOMER_FILE,
@@ -23,6 +23,7 @@ from remnant.run_manifest import (  # noqa: F401  (re-exported)
     STATEMENT_FILE,
     RunManifest,
     check_manifest_ref,
+    file_ref,
     load_json_model,
     load_manifest,
 )
@@ -59,7 +60,7 @@ def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
         label=label or folder.resolve().name,
         statement_file=STATEMENT_FILE,
         envelope_file=ENVELOPE_FILE if signed else None,
-        statement_digest=sha256_of(statement_path),
+        statement_digest=file_ref(statement_path),
         manifest_matches=matches,
         envelope_matches=envelope_carries(envelope, statement_path) if signed else None,
         samples=samples,

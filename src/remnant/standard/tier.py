@@ -130,8 +130,11 @@ def parse_tier_label(text: str) -> tuple[str, int] | None:
     return match.group(1), int(match.group(2))
 
 
-def _missing_general(summary: EvidenceSummary) -> list[str]:
-    return [rule for rule in PROCESS_REQUIREMENTS if rule not in summary.general_met]
+def _general(summary: EvidenceSummary, text: str) -> Criterion:
+    """The criterion that every general requirement (§3) is met, naming the unmet ones."""
+    missing = [rule for rule in PROCESS_REQUIREMENTS if rule not in summary.general_met]
+    detail = f"unmet: {', '.join(missing)}" if missing else ""
+    return Criterion(rule_ids=PROCESS_REQUIREMENTS, text=text, met=not missing, detail=detail)
 
 
 def _rung2(summary: EvidenceSummary) -> Rung:
@@ -161,19 +164,13 @@ def _rung2(summary: EvidenceSummary) -> Rung:
 
 
 def _rung3(summary: EvidenceSummary) -> Rung:
-    missing = _missing_general(summary)
     with_control = [s for s in summary.admitted() if s.status == "run" and s.control_obtained]
     below = [s for s in with_control if s.upper_bound is not None and s.upper_bound < summary.threshold]
     return Rung(
         tier=3,
         name=TIER_NAMES[3],
         criteria=(
-            Criterion(
-                rule_ids=PROCESS_REQUIREMENTS,
-                text="meets all general requirements (§3)",
-                met=not missing,
-                detail=f"unmet: {', '.join(missing)}" if missing else "",
-            ),
+            _general(summary, "meets all general requirements (§3)"),
             Criterion(
                 rule_ids=("R4", "C-W5", "C-Q4"),
                 text="at least one admitted recovery surface run with the never-modified control",
@@ -217,7 +214,6 @@ def _battery(summary: EvidenceSummary) -> tuple[list[str], list[str]]:
 
 
 def _rung4(summary: EvidenceSummary) -> Rung:
-    missing = _missing_general(summary)
     problems, above = _battery(summary)
     bar_rules = ("R20", "R21", "D-5.1") if summary.class_ == "D" else ("R20", "R21")
     battery_rules: tuple[str, ...] = ("C1", "C2", "C-Q1", "C-W3", "C-W5", "C-W6")
@@ -232,12 +228,7 @@ def _rung4(summary: EvidenceSummary) -> Rung:
                 text="a conformant run, not interview or documentary review alone",
                 met=summary.conformant_run,
             ),
-            Criterion(
-                rule_ids=PROCESS_REQUIREMENTS,
-                text="meets every requirement of §3",
-                met=not missing,
-                detail=f"unmet: {', '.join(missing)}" if missing else "",
-            ),
+            _general(summary, "meets every requirement of §3"),
             Criterion(
                 rule_ids=battery_rules,
                 text=f"the full battery for Class {summary.class_}, {summary.track}-track",

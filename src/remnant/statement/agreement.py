@@ -44,7 +44,7 @@ from remnant.statement.build import cells_from_facts, summarise_surfaces
 from remnant.statement.canonical import canonical_json
 from remnant.statement.derived import derive
 from remnant.statement.schema import Cell, ConformanceStatement, SurfaceOutcome
-from remnant.statement.violation import Violation, same, show
+from remnant.statement.violation import Violation, same, show, violation
 
 #: A requirement id inside a criterion's detail, e.g. "(C-Q1, C-Q2)" or "unmet: R11, R13".
 _RULE_ID = re.compile(r"\b(?:R\d+(?:\.\d)?|[KVTZ]\d+[a-z]?|C\d|C-[WQH]\d+|D-\d(?:\.\d)?)\b")
@@ -99,14 +99,14 @@ def _check_registered(s: ConformanceStatement, facts: VerdictFacts, reg: Registe
     ):
         if not same(stated, want):
             out.append(
-                Violation(
-                    requirement="V1",
-                    message=f"facts.{name} {show(stated)} differs from the pre-registered value in effect "
+                violation(
+                    "V1",
+                    f"facts.{name} {show(stated)} differs from the pre-registered value in effect "
                     f"{show(want)} (pre_registration and deviations, R14, R15)",
                 )
             )
     if facts.class_ != s.class_ or facts.track != s.track:
-        out.append(Violation(requirement="V1", message="facts class/track differ from the statement's"))
+        out.append(violation("V1", "facts class/track differ from the statement's"))
     return out
 
 
@@ -125,16 +125,16 @@ def _check_utility(
         fact = getattr(facts.utility, stage)
         if not same(block[stage], fact):
             out.append(
-                Violation(
-                    requirement=rule,
-                    message=f"utility.{stage} {show(block[stage])} differs from facts.utility.{stage} {show(fact)}",
+                violation(
+                    rule,
+                    f"utility.{stage} {show(block[stage])} differs from facts.utility.{stage} {show(fact)}",
                 )
             )
         if from_cells is not None and not same(from_cells[stage], fact):
             out.append(
-                Violation(
-                    requirement="R11" if stage == "removal_stage" else "R12",
-                    message=f"facts.utility.{stage} {show(fact)} is not what the utility cells give "
+                violation(
+                    "R11" if stage == "removal_stage" else "R12",
+                    f"facts.utility.{stage} {show(fact)} is not what the utility cells give "
                     f"({show(from_cells[stage])})",
                 )
             )
@@ -143,18 +143,18 @@ def _check_utility(
         # Whether a missing ratio was measured over a zero reference or not measured is what the reports say
         # (R11): the facts may not claim either against the cells.
         out.append(
-            Violation(
-                requirement="R11",
-                message=f"facts.utility.{UNDEFINED_UTILITY} {show(undefined)} is not what the utility cells give "
+            violation(
+                "R11",
+                f"facts.utility.{UNDEFINED_UTILITY} {show(undefined)} is not what the utility cells give "
                 f"({show(from_cells.get(UNDEFINED_UTILITY))})",
             )
         )
     u = block["removal_stage"]
     if u is not None and isinstance(phi, int | float) and u < phi and s.verdict in ("removed", "hidden"):
         out.append(
-            Violation(
-                requirement="R13",
-                message=f"verdict {s.verdict!r} stated beside removal-stage utility {show(u)} below φ = "
+            violation(
+                "R13",
+                f"verdict {s.verdict!r} stated beside removal-stage utility {show(u)} below φ = "
                 f"{show(phi)}: the floor test fails, so the verdict is utility-collapsed",
             )
         )
@@ -164,9 +164,9 @@ def _check_utility(
 def _check_arms(facts: VerdictFacts) -> list[Violation]:
     """C-W6: a non-adjudicating arm is relearning on the scored items; no other attack may stand aside."""
     return [
-        Violation(
-            requirement="C-W6",
-            message=f"facts.attacks[{i}] ({a.name}) on {a.surface} is marked non-adjudicating; only relearning on "
+        violation(
+            "C-W6",
+            f"facts.attacks[{i}] ({a.name}) on {a.surface} is marked non-adjudicating; only relearning on "
             "the scored items is reported without deciding (C-W6; latent measurements, C-H6)",
         )
         for i, a in enumerate(facts.attacks)
@@ -194,17 +194,17 @@ def _check_surfaces(
         got = s.surfaces.get(name)
         if got is None:
             out.append(
-                Violation(
-                    requirement=_surface_rule(s, name, want),
-                    message=f"surfaces.{name} is missing; its facts and cells give status {want.status!r}",
+                violation(
+                    _surface_rule(s, name, want),
+                    f"surfaces.{name} is missing; its facts and cells give status {want.status!r}",
                 )
             )
             continue
         if got.status != want.status:
             out.append(
-                Violation(
-                    requirement=_surface_rule(s, name, want),
-                    message=f"surfaces.{name}.status {got.status!r}, but its facts and cells give {want.status!r}",
+                violation(
+                    _surface_rule(s, name, want),
+                    f"surfaces.{name}.status {got.status!r}, but its facts and cells give {want.status!r}",
                 )
             )
         for rule, fields in _CHECKS.items():
@@ -212,17 +212,12 @@ def _check_surfaces(
                 have, should = getattr(got, key), getattr(want, key)
                 if not same(have, should):
                     out.append(
-                        Violation(
-                            requirement=rule,
-                            message=f"surfaces.{name}.{key} {show(have)}, but its cells give {show(should)}",
+                        violation(
+                            rule, f"surfaces.{name}.{key} {show(have)}, but its cells give {show(should)}"
                         )
                     )
     for name in sorted(set(s.surfaces) - set(expected) - {"latent"}):  # latent: C-H6, raised elsewhere
-        out.append(
-            Violation(
-                requirement="R22", message=f"surfaces.{name}: no attack in the facts is on this surface"
-            )
-        )
+        out.append(violation("R22", f"surfaces.{name}: no attack in the facts is on this surface"))
     return out
 
 
@@ -235,9 +230,9 @@ def _check_required(s: ConformanceStatement, derived: VerdictFacts) -> list[Viol
     ran = {a.name for a in derived.attacks if a.status == "run" and a.adjudicating and a.surface in admitted}
     if s.track == "W" and not any(a.surface == "relearning" and a.name in ran for a in derived.attacks):
         out.append(
-            Violation(
-                requirement="C1" if s.class_ == "C" else "D-5.3",
-                message="removed stated under W-track, but no relearning attack ran with per-cell results",
+            violation(
+                "C1" if s.class_ == "C" else "D-5.3",
+                "removed stated under W-track, but no relearning attack ran with per-cell results",
             )
         )
     if s.class_ == "C":
@@ -249,9 +244,9 @@ def _check_required(s: ConformanceStatement, derived: VerdictFacts) -> list[Viol
                 for a in derived.attacks
             ):
                 out.append(
-                    Violation(
-                        requirement="C-Q1",
-                        message=f"removed stated, but required attack {name} neither ran with per-cell results "
+                    violation(
+                        "C-Q1",
+                        f"removed stated, but required attack {name} neither ran with per-cell results "
                         "nor is recorded as not applicable (C-Q2)",
                     )
                 )
@@ -259,9 +254,9 @@ def _check_required(s: ConformanceStatement, derived: VerdictFacts) -> list[Viol
         for risk in CLASS_D_RISKS:
             if not any(a.risk == risk and a.name in ran for a in derived.attacks):
                 out.append(
-                    Violation(
-                        requirement="D-5.1",
-                        message=f"removed stated, but no measurement of {risk.replace('_', ' ')} ran with "
+                    violation(
+                        "D-5.1",
+                        f"removed stated, but no measurement of {risk.replace('_', ' ')} ran with "
                         "per-cell results",
                     )
                 )
@@ -306,9 +301,9 @@ def _check_tier(s: ConformanceStatement, derived: dict[str, Any], verdict: str) 
     first = unmet[0]
     detail = f" ({first.detail})" if first.detail else ""
     return [
-        Violation(
-            requirement=_criterion_rule(first),
-            message=f"tier {s.tier!r} is above what the statement's facts support ({ceiling.label}): Tier "
+        violation(
+            _criterion_rule(first),
+            f"tier {s.tier!r} is above what the statement's facts support ({ceiling.label}): Tier "
             f"{ceiling.tier + 1} needs {first.text}{detail}",
         )
     ]
@@ -321,9 +316,8 @@ def _check_class_d_block(s: ConformanceStatement, derived: VerdictFacts) -> list
         return []
     if derived.class_ != "D" or derived.insignificance is None:
         return [
-            Violation(
-                requirement="D-5.1",
-                message="class_d block present, but the facts declare no Class D insignificance threshold",
+            violation(
+                "D-5.1", "class_d block present, but the facts declare no Class D insignificance threshold"
             )
         ]
     from remnant.statement.classd_bar import bar_from_facts
@@ -331,29 +325,18 @@ def _check_class_d_block(s: ConformanceStatement, derived: VerdictFacts) -> list
     try:
         want = bar_from_facts(derived).statement_block(block.canary_design)
     except ValueError as exc:
-        return [
-            Violation(requirement="D-5.1", message=f"class_d block present, but its facts give none: {exc}")
-        ]
+        return [violation("D-5.1", f"class_d block present, but its facts give none: {exc}")]
+    risk_keys = ("measurement", "k", "n", "control_k", "control_n", "baseline", "below_threshold")
+    parts: list[tuple[str, object, object, tuple[str, ...]]]
+    parts = [("class_d", block, want, ("threshold", "justification", "passes"))]
+    parts += [(f"class_d.{r}", getattr(block, r), getattr(want, r), risk_keys) for r in CLASS_D_RISKS]
     out: list[Violation] = []
-    for key in ("threshold", "justification", "passes"):
-        if not same(getattr(block, key), getattr(want, key)):
-            out.append(
-                Violation(
-                    requirement="D-5.1",
-                    message=f"class_d.{key} {show(getattr(block, key))}, but the facts give "
-                    f"{show(getattr(want, key))}",
-                )
-            )
-    for risk in CLASS_D_RISKS:
-        have, should = getattr(block, risk), getattr(want, risk)
-        for key in ("measurement", "k", "n", "control_k", "control_n", "baseline", "below_threshold"):
-            if not same(getattr(have, key), getattr(should, key)):
+    for where, have, should, keys in parts:
+        for key in keys:
+            stated, given = getattr(have, key), getattr(should, key)
+            if not same(stated, given):
                 out.append(
-                    Violation(
-                        requirement="D-5.1",
-                        message=f"class_d.{risk}.{key} {show(getattr(have, key))}, but the facts give "
-                        f"{show(getattr(should, key))}",
-                    )
+                    violation("D-5.1", f"{where}.{key} {show(stated)}, but the facts give {show(given)}")
                 )
     return out
 
@@ -394,9 +377,8 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         out.append(
-            Violation(
-                requirement="V1",
-                message=f"the facts the cells imply cannot be read as verdict facts ({where}: {err['msg']})",
+            violation(
+                "V1", f"the facts the cells imply cannot be read as verdict facts ({where}: {err['msg']})"
             )
         )
         return out
@@ -405,9 +387,9 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     stated = None if is_absent(s.verdict) else s.verdict
     if "verdict" in s.instrument and stated != result.verdict:
         out.append(
-            Violation(
-                requirement="V1",
-                message=f"stated verdict {stated!r} but its cells, utility and pre-registered values give "
+            violation(
+                "V1",
+                f"stated verdict {stated!r} but its cells, utility and pre-registered values give "
                 f"{result.verdict!r}",
             )
         )

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.atomic import write_atomic
+from remnant.atomic import write_json
 from remnant.cli_paths import mark_output, out_file, out_folder
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
@@ -17,11 +17,6 @@ if TYPE_CHECKING:
     from remnant.statement.validate import ValidationReport
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def write_json_atomic(path: Path, value: object) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (temp + fsync + replace)."""
-    write_atomic(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -35,7 +30,7 @@ def _example(args: argparse.Namespace) -> int:
     from remnant.statement.example import example_statement
 
     out = out_file(args.out, requirement="K4")
-    write_json_atomic(out, example_statement().model_dump(mode="json", by_alias=True))
+    write_json(out, example_statement().model_dump(mode="json", by_alias=True))
     print(args.out)
     return EXIT_OK
 
@@ -98,7 +93,7 @@ def _sign(args: argparse.Namespace) -> int:
         print(f"remnant sign: refused: {first_violation(path, report)}", file=sys.stderr)
         return EXIT_FAILED
     envelope = sign_statement(statement, load_private_key(Path(args.key)), name=path.name)
-    write_json_atomic(out, envelope)
+    write_json(out, envelope)
     print(out)
     return EXIT_OK
 

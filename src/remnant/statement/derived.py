@@ -41,7 +41,7 @@ from remnant.standard.derive import (
 from remnant.standard.facts import AttackFact, VerdictFacts
 from remnant.statement.build import CONTROL_ENTITIES
 from remnant.statement.schema import Cell, ConformanceStatement
-from remnant.statement.violation import Violation
+from remnant.statement.violation import Violation, violation
 
 CONTROL = "control"
 #: The separator the pre-registration block joins the declared utility metrics with (remnant.prereg).
@@ -78,7 +78,7 @@ class Derivation:
     violations: list[Violation] = field(default_factory=list)
 
     def flag(self, requirement: str, message: str) -> None:
-        self.violations.append(Violation(requirement=requirement, message=message))
+        self.violations.append(violation(requirement, message))
 
 
 def place(cell: Cell) -> Placed | None:

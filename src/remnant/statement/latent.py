@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from remnant.statement.schema import LatentBlock, LatentFigure
-from remnant.statement.violation import Violation
+from remnant.statement.violation import Violation, violation
 
 #: The two Annex B control states C-H7(c) asks the same statistic for (deprecated C-H3a, C-H3b).
 CONTROL_ROLES = ("procedure_control", "content_control")
@@ -197,10 +197,7 @@ def latent_violations(block: LatentBlock) -> list[Violation]:
     out: list[Violation] = []
     if LABEL.split(" (")[0].casefold() not in block.controls_statement.casefold():
         out.append(
-            Violation(
-                requirement="C-H7(a)",
-                message="latent.controls_statement does not label the figures non-adjudicating",
-            )
+            violation("C-H7(a)", "latent.controls_statement does not label the figures non-adjudicating")
         )
     for i, f in enumerate(block.figures):
         missing = [
@@ -215,9 +212,9 @@ def latent_violations(block: LatentBlock) -> list[Violation]:
         ]
         if missing:
             out.append(
-                Violation(
-                    requirement="C-H7(b)",
-                    message=f"latent.figures[{i}] ({f.name}) reports no {', '.join(missing)} beside its value",
+                violation(
+                    "C-H7(b)",
+                    f"latent.figures[{i}] ({f.name}) reports no {', '.join(missing)} beside its value",
                 )
             )
     out += _control_violations(block)
@@ -236,18 +233,18 @@ def _control_violations(block: LatentBlock) -> list[Violation]:
     for name in lacking:
         if not said or _norm(name) not in text:
             out.append(
-                Violation(
-                    requirement="C-H7(c)",
-                    message=f"latent figures of {name} have no procedure_control and content_control figures, "
+                violation(
+                    "C-H7(c)",
+                    f"latent figures of {name} have no procedure_control and content_control figures, "
                     "and latent.controls_statement does not name it in a statement that the controls were not "
                     "run and its figures cannot be interpreted as being about the target",
                 )
             )
     if block.controls_run and lacking:
         out.append(
-            Violation(
-                requirement="C-H7(c)",
-                message=f"latent.controls_run is true, but {', '.join(lacking)} has no control-state figures",
+            violation(
+                "C-H7(c)",
+                f"latent.controls_run is true, but {', '.join(lacking)} has no control-state figures",
             )
         )
     return out

@@ -33,7 +33,7 @@ from remnant.statement.agreement import agreement_violations
 from remnant.statement.build import installation_block
 from remnant.statement.latent import latent_violations
 from remnant.statement.schema import ConformanceStatement
-from remnant.statement.violation import TOL, ValidationReport, Violation
+from remnant.statement.violation import TOL, ValidationReport, Violation, violation
 from remnant.statement.violation import close as _close
 from remnant.stats import wilson_interval
 
@@ -115,12 +115,10 @@ def _schema_violations(data: dict[str, Any]) -> tuple[ConformanceStatement | Non
             if (requirement, path) in seen:
                 continue
             seen.add((requirement, path))
-            out.append(Violation(requirement=requirement, message=message))
+            out.append(violation(requirement, message))
         if not out:  # every error sat in a branch the input did not take: report the first one plainly
             err = exc.errors()[0]
-            out.append(
-                Violation(requirement="schema", message=f"{'.'.join(map(str, err['loc']))}: {err['msg']}")
-            )
+            out.append(violation("schema", f"{'.'.join(map(str, err['loc']))}: {err['msg']}"))
         return None, out
 
 
@@ -129,20 +127,16 @@ def _raw_checks(data: dict[str, Any]) -> list[Violation]:
     out: list[Violation] = []
     verdict = data.get("verdict")
     if isinstance(verdict, str) and parse_tier_label(verdict) is not None:
-        out.append(Violation(requirement="T1", message=f"verdict field holds a tier ({verdict!r})"))
+        out.append(violation("T1", f"verdict field holds a tier ({verdict!r})"))
     tier = data.get("tier")
     if isinstance(tier, str) and tier.strip().lower() in VERDICTS:
-        out.append(Violation(requirement="T1", message=f"tier field holds a verdict ({tier!r})"))
+        out.append(violation("T1", f"tier field holds a verdict ({tier!r})"))
     latent = data.get("latent")
     if isinstance(latent, dict) and latent.get("adjudicating", False) is not False:
-        out.append(Violation(requirement="C-H6", message="latent.adjudicating must be false"))
+        out.append(violation("C-H6", "latent.adjudicating must be false"))
     surfaces = data.get("surfaces")
     if isinstance(surfaces, dict) and "latent" in surfaces:
-        out.append(
-            Violation(
-                requirement="C-H6", message="latent is not an adjudicating surface; report it in 'latent'"
-            )
-        )
+        out.append(violation("C-H6", "latent is not an adjudicating surface; report it in 'latent'"))
     facts = data.get("facts")
     attacks = facts.get("attacks") if isinstance(facts, dict) else None
     if isinstance(attacks, list):  # anything else is V1's to report, once the facts are read
@@ -152,12 +146,7 @@ def _raw_checks(data: dict[str, Any]) -> list[Violation]:
                 and attack.get("surface") == "latent"
                 and attack.get("adjudicating") is True
             ):
-                out.append(
-                    Violation(
-                        requirement="C-H6",
-                        message=f"facts attack {attack.get('name')!r} on latent adjudicates",
-                    )
-                )
+                out.append(violation("C-H6", f"facts attack {attack.get('name')!r} on latent adjudicates"))
     return out
 
 
@@ -166,20 +155,12 @@ def _check_verdict(s: ConformanceStatement) -> list[Violation]:
     try:
         facts = VerdictFacts.model_validate(s.facts)
     except ValidationError as exc:
-        return [
-            Violation(
-                requirement="V1", message=f"facts cannot be read as verdict facts: {exc.errors()[0]['msg']}"
-            )
-        ]
+        return [violation("V1", f"facts cannot be read as verdict facts: {exc.errors()[0]['msg']}")]
     result = decide(facts)
     out: list[Violation] = []
     stated = None if is_absent(s.verdict) else s.verdict
     if "verdict" in s.instrument and stated != result.verdict:
-        out.append(
-            Violation(
-                requirement="V1", message=f"stated verdict {stated!r} but its facts give {result.verdict!r}"
-            )
-        )
+        out.append(violation("V1", f"stated verdict {stated!r} but its facts give {result.verdict!r}"))
     return out
 
 
@@ -189,21 +170,21 @@ def _check_scope(s: ConformanceStatement) -> list[Violation]:
         return []
     scope = s.verdict_scope
     if is_absent(scope) or not isinstance(scope, str):
-        return [Violation(requirement="V4", message="removed verdict without a scope qualifier")]
+        return [violation("V4", "removed verdict without a scope qualifier")]
     missing = [
         part
         for part in ("removed", f"{s.track}-track", f"{s.pre_registration.tau:g}", s.model.version)
         if part not in scope
     ]
     if missing:
-        return [Violation(requirement="V4", message=f"verdict_scope lacks {missing} (V4 phrasing)")]
+        return [violation("V4", f"verdict_scope lacks {missing} (V4 phrasing)")]
     return []
 
 
 def _check_validity(s: ConformanceStatement) -> list[Violation]:
     """V5: a stated validity period not exceeding 12 months from the assessment date."""
     problem = validity_problem(s.assessment_date, s.validity_until)
-    return [Violation(requirement="V5", message=problem)] if problem else []
+    return [violation("V5", problem)] if problem else []
 
 
 def _check_instruments(s: ConformanceStatement) -> list[Violation]:
@@ -211,28 +192,17 @@ def _check_instruments(s: ConformanceStatement) -> list[Violation]:
     out: list[Violation] = []
     has_tier = not is_absent(s.tier)
     if has_tier != ("tier" in s.instrument):
-        out.append(
-            Violation(requirement="T1", message=f"instrument {s.instrument} does not match the tier field")
-        )
+        out.append(violation("T1", f"instrument {s.instrument} does not match the tier field"))
     if is_absent(s.verdict) == ("verdict" in s.instrument):
-        out.append(
-            Violation(requirement="T1", message=f"instrument {s.instrument} does not match the verdict field")
-        )
+        out.append(violation("T1", f"instrument {s.instrument} does not match the verdict field"))
     if has_tier and isinstance(s.tier, str):
         parsed = parse_tier_label(s.tier)
         if parsed is None:
-            out.append(
-                Violation(requirement="T1", message=f"tier {s.tier!r} is not a readiness tier (W1–W4, Q1–Q4)")
-            )
+            out.append(violation("T1", f"tier {s.tier!r} is not a readiness tier (W1–W4, Q1–Q4)"))
             return out
         letter, level = parsed
         if letter != s.track:
-            out.append(
-                Violation(
-                    requirement="R0.3",
-                    message=f"tier {s.tier!r} must carry the track letter: {s.track}{level}",
-                )
-            )
+            out.append(violation("R0.3", f"tier {s.tier!r} must carry the track letter: {s.track}{level}"))
         if level == 4:
             out += _check_verification(s)
     return out
@@ -242,12 +212,12 @@ def _check_verification(s: ConformanceStatement) -> list[Violation]:
     """K7: a Tier 4 award is verified by Yuyari or by an Accredited Assessor."""
     record = s.verification
     if isinstance(record, Absent):
-        return [Violation(requirement="K7", message=f"tier {s.tier!r} awarded without a verification record")]
+        return [violation("K7", f"tier {s.tier!r} awarded without a verification record")]
     if not record.accredited and record.verifier.strip() != STEWARD:
         return [
-            Violation(
-                requirement="K7",
-                message=f"tier {s.tier!r} verified by {record.verifier!r}, neither Yuyari nor an Accredited Assessor",
+            violation(
+                "K7",
+                f"tier {s.tier!r} verified by {record.verifier!r}, neither Yuyari nor an Accredited Assessor",
             )
         ]
     return []
@@ -262,45 +232,30 @@ def _check_rates(s: ConformanceStatement) -> list[Violation]:
         lo, hi = cell.ci95
         if not (lo - TOL <= cell.rate <= hi + TOL) or lo < 0 or hi > 1:
             out.append(
-                Violation(
-                    requirement="R19",
-                    message=f"cell {cell.cell_id}: ci95 {cell.ci95} does not bracket {cell.rate}",
-                )
+                violation("R19", f"cell {cell.cell_id}: ci95 {cell.ci95} does not bracket {cell.rate}")
             )
             continue
         net = chance if cell.metric != "utility" else 0.0
         if not math.isclose(cell.rate, max(cell.k / cell.n - net, 0.0), abs_tol=TOL):
             out.append(
-                Violation(
-                    requirement="R19",
-                    message=f"cell {cell.cell_id}: rate {cell.rate} is not k/n = {cell.k}/{cell.n}",
-                )
+                violation("R19", f"cell {cell.cell_id}: rate {cell.rate} is not k/n = {cell.k}/{cell.n}")
             )
         else:
             wlo, whi = wilson_interval(cell.k, cell.n)
             if not (_close(lo, max(wlo - net, 0.0)) and _close(hi, max(whi - net, 0.0))):
-                out.append(
-                    Violation(
-                        requirement="R19", message=f"cell {cell.cell_id}: ci95 is not the 95% Wilson interval"
-                    )
-                )
+                out.append(violation("R19", f"cell {cell.cell_id}: ci95 is not the 95% Wilson interval"))
     for name, surface in s.surfaces.items():
         if surface.g_star is not None and (surface.ci95 is None or surface.n is None):
-            out.append(Violation(requirement="R19", message=f"surfaces.{name}: g_star without ci95 and n"))
+            out.append(violation("R19", f"surfaces.{name}: g_star without ci95 and n"))
         if surface.control_g is not None and (surface.control_ci95 is None or surface.control_n is None):
-            out.append(
-                Violation(
-                    requirement="R19",
-                    message=f"surfaces.{name}: control_g without control_ci95 and control_n",
-                )
-            )
+            out.append(violation("R19", f"surfaces.{name}: control_g without control_ci95 and control_n"))
     return out
 
 
 def _check_cell_ids(s: ConformanceStatement) -> list[Violation]:
     """R22: every cell id names one cell."""
     if len({cell.cell_id for cell in s.cells}) != len(s.cells):
-        return [Violation(requirement="R22", message="cell ids are not unique")]
+        return [violation("R22", "cell ids are not unique")]
     return []
 
 
@@ -315,22 +270,17 @@ def _check_cells(s: ConformanceStatement) -> list[Violation]:
         treated = [by_id[c] for c in surface.cells if c in by_id and by_id[c].model_state == "post_removal"]
         if unknown or not treated:
             out.append(
-                Violation(
-                    requirement="R22",
-                    message=f"surfaces.{name}: aggregate not backed by per-cell results ({unknown or 'no cells'})",
+                violation(
+                    "R22",
+                    f"surfaces.{name}: aggregate not backed by per-cell results ({unknown or 'no cells'})",
                 )
             )
             continue
         if any(c.surface != name for c in treated):
-            out.append(
-                Violation(requirement="R22", message=f"surfaces.{name}: names cells of another surface")
-            )
+            out.append(violation("R22", f"surfaces.{name}: names cells of another surface"))
         if not _close(max(c.rate for c in treated), surface.g_star):
             out.append(
-                Violation(
-                    requirement="R22",
-                    message=f"surfaces.{name}: g_star {surface.g_star} is not the max of its cells",
-                )
+                violation("R22", f"surfaces.{name}: g_star {surface.g_star} is not the max of its cells")
             )
     return out
 
@@ -348,15 +298,11 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
         r = getattr(block, risk)
         where = f"class_d.{risk}"
         if r.k > r.n:
-            out.append(Violation(requirement="R19", message=f"{where}: k = {r.k} exceeds n = {r.n}"))
+            out.append(violation("R19", f"{where}: k = {r.k} exceeds n = {r.n}"))
             continue
         wlo, whi = wilson_interval(r.k, r.n)
         if not (_close(r.rate, r.k / r.n) and _close(r.ci95[0], wlo) and _close(r.ci95[1], whi)):
-            out.append(
-                Violation(
-                    requirement="R19", message=f"{where}: rate and ci95 are not k/n and its Wilson interval"
-                )
-            )
+            out.append(violation("R19", f"{where}: rate and ci95 are not k/n and its Wilson interval"))
             continue
         if r.net_ci95 is None:
             continue
@@ -375,28 +321,26 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
             and (r.upper_bound is None or _close(r.upper_bound, r.net_ci95[1]))
         ):
             out.append(
-                Violation(
-                    requirement="D-5.1",
-                    message=f"{where}: net interval is not the Wilson interval net of baseline and control (D4)",
+                violation(
+                    "D-5.1",
+                    f"{where}: net interval is not the Wilson interval net of baseline and control (D4)",
                 )
             )
             continue
         if r.below_threshold is not None:
             if r.below_threshold and not r.net_ci95[1] < block.threshold:
                 out.append(
-                    Violation(
-                        requirement="D-5.1",
-                        message=f"{where}: below_threshold but its net upper bound {r.net_ci95[1]:.4f} is not "
+                    violation(
+                        "D-5.1",
+                        f"{where}: below_threshold but its net upper bound {r.net_ci95[1]:.4f} is not "
                         f"below the threshold {block.threshold:g}",
                     )
                 )
             below_all.append(r.below_threshold)
     if block.passes is not None and len(below_all) == 3 and block.passes != all(below_all):
-        out.append(Violation(requirement="D-5.1", message="class_d.passes disagrees with the three risks"))
+        out.append(violation("D-5.1", "class_d.passes disagrees with the three risks"))
     if s.verdict == "removed" and (block.passes is False or not all(below_all)):
-        out.append(
-            Violation(requirement="D-5.1", message="removed stated while a Class D risk is not below the bar")
-        )
+        out.append(violation("D-5.1", "removed stated while a Class D risk is not below the bar"))
     return out
 
 
@@ -414,7 +358,7 @@ def _check_installation(s: ConformanceStatement) -> list[Violation]:
         fact = None if raw is None else InstallationFact.model_validate(raw)
     except ValidationError as exc:
         message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
-        return [Violation(requirement="R2", message=f"facts.installation: {message}")]
+        return [violation("R2", f"facts.installation: {message}")]
     out: list[Violation] = []
     block = s.installation
     expected = installation_block(s.facts)
@@ -422,17 +366,16 @@ def _check_installation(s: ConformanceStatement) -> list[Violation]:
         not isinstance(block, Absent) and block != expected
     ):
         out.append(
-            Violation(
-                requirement="R2",
-                message="installation does not repeat facts.installation: "
-                f"{_show(block)} against {_show(expected)}",
+            violation(
+                "R2",
+                f"installation does not repeat facts.installation: {_show(block)} against {_show(expected)}",
             )
         )
     if s.verdict == "removed" and fact is None:
         out.append(
-            Violation(
-                requirement="R2",
-                message="removed stated with no record of how the target was fixed: facts.installation must "
+            violation(
+                "R2",
+                "removed stated with no record of how the target was fixed: facts.installation must "
                 "show an installation that reached its target, or the documented provenance",
             )
         )
@@ -440,9 +383,9 @@ def _check_installation(s: ConformanceStatement) -> list[Violation]:
     if s.verdict == "removed" and unreached:
         found = unreached[0]
         out.append(
-            Violation(
-                requirement="R2",
-                message=f"removed stated over an installation that did not reach its target (measured "
+            violation(
+                "R2",
+                f"removed stated over an installation that did not reach its target (measured "
                 f"{found.measured:g}, {found.k}/{found.n}, against {found.target:g})",
             )
         )
@@ -458,7 +401,7 @@ def _show(value: InstallationFact | Absent) -> str:
 def _check_versions(s: ConformanceStatement) -> list[Violation]:
     """Z1: all three versions recorded, the Standard's matching standard_version."""
     if s.versions.standard != s.standard_version:
-        return [Violation(requirement="Z1", message="versions.standard differs from standard_version")]
+        return [violation("Z1", "versions.standard differs from standard_version")]
     return []
 
 
@@ -469,7 +412,7 @@ def validate_statement(data: object) -> ValidationReport:
     if not isinstance(data, dict):
         return ValidationReport(
             conformant=False,
-            violations=[Violation(requirement="schema", message="statement is not a JSON object")],
+            violations=[violation("schema", "statement is not a JSON object")],
         )
     violations = _raw_checks(data)
     statement, schema_errors = _schema_violations(data)

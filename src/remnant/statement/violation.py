@@ -33,6 +33,11 @@ class ValidationReport(BaseModel):
     violations: list[Violation] = Field(default_factory=list, description="Every violation found.")
 
 
+def violation(requirement: str, message: str) -> Violation:
+    """A :class:`Violation` of ``requirement`` (the checks' shorthand)."""
+    return Violation(requirement=requirement, message=message)
+
+
 def close(a: float | None, b: float | None) -> bool:
     """Both given and equal within :data:`TOL`."""
     return a is not None and b is not None and math.isclose(a, b, abs_tol=TOL)
@@ -60,4 +65,4 @@ def show(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-__all__ = ["TOL", "ValidationReport", "Violation", "close", "same", "show"]
+__all__ = ["TOL", "ValidationReport", "Violation", "close", "same", "show", "violation"]

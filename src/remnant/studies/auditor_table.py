@@ -22,13 +22,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.attacks.base import Attack, AttackContext, Unattacked
 from remnant.attacks.rouge_scoring import SamplingSpec, score_rouge, summarise
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat
 from remnant.score.probe import Probe
+from remnant.studies.config import StudyModel
+from remnant.studies.document import fmt
 
 
 @dataclass(frozen=True)
@@ -103,10 +105,8 @@ class AuditorSpec:
         return spec
 
 
-class Cell(BaseModel):
+class Cell(StudyModel):
     """One state under one column: means over items, κ as k/n of the greedy generations, and the items."""
-
-    model_config = ConfigDict(extra="forbid")
 
     label: str = Field(
         description="Column label as in seed 003 (Base, A, I, M+I, M+I+A, GCG, SoftGCG, ActPert)."
@@ -125,20 +125,16 @@ class Cell(BaseModel):
     items: list[dict[str, Any]] = Field(description="Per-item values (rouge_scoring.RougeItem.to_dict).")
 
 
-class StateRow(BaseModel):
+class StateRow(StudyModel):
     """One model state's row: its label and source, and a cell per column."""
-
-    model_config = ConfigDict(extra="forbid")
 
     state: str = Field(description="The state's label (e.g. pre-removal, post-removal, a folder name).")
     source: str = Field(description="Where the state was loaded from.")
     cells: dict[str, Cell] = Field(description="Cells by column label.")
 
 
-class AuditorTable(BaseModel):
+class AuditorTable(StudyModel):
     """Seed 003's auditor tables for a list of model states (non-adjudicating)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     columns: list[str] = Field(description="Column labels, in the seed's order.")
     sampled_columns: list[str] = Field(description="Columns scored with sampled decoding (seed 003 Table 2).")
@@ -180,7 +176,7 @@ def state_cells(
             items=[i.to_dict() for i in items],
         )
         if log is not None:
-            log(f"{col.label}: ROUGE-L greedy {_fmt(summary['rouge_greedy'])} ({seconds:.1f}s)")
+            log(f"{col.label}: ROUGE-L greedy {fmt(summary['rouge_greedy'])} ({seconds:.1f}s)")
     return cells
 
 
@@ -227,10 +223,6 @@ def auditor_table(
     )
 
 
-def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
 def render_markdown(table: AuditorTable) -> str:
     """The seed's two tables (greedy; sampled mean/max), κ beside them, and the components that ran."""
     cols, sampled = table.columns, table.sampled_columns
@@ -246,7 +238,7 @@ def render_markdown(table: AuditorTable) -> str:
         "|---|" + "---|" * len(cols),
     ]
     for row in table.rows:
-        lines.append(f"| {row.state} | " + " | ".join(_fmt(row.cells[c].rouge_greedy) for c in cols) + " |")
+        lines.append(f"| {row.state} | " + " | ".join(fmt(row.cells[c].rouge_greedy) for c in cols) + " |")
     if sampled and table.sampling is not None:
         s = table.sampling
         lines += [
@@ -259,7 +251,7 @@ def render_markdown(table: AuditorTable) -> str:
         ]
         for row in table.rows:
             vals = [
-                f"{_fmt(row.cells[c].rouge_sampled_mean)}/{_fmt(row.cells[c].rouge_sampled_max)}"
+                f"{fmt(row.cells[c].rouge_sampled_mean)}/{fmt(row.cells[c].rouge_sampled_max)}"
                 for c in sampled
             ]
             lines.append(f"| {row.state} | " + " | ".join(vals) + " |")

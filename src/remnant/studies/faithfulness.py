@@ -21,18 +21,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.results import PoolTable
 from remnant.statement.canonical import derive_seed
 from remnant.stats import roc_auc_bootstrap, roc_curve
+from remnant.studies.config import StudyModel
 from remnant.studies.orientation import Orientation, orient
 
 
-class Faithfulness(BaseModel):
+class Faithfulness(StudyModel):
     """One metric's separation of the P pool from the N pool."""
-
-    model_config = ConfigDict(extra="forbid")
 
     auc: float | None = Field(description="AUC-ROC, P (target) positive (None: a pool too small).")
     ci95: tuple[float, float] | None = Field(description="Stratified percentile bootstrap interval.")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from remnant.studies.config import GoodhartConfig
 from remnant.studies.goodhart_core import GoodhartResult, GoodhartRow, summarise
+from remnant.studies.latent_probe_states import p_items, rate_of, relearn_criterion
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -38,10 +39,6 @@ def _design(cfg: GoodhartConfig, model: str) -> LatentProbeConfig:
 
     overrides = {**cfg.design, "methods": [cfg.base_method]}
     return resolve_config([model], preset=cfg.preset, overrides=overrides).for_model(model)
-
-
-def _rate(score: tuple[int, int]) -> float:
-    return score[0] / score[1] if score[1] else 0.0
 
 
 class _Setup:
@@ -69,12 +66,7 @@ class _Setup:
             )
             self.pack = mint_class_d(spec)
         attrs = set(d.attributes)
-        probe_entities = {e.id for e in self.pack.manifest.entities if e.role == "forget_probe"}
-        self.p_items = [
-            it
-            for it in self.pack.split("install")
-            if it.entity_id in probe_entities and it.attribute in attrs
-        ]
+        self.p_items = p_items(self.pack, d)
         self.forget_items = [it for it in self.pack.split("removal") if it.attribute in attrs]
         self.p_set = as_qa(self.p_items)
         self.data = removal_data(self.pack, attrs)
@@ -92,8 +84,8 @@ class _Setup:
             fmt=self.fmt,
         )
         self.lens: JacobianLens | None = None  # the installed model's Jacobian lens, fitted on first use
-        self.installed_p = _rate(self.score_p(self.installed))
-        self.installed_r = _rate(self.score_retain(self.installed))
+        self.installed_p = rate_of(self.score_p(self.installed))
+        self.installed_r = rate_of(self.score_retain(self.installed))
 
 
 def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[Any, str]:
@@ -103,15 +95,9 @@ def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[
 
     layers = list(params.get("layers") or s.design.layers or range(n_blocks(s.installed)))
     if cfg.audit == "j_access":
-        from remnant.latent.jaccess import make_probe
-        from remnant.models.prompts import render_prompt_ids
+        from remnant.latent.jaccess import answer_probes
 
-        probes = [
-            make_probe(
-                s.tokenizer, it.id, render_prompt_ids(s.tokenizer, it.question, s.fmt), list(it.accepted)
-            )
-            for it in s.forget_items
-        ]
+        probes = answer_probes(s.tokenizer, s.forget_items, s.fmt)
         lens = _lens(s, params)
         matrices = lens.matrices if lens is not None else None
         return AccessSurrogate(probes, layers, int(params["positions"]), matrices), (
@@ -162,15 +148,9 @@ def _lens(s: _Setup, params: dict[str, object]) -> JacobianLens | None:
 def _audit(cfg: GoodhartConfig, s: _Setup, removed: PreTrainedModel, params: dict[str, Any]) -> float | None:
     """The real audit on the removed model (J-Access JOcc, or UDS) over the scored P items."""
     if cfg.audit == "j_access":
-        from remnant.latent.jaccess import AccessConfig, j_occ, make_probe, read_access
-        from remnant.models.prompts import render_prompt_ids
+        from remnant.latent.jaccess import AccessConfig, answer_probes, j_occ, read_access
 
-        probes = [
-            make_probe(
-                s.tokenizer, it.id, render_prompt_ids(s.tokenizer, it.question, s.fmt), list(it.accepted)
-            )
-            for it in s.p_items
-        ]
+        probes = answer_probes(s.tokenizer, s.p_items, s.fmt)
         layers = tuple(params.get("layers") or s.design.layers or ())
         acfg = AccessConfig(k=int(params["k"]), layers=layers or None, positions=int(params["positions"]))
         lens = _lens(s, params)
@@ -195,7 +175,7 @@ def _one_run(
 
     from remnant import registry
     from remnant.studies.goodhart_objective import AuditPenalty
-    from remnant.train.relearn import RelearnSpec, relearn_attack
+    from remnant.train.relearn import relearn_attack
     from remnant.train.removal import apply_removal
 
     d = s.design
@@ -207,14 +187,14 @@ def _one_run(
     removed, rem = apply_removal(
         method, copy.deepcopy(s.installed), s.tokenizer, s.data, seed=seed, fmt=s.fmt, control=s.control
     )
-    removed_p = _rate(s.score_p(removed))
+    removed_p = rate_of(s.score_p(removed))
     row: dict[str, Any] = {
         "weight": weight,
         "seed": seed,
         "status": rem.status,
         "kappa_forget": removed_p,
         "kappa_forget_installed": s.installed_p,
-        "kappa_retain": _rate(s.score_retain(removed)),
+        "kappa_retain": rate_of(s.score_retain(removed)),
         "kappa_retain_installed": s.installed_r,
         "audit": None,
         "surrogate_final": None,
@@ -227,15 +207,7 @@ def _one_run(
     row["audit"] = _audit(cfg, s, removed, params)
     with torch.no_grad():
         row["surrogate_final"] = float(surrogate(removed, range(len(s.forget_items))))
-    budgets = tuple(b for b in d.relearn.budgets if b <= len(s.relearn_set)) or (len(s.relearn_set),)
-    spec = RelearnSpec(
-        budgets=budgets,
-        lr=d.relearn.lr,
-        epochs=d.relearn.epochs,
-        checkpoint_epochs=tuple(d.relearn.checkpoint_epochs),
-        trainable=tuple(d.trainable) if d.trainable is not None else None,
-        seed=seed,
-    )
+    spec = relearn_criterion(d, len(s.relearn_set), seed)
     attack = relearn_attack(removed, s.control, s.tokenizer, s.relearn_set, s.p_set, spec, fmt=s.fmt)
     last = attack.budgets[-1]
     row["relearned"] = max(p.rate for p in last.post_removal.points)

@@ -15,17 +15,13 @@ import math
 import statistics
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.stats import spearman
-from remnant.studies.config import GoodhartConfig
+from remnant.studies.config import GoodhartConfig, StudyModel
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class GoodhartRow(_Model):
+class GoodhartRow(StudyModel):
     """One removal run."""
 
     weight: float = Field(description="Penalty weight λ on the audit surrogate.")
@@ -45,7 +41,7 @@ class GoodhartRow(_Model):
     control_relearned: float | None = Field(description="Best κ_P of the never-modified control relearned.")
 
 
-class WeightSummary(_Model):
+class WeightSummary(StudyModel):
     """Means at one λ."""
 
     weight: float = Field(description="λ.")
@@ -56,7 +52,7 @@ class WeightSummary(_Model):
     kappa_retain: float | None = Field(description="Mean retained κ after removal.")
 
 
-class GoodhartResult(_Model):
+class GoodhartResult(StudyModel):
     """The study's record and reading."""
 
     study: Literal["goodhart"] = Field(default="goodhart", description="Study kind.")

@@ -24,26 +24,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from remnant.config.fields import Patterns
 from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
+from remnant.studies.config import StudyModel
+from remnant.studies.document import fmt
+from remnant.studies.readmission import Decision, NullReading, tally
 
 if TYPE_CHECKING:
     from remnant.studies.latent_probe_states import RunStates
-
-NullReading = Literal["held", "failed", "not evaluable"]
-Decision = Literal["promote", "retain (admissible, non-predictive)", "demote", "not evaluable"]
 
 #: The two nulls every cell reads (B.3 step 4): the content control (C-H3b) and the procedure control (C-H3a).
 _NULLS: tuple[str, str] = ("content", "procedure")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PackSettings(_Model):
+class PackSettings(StudyModel):
     """The minted Class D pack (D1-D5)."""
 
     entities: int = Field(default=12, description="Installed entities (half are forget entities).")
@@ -51,7 +47,7 @@ class PackSettings(_Model):
     seed: int = Field(default=7, description="Minting seed.")
 
 
-class InstallSettings(_Model):
+class InstallSettings(StudyModel):
     """Installation recipe shared by the real install and the content-shuffled twin (C-H3b: identical)."""
 
     target: float = Field(default=0.95, description="Stop once κ on the installed items reaches this.")
@@ -60,7 +56,7 @@ class InstallSettings(_Model):
     batch_size: int = Field(default=8, description="Batch size.")
 
 
-class RelearnSettings(_Model):
+class RelearnSettings(StudyModel):
     """The relearning arm that supplies the recovery criterion (B.5, §4.2)."""
 
     budgets: list[int] = Field(default=[8], description="Nested relearning budgets (examples of R).")
@@ -76,7 +72,7 @@ DEFAULT_METHOD_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
-class ModelSettings(_Model):
+class ModelSettings(StudyModel):
     """Settings that differ between model families (B.2 asks for ≥ 2): block indices, and a recipe sized to the
     model. Each field left ``None`` keeps the study-wide value; ``method_params`` merge over the study's, per
     method and per parameter."""
@@ -90,7 +86,7 @@ class ModelSettings(_Model):
     )
 
 
-class LatentProbeConfig(_Model):
+class LatentProbeConfig(StudyModel):
     """Everything declared before the run (the study's pre-registration, B.4)."""
 
     models: list[str] = Field(description="Model folders or zoo names (B.2 asks for ≥ 2 families).")
@@ -189,7 +185,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-class NullCell(_Model):
+class NullCell(StudyModel):
     """One control state's survival at one cell and the equivalence reading (B.3 step 4)."""
 
     survival: float = Field(description="Projection on the frozen direction (installed = 1).")
@@ -197,7 +193,7 @@ class NullCell(_Model):
     held: bool = Field(description="Interval wholly inside ±margin.")
 
 
-class CellReading(_Model):
+class CellReading(StudyModel):
     """One (layer, position) cell of one run."""
 
     layer: int = Field(description="Block index.")
@@ -211,7 +207,7 @@ class CellReading(_Model):
     evaluable: bool = Field(description="Run passed its gates and the signature exceeds its floor.")
 
 
-class RunResult(_Model):
+class RunResult(StudyModel):
     """One (model, method, seed) run: gates, recovery and every cell."""
 
     model: str = Field(description="Model as given.")
@@ -229,7 +225,7 @@ class RunResult(_Model):
     direction: DirectionResult = Field(description="The full direction-survival measurement.")
 
 
-class MethodRow(_Model):
+class MethodRow(StudyModel):
     """One row of the Annex-shaped table (B.6)."""
 
     method: str = Field(description="Removal method.")
@@ -241,7 +237,7 @@ class MethodRow(_Model):
     design_stable: bool = Field(description="Each null's reading is the same in every evaluable cell (C-H4).")
 
 
-class StudyResult(_Model):
+class StudyResult(StudyModel):
     """The study's record and its Annex-shaped table. Never adjudicating (C-H6, C-H9)."""
 
     study: Literal["latent-probe"] = Field(default="latent-probe", description="Study name.")
@@ -289,12 +285,6 @@ def resolve_config(
         ) from None
 
 
-def reading(held: int, evaluable: int, pass_fraction: float) -> NullReading:
-    if evaluable == 0:
-        return "not evaluable"
-    return "held" if held >= pass_fraction * evaluable else "failed"
-
-
 def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[MethodRow]:
     """The B.6 table from the runs: counts over evaluable cells and the ≥ pass_fraction rule per null."""
     rows = []
@@ -308,8 +298,8 @@ def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[Meth
                 evaluable_cells=len(cells),
                 content_held=content,
                 procedure_held=procedure,
-                content_null=reading(content, len(cells), cfg.pass_fraction),
-                procedure_null=reading(procedure, len(cells), cfg.pass_fraction),
+                content_null=tally(content, len(cells), cfg.pass_fraction),
+                procedure_null=tally(procedure, len(cells), cfg.pass_fraction),
                 design_stable=stable,
             )
         )
@@ -465,10 +455,6 @@ def _primary(direction: DirectionResult) -> tuple[int, str]:
     return direction.layers[len(direction.layers) // 2], direction.positions[0]
 
 
-def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
 def render_markdown(result: StudyResult) -> str:
     """The study's tables in markdown: the B.6 table, the per-run survival/recovery table and the cells."""
     cfg = result.config
@@ -490,7 +476,7 @@ def render_markdown(result: StudyResult) -> str:
     lines += [
         "",
         f"Content null: **{result.content_null}**. Procedure null: **{result.procedure_null}**. "
-        f"Survival vs relearning recovery: ρ = {_fmt(result.rho)} over {result.n_rho} runs. "
+        f"Survival vs relearning recovery: ρ = {fmt(result.rho)} over {result.n_rho} runs. "
         f"Decision (B.4): **{result.decision}**.",
         "",
         result.note,
@@ -504,11 +490,11 @@ def render_markdown(result: StudyResult) -> str:
     for run in result.runs:
         failed = [k for k, v in run.gates.items() if not v]
         lines.append(
-            f"| {Path(run.model).name} | {run.method} | {run.seed} | {_fmt(run.kappa_p['installed'])} "
-            f"| {_fmt(run.kappa_p['removed'])} "
-            f"| {_fmt(run.kappa_retain['removed'])}/{_fmt(run.kappa_retain['installed'])} "
-            f"| {'passed' if not failed else 'failed: ' + ', '.join(failed)} | {_fmt(run.primary_survival)} "
-            f"| {_fmt(run.recovery)} | {_fmt(run.control_relearned_p)} |"
+            f"| {Path(run.model).name} | {run.method} | {run.seed} | {fmt(run.kappa_p['installed'])} "
+            f"| {fmt(run.kappa_p['removed'])} "
+            f"| {fmt(run.kappa_retain['removed'])}/{fmt(run.kappa_retain['installed'])} "
+            f"| {'passed' if not failed else 'failed: ' + ', '.join(failed)} | {fmt(run.primary_survival)} "
+            f"| {fmt(run.recovery)} | {fmt(run.control_relearned_p)} |"
         )
     lines += [
         "",

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from remnant.models.prompts import PromptFormat
-    from remnant.packs.schema import Pack
+    from remnant.packs.schema import Item, Pack
     from remnant.studies.latent_probe import LatentProbeConfig
     from remnant.train.install import InstallResult, InstallSpec
     from remnant.train.methods.base import QA
@@ -56,9 +56,20 @@ class RunStates:
         }
 
 
-def _rate(score: tuple[int, int]) -> float:
+def rate_of(score: tuple[int, int]) -> float:
+    """κ as a rate from a scorer's (correct, total); 0 for an empty set."""
     k, n = score
     return k / n if n else 0.0
+
+
+def p_items(pack: Pack, cfg: LatentProbeConfig) -> list[Item]:
+    """The scored P facts of the design (install items of the forget-probe entities, declared attributes)."""
+    probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
+    return [
+        it
+        for it in pack.split("install")
+        if it.entity_id in probe_entities and it.attribute in set(cfg.attributes)
+    ]
 
 
 @dataclass(frozen=True)
@@ -111,8 +122,7 @@ def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
     )
     attrs = list(cfg.attributes)
     trainable = tuple(cfg.trainable) if cfg.trainable is not None else None
-    probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
-    p_set = as_qa([it for it in pack.split("install") if it.entity_id in probe_entities], attrs)
+    p_set = as_qa(p_items(pack, cfg))
     retain_set = retain_training_qa(pack, attrs)
     relearn_set = split_qa(pack, "relearn", attrs)
     score_p = greedy_scorer(tok, p_set, fmt)
@@ -132,7 +142,7 @@ def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
         score_retain=score_retain,
         prompts=prompts,
         install_spec=spec,
-        control_p=_rate(score_p(control)),
+        control_p=rate_of(score_p(control)),
     )
 
 
@@ -159,23 +169,22 @@ def _install(study: _Study, seed: int) -> _Installed:
         result=inst,
         content=twin_state.model,
         twin=twin,
-        kappa_p=_rate(study.score_p(installed)),
-        kappa_retain=_rate(study.score_retain(installed)),
+        kappa_p=rate_of(study.score_p(installed)),
+        kappa_retain=rate_of(study.score_retain(installed)),
     )
 
 
-def _relearn_spec(cfg: LatentProbeConfig, study: _Study, seed: int) -> RelearnSpec:
-    """The relearning criterion's procedure: the declared budgets that fit R (else all of R), same for θ_U and
-    the control (C-W5)."""
+def relearn_criterion(cfg: LatentProbeConfig, n_relearn: int, seed: int) -> RelearnSpec:
+    """The relearning criterion's procedure: the declared budgets that fit R's ``n_relearn`` items (else all of
+    R), same for θ_U and the control (C-W5)."""
     from remnant.train.relearn import RelearnSpec
 
     return RelearnSpec(
-        budgets=tuple(b for b in cfg.relearn.budgets if b <= len(study.relearn_set))
-        or (len(study.relearn_set),),
+        budgets=tuple(b for b in cfg.relearn.budgets if b <= n_relearn) or (n_relearn,),
         lr=cfg.relearn.lr,
         epochs=cfg.relearn.epochs,
         checkpoint_epochs=tuple(cfg.relearn.checkpoint_epochs),
-        trainable=study.trainable,
+        trainable=tuple(cfg.trainable) if cfg.trainable is not None else None,
         seed=seed,
     )
 
@@ -202,10 +211,9 @@ def _method_run(
     )
     proc_state, _ = procedure_control(method, control, tok, data, seed=seed, fmt=fmt)
     procedure = proc_state.model
-    removed_p = _rate(study.score_p(removed))
-    relearn = relearn_attack(
-        removed, control, tok, study.relearn_set, study.p_set, _relearn_spec(cfg, study, seed), fmt=fmt
-    )
+    removed_p = rate_of(study.score_p(removed))
+    spec = relearn_criterion(cfg, len(study.relearn_set), seed)
+    relearn = relearn_attack(removed, control, tok, study.relearn_set, study.p_set, spec, fmt=fmt)
     last = relearn.budgets[-1]
     best_removed = max(p.rate for p in last.post_removal.points)
     gap = installed.kappa_p - removed_p
@@ -222,10 +230,10 @@ def _method_run(
             "control": study.control_p,
             "installed": installed.kappa_p,
             "removed": removed_p,
-            "procedure_control": _rate(study.score_p(procedure)),
-            "content_control": _rate(study.score_p(installed.content)),
+            "procedure_control": rate_of(study.score_p(procedure)),
+            "content_control": rate_of(study.score_p(installed.content)),
         },
-        kappa_retain={"installed": installed.kappa_retain, "removed": _rate(study.score_retain(removed))},
+        kappa_retain={"installed": installed.kappa_retain, "removed": rate_of(study.score_retain(removed))},
         removal_status=rem.status,
         recovery=(best_removed - removed_p) / gap if gap > 0 else None,
         control_relearned_p=max(p.rate for p in last.control.points),
@@ -251,4 +259,4 @@ def build_model_runs(
             yield _method_run(cfg, study, seed, installed, name)
 
 
-__all__ = ["RunStates", "build_model_runs"]
+__all__ = ["RunStates", "build_model_runs", "p_items", "rate_of", "relearn_criterion"]

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from remnant.results import PoolTable
 from remnant.stats import harmonic_mean
-from remnant.studies.config import MetaEvalConfig, with_legacy_values
+from remnant.studies.config import MetaEvalConfig, StudyModel, with_legacy_values
 from remnant.studies.faithfulness import Faithfulness, faithfulness
 from remnant.studies.orientation import Orientation, resolve
 from remnant.studies.published import UDS_PAPER, UDS_PAPER_SOURCE
 from remnant.studies.robustness import Robustness, retain_model, robustness
 
 
-class PaperRow(BaseModel):
+class PaperRow(StudyModel):
     """The UDS paper's figures for the same metric (the UDS paper §4)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     label: str = Field(description="The paper's metric label.")
     auc: float = Field(description="Published AUC.")
@@ -36,10 +34,8 @@ class PaperRow(BaseModel):
     overall: float | None = Field(description="HM(AUC, HM).")
 
 
-class MetricResult(BaseModel):
+class MetricResult(StudyModel):
     """One metric's meta-evaluation."""
-
-    model_config = ConfigDict(extra="forbid")
 
     metric: str = Field(description="Metric (results-table column).")
     orientation: Orientation = Field(description="How m was formed (higher = more knowledge).")
@@ -50,10 +46,8 @@ class MetricResult(BaseModel):
     paper: PaperRow | None = Field(description="The UDS paper's row for this metric, when it has one.")
 
 
-class MetaEvalResult(BaseModel):
+class MetaEvalResult(StudyModel):
     """The study's record: config, pool, registration, one row per metric, what was left out and why."""
-
-    model_config = ConfigDict(extra="forbid")
 
     study: Literal["meta-eval"] = Field(default="meta-eval", description="Study kind.")
     adjudicating: Literal[False] = Field(default=False, description="Never moves a verdict (C-H6).")

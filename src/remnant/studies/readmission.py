@@ -35,10 +35,10 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.stats import spearman_test
-from remnant.studies.config import PrimaryCell, ReadmissionConfig, ReadmissionRule
+from remnant.studies.config import PrimaryCell, ReadmissionConfig, ReadmissionRule, StudyModel
 
 NullReading = Literal["held", "failed", "not evaluable"]
 Decision = Literal["promote", "retain (admissible, non-predictive)", "demote", "not evaluable"]
@@ -49,18 +49,14 @@ NOTE = (
 )
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Reading(_Model):
+class Reading(StudyModel):
     """A control state's normalised reading with its bootstrap interval."""
 
     value: float = Field(description="Reading (installed = 1, never-modified = 0).")
     ci95: tuple[float, float] = Field(description="Bootstrap 95 % interval.")
 
 
-class Cell(_Model):
+class Cell(StudyModel):
     """One run at one configuration."""
 
     model: str = Field(description="Model the run started from.")
@@ -76,7 +72,7 @@ class Cell(_Model):
     note: str | None = Field(default=None, description="Why a cell is not evaluable.")
 
 
-class RunOutcome(_Model):
+class RunOutcome(StudyModel):
     """One run's gates and relearning recovery (the predictive criterion)."""
 
     model: str = Field(description="Model.")
@@ -88,7 +84,7 @@ class RunOutcome(_Model):
     recovery: float | None = Field(description="Share of the removed gap relearning restored (None: no gap).")
 
 
-class Cells(_Model):
+class Cells(StudyModel):
     """What a readmission run produces and the decision reads (``readmission-cells.json``)."""
 
     estimator: str = Field(description="Estimator name.")
@@ -98,7 +94,7 @@ class Cells(_Model):
     provenance: dict[str, Any] = Field(default_factory=dict, description="Design and estimator parameters.")
 
 
-class MethodNulls(_Model):
+class MethodNulls(StudyModel):
     """Annex B.6's table row for one method."""
 
     method: str = Field(description="Removal method.")
@@ -109,7 +105,7 @@ class MethodNulls(_Model):
     procedure_null: NullReading = Field(description="Method-level reading.")
 
 
-class Configuration(_Model):
+class Configuration(StudyModel):
     """The conclusion at one configuration."""
 
     layer: int = Field(description="Layer.")
@@ -122,7 +118,7 @@ class Configuration(_Model):
     n_rho: int = Field(description="Runs behind ρ.")
 
 
-class Coverage(_Model):
+class Coverage(StudyModel):
     """C-H4's design coverage."""
 
     layers: list[int] = Field(description="Layers with an evaluable cell.")
@@ -132,7 +128,7 @@ class Coverage(_Model):
     missing: list[str] = Field(description="What falls short.")
 
 
-class ReadmissionResult(_Model):
+class ReadmissionResult(StudyModel):
     """The study's record and decision."""
 
     study: Literal["readmission"] = Field(default="readmission", description="Study kind.")
@@ -178,30 +174,24 @@ def _overall(values: Sequence[NullReading]) -> NullReading:
     return "held" if all(v in ("held", "not evaluable") for v in values) else "failed"
 
 
-def _nulls(cells: Sequence[Cell], rule: ReadmissionRule) -> tuple[int, NullReading, NullReading]:
+def _nulls(method: str, cells: Sequence[Cell], rule: ReadmissionRule) -> MethodNulls:
+    """Steps 1-2 over ``cells``: evaluable cells, the cells each null held in, and each null's reading."""
     ev = [c for c in cells if c.evaluable]
     content = sum(held(c.content, rule.margin) for c in ev)
     procedure = sum(held(c.procedure, rule.margin) for c in ev)
-    return len(ev), tally(content, len(ev), rule.pass_fraction), tally(procedure, len(ev), rule.pass_fraction)
+    return MethodNulls(
+        method=method,
+        evaluable_cells=len(ev),
+        content_held=content,
+        procedure_held=procedure,
+        content_null=tally(content, len(ev), rule.pass_fraction),
+        procedure_null=tally(procedure, len(ev), rule.pass_fraction),
+    )
 
 
 def method_nulls(data: Cells, rule: ReadmissionRule) -> list[MethodNulls]:
-    rows = []
-    for method in dict.fromkeys(c.method for c in data.cells):
-        cells = [c for c in data.cells if c.method == method]
-        n, content, procedure = _nulls(cells, rule)
-        ev = [c for c in cells if c.evaluable]
-        rows.append(
-            MethodNulls(
-                method=method,
-                evaluable_cells=n,
-                content_held=sum(held(c.content, rule.margin) for c in ev),
-                procedure_held=sum(held(c.procedure, rule.margin) for c in ev),
-                content_null=content,
-                procedure_null=procedure,
-            )
-        )
-    return rows
+    methods = dict.fromkeys(c.method for c in data.cells)
+    return [_nulls(m, [c for c in data.cells if c.method == m], rule) for m in methods]
 
 
 def _rho(cells: Sequence[Cell], runs: Sequence[RunOutcome]) -> tuple[float | None, float | None, int]:
@@ -226,16 +216,16 @@ def configurations(data: Cells, rule: ReadmissionRule) -> list[Configuration]:
     out = []
     for layer, position, setting in keys:
         cells = [c for c in data.cells if (c.layer, c.position, c.setting) == (layer, position, setting)]
-        n, content, procedure = _nulls(cells, rule)
+        nulls = _nulls("", cells, rule)  # every method's cells at this configuration (step 3)
         rho, _, n_rho = _rho(cells, data.runs)
         out.append(
             Configuration(
                 layer=layer,
                 position=position,
                 setting=setting,
-                evaluable_cells=n,
-                content_null=content,
-                procedure_null=procedure,
+                evaluable_cells=nulls.evaluable_cells,
+                content_null=nulls.content_null,
+                procedure_null=nulls.procedure_null,
                 rho=rho,
                 n_rho=n_rho,
             )

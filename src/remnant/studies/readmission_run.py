@@ -32,6 +32,7 @@ import numpy as np
 
 from remnant.statement.canonical import derive_seed
 from remnant.studies.config import ReadmissionConfig
+from remnant.studies.latent_probe_states import RunStates, build_model_runs, p_items
 from remnant.studies.readmission import Cell, Cells, Reading, RunOutcome
 
 if TYPE_CHECKING:
@@ -39,9 +40,8 @@ if TYPE_CHECKING:
 
     from remnant.latent.jaccess import Probe
     from remnant.latent.jacobian_lens import JacobianLens
-    from remnant.packs.schema import Item, Pack
+    from remnant.packs.schema import Pack
     from remnant.studies.latent_probe import LatentProbeConfig
-    from remnant.studies.latent_probe_states import RunStates
 
 Log = Callable[[str], None]
 UDS_TAUS = (0.03, 0.05, 0.1)
@@ -126,7 +126,7 @@ def uds_cells(
     from remnant.latent.uds import UDSConfig, score_source, stage1
 
     taus = tuple(float(t) for t in params.get("taus", UDS_TAUS))
-    examples = examples_from_items(_p_items(pack, mcfg))
+    examples = examples_from_items(p_items(pack, mcfg))
     ucfg = UDSConfig(
         tau=min(taus),
         layers=tuple(mcfg.layers) if mcfg.layers is not None else None,
@@ -181,16 +181,6 @@ def _reading(r: tuple[float | None, tuple[float, float] | None, int]) -> Reading
     return Reading(value=value, ci95=ci) if value is not None and ci is not None else None
 
 
-def _p_items(pack: Pack, mcfg: LatentProbeConfig) -> list[Item]:
-    """The scored P facts of the latent-probe design (install items of the forget-probe entities)."""
-    probe_entities = {e.id for e in pack.manifest.entities if e.role == "forget_probe"}
-    return [
-        it
-        for it in pack.split("install")
-        if it.entity_id in probe_entities and it.attribute in set(mcfg.attributes)
-    ]
-
-
 # -- J-Access ----------------------------------------------------------------------------------------------------
 
 
@@ -213,14 +203,11 @@ JACCESS_READ = ("removed", "procedure", "content")
 def _jaccess_probes(mcfg: LatentProbeConfig, pack: Pack, tokenizer: PreTrainedTokenizerBase) -> list[Probe]:
     """remnant's answer-level probes on the scored P facts, in the design's prompt format (module
     docstring)."""
-    from remnant.latent.jaccess import make_probe
-    from remnant.models.prompts import PromptFormat, render_prompt_ids
+    from remnant.latent.jaccess import answer_probes
+    from remnant.models.prompts import PromptFormat
 
     fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
-    return [
-        make_probe(tokenizer, it.id, render_prompt_ids(tokenizer, it.question, fmt), list(it.accepted))
-        for it in _p_items(pack, mcfg)
-    ]
+    return answer_probes(tokenizer, p_items(pack, mcfg), fmt)
 
 
 def _jaccess_lens(states: RunStates, params: dict[str, object]) -> JacobianLens | None:
@@ -345,7 +332,6 @@ def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None) -> Cells:
     """Build every run's states (latent-probe design) and read the configured estimator on them."""
     from remnant.models import load_model
     from remnant.packs import ClassDSpec, mint_class_d
-    from remnant.studies.latent_probe_states import build_model_runs
 
     say = log or (lambda _m: None)
     lp = design_config(cfg)

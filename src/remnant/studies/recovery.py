@@ -27,22 +27,18 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.errors import ConfigError
 from remnant.results import PoolTable
 from remnant.stats import fisher_pool, holm, partial_spearman, roc_auc, spearman_test
-from remnant.studies.config import RecoveryConfig
+from remnant.studies.config import RecoveryConfig, StudyModel
 from remnant.studies.orientation import DEFAULT_ORIENTATION, Orientation, orient, resolve
 
 _AUTO_OUTCOMES = ("kappa", "forget_Q_A_ROUGE", "forget_Q_A_Prob")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Correlation(_Model):
+class Correlation(StudyModel):
     """A rank correlation with its p-value, Holm-adjusted across metrics."""
 
     rho: float | None = Field(description="Spearman ρ (None: too few models or a constant input).")
@@ -59,7 +55,7 @@ class WithinMethod(Correlation):
     per_method: dict[str, tuple[float | None, int]] = Field(description="ρ and n per method.")
 
 
-class ItemLevel(_Model):
+class ItemLevel(StudyModel):
     """Which facts come back: the median per-model AUROC of the predictor's item values."""
 
     median_auroc: float | None = Field(description="Median over models with both classes.")
@@ -67,7 +63,7 @@ class ItemLevel(_Model):
     per_model: dict[str, float] = Field(default_factory=dict, description="AUROC per model.")
 
 
-class PredictorResult(_Model):
+class PredictorResult(StudyModel):
     """Every analysis for one predictor metric."""
 
     metric: str = Field(description="Predictor.")
@@ -83,7 +79,7 @@ class PredictorResult(_Model):
     )
 
 
-class ModelOutcome(_Model):
+class ModelOutcome(StudyModel):
     """One unlearned model's outcome."""
 
     model: str = Field(description="Model id.")
@@ -96,7 +92,7 @@ class ModelOutcome(_Model):
     steps: float | None = Field(description="Steps to recover (censored at the horizon when declared).")
 
 
-class RecoveryResult(_Model):
+class RecoveryResult(StudyModel):
     """The study's record."""
 
     study: Literal["recovery"] = Field(default="recovery", description="Study kind.")

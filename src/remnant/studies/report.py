@@ -206,36 +206,24 @@ def _meta_figures(result: MetaEvalResult) -> Section:
             ("ROC, target vs never-saw", roc_svg(curves, plot_id="roc", title="ROC curves"))
         )
     for i, r in enumerate(result.metrics):
-        q, rl = r.robustness.quantization, r.robustness.relearning
-        if q.points:
-            pts = [(p.before, p.after, p.method or "—") for p in q.points]
-            section.figures.append(
-                (
-                    f"{r.metric}: before/after NF4 (Q = {fmt(q.value)}, n = {q.n})",
-                    scatter_svg(
-                        pts,
-                        plot_id=f"q{i}",
-                        title=f"{r.metric} under NF4",
-                        xlabel="m before",
-                        ylabel="m after NF4",
-                    ),
+        rob = r.robustness
+        arms = (
+            (rob.quantization, "Q", "NF4", "m after NF4", None),
+            (rob.relearning, "R", "relearning", "m after one epoch of relearning", rob.reference_shift),
+        )
+        for arm, letter, attack, ylabel, shift in arms:
+            if arm.points:
+                pts = [(p.before, p.after, p.method or "—") for p in arm.points]
+                svg = scatter_svg(
+                    pts,
+                    plot_id=f"{letter.lower()}{i}",
+                    title=f"{r.metric} under {attack}",
+                    xlabel="m before",
+                    ylabel=ylabel,
+                    shift=shift,
                 )
-            )
-        if rl.points:
-            pts = [(p.before, p.after, p.method or "—") for p in rl.points]
-            section.figures.append(
-                (
-                    f"{r.metric}: before/after relearning (R = {fmt(rl.value)}, n = {rl.n})",
-                    scatter_svg(
-                        pts,
-                        plot_id=f"r{i}",
-                        title=f"{r.metric} under relearning",
-                        xlabel="m before",
-                        ylabel="m after one epoch of relearning",
-                        shift=r.robustness.reference_shift,
-                    ),
-                )
-            )
+                label = f"{r.metric}: before/after {attack} ({letter} = {fmt(arm.value)}, n = {arm.n})"
+                section.figures.append((label, svg))
     return section
 
 
@@ -621,25 +609,15 @@ def _goodhart_figures(result: GoodhartResult, audit: str) -> Section:
     """The audit and the relearning recovery against λ, one point per run."""
     from remnant.studies.plots import xy_svg
 
-    pts_a = [(r.weight, r.audit, f"seed {r.seed}") for r in result.rows if r.audit is not None]
-    pts_r = [(r.weight, r.recovery, f"seed {r.seed}") for r in result.rows if r.recovery is not None]
     figs = Section("Figures")
-    if pts_a:
-        figs.figures.append(
-            (
-                f"{audit} against λ",
-                xy_svg(pts_a, plot_id="gh-audit", title=f"{audit} vs λ", xlabel="λ", ylabel=audit),
-            )
-        )
-    if pts_r:
-        figs.figures.append(
-            (
-                "recovery against λ",
-                xy_svg(
-                    pts_r, plot_id="gh-rec", title="recovery vs λ", xlabel="λ", ylabel="relearning recovery"
-                ),
-            )
-        )
+    for name, field, plot_id, ylabel in (
+        (audit, "audit", "gh-audit", audit),
+        ("recovery", "recovery", "gh-rec", "relearning recovery"),
+    ):
+        pts = [(r.weight, v, f"seed {r.seed}") for r in result.rows if (v := getattr(r, field)) is not None]
+        if pts:
+            svg = xy_svg(pts, plot_id=plot_id, title=f"{name} vs λ", xlabel="λ", ylabel=ylabel)
+            figs.figures.append((f"{name} against λ", svg))
     return figs
 
 

@@ -27,22 +27,21 @@ import statistics
 from collections.abc import Callable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remnant.errors import ConfigError
 from remnant.results import PoolTable
 from remnant.statement.canonical import derive_seed
 from remnant.stats import harmonic_mean, percentile_bootstrap
+from remnant.studies.config import StudyModel
 from remnant.studies.orientation import Orientation, orient
 
 #: Smaller moves than this are rounding, not a rise or a fall (the plots' counts).
 MOVED = 1e-9
 
 
-class Point(BaseModel):
+class Point(StudyModel):
     """One model before and after a perturbation (a scatter point)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     model: str = Field(description="Model id.")
     method: str | None = Field(description="Removal method.")
@@ -51,10 +50,8 @@ class Point(BaseModel):
     score: float = Field(description="q or r of this model.")
 
 
-class Stability(BaseModel):
+class Stability(StudyModel):
     """Q or R of one metric over the filtered unlearned models."""
-
-    model_config = ConfigDict(extra="forbid")
 
     value: float | None = Field(description="Mean q (or r) over the models (None: no model qualified).")
     ci95: tuple[float, float] | None = Field(description="Percentile bootstrap over models (n ≥ 2).")
@@ -64,10 +61,8 @@ class Stability(BaseModel):
     points: list[Point] = Field(default_factory=list, description="Per-model before/after values.")
 
 
-class Robustness(BaseModel):
+class Robustness(StudyModel):
     """Q, R and their harmonic mean, with what the filters removed."""
-
-    model_config = ConfigDict(extra="forbid")
 
     quantization: Stability = Field(description="Q under NF4 quantization.")
     relearning: Stability = Field(description="R under one epoch of relearning.")

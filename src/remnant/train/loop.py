@@ -27,7 +27,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -132,22 +132,10 @@ class TrainerSettings:
         self, *, lr: float, epochs: float, seed: int, progress: bool, desc: str, **extra: Any
     ) -> TrainConfig:
         """The loop's TrainConfig for these settings, a budget (lr, epochs) and stage-specific ``extra``."""
+        # fields of this class only (not asdict: LoraSpec stays a dataclass; not a subclass's own fields)
+        shared = {f.name: getattr(self, f.name) for f in fields(TrainerSettings)}
         return TrainConfig(
-            lr=lr,
-            epochs=float(epochs),
-            batch_size=self.batch_size,
-            grad_accum=self.grad_accum,
-            weight_decay=self.weight_decay,
-            warmup_epochs=self.warmup_epochs,
-            schedule=self.schedule,
-            max_grad_norm=self.max_grad_norm,
-            bf16=self.bf16,
-            lora=self.lora,
-            trainable=self.trainable,
-            seed=seed,
-            progress=progress,
-            desc=desc,
-            **extra,
+            lr=lr, epochs=float(epochs), seed=seed, progress=progress, desc=desc, **shared, **extra
         )
 
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
-def _forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The model's logits on a collated batch, upcast to fp32 (``[B, T, V]``)."""
     out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     logits: torch.Tensor = out.logits
     return logits.float()
@@ -34,7 +35,7 @@ def _forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> t
 
 def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token NLL of the next token ``[B, T-1]`` and the answer mask (float) it is valid on."""
-    logits = _forward_logits(model, batch)[:, :-1]
+    logits = forward_logits(model, batch)[:, :-1]
     labels = batch["labels"][:, 1:]
     mask = (labels != -100).float()
     safe = labels.clamp(min=0)
@@ -83,9 +84,9 @@ def kl_to_reference(
     """
     if over not in ("attended", "all"):
         raise ValueError(f"KL positions must be 'attended' or 'all', not {over!r}")
-    logp = F.log_softmax(_forward_logits(model, batch), dim=-1)
+    logp = F.log_softmax(forward_logits(model, batch), dim=-1)
     with torch.no_grad():
-        logq = F.log_softmax(_forward_logits(reference, batch), dim=-1)
+        logq = F.log_softmax(forward_logits(reference, batch), dim=-1)
     kl = (logq.exp() * (logq - logp)).sum(-1)
     if over == "all":
         return kl.mean()
@@ -134,6 +135,7 @@ def reweighted_ascent(
 __all__ = [
     "KLPositions",
     "answer_lengths",
+    "forward_logits",
     "kl_to_reference",
     "log_ratio",
     "mean_nll",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,20 +128,15 @@ def apply_removal(
     config = method.train_config(
         seed=seed, progress=progress, desc=_spec(method)["name"], **(overrides or {})
     )
+    # both kinds train with this run's checkpointing and callback
+    loop = partial(train, checkpoint_dir=checkpoint_dir, resume=resume, on_checkpoint=on_checkpoint)
     if method.kind == "procedure":
 
         def run_loop(objective: Any, cfg: TrainConfig) -> TrainOutcome:
             if isinstance(objective, Sequence) and all(isinstance(p, EncodedPair) for p in objective):
                 objective = PairsObjective(objective, encoded.pad_id)
             wrapped = prepare_model(ctx.model, cfg)
-            out = train(
-                wrapped,
-                objective,
-                cfg,
-                checkpoint_dir=checkpoint_dir,
-                resume=resume,
-                on_checkpoint=on_checkpoint,
-            )
+            out = loop(wrapped, objective, cfg)
             ctx.model = merge_lora(wrapped)
             return out
 
@@ -161,15 +157,7 @@ def apply_removal(
         wrapped = prepare_model(model, config)
         sctx = StepContext(reference=reference, generator=make_generator(seed, "setup"))
         method.setup(wrapped, sctx)
-        objective = MethodObjective(method, encoded, sctx)
-        outcome = train(
-            wrapped,
-            objective,
-            config,
-            checkpoint_dir=checkpoint_dir,
-            resume=resume,
-            on_checkpoint=on_checkpoint,
-        )
+        outcome = loop(wrapped, MethodObjective(method, encoded, sctx), config)
         result_model = merge_lora(wrapped)
     result_model.eval()
     return result_model, RemovalResult(method=_spec(method), seed=seed, outcome=outcome)

@@ -23,10 +23,10 @@ from remnant.studies.latent_probe import (
     decide,
     direction_config,
     method_table,
-    reading,
     resolve_config,
     run_study,
 )
+from remnant.studies.readmission import tally
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_cli_writes_the_annex_shaped_table(study_run: dict[str, Any]) -> None:
         cells = [c for run in result.runs if run.method == row.method for c in run.cells if c.evaluable]
         assert row.evaluable_cells == len(cells)
         assert row.content_held == sum(c.content.held for c in cells)
-        assert row.content_null == reading(row.content_held, row.evaluable_cells, 0.8)
+        assert row.content_null == tally(row.content_held, row.evaluable_cells, 0.8)
     assert result.decision == decide(result.table, result.rho, result.config)
     md = (study_run["out"] / "latent-probe.md").read_text()
     assert "| | Evaluable cells | Content null held | Procedure null held |" in md
@@ -123,8 +123,8 @@ def _row(method: str, n: int, content: int, procedure: int, stable: bool = True)
         evaluable_cells=n,
         content_held=content,
         procedure_held=procedure,
-        content_null=reading(content, n, 0.8),
-        procedure_null=reading(procedure, n, 0.8),
+        content_null=tally(content, n, 0.8),
+        procedure_null=tally(procedure, n, 0.8),
         design_stable=stable,
     )
 
@@ -132,9 +132,7 @@ def _row(method: str, n: int, content: int, procedure: int, stable: bool = True)
 def test_b4_decision_rule() -> None:
     cfg = resolve_config(["m"])
     assert (
-        reading(8, 10, 0.8) == "held"
-        and reading(7, 10, 0.8) == "failed"
-        and reading(0, 0, 0.8) == "not evaluable"
+        tally(8, 10, 0.8) == "held" and tally(7, 10, 0.8) == "failed" and tally(0, 0, 0.8) == "not evaluable"
     )
     # Annex B.6's outcome: NPO 10 cells 0/0, task-vector 8 cells 0/0 -> demote
     assert decide([_row("npo", 10, 0, 0), _row("task_vector", 8, 0, 0)], None, cfg) == "demote"

@@ -20,26 +20,3 @@ from remnant.train.methods import (  # noqa: F401  (imported for registration)
     undial,
     wga,
 )
-from remnant.train.methods.base import (
-    COMMON_DEFAULTS,
-    QA,
-    EncodedData,
-    LossTerms,
-    MethodBatch,
-    ProcedureContext,
-    RemovalData,
-    RemovalMethod,
-    StepContext,
-)
-
-__all__ = [
-    "COMMON_DEFAULTS",
-    "QA",
-    "EncodedData",
-    "LossTerms",
-    "MethodBatch",
-    "ProcedureContext",
-    "RemovalData",
-    "RemovalMethod",
-    "StepContext",
-]

@@ -25,10 +25,8 @@ from remnant.errors import ConfigError, PackError
 from remnant.models.prompts import PromptFormat
 from remnant.packs.schema import Item, Pack
 from remnant.registry import register
-from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.preference import dpo_forget_loss
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import QA
+from remnant.train.methods.preference import PreferenceMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -86,7 +84,7 @@ def _values(pack: Pack, attribute: str, entity_ids: set[str]) -> set[str]:
 
 
 @register("method", "altpo", "1")
-class AltPO(RemovalMethod):
+class AltPO(PreferenceMethod):
     """DPO toward alternate answers drawn from the pack, away from the forget answers (compat: KL retain only)."""
 
     kind = "loss"
@@ -95,8 +93,8 @@ class AltPO(RemovalMethod):
         "y_alt = answer with another forget entity's value of the same attribute"
     )
     source = "docs/methods.md (dpo.py + community/methods/AltPO; alternates from the pack, not sampled)"
-    needs_reference = True
     needs_alternates = "alternate"
+    missing = "altpo: needs alternate answers and the reference model"
 
     def __init__(
         self,
@@ -110,15 +108,10 @@ class AltPO(RemovalMethod):
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        if beta <= 0:
-            raise ConfigError(f"altpo: beta must be positive, not {beta}")
+        self._set_beta("altpo", beta)
         if n_alternates < 1:
             raise ConfigError(f"altpo: n_alternates must be at least 1, not {n_alternates}")
-        self.beta = beta
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("altpo", retain_loss_type)
-        self.compat = check_compat("altpo", compat)
+        self._set_weights("altpo", gamma, alpha, retain_loss_type, compat)
         self.n_alternates = n_alternates
 
     def alternates(
@@ -135,16 +128,6 @@ class AltPO(RemovalMethod):
             "altpo: alternate answers must be supplied in RemovalData.alternates "
             "(build them with remnant.train.methods.altpo.pack_alternates(pack, items, rng, n_alternates))"
         )
-
-    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
-        if batch.alternate is None or ctx.reference is None:
-            raise ValueError("altpo: needs alternate answers and the reference model")
-        forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)
-        parts["forget"] = float(forget.detach())
-        total = add_retain(
-            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
 
 
 __all__ = ["AltPO", "pack_alternates"]

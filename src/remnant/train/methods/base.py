@@ -220,22 +220,9 @@ class RemovalMethod:
         lora = None
         if self.lora_rank is not None:
             lora = LoraSpec(rank=self.lora_rank, alpha=self.lora_alpha or 2.0 * self.lora_rank)
-        values: dict[str, Any] = {
-            "lr": self.lr,
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "grad_accum": self.grad_accum,
-            "weight_decay": self.weight_decay,
-            "warmup_epochs": self.warmup_epochs,
-            "schedule": self.schedule,
-            "max_grad_norm": self.max_grad_norm,
-            "bf16": self.bf16,
-            "lora": lora,
-            "trainable": self.trainable,
-            "divergence_factor": self.divergence_factor,
-            "seed": seed,
-            "progress": progress,
-        }
+        # every common parameter is a TrainConfig field of the same name, but for the two LoRA ones
+        values: dict[str, Any] = {k: getattr(self, k) for k in COMMON_DEFAULTS if not k.startswith("lora_")}
+        values.update(lora=lora, seed=seed, progress=progress)
         values.update(overrides)
         return TrainConfig(**values)
 
@@ -248,7 +235,15 @@ class RemovalMethod:
         forget: Sequence[QA],
         generator: torch.Generator,
     ) -> list[list[str]] | None:
-        """Alternate answers per forget item, for methods with ``needs_alternates`` (default: none)."""
+        """Alternate answers per forget item, for methods with ``needs_alternates``.
+
+        Default: for ``"idk"`` the whole IDK bank per item (the loop draws one per visit from its sampling
+        generator, as ``QAwithIdkDataset`` draws one line per item), otherwise none.
+        """
+        if self.needs_alternates == "idk":
+            from remnant.train.methods.idk import IDK_BANK
+
+            return [list(IDK_BANK) for _ in forget]
         return None
 
     def setup(self, model: PreTrainedModel, ctx: StepContext) -> None:

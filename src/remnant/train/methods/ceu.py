@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from remnant.errors import ConfigError
 from remnant.registry import register
+from remnant.train.losses import forward_logits
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
 
@@ -69,8 +70,8 @@ class CEU(RemovalMethod):
         self.compat = check_compat("ceu", compat)
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
-        out = model(input_ids=batch.forget["input_ids"], attention_mask=batch.forget["attention_mask"])
-        forget = ceu_loss(out.logits, batch.forget["labels"], self.ignore_first_n_answer_tokens)
+        logits = forward_logits(model, batch.forget)
+        forget = ceu_loss(logits, batch.forget["labels"], self.ignore_first_n_answer_tokens)
         return LossTerms(loss=forget, parts={"forget": float(forget.detach())})
 
 

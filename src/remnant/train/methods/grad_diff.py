@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from remnant.registry import register
 from remnant.train.losses import mean_nll
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
 @register("method", "grad_diff", "1")
-class GradDiff(RemovalMethod):
+class GradDiff(ForgetRetainMethod):
     """Gradient difference: forget ascent plus retain descent (KL retain masks padding unless compat says not)."""
 
     kind = "loss"
@@ -37,16 +36,10 @@ class GradDiff(RemovalMethod):
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("grad_diff", retain_loss_type)
-        self.compat = check_compat("grad_diff", compat)
+        self._set_weights("grad_diff", gamma, alpha, retain_loss_type, compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         nll_f = mean_nll(model, batch.forget)
         parts = {"forget_nll": float(nll_f.detach())}
-        total = add_retain(
-            self.gamma * -nll_f, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(-nll_f, parts, model, batch, ctx)

@@ -14,6 +14,8 @@ import hashlib
 import json
 import random
 
+from remnant.errors import ConfigError
+
 IDK_BANK_VERSION = "1"
 
 IDK_BANK: tuple[str, ...] = (
@@ -58,6 +60,13 @@ def bank_digest(bank: tuple[str, ...] = IDK_BANK) -> str:
     return "sha256:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def check_idk_bank(method: str, value: str) -> str:
+    """``value`` when it names the bundled bank, else a ConfigError naming the method (K4: one bank per run)."""
+    if value != f"remnant-idk-v{IDK_BANK_VERSION}":
+        raise ConfigError(f"{method}: idk_bank must be remnant-idk-v{IDK_BANK_VERSION} (the bundled bank)")
+    return value
+
+
 def draw_idk(rng: random.Random, bank: tuple[str, ...] = IDK_BANK) -> str:
     """One refusal phrasing, uniformly from ``bank`` (as ``QAwithIdkDataset`` draws one line per item)."""
     if not bank:
@@ -65,4 +74,4 @@ def draw_idk(rng: random.Random, bank: tuple[str, ...] = IDK_BANK) -> str:
     return bank[rng.randrange(len(bank))]
 
 
-__all__ = ["IDK_BANK", "IDK_BANK_VERSION", "bank_digest", "draw_idk"]
+__all__ = ["IDK_BANK", "IDK_BANK_VERSION", "bank_digest", "check_idk_bank", "draw_idk"]

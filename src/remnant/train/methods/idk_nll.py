@@ -10,31 +10,20 @@ the KL retain term masks padding (remnant) or averages over all B·T positions (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-from remnant.errors import ConfigError
-from remnant.models.prompts import PromptFormat
 from remnant.registry import register
 from remnant.train.losses import mean_nll
-from remnant.train.methods.base import QA, LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.idk import IDK_BANK, IDK_BANK_VERSION, bank_digest
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.idk import IDK_BANK_VERSION, bank_digest, check_idk_bank
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
-
-def idk_alternates(forget: Sequence[QA]) -> list[list[str]]:
-    """The whole bank for every forget item: the loop draws one per visit from its sampling generator."""
-    return [list(IDK_BANK) for _ in forget]
+    from transformers import PreTrainedModel
 
 
 @register("method", "idk_nll", "1")
-class IdkNLL(RemovalMethod):
+class IdkNLL(ForgetRetainMethod):
     """Fine-tune the forget questions toward a refusal from the IDK bank, with a retain term (compat: KL only)."""
 
     kind = "loss"
@@ -53,38 +42,20 @@ class IdkNLL(RemovalMethod):
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("idk_nll", retain_loss_type)
-        self.compat = check_compat("idk_nll", compat)
-        if idk_bank != f"remnant-idk-v{IDK_BANK_VERSION}":
-            raise ConfigError(f"idk_nll: idk_bank must be remnant-idk-v{IDK_BANK_VERSION} (the bundled bank)")
-        self.idk_bank = idk_bank
+        self._set_weights("idk_nll", gamma, alpha, retain_loss_type, compat)
+        self.idk_bank = check_idk_bank("idk_nll", idk_bank)
         self.idk_bank_digest = bank_digest()
 
     @property
     def needs_reference(self) -> bool:  # type: ignore[override]
         return self.retain_loss_type == "KL"
 
-    def alternates(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        fmt: PromptFormat,
-        forget: Sequence[QA],
-        generator: torch.Generator,
-    ) -> list[list[str]]:
-        return idk_alternates(forget)
-
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None:
             raise ValueError("idk_nll: the batch carries no IDK answers")
         idk = mean_nll(model, batch.alternate)
         parts = {"idk_nll": float(idk.detach())}
-        total = add_retain(
-            self.gamma * idk, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(idk, parts, model, batch, ctx)
 
 
-__all__ = ["IdkNLL", "idk_alternates"]
+__all__ = ["IdkNLL"]

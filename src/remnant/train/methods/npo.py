@@ -14,16 +14,15 @@ import torch.nn.functional as F
 
 from remnant.registry import register
 from remnant.train.losses import log_ratio
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
 @register("method", "npo", "1")
-class NPO(RemovalMethod):
+class NPO(ForgetRetainMethod):
     """Negative preference optimisation (Zhang et al. 2024) with a retain term (KL retain: compat decides padding)."""
 
     kind = "loss"
@@ -43,16 +42,10 @@ class NPO(RemovalMethod):
     ) -> None:
         super().__init__(**common)
         self.beta = beta
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("npo", retain_loss_type)
-        self.compat = check_compat("npo", compat)
+        self._set_weights("npo", gamma, alpha, retain_loss_type, compat)
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         r = log_ratio(model, ctx.reference, batch.forget)
         forget = -(2.0 / self.beta) * F.logsigmoid(-self.beta * r).mean()
         parts = {"forget": float(forget.detach()), "log_ratio": float(r.detach().mean())}
-        total = add_retain(
-            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(forget, parts, model, batch, ctx)

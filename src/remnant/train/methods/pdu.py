@@ -29,10 +29,10 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.registry import register
-from remnant.train.losses import retain_loss
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat, kl_positions
-from remnant.train.methods.retain import check_retain_type
+from remnant.train.losses import forward_logits, retain_loss
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.compat import kl_positions
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -67,7 +67,7 @@ def completed_epochs(state: dict[str, Any], indices: Sequence[int]) -> int:
 
 
 @register("method", "pdu", "1")
-class PDU(RemovalMethod):
+class PDU(ForgetRetainMethod):
     """Primal-dual unlearning: flatten forget logits, keep the retain loss under eps with a dual variable."""
 
     kind = "loss"
@@ -112,17 +112,13 @@ class PDU(RemovalMethod):
         self.dual_step_size = dual_step_size
         self.dual_update_upon = dual_update_upon
         self.dual_warmup_epochs = dual_warmup_epochs
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("pdu", retain_loss_type)
-        self.compat = check_compat("pdu", compat)
+        self._set_weights("pdu", gamma, alpha, retain_loss_type, compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         epoch = completed_epochs(ctx.state, batch.forget_index)
         dual = float(ctx.state.setdefault(_DUAL, float(self.alpha)))
-        out = model(input_ids=batch.forget["input_ids"], attention_mask=batch.forget["attention_mask"])
-        forget = logit_margin_flattening(out.logits, batch.forget["labels"])
+        forget = logit_margin_flattening(forward_logits(model, batch.forget), batch.forget["labels"])
         total = self.gamma * forget
         parts = {"forget": float(forget.detach()), "dual": dual}
         if batch.retain is not None:

@@ -9,12 +9,15 @@ alternate answer (AltPO).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 
+from remnant.errors import ConfigError
 from remnant.train.losses import log_ratio
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -46,4 +49,25 @@ def dpo_forget_loss(
     return loss, parts
 
 
-__all__ = ["dpo_forget_loss", "preference_loss"]
+class PreferenceMethod(ForgetRetainMethod):
+    """IdkDPO and AltPO: ``gamma * dpo_forget_loss(y_alt over y_f) + alpha * L_retain`` on ``batch.alternate``."""
+
+    needs_reference = True
+    #: The ValueError a batch without alternates or a context without the reference gets.
+    missing: ClassVar[str] = ""
+    beta: float
+
+    def _set_beta(self, method: str, beta: float) -> None:
+        if beta <= 0:
+            raise ConfigError(f"{method}: beta must be positive, not {beta}")
+        self.beta = beta
+
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+        if batch.alternate is None or ctx.reference is None:
+            raise ValueError(self.missing)
+        forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)
+        parts["forget"] = float(forget.detach())
+        return self._total(forget, parts, model, batch, ctx)
+
+
+__all__ = ["PreferenceMethod", "dpo_forget_loss", "preference_loss"]

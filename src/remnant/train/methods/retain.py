@@ -15,8 +15,8 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.train.losses import retain_loss
-from remnant.train.methods.base import MethodBatch, StepContext
-from remnant.train.methods.compat import Compat, kl_positions
+from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
+from remnant.train.methods.compat import Compat, check_compat, kl_positions
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -49,4 +49,39 @@ def add_retain(
     return total + alpha * ret
 
 
-__all__ = ["RetainLossType", "add_retain", "check_retain_type"]
+class ForgetRetainMethod(RemovalMethod):
+    """A loss method of the form ``L = gamma * L_f + alpha * L_retain`` (GradDiff's retain loss, docs/methods.md).
+
+    One place checks the four parameters such a method records (R23) and forms its total, so no method can
+    weigh or mask its retain term differently from the others.
+    """
+
+    gamma: float
+    alpha: float
+    retain_loss_type: RetainLossType
+    compat: Compat
+
+    def _set_weights(
+        self, method: str, gamma: float, alpha: float, retain_loss_type: str, compat: str
+    ) -> None:
+        self.gamma = gamma
+        self.alpha = alpha
+        self.retain_loss_type = check_retain_type(method, retain_loss_type)
+        self.compat = check_compat(method, compat)
+
+    def _total(
+        self,
+        forget: torch.Tensor,
+        parts: dict[str, float],
+        model: PreTrainedModel,
+        batch: MethodBatch,
+        ctx: StepContext,
+    ) -> LossTerms:
+        """``gamma * forget`` plus the weighted retain term, with ``parts`` (gaining ``retain``) logged."""
+        total = add_retain(
+            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
+        )
+        return LossTerms(loss=total, parts=parts)
+
+
+__all__ = ["ForgetRetainMethod", "RetainLossType", "add_retain", "check_retain_type"]

@@ -18,16 +18,15 @@ import torch
 
 from remnant.registry import register
 from remnant.train.losses import reweighted_ascent
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
 @register("method", "satimp", "1")
-class SatImp(RemovalMethod):
+class SatImp(ForgetRetainMethod):
     """Saturation-importance reweighted ascent (compat: only the KL retain term differs)."""
 
     kind = "loss"
@@ -51,10 +50,7 @@ class SatImp(RemovalMethod):
         super().__init__(epochs=epochs, **common)
         self.beta1 = beta1
         self.beta2 = beta2
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("satimp", retain_loss_type)
-        self.compat = check_compat("satimp", compat)
+        self._set_weights("satimp", gamma, alpha, retain_loss_type, compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
     def _weight(self, p: torch.Tensor) -> torch.Tensor:
@@ -63,10 +59,7 @@ class SatImp(RemovalMethod):
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
         parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
-        total = add_retain(
-            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(forget, parts, model, batch, ctx)
 
 
 __all__ = ["SatImp"]

@@ -18,16 +18,15 @@ import torch.nn.functional as F
 
 from remnant.registry import register
 from remnant.train.losses import answer_lengths, sequence_nll
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
 @register("method", "simnpo", "1")
-class SimNPO(RemovalMethod):
+class SimNPO(ForgetRetainMethod):
     """Simple NPO (Fan et al. 2024): no reference model (one only for a KL retain term)."""
 
     kind = "loss"
@@ -48,10 +47,7 @@ class SimNPO(RemovalMethod):
         super().__init__(**common)
         self.delta = delta
         self.beta = beta
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("simnpo", retain_loss_type)
-        self.compat = check_compat("simnpo", compat)
+        self._set_weights("simnpo", gamma, alpha, retain_loss_type, compat)
         self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
@@ -62,7 +58,4 @@ class SimNPO(RemovalMethod):
         a = sequence_nll(model, batch.forget) / length - self.delta
         forget = -(2.0 / self.beta) * F.logsigmoid(self.beta * a).mean()
         parts = {"forget": float(forget.detach()), "mean_nll": float(a.detach().mean() + self.delta)}
-        total = add_retain(
-            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(forget, parts, model, batch, ctx)

@@ -21,22 +21,17 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.registry import register
-from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
-from remnant.train.methods.compat import check_compat
-from remnant.train.methods.retain import add_retain, check_retain_type
+from remnant.train.losses import forward_logits
+from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
+from remnant.train.methods.retain import ForgetRetainMethod
 from remnant.train.methods.undial_loss import undial_loss, undial_loss_openunlearning
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 
-def _logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    logits: torch.Tensor = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    return logits
-
-
 @register("method", "undial", "1")
-class UNDIAL(RemovalMethod):
+class UNDIAL(ForgetRetainMethod):
     """Self-distillation on adjusted logits (Dong et al.), reference as teacher; compat: all positions, as theirs."""
 
     kind = "loss"
@@ -60,18 +55,15 @@ class UNDIAL(RemovalMethod):
         if positions not in ("answer", "all"):
             raise ConfigError(f"undial: positions must be 'answer' or 'all', not {positions!r}")
         self.beta = beta
-        self.gamma = gamma
-        self.alpha = alpha
-        self.retain_loss_type = check_retain_type("undial", retain_loss_type)
+        self._set_weights("undial", gamma, alpha, retain_loss_type, compat)
         self.positions = positions
-        self.compat = check_compat("undial", compat)
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if ctx.reference is None:
             raise ValueError("undial: needs the reference model")
-        logits = _logits(model, batch.forget)
+        logits = forward_logits(model, batch.forget)
         with torch.no_grad():
-            ref_logits = _logits(ctx.reference, batch.forget)
+            ref_logits = forward_logits(ctx.reference, batch.forget)
         if self.compat == "openunlearning":
             forget = undial_loss_openunlearning(logits, ref_logits, batch.forget["labels"], self.beta)
         else:
@@ -84,10 +76,7 @@ class UNDIAL(RemovalMethod):
                 attention_mask=batch.forget["attention_mask"],
             )
         parts = {"forget": float(forget.detach())}
-        total = add_retain(
-            self.gamma * forget, parts, model, batch, ctx, self.alpha, self.retain_loss_type, self.compat
-        )
-        return LossTerms(loss=total, parts=parts)
+        return self._total(forget, parts, model, batch, ctx)
 
 
 __all__ = ["UNDIAL"]
