@@ -23,3 +23,12 @@ def test_methods_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert "beta = 4.5" in text and "gamma = 0.125" in text and "lr = 1e-05" in text
     assert main(["methods", "show", "no-such-method"]) == 2
+
+
+def test_a_flag_that_depends_on_the_parameters_is_shown_at_the_defaults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """IdkNLL needs the frozen reference only with a KL retain loss; its default is NLL (R23)."""
+    assert main(["methods", "show", "idk_nll", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["defaults"]["retain_loss_type"] == "NLL" and info["needs_reference"] is False
