@@ -80,11 +80,6 @@ def choice_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probe: Probe
     return max(range(len(scores)), key=scores.__getitem__)
 
 
-def kappa_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probes: Sequence[Probe]) -> list[bool]:
-    """Per multiple-choice probe: the log-likelihood choice is the true option."""
-    return [choice_by_loglik(model, tokenizer, fmt, p) == p.answer_index for p in probes]
-
-
 def kappa_rate(hits: Sequence[bool], probes: Sequence[Probe]) -> Rate:
     """The cell's κ as a Rate; multiple-choice cells carry their chance rate (net of chance, floored at 0)."""
     chance = sum(p.chance_rate for p in probes) / len(probes) if probes else 0.0

@@ -9,7 +9,6 @@ is part of the measurement, and should not come from the assessed family).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -84,8 +83,3 @@ class RefusalCriterion:
         if self.judge is not None:
             out["judge"] = {"identity": self.judge.identity, "version": self.judge.version}
         return out
-
-
-def describe_criterion(criterion: RefusalCriterion | None = None) -> Mapping[str, object]:
-    """The default criterion's description when none is given."""
-    return (criterion or RefusalCriterion()).describe()
