@@ -22,7 +22,6 @@ Every problem with a table is a :class:`~remnant.errors.ConfigError` naming the 
 from __future__ import annotations
 
 import csv
-import hashlib
 import importlib.util
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from remnant.errors import ConfigError
+from remnant.run_manifest import file_ref
 
 Pool = Literal["target", "never_saw", "unlearned", "base"]
 Perturbation = Literal["none", "nf4", "relearn"]
@@ -310,10 +310,6 @@ def _label(row: ResultRow | ItemValue) -> str:
     return f"model {row.model}, perturbation {row.perturbation}{extra}"
 
 
-def _digest(path: Path) -> str:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
     """Read ``folder``'s results table (and items table when present); ConfigError when the results are absent."""
     root = Path(folder)
@@ -352,7 +348,7 @@ def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
             _agree(items_path, other, items, parse_items(other_records, str(other)), "item")
     return PoolTable(
         source=str(path),
-        digest=_digest(path),
+        digest=file_ref(path),
         rows=tuple(rows),
         metric_columns=tuple(metrics),
         items=tuple(items) if items is not None else None,
@@ -376,7 +372,7 @@ def require_spec(folder: str | Path, declared: str | None, study: str) -> None:
             f"{spec}: the {study} declares pool_spec {declared} but the pool folder has no spec",
             requirement="R14",
         )
-    found = _digest(spec)
+    found = file_ref(spec)
     if found != declared:
         raise ConfigError(
             f"{spec}: the {study} is pre-registered against pool_spec {declared}, but this pool's spec is "
