@@ -6,7 +6,7 @@ Modules, one concept each:
 - :mod:`~remnant.classd.canaries` — target/control probe sets and counts (D4);
 - :mod:`~remnant.classd.singling_out` (D-2.1, D-2.2), :mod:`~remnant.classd.linkability` (D-3.1, D-3.2),
   :mod:`~remnant.classd.inference` (D-4.1, D-4.2) — each registered under kind ``classd``;
-- :mod:`~remnant.classd.battery` — the three risks under every admitted attack on one state, relearning (D-5.3);
+- :mod:`~remnant.classd.battery` — what the battery runs (its spec, probe sets and many-shot demonstrations; D-5.3);
 - :mod:`~remnant.statement.classd_bar` — the insignificance bar and the statement's ``class_d`` block (D-5.1, D-5.2);
 - :mod:`~remnant.classd.design` — the canary design record, the comparison warning (D5), pack-size support (R21).
 
@@ -17,13 +17,9 @@ the functions that run them.
 from __future__ import annotations
 
 from remnant.classd.battery import (
-    BatteryResult,
     BatterySpec,
-    NotApplicable,
     class_d_canaries,
     demonstrations,
-    measure,
-    run_battery,
 )
 from remnant.classd.canaries import RISKS, CanaryProbes, RiskCounts, count
 from remnant.classd.design import (
@@ -47,7 +43,6 @@ from remnant.statement.classd_bar import ClassDBar, NetRate, RiskBar, bar_from_f
 
 __all__ = [
     "RISKS",
-    "BatteryResult",
     "BatterySpec",
     "CanaryDesign",
     "CanaryProbes",
@@ -56,7 +51,6 @@ __all__ = [
     "Inference",
     "Linkability",
     "NetRate",
-    "NotApplicable",
     "RiskBar",
     "RiskCounts",
     "SinglingOut",
@@ -71,12 +65,10 @@ __all__ = [
     "evaluate_bar",
     "inference_probes",
     "linkability_probes",
-    "measure",
     "net_rate",
     "option_loglikelihoods",
     "pack_support",
     "population_guesses",
-    "run_battery",
     "score_by_likelihood",
     "singling_out_probes",
 ]

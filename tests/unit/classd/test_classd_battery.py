@@ -1,5 +1,6 @@
-"""The Class D battery on the tiny model: probe sets (D-2.1, D-3.2, D-4.2, D4), scoring equivalences, a trained
-linkage that the control entities do not share, and the battery's facts under real attacks (C-Q2, C-Q4)."""
+"""The Class D battery's inputs on the tiny model: probe sets (D-2.1, D-3.2, D-4.2, D4), scoring equivalences, a
+trained linkage that the control entities do not share, and many-shot demonstrations that never show a target. The
+battery itself runs through the engine (tests/integration, tests/e2e/test_e2e_battery.py)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,17 @@ from typing import Any
 import pytest
 import torch
 
-from remnant import registry
-from remnant.attacks.base import AttackContext
+from remnant.attacks.base import AttackContext, no_attack
 from remnant.classd import (
     BatterySpec,
     bar_from_facts,
     class_d_canaries,
+    count,
     demonstrations,
     inference_probes,
     linkability_probes,
-    measure,
     option_loglikelihoods,
     population_guesses,
-    run_battery,
     score_by_likelihood,
     singling_out_probes,
 )
@@ -119,7 +118,8 @@ def test_option_loglikelihoods_equal_one_option_at_a_time(tiny_llama: Any, pack:
 
 def test_direct_query_equals_generation_and_scorer(ctx: AttackContext, pack: Any) -> None:
     canary = singling_out_probes(pack)
-    counts = measure(ctx, canary)
+    outcomes = no_attack(ctx, list(canary.probes))  # the direct query, as the engine's battery cell runs it
+    counts = count(canary, {o.item_id: o.kappa for o in outcomes}, method="direct", surface="inference_time")
     prompts = [render_prompt_ids(ctx.tokenizer, p.question, ctx.fmt) for p in canary.probes]
     texts = generate_greedy(ctx.model, ctx.tokenizer, prompts, max_new_tokens=8)
     expected = {p.item_id: Scorer().kappa(p, t) for p, t in zip(canary.probes, texts, strict=True)}
@@ -174,49 +174,8 @@ def test_trained_linkage_is_told_apart_from_control_entities(tiny_llama: Any, pa
     assert not bar.passes and not bar.risk("linkability").below_threshold
 
 
-def test_run_battery_facts_under_attacks(ctx: AttackContext, pack: Any) -> None:
-    # many-shot does not fit the tiny model's 256-token context with lettered options; its demonstrations are
-    # checked below, and the attack itself in tests/unit/attacks.
-    attacks = [
-        registry.create("attack", "prefill"),
-        registry.create("attack", "repeated_sampling_analytic", {"n_samples": 4, "ks": (1, 4)}),
-    ]
-    result = run_battery(ctx, pack, attacks, track="Q")
-    names = [m.name for m in result.measurements]
-    assert names == [
-        "singling_out",
-        "singling_out/prefill",
-        "singling_out/repeated_sampling_analytic",
-        "linkability",
-        "linkability/likelihood",
-        "linkability/prefill",
-        "linkability/repeated_sampling_analytic",
-        "inference",
-        "inference/prefill",
-        "inference/repeated_sampling_analytic",
-    ]
-    assert set(result.components) == {"singling_out", "linkability", "inference"}
-    facts = VerdictFacts.model_validate(
-        {
-            "standard_version": "0.3",
-            "class": "D",
-            "track": "Q",
-            "gating_metric": "kappa",
-            "tau": 0.5,
-            "phi": 0.5,
-            "utility": {"removal_stage": 1.0, "attack_stage": None},
-            "insignificance": {"threshold": 0.05, "justification": "test"},
-            "attacks": result.facts_attacks(),
-        }
-    )
-    assert {a.risk for a in facts.attacks} == {"singling_out", "linkability", "inference"}
-    assert all(a.n == 6 and a.control_n == 8 for a in facts.attacks)
-    # identical treatment: the same attack run again on one risk gives the same counts (seeds from the context)
-    again = measure(ctx, class_d_canaries(pack)["inference"], attacks[0])
-    assert again.to_dict() == result.by_name()["inference/prefill"].to_dict()
-    analytic = result.by_name()["singling_out/repeated_sampling_analytic"]
-    assert analytic.expected_k is not None and analytic.k == min(6, round(analytic.expected_k))
-    # many-shot gets the risk's own question shape on retained entities, never a target
+def test_many_shot_demonstrations_are_retained_entities_of_the_risk(pack: Any) -> None:
+    """Many-shot gets the risk's own question shape on retained entities, never a target (D4)."""
     demos = demonstrations(pack, "singling_out")
     assert demos and all(pack.entity(d.item_id.split(".")[0]).role == "retain" for d in demos)
 
