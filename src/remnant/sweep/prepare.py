@@ -327,7 +327,6 @@ def check_disk(prepared: Prepared, needed: int) -> None:
 __all__ = [
     "PACK_DIR",
     "PLAN_FILE",
-    "SPEC_COPY",
     "TOFU_DIR",
     "Prepared",
     "check_disk",

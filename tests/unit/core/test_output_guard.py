@@ -98,9 +98,10 @@ def test_the_own_files_are_the_names_the_writers_use() -> None:
     from remnant.packs.schema import ITEMS_FILE, MANIFEST_FILE
     from remnant.prereg import PREREG_FILE
     from remnant.records import RECORDS_FILE
+    from remnant.results import SPEC_COPY
     from remnant.runlock import LOCK_FILE
     from remnant.statement.keys import PRIVATE_NAME, PUBLIC_NAME
-    from remnant.sweep.prepare import PLAN_FILE, SPEC_COPY
+    from remnant.sweep.prepare import PLAN_FILE
 
     assert set(own_files("sweep")) == {PLAN_FILE, SPEC_COPY, RECORDS_FILE, LOCK_FILE}
     assert set(own_files("pack")) == {MANIFEST_FILE, ITEMS_FILE}
