@@ -17,9 +17,9 @@ runs (:class:`remnant.engine.audit.AuditPlan`):
   direction survival's prompts are the forget-domain questions of Annex B.3 (:func:`~remnant.latent.inputs.probe_prompts`,
   as ``remnant study latent-probe`` builds them);
 - **extra states** (:func:`build_audit_states`): the retain-only model, and the Annex B control states of C-H7(c)
-  — the removal procedure applied to the never-installed control (``remnant.train.controls.procedure_control``)
-  and the control installed with the pack's content-shuffled twin (``content_control``), both as the study builds
-  them — cached under ``STATES/<role>-<key>`` like the three main states. A state that cannot be built is recorded
+  — the removal procedure applied to the never-installed control and the control installed with the pack's
+  content-shuffled twin, both as the study builds them — from the one states builder
+  (:mod:`remnant.states.builder`), saved under ``STATES/<role>-<digest>`` like the three main states. A state that cannot be built is recorded
   as *not run* readings with the reason, never a crashed run.
 """
 
@@ -32,17 +32,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.assess.inputs import Inputs
-from remnant.assess.states import LoadedState, cached_state, recipe_key, save_state
 from remnant.config import AUDIT_TABLES, AssessmentConfig, AuditTable, audit_name, derive_seed
 from remnant.engine.audit import REMOVED, AuditPlan
 from remnant.engine.audit_base import Audit
 from remnant.errors import ConfigError
 from remnant.standard.vocabulary import CONTROL, POST, PRE
+from remnant.states.builder import LoadedState, Made, StateBuilder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from remnant.models.prompts import PromptFormat
+    from remnant.states.recipe import Recipe
 
 RETAIN_ONLY, PROCEDURE, CONTENT = "retain_only", "procedure_control", "content_control"
 #: Audited state role -> the role its readings carry (C-H7c).
@@ -132,29 +133,11 @@ def _install_spec(cfg: AssessmentConfig) -> Any:
     return InstallSpec.from_budget(budget)
 
 
-def _build_one(
-    role: str, cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, *, progress: bool
-) -> tuple[Any, dict[str, object], str]:
-    """Train one extra state from a copy of the control (the control is never modified): (model, record, source)."""
-    import copy
-
-    from remnant.train.controls import content_control, procedure_control
-
-    fmt, pack, master, tok = inputs.fmt, inputs.pack, cfg.seeds.master, control.tokenizer
-    if role == RETAIN_ONLY:
-        from remnant.train.data import retain_training_qa
-        from remnant.train.install import install
-
-        model, result = install(
-            copy.deepcopy(control.model),
-            tok,
-            retain_training_qa(pack),
-            _install_spec(cfg),
-            seed=derive_seed(master, "install"),
-            fmt=fmt,
-            progress=progress,
-        )
-        return model, {"install": result.to_dict()}, "the retained items installed into the control"
+def _make(
+    role: str, cfg: AssessmentConfig, inputs: Inputs, builder: StateBuilder
+) -> tuple[Recipe, Callable[[], Made]]:
+    """The recipe of one extra state and how to train it from a copy of the control (never modified itself)."""
+    master, origin = cfg.seeds.master, builder.origin
     if role == PROCEDURE:
         from remnant import registry
 
@@ -162,34 +145,55 @@ def _build_one(
         assert post.method is not None  # config rule (C-H7)
         method = registry.create("method", post.method, post.params)
         seed = derive_seed(master, "removal")
-        state, _ = procedure_control(method, control.model, tok, inputs.removal_data, seed=seed, fmt=fmt)
-        return state.model, state.record, f"removal {post.method} applied to the never-installed control"
-    seed = derive_seed(master, "install")
-    state, _ = content_control(
-        control.model, tok, pack, _install_spec(cfg), seed=seed, fmt=fmt, progress=progress
+
+        def procedure() -> Made:
+            model, result = builder.removal(method, None, inputs.removal_data, seed=seed)
+            source = f"removal {post.method} applied to the never-installed control"
+            return Made(model, {"removal": result.to_dict()}, source)
+
+        return origin.recipe("removal", {"method": method.spec.to_dict(), "seed": seed}), procedure
+    budget = cfg.models.pre_removal.install
+    assert budget is not None  # config rule (C-H7): these states need the install recipe
+    spec, seed = _install_spec(cfg), derive_seed(master, "install")
+    recipe = origin.recipe(
+        "install", {"install": budget.model_dump(mode="json", exclude_none=True), "seed": seed, "items": role}
     )
-    return state.model, state.record, "the content-shuffled twin installed into the control"
+    if role == CONTENT:
+        return recipe, lambda: builder.twin(spec, seed=seed)
+
+    def retain_only() -> Made:
+        from remnant.train.data import retain_training_qa
+
+        model, result = builder.install(retain_training_qa(inputs.pack), spec, seed=seed)
+        return Made(model, {"install": result.to_dict()}, "the retained items installed into the control")
+
+    return recipe, retain_only
 
 
 def build_audit_states(
     cfg: AssessmentConfig,
     inputs: Inputs,
-    states: Mapping[str, LoadedState],
-    states_dir: Path,
+    builder: StateBuilder,
     *,
-    progress: bool,
-    memo: dict[str, LoadedState] | None = None,
-    log: Callable[[str], None] = lambda _text: None,
+    log: Callable[[str], None] = lambda _t: None,
 ) -> dict[str, Built]:
-    """Every extra state the audits ask for (:func:`needed_states`): loaded from the cache, or trained from the
-    control and saved; a state that could not be built maps to the reason (its readings say *not run*)."""
-    control = states[CONTROL]
+    """Every extra state the audits ask for (:func:`needed_states`), from the states builder (loaded when saved
+    before); a state that could not be built maps to the reason (its readings say *not run*)."""
     out: dict[str, Built] = {}
+    name = builder.origin.state.name
     for role in needed_states(cfg):
-        try:
-            out[role] = _cached_or_built(
-                role, cfg, inputs, control, states_dir, progress=progress, memo=memo, log=log
+        recipe, make = _make(role, cfg, inputs, builder)
+
+        def logged(make: Callable[[], Made] = make, role: str = role) -> Made:
+            log(
+                f"audit state {role} (C-H7c, Annex B)"
+                if role != RETAIN_ONLY
+                else "audit state retain_only (C-H7b)"
             )
+            return make()
+
+        try:
+            out[role] = builder.state(recipe, role, f"{name}-{role}", logged)
         except (KeyboardInterrupt, MemoryError):
             raise
         except Exception as exc:  # a control state that cannot be built is a reading's reason, not a crash
@@ -197,43 +201,6 @@ def build_audit_states(
             out[role] = why
             log(why)
     return out
-
-
-def _cached_or_built(
-    role: str,
-    cfg: AssessmentConfig,
-    inputs: Inputs,
-    control: LoadedState,
-    states_dir: Path,
-    *,
-    progress: bool,
-    memo: dict[str, LoadedState] | None,
-    log: Callable[[str], None],
-) -> LoadedState:
-    # the key is known before training: the recipe is rebuilt without training to look the state up
-    recipe = _recipe(role, cfg, inputs)
-    key = recipe_key(role=role, control=control.digest, pack=inputs.pack.digest, **recipe)
-    cached = cached_state(states_dir, role, key, cfg, memo)
-    if cached is not None:
-        return cached
-    log(f"audit state {role} (C-H7c, Annex B)" if role != RETAIN_ONLY else "audit state retain_only (C-H7b)")
-    model, record, source = _build_one(role, cfg, inputs, control, progress=progress)
-    return save_state(
-        states_dir, role, key, f"{control.name}-{role}", source, model, control.tokenizer, record, memo
-    )
-
-
-def _recipe(role: str, cfg: AssessmentConfig, inputs: Inputs) -> dict[str, object]:
-    """What determines an extra state besides the control and the pack (its cache key)."""
-    master = cfg.seeds.master
-    budget = cfg.models.pre_removal.install
-    install = budget.model_dump(mode="json", exclude_none=True) if budget is not None else None
-    fmt = [inputs.fmt.style, inputs.fmt.system_prompt] if inputs.fmt is not None else None
-    if role == PROCEDURE:
-        post = cfg.models.post_removal
-        method = {"method": post.method, "params": dict(post.params)}
-        return {"method": method, "seed": derive_seed(master, "removal"), "fmt": fmt}
-    return {"install": install, "seed": derive_seed(master, "install"), "fmt": fmt, "items": role}
 
 
 def _digest(value: object) -> str:

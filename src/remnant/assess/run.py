@@ -69,6 +69,7 @@ from remnant.assess.states import (
     load_named_state,
     preflight,
     removal_state,
+    state_builder,
 )
 from remnant.atomic import write_atomic
 from remnant.config import AssessmentConfig, derive_seed, load_config
@@ -77,6 +78,7 @@ from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
 from remnant.records import RECORDS_FILE, Deviation, Event, RecordStore
 from remnant.runlock import hold
+from remnant.states.builder import StateBuilder
 
 
 @dataclass
@@ -101,11 +103,12 @@ class LoadedStates:
 
     ``inputs`` carries the control tokenizer's prompt format (bound here, before anything trains or any cell
     runs, R3); ``components`` holds the removal method's record when this run trained the post-removal
-    model."""
+    model; ``builder`` builds any further state from the control (the audits' states)."""
 
     inputs: Inputs
     states: dict[str, LoadedState]
     components: tuple[dict[str, object], ...]
+    builder: StateBuilder
 
 
 def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Session) -> LoadedStates:
@@ -120,40 +123,28 @@ def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Sess
         memo[control_key] = load_control(cfg)
     control = memo[control_key]
     inputs = inputs.with_format(control.tokenizer)
-    pre = _pre_removal_state(cfg, inputs, control, states_dir, session)
-    post, removal = _post_removal_state(cfg, inputs, control, pre, states_dir, session)
+    builder = state_builder(
+        cfg, control, inputs.pack, inputs.fmt, states_dir, progress=session.progress, memo=memo
+    )
+    pre = _pre_removal_state(cfg, inputs, builder, session)
+    post, removal = _post_removal_state(cfg, inputs, builder, pre, session)
     states = {F.CONTROL: control, F.PRE: pre, F.POST: post}
-    return LoadedStates(inputs, states, removal)
+    return LoadedStates(inputs, states, removal, builder)
 
 
 def _pre_removal_state(
-    cfg: AssessmentConfig, inputs: Inputs, control: LoadedState, states_dir: Path, session: Session
+    cfg: AssessmentConfig, inputs: Inputs, builder: StateBuilder, session: Session
 ) -> LoadedState:
     """θ: the claimant's folder, or the pack installed into the control (R2)."""
-    pre_cfg = cfg.models.pre_removal
-    if pre_cfg.install is None:
+    if cfg.models.pre_removal.install is None:
         return load_named_state(cfg, "pre_removal")
     session.log("pre-removal model: installing the pack into the control (R2)")
-    return install_state(
-        cfg,
-        control,
-        inputs.install_items,
-        inputs.pack.digest,
-        states_dir,
-        seed=derive_seed(cfg.seeds.master, "install"),
-        fmt=inputs.fmt,
-        progress=session.progress,
-        memo=session.memo,
-    )
+    seed = derive_seed(cfg.seeds.master, "install")
+    return install_state(builder, cfg, inputs.install_items, seed=seed)
 
 
 def _post_removal_state(
-    cfg: AssessmentConfig,
-    inputs: Inputs,
-    control: LoadedState,
-    pre: LoadedState,
-    states_dir: Path,
-    session: Session,
+    cfg: AssessmentConfig, inputs: Inputs, builder: StateBuilder, pre: LoadedState, session: Session
 ) -> tuple[LoadedState, tuple[dict[str, object], ...]]:
     """θ_U: the claimant's folder, or the registered removal method run on θ (R1c), with its component
     record (R23)."""
@@ -161,18 +152,8 @@ def _post_removal_state(
     if post_cfg.method is None:
         return load_named_state(cfg, "post_removal"), ()
     session.log(f"post-removal model: removal method {post_cfg.method} (R1c)")
-    post, spec = removal_state(
-        cfg,
-        control,
-        pre,
-        inputs.removal_data,
-        inputs.pack.digest,
-        states_dir,
-        seed=derive_seed(cfg.seeds.master, "removal"),
-        fmt=inputs.fmt,
-        progress=session.progress,
-        memo=session.memo,
-    )
+    seed = derive_seed(cfg.seeds.master, "removal")
+    post, spec = removal_state(builder, cfg, pre, inputs.removal_data, seed=seed)
     return post, (component_record("removal", spec),)
 
 
@@ -342,15 +323,7 @@ def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: S
     opened = _open_run(cfg, run, resume=resume, session=session)
     loaded = _load_states(cfg, opened.inputs, run, session)
     states_dir = session.states_dir or (run / STATES_DIR)
-    extra = build_audit_states(
-        cfg,
-        loaded.inputs,
-        loaded.states,
-        states_dir,
-        progress=session.progress,
-        memo=session.memo,
-        log=session.log,
-    )
+    extra = build_audit_states(cfg, loaded.inputs, loaded.builder, log=session.log)
     _record_run_context(cfg, run, opened, loaded, extra)
     runner = CellRunner(
         opened.records, opened.run_id, cache=session.cell_cache, before_cell=session.before_cell

@@ -1,10 +1,10 @@
 """The three model states (R3): the never-modified control, the pre-removal model θ and the post-removal θ_U.
 
 Each state is built or loaded once and identified by the sha256 of its weights, tokenizer and chat template
-(R23). Trained states are cached as safetensors under ``STATES/<role>-<key>/`` where ``key`` is a content hash of
-everything that determines them (the parent state's weights digest, the pack digest, the recipe, the seed), so
-``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them instead of
-training again. A folder is complete once its ``state.json`` exists (written last, atomically).
+(R23). The trained ones (an install into the control, a removal method's result) come from the one states
+builder (:mod:`remnant.states.builder`), saved as safetensors under ``STATES/<role>-<digest>/`` by their recipe's
+digest, so ``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them
+instead of training again.
 
 Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders,
 pickled weights, custom code and files resolving outside the folder are bad input (exit 2, R2), reported before
@@ -16,53 +16,21 @@ records the id, the revision and the snapshot's commit beside the weight digest,
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-from dataclasses import dataclass, field
+from collections.abc import MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.atomic import write_json
 from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
 from remnant.models.identity import ModelIdentity
-from remnant.statement.canonical import canonical_json
+from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
     from remnant.models.prompts import PromptFormat
+    from remnant.packs.schema import Pack
 
-STATE_FILE = "state.json"
 DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-
-
-@dataclass
-class LoadedState:
-    """A model state in memory with its identity and how it was obtained (manifest ModelRecord)."""
-
-    role: str
-    name: str
-    source: str
-    model: Any
-    tokenizer: Any
-    identity: ModelIdentity
-    record: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def digest(self) -> str:
-        return self.identity.digest
-
-    def context(self) -> dict[str, Any]:
-        """The run-context entry of this state (manifest models, statement identities)."""
-        return {
-            "role": self.role,
-            "name": self.name,
-            "source": self.source,
-            "identity": self.identity.model_dump(mode="json"),
-            "record": self.record,
-        }
 
 
 def resolve_device(cfg: AssessmentConfig) -> str:
@@ -72,11 +40,6 @@ def resolve_device(cfg: AssessmentConfig) -> str:
 
     source = f"{cfg.source}: " if cfg.source is not None else ""
     return check_device(cfg.models.device, where=f"{source}field 'models.device'")
-
-
-def recipe_key(**inputs: Any) -> str:
-    """Content hash of a state's inputs (hex sha256 of their canonical JSON)."""
-    return hashlib.sha256(canonical_json(inputs)).hexdigest()
 
 
 def check_model_folder(folder: Path, field_name: str) -> None:
@@ -182,180 +145,95 @@ def load_named_state(cfg: AssessmentConfig, role: str) -> LoadedState:
     return state
 
 
-def cached_state(
-    states_dir: Path, role: str, key: str, cfg: AssessmentConfig, memo: dict[str, LoadedState] | None = None
-) -> LoadedState | None:
-    """A previously trained state with this key (from ``memo`` if already loaded, else from disk), or None."""
-    if memo is not None and f"{role}:{key}" in memo:
-        return memo[f"{role}:{key}"]
-    folder = states_dir / f"{role}-{key[:16]}"
-    meta = folder / STATE_FILE
-    if not meta.is_file():
-        return None
-    info = json.loads(meta.read_text(encoding="utf-8"))
-    state = _load(folder, role, str(info["name"]), cfg, dict(info["record"]))
-    state.source = str(info["source"])
-    if memo is not None:
-        memo[f"{role}:{key}"] = state
-    return state
-
-
-def save_state(
-    states_dir: Path,
-    role: str,
-    key: str,
-    name: str,
-    source: str,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    record: dict[str, object],
-    memo: dict[str, LoadedState] | None = None,
-) -> LoadedState:
-    """Save a trained state as safetensors (+ identity) and its ``record`` as JSON values; the returned state
-    keeps the in-memory model and is put in ``memo``."""
-    from remnant.models.identity import identify
-    from remnant.models.load import save_model
-
-    folder = save_model(model, tokenizer, states_dir / f"{role}-{key[:16]}")
-    identity = identify(folder, model, tokenizer)
-    record = json.loads(json.dumps(record, default=str))
-    info = {"role": role, "name": name, "source": source, "key": key, "record": record}
-    info["identity"] = identity.model_dump(mode="json")
-    write_json(folder / STATE_FILE, info)
-    state = LoadedState(role, name, source, model, tokenizer, identity, record)
-    if memo is not None:
-        memo[f"{role}:{key}"] = state
-    return state
-
-
-def install_state(
+def state_builder(
     cfg: AssessmentConfig,
     control: LoadedState,
-    items: Any,
-    pack_digest: str,
+    pack: Pack,
+    fmt: PromptFormat,
     states_dir: Path,
     *,
-    seed: int,
-    fmt: PromptFormat,
     progress: bool,
-    memo: dict[str, LoadedState] | None = None,
-) -> LoadedState:
-    """θ = the control with the pack's install split trained in (R2), cached by its inputs."""
-    from remnant.train.install import InstallSpec, install
+    memo: MutableMapping[str, LoadedState] | None = None,
+) -> StateBuilder:
+    """The builder of this assessment's trained states (:mod:`remnant.states.builder`): from ``control``, saved
+    under ``states_dir`` and loaded back in the config's dtype and on its device."""
+
+    def load(folder: Path) -> tuple[Any, Any, ModelIdentity]:
+        state = _load(folder, "", "", cfg, {})
+        return state.model, state.tokenizer, state.identity
+
+    return StateBuilder(
+        Origin(control, pack, fmt), states_dir, load, progress, memo if memo is not None else {}
+    )
+
+
+def install_state(builder: StateBuilder, cfg: AssessmentConfig, items: Any, *, seed: int) -> LoadedState:
+    """θ = the control with the pack's install split trained in (R2)."""
+    from remnant.train.install import InstallSpec
 
     budget = cfg.models.pre_removal.install
     assert budget is not None
-    spec = InstallSpec.from_budget(budget)
-    # exclude_none: a budget that trains every parameter keeps the state key it had before ``trainable`` existed
+    control = builder.origin.state
+    # exclude_none: a budget that trains every parameter keeps the recipe it had before ``trainable`` existed
     recipe = {
         "install": budget.model_dump(mode="json", exclude_none=True),
         "seed": seed,
-        "system_prompt": fmt.system_prompt,
+        "system_prompt": builder.origin.fmt.system_prompt,
     }
-    key = recipe_key(role="pre_removal", control=control.digest, pack=pack_digest, **recipe)
-    cached = cached_state(states_dir, "pre_removal", key, cfg, memo)
-    if cached is not None:
-        return cached
-    model, result = install(
-        copy.deepcopy(control.model), control.tokenizer, items, spec, seed=seed, fmt=fmt, progress=progress
-    )
-    installed = result.to_dict()
-    installed.pop("outcome", None)
-    outcome = {"status": result.outcome.status, "steps": result.outcome.steps}
-    return save_state(
-        states_dir,
-        "pre_removal",
-        key,
-        f"{control.name}+pack",
-        f"installed into {control.name} (R2)",
-        model,
-        control.tokenizer,
-        {"recipe": recipe, "install": installed, "install_outcome": outcome},
-        memo,
-    )
+
+    def make() -> Made:
+        model, result = builder.install(items, InstallSpec.from_budget(budget), seed=seed)
+        installed = result.to_dict()
+        installed.pop("outcome", None)
+        outcome = {"status": result.outcome.status, "steps": result.outcome.steps}
+        record = {"recipe": recipe, "install": installed, "install_outcome": outcome}
+        return Made(model, record, f"installed into {control.name} (R2)")
+
+    step = builder.origin.recipe("install", {**recipe, "items": "install"})
+    return builder.state(step, "pre_removal", f"{control.name}+pack", make)
 
 
 def removal_state(
-    cfg: AssessmentConfig,
-    control: LoadedState,
-    pre: LoadedState,
-    data: Any,
-    pack_digest: str,
-    states_dir: Path,
-    *,
-    seed: int,
-    fmt: PromptFormat,
-    progress: bool,
-    memo: dict[str, LoadedState] | None = None,
+    builder: StateBuilder, cfg: AssessmentConfig, pre: LoadedState, data: Any, *, seed: int
 ) -> tuple[LoadedState, dict[str, object]]:
-    """θ_U by a registered removal method applied to θ (R1c), cached by its inputs; returns (state, method spec)."""
+    """θ_U by a registered removal method applied to θ (R1c); returns (state, method spec)."""
     from remnant import registry
-    from remnant.train.removal import apply_removal
 
     post = cfg.models.post_removal
     assert post.method is not None
     method = registry.create("method", post.method, post.params)
     spec = method.spec.to_dict()
-    key = recipe_key(
-        role="post_removal",
-        pre=pre.digest,
-        control=control.digest,
-        pack=pack_digest,
-        method=spec,
-        seed=seed,
-        system_prompt=fmt.system_prompt,
-    )
-    cached = cached_state(states_dir, "post_removal", key, cfg, memo)
-    if cached is not None:
-        return cached, spec
-    model, result = apply_removal(
-        method,
-        copy.deepcopy(pre.model),
-        pre.tokenizer,
-        data,
-        seed=seed,
-        fmt=fmt,
-        control=control.model if method.needs_control else None,
-        progress=progress,
-    )
-    outcome = result.outcome
-    record = {
-        "method": spec,
-        "seed": seed,
-        "status": outcome.status,
-        "steps": outcome.steps,
-        "reason": outcome.reason,
-        "diverged_step": outcome.diverged_step,
-        "initial_loss": outcome.initial_loss,
-        "final_loss": outcome.losses[-1] if outcome.losses else None,
-    }
-    state = save_state(
-        states_dir,
-        "post_removal",
-        key,
-        f"{pre.name}-{post.method}",
-        f"removal method {post.method} (R1c)",
-        model,
-        pre.tokenizer,
-        record,
-        memo,
-    )
-    return state, spec
+
+    def make() -> Made:
+        model, result = builder.removal(method, pre, data, seed=seed)
+        outcome = result.outcome
+        record = {
+            "method": spec,
+            "seed": seed,
+            "status": outcome.status,
+            "steps": outcome.steps,
+            "reason": outcome.reason,
+            "diverged_step": outcome.diverged_step,
+            "initial_loss": outcome.initial_loss,
+            "final_loss": outcome.losses[-1] if outcome.losses else None,
+        }
+        return Made(model, record, f"removal method {post.method} (R1c)")
+
+    step = builder.origin.recipe("removal", {"method": spec, "seed": seed}, parent=pre)
+    return builder.state(step, "post_removal", f"{pre.name}-{post.method}", make), spec
 
 
 __all__ = [
     "ROLES",
     "StateSource",
     "LoadedState",
-    "cached_state",
     "check_model_folder",
     "install_state",
     "load_control",
     "load_named_state",
     "preflight",
-    "recipe_key",
+    "state_builder",
     "removal_state",
     "resolve_device",
-    "save_state",
     "state_source",
 ]

@@ -6,18 +6,26 @@ on the result (J-Access: JOcc between the installed and never-modified anchors o
 the installed model as full and the never-modified one as retain), score κ on P and on the retained items, and
 relearn the result and the never-modified control on R (held-out entities, §4.2, C-W5) to read how much of the
 removed gap comes back. :func:`remnant.studies.goodhart_core.summarise` reads the trend. The states, data and
-recipes are the latent-probe design's (:mod:`remnant.studies.latent_probe_states`, presets ``tiny`` and ``cpu``).
+recipes are the latent-probe design's (:mod:`remnant.studies.latent_probe_states`, presets ``tiny`` and ``cpu``),
+every state from the one states builder (:mod:`remnant.states.builder`).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from remnant.states.builder import Made
 from remnant.studies.config import GoodhartConfig
 from remnant.studies.goodhart_core import GoodhartResult, GoodhartRow, summarise
-from remnant.studies.latent_probe_states import p_items, rate_of, relearn_criterion
+from remnant.studies.latent_probe_states import (
+    installed_state,
+    load_study,
+    p_items,
+    rate_of,
+    relearn_criterion,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -42,47 +50,33 @@ def _design(cfg: GoodhartConfig, model: str) -> LatentProbeConfig:
 
 
 class _Setup:
-    """The installed state, data and scorers shared by every (λ, seed) run."""
+    """The installed state, data and scorers shared by every (λ, seed) run: the latent-probe design's study
+    (:func:`remnant.studies.latent_probe_states.load_study`) and its installed state at the first seed."""
 
     def __init__(self, cfg: GoodhartConfig, model: str, pack_dir: str | None, log: Log) -> None:
-        from remnant.models import load_model
-        from remnant.models.prompts import PromptFormat
-        from remnant.packs import ClassDSpec, mint_class_d
-        from remnant.train.data import as_qa, removal_data, retain_training_qa, split_qa
-        from remnant.train.install import InstallSpec, install
-        from remnant.train.relearn import greedy_scorer
+        from remnant.train.data import removal_data
 
         self.design = d = _design(cfg, model)
-        state = load_model(model, dtype=d.dtype)
-        self.tokenizer, self.control = state.tokenizer, state.model
-        self.fmt = PromptFormat.for_tokenizer(self.tokenizer, system_prompt=d.system_prompt)
+        pack = None
         if pack_dir is not None:
             from remnant.packs.schema import load_pack
 
-            self.pack = load_pack(pack_dir)
-        else:
-            spec = ClassDSpec(
-                entities=d.pack.entities, controls=d.pack.controls, general=False, seed=d.pack.seed
-            )
-            self.pack = mint_class_d(spec)
-        attrs = set(d.attributes)
-        self.p_items = p_items(self.pack, d)
-        self.forget_items = [it for it in self.pack.split("removal") if it.attribute in attrs]
-        self.p_set = as_qa(self.p_items)
-        self.data = removal_data(self.pack, attrs)
-        self.relearn_set = split_qa(self.pack, "relearn", attrs)
-        self.score_p = greedy_scorer(self.tokenizer, self.p_set, self.fmt)
-        self.score_retain = greedy_scorer(self.tokenizer, retain_training_qa(self.pack, attrs), self.fmt)
-        log(f"{model}: installing the pack")
-        trainable = tuple(d.trainable) if d.trainable is not None else None
-        self.installed, _ = install(
-            copy.deepcopy(self.control),
-            self.tokenizer,
-            split_qa(self.pack, "install", attrs),
-            InstallSpec(**d.install.model_dump(), trainable=trainable),
-            seed=min(cfg.seeds),
-            fmt=self.fmt,
+            pack = load_pack(pack_dir)
+        self.study = study = load_study(model, d, pack)
+        self.tokenizer, self.control, self.fmt, self.pack = (
+            study.tokenizer,
+            study.control,
+            study.fmt,
+            study.pack,
         )
+        self.p_items = p_items(self.pack, d)
+        self.forget_items = [it for it in self.pack.split("removal") if it.attribute in set(d.attributes)]
+        self.p_set, self.relearn_set = study.p_set, study.relearn_set
+        self.data = removal_data(self.pack, d.attributes)
+        self.score_p, self.score_retain = study.score_p, study.score_retain
+        log(f"{model}: installing the pack")
+        self.installed_state = installed_state(study, min(cfg.seeds))
+        self.installed = self.installed_state.model
         self.lens: JacobianLens | None = None  # the installed model's Jacobian lens, fitted on first use
         self.installed_p = rate_of(self.score_p(self.installed))
         self.installed_r = rate_of(self.score_retain(self.installed))
@@ -176,7 +170,6 @@ def _one_run(
     from remnant import registry
     from remnant.studies.goodhart_objective import AuditPenalty
     from remnant.train.relearn import relearn_attack
-    from remnant.train.removal import apply_removal
 
     d = s.design
     method_params = {**d.method_params.get(cfg.base_method, {}), **cfg.method_params}
@@ -184,14 +177,24 @@ def _one_run(
         method_params.setdefault("trainable", list(d.trainable))
     base = registry.create("method", cfg.base_method, method_params)
     method = AuditPenalty(base, weight, surrogate, cfg.audit)
-    removed, rem = apply_removal(
-        method, copy.deepcopy(s.installed), s.tokenizer, s.data, seed=seed, fmt=s.fmt, control=s.control
+    builder = s.study.builder
+
+    def removal() -> Made:
+        model, result = builder.removal(method, s.installed_state, s.data, seed=seed)
+        return Made(
+            model, {"removal": result.to_dict()}, f"removal {cfg.base_method} with the {cfg.audit} penalty"
+        )
+
+    recipe = builder.origin.recipe(
+        "removal", {"method": method.spec.to_dict(), "seed": seed}, s.installed_state
     )
+    state = builder.state(recipe, "removed", f"goodhart-{weight:g}-s{seed}", removal, keep=False)
+    removed, status = state.model, str(cast(dict[str, Any], state.record["removal"])["outcome"]["status"])
     removed_p = rate_of(s.score_p(removed))
     row: dict[str, Any] = {
         "weight": weight,
         "seed": seed,
-        "status": rem.status,
+        "status": status,
         "kappa_forget": removed_p,
         "kappa_forget_installed": s.installed_p,
         "kappa_retain": rate_of(s.score_retain(removed)),
@@ -202,7 +205,7 @@ def _one_run(
         "recovery": None,
         "control_relearned": None,
     }
-    if rem.status != "completed":
+    if status != "completed":
         return GoodhartRow(**row)
     row["audit"] = _audit(cfg, s, removed, params)
     with torch.no_grad():

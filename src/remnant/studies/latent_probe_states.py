@@ -1,18 +1,19 @@
 """The model states of one latent-probe study run (Annex B.2): never-modified, installed, content-shuffled
 install, installed-then-removed, never-installed-but-removal-applied, plus the relearning criterion.
 
-Every state starts from a deep copy of the never-modified control, so the control is never modified; the
-installed model and the content twin depend only on (model, seed) and are shared by every method of that seed.
-The recipes are the training package's (``remnant.train``: install, controls, removal, relearn); nothing here
-trains by itself.
+Every state comes from the one states builder (:mod:`remnant.states.builder`), which trains deep copies of the
+never-modified control, so the control is never modified; the installed model and the content twin depend only
+on (model, seed), so the builder hands every method of that seed the same ones. Relearning is the criterion's
+attack (:func:`remnant.train.relearn.relearn_attack`); nothing here trains by itself.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
     from remnant.packs.schema import Item, Pack
     from remnant.studies.latent_probe import LatentProbeConfig
-    from remnant.train.install import InstallResult, InstallSpec
+    from remnant.train.install import InstallSpec
     from remnant.train.methods.base import QA
     from remnant.train.relearn import RelearnSpec, Scorer
 
@@ -73,11 +74,13 @@ def p_items(pack: Pack, cfg: LatentProbeConfig) -> list[Item]:
 
 
 @dataclass(frozen=True)
-class _Study:
-    """What every run on one model shares: the loaded control, the pack, the scored sets and their scorers."""
+class Study:
+    """What every run on one model shares: the loaded control, its states builder, the pack, the scored sets and
+    their scorers."""
 
     tokenizer: PreTrainedTokenizerBase
     control: PreTrainedModel
+    builder: StateBuilder
     fmt: PromptFormat
     pack: Pack
     attributes: list[str]
@@ -95,17 +98,15 @@ class _Study:
 class _Installed:
     """One seed's installed model and content-shuffled twin (shared by every method of that seed)."""
 
-    model: PreTrainedModel
-    result: InstallResult
-    content: PreTrainedModel
-    twin: InstallResult
+    model: LoadedState
+    content: LoadedState
     kappa_p: float
     kappa_retain: float
 
 
-def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
-    """Load ``model`` once, mint the pack (without general questions) and build P, the retain and relearning
-    sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1)."""
+def load_study(model: str, cfg: LatentProbeConfig, pack: Pack | None = None) -> Study:
+    """Load ``model`` once, mint the pack (without general questions; or take ``pack``) and build P, the retain
+    and relearning sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1)."""
     from remnant.latent.inputs import probe_prompts
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
@@ -116,10 +117,13 @@ def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
 
     state = load_model(model, dtype=cfg.dtype)
     tok, control = state.tokenizer, state.model
+    origin = LoadedState("control", model, model, control, tok, state.identity)
     fmt = PromptFormat.for_tokenizer(tok, system_prompt=cfg.system_prompt)
-    pack = mint_class_d(
-        ClassDSpec(entities=cfg.pack.entities, controls=cfg.pack.controls, general=False, seed=cfg.pack.seed)
-    )
+    if pack is None:
+        minted = ClassDSpec(
+            entities=cfg.pack.entities, controls=cfg.pack.controls, general=False, seed=cfg.pack.seed
+        )
+        pack = mint_class_d(minted)
     attrs = list(cfg.attributes)
     trainable = tuple(cfg.trainable) if cfg.trainable is not None else None
     p_set = as_qa(p_items(pack, cfg))
@@ -129,9 +133,10 @@ def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
     score_retain = greedy_scorer(tok, retain_set, fmt)
     prompts = probe_prompts(tok, pack, attrs, fmt)
     spec = InstallSpec(**cfg.install.model_dump(), trainable=trainable)
-    return _Study(
+    return Study(
         tokenizer=tok,
         control=control,
+        builder=StateBuilder(Origin(origin, pack, fmt, tuple(attrs))),
         fmt=fmt,
         pack=pack,
         attributes=attrs,
@@ -146,31 +151,42 @@ def _load_study(model: str, cfg: LatentProbeConfig) -> _Study:
     )
 
 
-def _install(study: _Study, seed: int) -> _Installed:
-    """The installed model (a deep copy of the control) and the content-shuffled twin (C-H3b) for ``seed``."""
-    from remnant.train.controls import content_control
+def installed_state(study: Study, seed: int) -> LoadedState:
+    """The control with the pack's install split installed (R2) for ``seed``, from the states builder."""
     from remnant.train.data import split_qa
-    from remnant.train.install import install
 
-    tok, attrs = study.tokenizer, study.attributes
-    installed, inst = install(
-        copy.deepcopy(study.control),
-        tok,
-        split_qa(study.pack, "install", attrs),
-        study.install_spec,
-        seed=seed,
-        fmt=study.fmt,
-    )
-    twin_state, twin = content_control(
-        study.control, tok, study.pack, study.install_spec, seed=seed, attributes=attrs, fmt=study.fmt
+    builder, spec = study.builder, study.install_spec
+
+    def installed() -> Made:
+        items = split_qa(study.pack, "install", study.attributes)
+        model, result = builder.install(items, spec, seed=seed)
+        return Made(model, {"install": result.to_dict()}, "the pack installed into the control")
+
+    recipe = builder.origin.recipe("install", {**_install_params(study, seed), "items": "install"})
+    return builder.state(recipe, "installed", "installed", installed)
+
+
+def _install_params(study: Study, seed: int) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return {"install": asdict(study.install_spec), "seed": seed}
+
+
+def _install(study: Study, seed: int) -> _Installed:
+    """The installed model and the content-shuffled twin (C-H3b) for ``seed``."""
+    builder = study.builder
+    model = installed_state(study, seed)
+    content = builder.state(
+        builder.origin.recipe("install", {**_install_params(study, seed), "items": "content_control"}),
+        "content_control",
+        "content_control",
+        lambda: builder.twin(study.install_spec, seed=seed),
     )
     return _Installed(
-        model=installed,
-        result=inst,
-        content=twin_state.model,
-        twin=twin,
-        kappa_p=rate_of(study.score_p(installed)),
-        kappa_retain=rate_of(study.score_retain(installed)),
+        model=model,
+        content=content,
+        kappa_p=rate_of(study.score_p(model.model)),
+        kappa_retain=rate_of(study.score_retain(model.model)),
     )
 
 
@@ -190,57 +206,71 @@ def relearn_criterion(cfg: LatentProbeConfig, n_relearn: int, seed: int) -> Rele
 
 
 def _method_run(
-    cfg: LatentProbeConfig, study: _Study, seed: int, installed: _Installed, name: str
+    cfg: LatentProbeConfig, study: Study, seed: int, installed: _Installed, name: str
 ) -> RunStates:
     """Method ``name`` on the installed model and on the never-installed control (C-H3a), then relearning of
     θ_U and the control on R: one run's states and measured κ."""
     from remnant import registry
-    from remnant.train.controls import procedure_control
     from remnant.train.data import removal_data
     from remnant.train.relearn import relearn_attack
-    from remnant.train.removal import apply_removal
 
-    tok, fmt, control = study.tokenizer, study.fmt, study.control
+    tok, fmt, control, builder = study.tokenizer, study.fmt, study.control, study.builder
     params = {**cfg.method_params.get(name, {})}
     if study.trainable is not None:
         params.setdefault("trainable", list(study.trainable))
     method = registry.create("method", name, params)
     data = removal_data(study.pack, study.attributes)
-    removed, rem = apply_removal(
-        method, copy.deepcopy(installed.model), tok, data, seed=seed, fmt=fmt, control=control
+    recipe = {"method": method.spec.to_dict(), "seed": seed}
+
+    def removal(start: LoadedState | None) -> Callable[[], Made]:
+        def make() -> Made:
+            model, result = builder.removal(method, start, data, seed=seed)
+            return Made(model, {"removal": result.to_dict()}, f"removal {name}")
+
+        return make
+
+    rem = builder.state(
+        builder.origin.recipe("removal", recipe, installed.model),
+        "removed",
+        name,
+        removal(installed.model),
+        keep=False,
     )
-    proc_state, _ = procedure_control(method, control, tok, data, seed=seed, fmt=fmt)
-    procedure = proc_state.model
+    proc = builder.state(
+        builder.origin.recipe("removal", recipe), "procedure_control", name, removal(None), keep=False
+    )
+    removed, procedure = rem.model, proc.model
     removed_p = rate_of(study.score_p(removed))
     spec = relearn_criterion(cfg, len(study.relearn_set), seed)
     relearn = relearn_attack(removed, control, tok, study.relearn_set, study.p_set, spec, fmt=fmt)
     last = relearn.budgets[-1]
     best_removed = max(p.rate for p in last.post_removal.points)
     gap = installed.kappa_p - removed_p
+    removal_record = cast(dict[str, Any], rem.record["removal"])
     return RunStates(
         method=name,
         seed=seed,
         control=control,
-        installed=installed.model,
+        installed=installed.model.model,
         removed=removed,
         procedure=procedure,
-        content=installed.content,
+        content=installed.content.model,
         prompts=study.prompts,
         kappa_p={
             "control": study.control_p,
             "installed": installed.kappa_p,
             "removed": removed_p,
             "procedure_control": rate_of(study.score_p(procedure)),
-            "content_control": rate_of(study.score_p(installed.content)),
+            "content_control": rate_of(study.score_p(installed.content.model)),
         },
         kappa_retain={"installed": installed.kappa_retain, "removed": rate_of(study.score_retain(removed))},
-        removal_status=rem.status,
+        removal_status=str(removal_record["outcome"]["status"]),
         recovery=(best_removed - removed_p) / gap if gap > 0 else None,
         control_relearned_p=max(p.rate for p in last.control.points),
         records={
-            "install": installed.result.to_dict(),
-            "twin": installed.twin.to_dict(),
-            "removal": rem.to_dict(),
+            "install": installed.model.record["install"],
+            "twin": installed.content.record["install"],
+            "removal": removal_record,
         },
     )
 
@@ -250,8 +280,9 @@ def build_model_runs(
 ) -> Iterator[RunStates]:
     """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost."""
     say = log or (lambda _m: None)
-    study = _load_study(model, cfg)
+    study = load_study(model, cfg)
     for seed in cfg.seeds:
+        study.builder.memo.clear()  # a seed's states are not read by the next seed's runs: free them
         say(f"{model} seed {seed}: install and content-shuffled twin")
         installed = _install(study, seed)
         for name in cfg.methods:
@@ -259,4 +290,13 @@ def build_model_runs(
             yield _method_run(cfg, study, seed, installed, name)
 
 
-__all__ = ["RunStates", "build_model_runs", "p_items", "rate_of", "relearn_criterion"]
+__all__ = [
+    "RunStates",
+    "Study",
+    "build_model_runs",
+    "installed_state",
+    "load_study",
+    "p_items",
+    "rate_of",
+    "relearn_criterion",
+]

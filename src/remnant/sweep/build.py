@@ -1,7 +1,7 @@
 """Building one job's checkpoints into the store: an install (P-pool strength or N-pool retain-only) or a removal.
 
-The recipes are the training package's (``remnant.train``: :func:`install`, :func:`apply_removal`); nothing here
-trains by itself. An install trains the base model on the pack's install split — all of it, or (``share`` < 1)
+The steps are the states builder's (:func:`remnant.states.builder.train_install`, :func:`~remnant.states.builder.train_removal`);
+nothing here trains by itself. An install trains the base model on the pack's install split — all of it, or (``share`` < 1)
 the retained people and that share of the forget people (``share`` 0: the retain-only model, the N-pool). A
 removal applies a registered method to its parent checkpoint, storing its final weights and every declared
 intermediate checkpoint. A run that diverges is stored as a *diverged* outcome (Annex B.6), not an error; a
@@ -76,8 +76,9 @@ def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra:
 
 
 def _build_install(ctx: WorkerContext, job: Job) -> dict[str, str]:
+    from remnant.states.builder import train_install
     from remnant.sweep.weights import changed_tensors, save_checkpoint, weights_digest
-    from remnant.train.install import InstallSpec, install
+    from remnant.train.install import InstallSpec
 
     recipe = dict(job.recipe)
     seed, share = int(recipe.pop("seed")), float(recipe.pop("share"))
@@ -85,7 +86,7 @@ def _build_install(ctx: WorkerContext, job: Job) -> dict[str, str]:
     before = {k: v.detach().clone() for k, v in base.state_dict().items()}
     spec = InstallSpec(**{**recipe, "trainable": tuple(recipe["trainable"]) if recipe["trainable"] else None})
     items = _install_items(ctx, share)
-    model, result = install(base, ctx.tokenizer(), items, spec, seed=seed, fmt=ctx.fmt())
+    model, result = train_install(base, ctx.tokenizer(), items, spec, seed, ctx.fmt())
     built = {k: v for k, v in result.to_dict().items() if k not in ("outcome", "curve")}
     built.update(items=len(items), steps=result.steps, outcome_status=result.outcome.status)
     if result.outcome.diverged:
@@ -158,8 +159,8 @@ def _removal_inputs(ctx: WorkerContext, job: Job) -> tuple[Any, Any, Any, Any]:
 
 
 def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
+    from remnant.states.builder import train_removal
     from remnant.sweep.weights import changed_tensors
-    from remnant.train.removal import apply_removal
 
     method, start, control, data = _removal_inputs(ctx, job)
     parent_state = ctx.pool.model(str(job.parent)).state
@@ -176,7 +177,7 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
         }
     snap = _Marks(marks, lora_spec is not None)
     overrides = {"checkpoint_epochs": tuple(sorted(marks.values()))} if marks else None
-    model, result = apply_removal(
+    model, result = train_removal(
         method,
         copy.deepcopy(start),
         ctx.tokenizer(),

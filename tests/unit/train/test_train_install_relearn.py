@@ -10,7 +10,6 @@ from _train_tiny import fresh, pack, qa, same, weights
 
 from remnant import registry
 from remnant.errors import ConfigError
-from remnant.train.controls import content_control, procedure_control
 from remnant.train.data import removal_data, retain_training_qa, split_qa
 from remnant.train.install import InstallSpec, install
 from remnant.train.relearn import (
@@ -155,21 +154,3 @@ def test_held_out_arm_refuses_scored_items_and_secondary_arm_never_adjudicates(t
         RelearnSpec(budgets=(16, 8))
     with pytest.raises(ConfigError):
         RelearnSpec(checkpoint_epochs=(1.5,))
-
-
-def test_control_states(tiny_llama: Any) -> None:
-    p = pack()
-    tok = tiny_llama.tokenizer
-    method = registry.create(
-        "method",
-        "grad_ascent",
-        {"lr": 1e-3, "epochs": 1, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
-    )
-    state, result = procedure_control(method, tiny_llama.model, tok, removal_data(p, ATTR), seed=0)
-    assert state.kind == "procedure" and result.status == "completed"
-    assert not same(weights(state.model), weights(tiny_llama.model))
-    spec = InstallSpec(target=1.0, max_epochs=1, lr=1e-3, batch_size=8)
-    cstate, cres = content_control(tiny_llama.model, tok, p, spec, seed=0, attributes=list(ATTR))
-    assert cstate.kind == "content" and cstate.record["twin_pack_id"].endswith("-shuffled")
-    assert cres.n == len(qa("install", ATTR))
-    assert same(weights(tiny_llama.model), weights(fresh(tiny_llama)))

@@ -1,0 +1,101 @@
+"""The one states builder (DESIGN §8; R2, R23, C-H3a, C-H3b): every trained state from a copy of the origin, built
+once per recipe, saved and loaded back by its recipe's digest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from remnant import registry
+from remnant.models.identity import identify_in_memory
+from remnant.models.prompts import PromptFormat
+from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
+from remnant.train.data import removal_data, split_qa
+from remnant.train.install import InstallSpec
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "train"))
+from _train_tiny import fresh, pack, same, weights  # noqa: E402
+
+ATTR = ("birth_year",)
+SPEC = InstallSpec(target=1.0, max_epochs=1, lr=1e-3, batch_size=8)
+GA = {"lr": 1e-3, "epochs": 1, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0}
+
+
+def _builder(tiny_llama: Any, folder: Path | None = None) -> StateBuilder:
+    model, tok = fresh(tiny_llama), tiny_llama.tokenizer
+    origin = LoadedState("control", "tiny", "tiny", model, tok, identify_in_memory(model, tok))
+
+    def load(path: Path) -> tuple[Any, Any, Any]:
+        from remnant.models import load_model
+
+        state = load_model(path)
+        return state.model, state.tokenizer, state.identity
+
+    fmt = PromptFormat.for_tokenizer(tok)
+    return StateBuilder(Origin(origin, pack(), fmt, ATTR), folder, load if folder else None)
+
+
+def _installed(b: StateBuilder) -> LoadedState:
+    def make() -> Made:
+        model, result = b.install(split_qa(pack(), "install", ATTR), SPEC, seed=0)
+        return Made(model, {"install": result.to_dict()}, "installed")
+
+    return b.state(
+        b.origin.recipe("install", {"seed": 0, "items": "install"}), "installed", "installed", make
+    )
+
+
+def _refuse() -> Made:
+    raise AssertionError("a state with a known recipe was trained again")
+
+
+def test_control_states_train_copies_of_the_origin(tiny_llama: Any) -> None:
+    """C-H3a: the procedure control is the method applied to the never-installed origin; C-H3b: the twin installs
+    the shuffled pack by the same recipe. Neither changes the origin."""
+    b = _builder(tiny_llama)
+    before = weights(b.origin.state.model)
+    method = registry.create("method", "grad_ascent", GA)
+    model, result = b.removal(method, None, removal_data(pack(), ATTR), seed=0)
+    assert result.status == "completed" and not same(weights(model), before)
+    twin = b.twin(SPEC, seed=0)
+    assert str(twin.record["twin_pack_id"]).endswith("-shuffled")
+    assert twin.record["install"]["n"] == len(split_qa(pack(), "install", ATTR))  # type: ignore[index]
+    assert same(weights(b.origin.state.model), before)
+
+
+def test_one_recipe_is_built_once_and_its_digest_names_its_parent(tiny_llama: Any) -> None:
+    b = _builder(tiny_llama)
+    first = _installed(b)
+    assert b.state(b.origin.recipe("install", {"seed": 0, "items": "install"}), "x", "x", _refuse) is first
+    method = registry.create("method", "grad_ascent", GA)
+    params = {"method": method.spec.to_dict(), "seed": 0}
+    on_installed = b.origin.recipe("removal", params, first)
+    on_origin = b.origin.recipe("removal", params)
+    assert on_installed.digest != on_origin.digest and on_installed.parent == first.digest
+    # a state not kept is handed out and trained again when asked for again
+    made = Made(fresh(tiny_llama), {}, "x")
+    once = b.state(on_origin, "procedure_control", "p", lambda: made, keep=False)
+    assert on_origin.digest not in b.memo and once.model is made.model
+
+
+def test_a_saved_state_loads_back_with_the_same_weights_and_identity(tiny_llama: Any, tmp_path: Path) -> None:
+    """R23: a state saved under the folder is read back (not retrained) by a new builder with the same recipe,
+    with the weights and identity the first build recorded."""
+    built = _installed(_builder(tiny_llama, tmp_path))
+    assert len(list(tmp_path.glob("installed-*/state.json"))) == 1
+    again = _builder(tiny_llama, tmp_path)
+    loaded = again.state(
+        again.origin.recipe("install", {"seed": 0, "items": "install"}), "installed", "y", _refuse
+    )
+    assert loaded.identity == built.identity and loaded.record == built.record and loaded.name == "installed"
+    assert all(
+        torch.equal(a, b) for a, b in zip(loaded.model.parameters(), built.model.parameters(), strict=True)
+    )
+    with pytest.raises(AssertionError, match="trained again"):  # another seed is another recipe
+        again.state(
+            again.origin.recipe("install", {"seed": 1, "items": "install"}), "installed", "y", _refuse
+        )
