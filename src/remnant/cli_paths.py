@@ -83,12 +83,13 @@ KINDS: Mapping[str, OutputKind] = {
         OutputKind("keys", "a key folder", ("remnant.key", "remnant.pub")),
         OutputKind("demo", "a demo folder", ("demo.json", "vectors.json")),
         OutputKind("eval", "an evaluation folder"),  # marked before its first write: no pre-marker folders
+        OutputKind("states", "a folder of trained model states"),  # likewise
         OutputKind("model", "an exported model folder", replaced_whole=True),
         OutputKind("tofu", "a TOFU export folder", replaced_whole=True),
     )
 }
 
-KindName = Literal["run", "sweep", "study", "pack", "keys", "demo", "eval", "model", "tofu"]
+KindName = Literal["run", "sweep", "study", "pack", "keys", "demo", "eval", "states", "model", "tofu"]
 
 
 #: The marker's model (pydantic) loads when a marker is first read or written, not with every command module.

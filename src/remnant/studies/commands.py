@@ -170,6 +170,26 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+STATES_HELP = (
+    "keep every trained state (install, removal, control states) in DIR and load it back when a later run asks "
+    "for the same recipe: the same model, pack, settings and seed (another estimator on the same design trains "
+    "nothing)"
+)
+
+
+def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Path | None:
+    """The ``--states`` folder, checked before anything runs and marked as remnant's (R23), or None."""
+    if args.states is None:
+        return None
+    from remnant.cli_paths import mark_output, out_folder
+
+    inputs = {"the study's output folder": out, **{f"the model {m}": m for m in models}}
+    folder = out_folder(args.states, requirement="R23", kind="states", option="--states", inputs=inputs)
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_output(folder, "states")
+    return folder
+
+
 def _readmission(args: argparse.Namespace) -> int:
     from remnant.errors import ConfigError
     from remnant.jsonio import read_json
@@ -191,9 +211,10 @@ def _readmission(args: argparse.Namespace) -> int:
                 requirement="R23",
             )
     else:
-        from remnant.studies.readmission_run import run_cells
+        from remnant.studies.readmission_run import design_config, run_cells
 
-        data = run_cells(cfg, log=_log(args, "readmission"))
+        states = _states(args, out, list(design_config(cfg).models))
+        data = run_cells(cfg, log=_log(args, "readmission"), states=states)
         from remnant.atomic import write_atomic
 
         out.mkdir(parents=True, exist_ok=True)
@@ -215,7 +236,8 @@ def _goodhart(args: argparse.Namespace) -> int:
     cfg, reg = _registered("goodhart", args, overrides, out)
     from remnant.studies.goodhart import run_goodhart
 
-    result = run_goodhart(cfg, args.model, pack=args.pack, log=_log(args, "goodhart"))
+    states = _states(args, out, [args.model])
+    result = run_goodhart(cfg, args.model, pack=args.pack, log=_log(args, "goodhart"), states=states)
     result = result.model_copy(update={"registration": reg.to_json()})
     _write(out, "goodhart", result, goodhart_document(result))
     print(result.finding)
@@ -259,7 +281,9 @@ def _latent_probe(args: argparse.Namespace) -> int:
     if args.methods:
         overrides["methods"] = args.methods
     cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
-    result, _ = run_study(cfg, log=_log(args, "latent-probe"))
+    result, _ = run_study(
+        cfg, log=_log(args, "latent-probe"), states=_states(args, args.out, list(cfg.models))
+    )
     text = render_markdown(result)
     print(text)
     out = Path(args.out)
@@ -327,6 +351,7 @@ def add_study_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     rd.add_argument("--preset", choices=["tiny", "cpu"], help="design sizing preset (tiny: the test model)")
     rd.add_argument("--cells", help="decide from a readmission-cells.json instead of running the models")
     rd.add_argument("--out", help="output folder (default readmission-ESTIMATOR)")
+    rd.add_argument("--states", metavar="DIR", help=STATES_HELP)
     rd.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     rd.set_defaults(handler=_readmission)
     gh = sub.add_parser(
@@ -340,6 +365,7 @@ def add_study_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     gh.add_argument("--weights", nargs="+", type=float, help="penalty weights λ (must include 0)")
     gh.add_argument("--seeds", nargs="+", type=int, help="removal seeds")
     gh.add_argument("--out", help="output folder (default goodhart)")
+    gh.add_argument("--states", metavar="DIR", help=STATES_HELP)
     gh.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     gh.set_defaults(handler=_goodhart)
     dv = sub.add_parser("deviation", help="record a deviation from a study's frozen config (R15)")
@@ -368,6 +394,7 @@ def _add_model_studies(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     lp.add_argument("--methods", nargs="+", help="removal methods (default: npo task_vector)")
     lp.add_argument("--seeds", nargs="+", type=int, help="installation and removal seeds (default: 0 1)")
     lp.add_argument("--out", default="latent-probe", help="output folder for latent-probe.json and .md")
+    lp.add_argument("--states", metavar="DIR", help=STATES_HELP)
     lp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     lp.set_defaults(handler=_latent_probe)
     au = sub.add_parser(

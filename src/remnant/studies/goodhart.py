@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from remnant.states.builder import Made
@@ -53,7 +54,9 @@ class _Setup:
     """The installed state, data and scorers shared by every (λ, seed) run: the latent-probe design's study
     (:func:`remnant.studies.latent_probe_states.load_study`) and its installed state at the first seed."""
 
-    def __init__(self, cfg: GoodhartConfig, model: str, pack_dir: str | None, log: Log) -> None:
+    def __init__(
+        self, cfg: GoodhartConfig, model: str, pack_dir: str | None, log: Log, states: Path | None
+    ) -> None:
         from remnant.train.data import removal_data
 
         self.design = d = _design(cfg, model)
@@ -62,7 +65,7 @@ class _Setup:
             from remnant.packs.schema import load_pack
 
             pack = load_pack(pack_dir)
-        self.study = study = load_study(model, d, pack)
+        self.study = study = load_study(model, d, pack, states)
         self.tokenizer, self.control, self.fmt, self.pack = (
             study.tokenizer,
             study.control,
@@ -221,12 +224,18 @@ def _one_run(
 
 
 def run_goodhart(
-    cfg: GoodhartConfig, model: str, *, pack: str | None = None, log: Log | None = None
+    cfg: GoodhartConfig,
+    model: str,
+    *,
+    pack: str | None = None,
+    log: Log | None = None,
+    states: Path | None = None,
 ) -> GoodhartResult:
-    """Every (λ, seed) run and the reading (module docstring)."""
+    """Every (λ, seed) run and the reading (module docstring); ``states``: where trained states are kept and
+    reused by a later run of the same recipes."""
     say = log or (lambda _m: None)
     params = {**AUDIT_DEFAULTS[cfg.preset or "cpu"], **cfg.audit_params}
-    setup = _Setup(cfg, model, pack, say)
+    setup = _Setup(cfg, model, pack, say, states)
     surrogate, description = _surrogate(cfg, setup, params)
     rows = []
     for weight in cfg.weights:

@@ -383,9 +383,14 @@ def measure_run(states: RunStates, cfg: LatentProbeConfig) -> DirectionResult:
 
 
 def run_study(
-    cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None, keep_states: bool = False
+    cfg: LatentProbeConfig,
+    *,
+    log: Callable[[str], None] | None = None,
+    keep_states: bool = False,
+    states: Path | None = None,
 ) -> tuple[StudyResult, list[object]]:
-    """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states."""
+    """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states.
+    ``states``: a folder where the trained states are kept and reused by a later run of the same recipes."""
     from remnant.stats import spearman
     from remnant.studies.latent_probe_states import build_model_runs
 
@@ -393,9 +398,9 @@ def run_study(
     kept: list[object] = []
     for model in cfg.models:
         mcfg = cfg.for_model(model)
-        for states in build_model_runs(model, mcfg, log=log):
-            direction = measure_run(states, mcfg)
-            gates = states.gates(mcfg)
+        for run in build_model_runs(model, mcfg, log=log, states=states):
+            direction = measure_run(run, mcfg)
+            gates = run.gates(mcfg)
             cells = cells_from(direction, all(gates.values()), cfg.margin)
             primary = _primary(direction)
             survival = next(
@@ -407,23 +412,23 @@ def run_study(
                 RunResult(
                     model=model,
                     model_digest=direction.reference,
-                    method=states.method,
-                    seed=states.seed,
-                    kappa_p=states.kappa_p,
-                    kappa_retain=states.kappa_retain,
-                    removal_status=states.removal_status,
+                    method=run.method,
+                    seed=run.seed,
+                    kappa_p=run.kappa_p,
+                    kappa_retain=run.kappa_retain,
+                    removal_status=run.removal_status,
                     gates=gates,
-                    recovery=states.recovery,
-                    control_relearned_p=states.control_relearned_p,
+                    recovery=run.recovery,
+                    control_relearned_p=run.control_relearned_p,
                     primary_survival=survival,
                     cells=cells,
                     direction=direction,
                 )
             )
             if keep_states:
-                kept.append(states)
+                kept.append(run)
             if log is not None:
-                log(f"run {model} {states.method} seed {states.seed}: primary survival {survival:.3f}")
+                log(f"run {model} {run.method} seed {run.seed}: primary survival {survival:.3f}")
     table = method_table(runs, cfg)
     scored = [r for r in runs if all(r.gates.values()) and r.recovery is not None]
     rho = None

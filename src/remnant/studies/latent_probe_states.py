@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
+from remnant.models.identity import ModelIdentity
+from remnant.states.builder import LoadedState, Loader, Made, Origin, StateBuilder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -104,9 +106,12 @@ class _Installed:
     kappa_retain: float
 
 
-def load_study(model: str, cfg: LatentProbeConfig, pack: Pack | None = None) -> Study:
+def load_study(
+    model: str, cfg: LatentProbeConfig, pack: Pack | None = None, states: Path | None = None
+) -> Study:
     """Load ``model`` once, mint the pack (without general questions; or take ``pack``) and build P, the retain
-    and relearning sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1)."""
+    and relearning sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1). With ``states`` the
+    builder keeps every trained state there and loads it back on a later run of the same recipe (R23)."""
     from remnant.latent.inputs import probe_prompts
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
@@ -136,7 +141,9 @@ def load_study(model: str, cfg: LatentProbeConfig, pack: Pack | None = None) -> 
     return Study(
         tokenizer=tok,
         control=control,
-        builder=StateBuilder(Origin(origin, pack, fmt, tuple(attrs))),
+        builder=StateBuilder(
+            Origin(origin, pack, fmt, tuple(attrs)), states, _loader(cfg.dtype) if states else None
+        ),
         fmt=fmt,
         pack=pack,
         attributes=attrs,
@@ -149,6 +156,18 @@ def load_study(model: str, cfg: LatentProbeConfig, pack: Pack | None = None) -> 
         install_spec=spec,
         control_p=rate_of(score_p(control)),
     )
+
+
+def _loader(dtype: str) -> Loader:
+    """Reads a saved state back in the study's dtype (a state's identity is that of its files, R23)."""
+
+    def load(folder: Path) -> tuple[Any, Any, ModelIdentity]:
+        from remnant.models import load_model
+
+        state = load_model(folder, dtype=dtype)
+        return state.model, state.tokenizer, state.identity
+
+    return load
 
 
 def installed_state(study: Study, seed: int) -> LoadedState:
@@ -276,11 +295,16 @@ def _method_run(
 
 
 def build_model_runs(
-    model: str, cfg: LatentProbeConfig, *, log: Callable[[str], None] | None = None
+    model: str,
+    cfg: LatentProbeConfig,
+    *,
+    log: Callable[[str], None] | None = None,
+    states: Path | None = None,
 ) -> Iterator[RunStates]:
-    """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost."""
+    """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost; ``states``: where
+    the builder keeps the trained states between runs (:func:`load_study`)."""
     say = log or (lambda _m: None)
-    study = load_study(model, cfg)
+    study = load_study(model, cfg, states=states)
     for seed in cfg.seeds:
         study.builder.memo.clear()  # a seed's states are not read by the next seed's runs: free them
         say(f"{model} seed {seed}: install and content-shuffled twin")

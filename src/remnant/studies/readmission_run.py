@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -328,8 +329,9 @@ def _default_layers(model: PreTrainedModel) -> list[int]:
 FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
 
 
-def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None) -> Cells:
-    """Build every run's states (latent-probe design) and read the configured estimator on them."""
+def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None, states: Path | None = None) -> Cells:
+    """Build every run's states (latent-probe design; kept in and reused from ``states`` when given) and read
+    the configured estimator on them."""
     from remnant.models import load_model
     from remnant.packs import ClassDSpec, mint_class_d
 
@@ -348,22 +350,20 @@ def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None) -> Cells:
                 entities=mcfg.pack.entities, controls=mcfg.pack.controls, general=False, seed=mcfg.pack.seed
             )
         )
-        for states in build_model_runs(model, mcfg, log=log):
-            gates = states.gates(mcfg)
+        for run in build_model_runs(model, mcfg, log=log, states=states):
+            gates = run.gates(mcfg)
             gated = all(gates.values())
             runs.append(
-                RunOutcome(
-                    model=model, method=states.method, seed=states.seed, gates=gates, recovery=states.recovery
-                )
+                RunOutcome(model=model, method=run.method, seed=run.seed, gates=gates, recovery=run.recovery)
             )
             if cfg.estimator == "direction":
-                cells += direction_cells(states, mcfg, model, gated)
+                cells += direction_cells(run, mcfg, model, gated)
             elif cfg.estimator == "uds":
-                cells += uds_cells(states, mcfg, model, gated, params, pack, tokenizer)
+                cells += uds_cells(run, mcfg, model, gated, params, pack, tokenizer)
             else:
-                cells += jaccess_cells(states, mcfg, model, gated, params, pack, tokenizer)
+                cells += jaccess_cells(run, mcfg, model, gated, params, pack, tokenizer)
             say(
-                f"{model} {states.method} seed {states.seed}: gates {'passed' if gated else 'failed'}, {len(cells)} cells so far"
+                f"{model} {run.method} seed {run.seed}: gates {'passed' if gated else 'failed'}, {len(cells)} cells so far"
             )
     return Cells(
         estimator=cfg.estimator,

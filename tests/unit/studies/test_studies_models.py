@@ -147,3 +147,36 @@ def test_goodhart_j_access_penalty_lowers_its_surrogate(tiny_llama_dir: Path) ->
     assert "soft maximum" in result.surrogate and result.audit_direction == "lower"
     summary: dict[str, Any] = result.model_dump()
     assert len(summary["by_weight"]) == 2
+
+
+def test_a_second_estimator_on_kept_states_trains_nothing(
+    uds_study: Path, tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--states``: the direction study keeps every trained state; the UDS study on the same design then loads
+    them all (any training refused here) and reads the same cells as the UDS study that trained its own (R23)."""
+    from remnant.states import builder
+
+    states = tmp_path / "states"
+
+    def study(estimator: str) -> list[str]:
+        return ["study", "readmission", estimator, "--model", str(tiny_llama_dir), "--preset", "tiny",
+                "--states", str(states), "--out", str(tmp_path / estimator), "--quiet"]  # fmt: skip
+
+    assert main(study("direction")) == 0
+    kept = sorted(p.name.rsplit("-", 1)[0] for p in states.iterdir() if (p / "state.json").is_file())
+    # per seed the install and its content twin; per seed and method the removal and the procedure control
+    assert set(kept) == {"installed", "content_control", "removed", "procedure_control"}
+    assert kept.count("removed") == kept.count("procedure_control") == 2 * kept.count("installed")
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a kept state was trained again")
+
+    monkeypatch.setattr(builder, "train_install", refuse)
+    monkeypatch.setattr(builder, "train_removal", refuse)
+    assert main(study("uds")) == 0
+    fresh = Cells.model_validate_json((uds_study / "readmission-cells.json").read_text())
+    reused = Cells.model_validate_json((tmp_path / "uds" / "readmission-cells.json").read_text())
+    assert reused.cells == fresh.cells and reused.runs == fresh.runs
+    # the study's output folder is no place for its states, nor a model folder (nothing written)
+    bad = [*study("uds")[:-5], "--states", str(tmp_path / "uds" / "states"), "--out", str(tmp_path / "uds")]
+    assert main([*bad, "--quiet"]) == 2
