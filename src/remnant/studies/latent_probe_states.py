@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunStates:
-    """One (model, method, seed) run's states, probe prompts and measured κ."""
+    """One (model, method, seed) run's states (with the tokenizer and pack they were trained with), probe prompts
+    and measured κ."""
 
     method: str
     seed: int
+    tokenizer: PreTrainedTokenizerBase
+    pack: Pack
     control: PreTrainedModel
     installed: PreTrainedModel
     removed: PreTrainedModel
@@ -269,6 +272,8 @@ def _method_run(
     return RunStates(
         method=name,
         seed=seed,
+        tokenizer=tok,
+        pack=study.pack,
         control=control,
         installed=installed.model.model,
         removed=removed,

@@ -114,20 +114,15 @@ def _uds_reading(
 
 
 def uds_cells(
-    states: RunStates,
-    mcfg: LatentProbeConfig,
-    model: str,
-    gated: bool,
-    params: dict[str, Any],
-    pack: Pack,
-    tokenizer: PreTrainedTokenizerBase,
+    states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool, params: dict[str, Any]
 ) -> list[Cell]:
     """UDS per (layer, τ) for the removed model and both controls (module docstring)."""
     from remnant.latent.inputs import examples_from_items
     from remnant.latent.uds import UDSConfig, score_source, stage1
 
     taus = tuple(float(t) for t in params.get("taus", UDS_TAUS))
-    examples = examples_from_items(p_items(pack, mcfg))
+    tokenizer = states.tokenizer
+    examples = examples_from_items(p_items(states.pack, mcfg))
     ucfg = UDSConfig(
         tau=min(taus),
         layers=tuple(mcfg.layers) if mcfg.layers is not None else None,
@@ -271,18 +266,13 @@ def _jaccess_cell(
 
 
 def jaccess_cells(
-    states: RunStates,
-    mcfg: LatentProbeConfig,
-    model: str,
-    gated: bool,
-    params: dict[str, Any],
-    pack: Pack,
-    tokenizer: PreTrainedTokenizerBase,
+    states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool, params: dict[str, Any]
 ) -> list[Cell]:
     """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
     from remnant.latent.jaccess import AccessConfig, emitted_flags, read_access
 
-    probes = _jaccess_probes(mcfg, pack, tokenizer)
+    tokenizer = states.tokenizer
+    probes = _jaccess_probes(mcfg, states.pack, tokenizer)
     lens = _jaccess_lens(states, params)
     models = {role: getattr(states, role) for role in JACCESS_ROLES}
     said = {role: emitted_flags(m, tokenizer, probes) for role, m in models.items()}
@@ -332,9 +322,6 @@ FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
 def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None, states: Path | None = None) -> Cells:
     """Build every run's states (latent-probe design; kept in and reused from ``states`` when given) and read
     the configured estimator on them."""
-    from remnant.models import load_model
-    from remnant.packs import ClassDSpec, mint_class_d
-
     say = log or (lambda _m: None)
     lp = design_config(cfg)
     params = dict(cfg.estimator_params)
@@ -342,14 +329,6 @@ def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None, states: Path | 
     cells: list[Cell] = []
     for model in lp.models:
         mcfg = lp.for_model(model)
-        # the same pack build_model_runs mints (same spec and seed), and the model's tokenizer: RunStates carries
-        # neither, and both are cheap to rebuild
-        tokenizer = load_model(model, dtype=mcfg.dtype).tokenizer
-        pack = mint_class_d(
-            ClassDSpec(
-                entities=mcfg.pack.entities, controls=mcfg.pack.controls, general=False, seed=mcfg.pack.seed
-            )
-        )
         for run in build_model_runs(model, mcfg, log=log, states=states):
             gates = run.gates(mcfg)
             gated = all(gates.values())
@@ -359,9 +338,9 @@ def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None, states: Path | 
             if cfg.estimator == "direction":
                 cells += direction_cells(run, mcfg, model, gated)
             elif cfg.estimator == "uds":
-                cells += uds_cells(run, mcfg, model, gated, params, pack, tokenizer)
+                cells += uds_cells(run, mcfg, model, gated, params)
             else:
-                cells += jaccess_cells(run, mcfg, model, gated, params, pack, tokenizer)
+                cells += jaccess_cells(run, mcfg, model, gated, params)
             say(
                 f"{model} {run.method} seed {run.seed}: gates {'passed' if gated else 'failed'}, {len(cells)} cells so far"
             )
