@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from remnant.atomic import write_json
+from remnant.errors import IntegrityError
 from remnant.models.identity import ModelIdentity
 from remnant.states.recipe import BUILD_VERSION, Recipe, Step
 
@@ -40,6 +43,19 @@ if TYPE_CHECKING:
     from remnant.train.removal import RemovalResult
 
 STATE_FILE = "state.json"
+
+
+class SavedState(BaseModel):
+    """A saved state's ``state.json`` (written last, so its presence means the folder is complete)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str = Field(description="The role it was built for.")
+    name: str = Field(description="Its name in the manifest.")
+    source: str = Field(description="How it was made, as the manifest shows it.")
+    key: str = Field(pattern=r"^[0-9a-f]{64}$", description="Its recipe's digest (R23).")
+    record: dict[str, Any] = Field(description="What building it measured (R23).")
+    identity: ModelIdentity = Field(description="The identity of the files saved (R23).")
 
 
 @dataclass
@@ -132,16 +148,29 @@ class StateBuilder:
         return state
 
     def _saved(self, role: str, key: str) -> LoadedState | None:
+        """The state saved under ``role`` and ``key``, or None. Its ``state.json`` is read strictly, and the files
+        loaded must be the ones saved (their hashes, R23): a folder edited since is refused, never measured."""
         if self.folder is None or self.load is None:
             return None
         folder = self.folder / f"{role}-{key[:16]}"
         if not (folder / STATE_FILE).is_file():
             return None
-        info = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+        from remnant.jsonio import read_json
+
+        try:
+            info = SavedState.model_validate(read_json(folder / STATE_FILE, requirement="R23"))
+        except ValidationError as exc:
+            raise IntegrityError(
+                f"{folder / STATE_FILE}: not a saved state: {exc}", requirement="R23"
+            ) from None
         model, tokenizer, identity = self.load(folder)
-        return LoadedState(
-            role, str(info["name"]), str(info["source"]), model, tokenizer, identity, info["record"]
-        )
+        if info.key != key or _files(identity) != _files(info.identity):
+            raise IntegrityError(
+                f"{folder}: the files loaded are not the state saved there for recipe {key[:16]} (they were "
+                "changed after it was saved); delete the folder to build the state again",
+                requirement="R23",
+            )
+        return LoadedState(role, info.name, info.source, model, tokenizer, identity, info.record)
 
     def _keep(self, role: str, key: str, name: str, made: Made) -> LoadedState:
         from remnant.models.identity import identify, identify_in_memory
@@ -204,6 +233,12 @@ class StateBuilder:
             control=origin.model if method.needs_control else None,
             progress=self.progress,
         )
+
+
+def _files(identity: ModelIdentity) -> tuple[dict[str, str], ...]:
+    """The hashes of the files a state loads from (weights, tokenizer, config): what saving it fixed. The dtype
+    and device it is loaded on may differ (a resumed run on another device)."""
+    return identity.weights, identity.tokenizer, identity.config
 
 
 def train_install(

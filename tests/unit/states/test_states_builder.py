@@ -99,3 +99,25 @@ def test_a_saved_state_loads_back_with_the_same_weights_and_identity(tiny_llama:
         again.state(
             again.origin.recipe("install", {"seed": 1, "items": "install"}), "installed", "y", _refuse
         )
+
+
+def test_a_saved_state_changed_since_is_refused_naming_its_folder(tiny_llama: Any, tmp_path: Path) -> None:
+    """R23: a state's files edited after it was saved (or a state.json that is not one) are refused, never read as
+    the state its recipe names."""
+    from remnant.errors import IntegrityError
+
+    _installed(_builder(tiny_llama, tmp_path))
+    (folder,) = tmp_path.glob("installed-*")
+    weights = folder / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    weights.write_bytes(bytes(data))
+    again = _builder(tiny_llama, tmp_path)
+    recipe = again.origin.recipe("install", {"seed": 0, "items": "install"})
+    with pytest.raises(
+        IntegrityError, match=f"{folder.name}: the files loaded are not the state saved there"
+    ):
+        again.state(recipe, "installed", "y", _refuse)
+    (folder / "state.json").write_text('{"role": "installed"}', encoding="utf-8")
+    with pytest.raises(IntegrityError, match="state.json: not a saved state"):
+        _builder(tiny_llama, tmp_path).state(recipe, "installed", "y", _refuse)
