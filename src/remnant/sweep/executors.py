@@ -162,7 +162,9 @@ class RayExecutor:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address is None and num_cpus is not None:
                 kwargs["num_cpus"] = num_cpus
-            ray.init(address=address, **kwargs)
+            # no address: a new local Ray, as documented; Ray's own default would join whichever cluster was
+            # started last on this machine (and refuse --num-cpus there); ``--address auto`` joins one
+            ray.init(address=address or "local", **kwargs)
         self.ray = ray
         self.retries = retries
         self.gpus, self.cpus = gpus, cpus

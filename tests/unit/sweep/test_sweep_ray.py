@@ -17,7 +17,9 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # "local": a Ray of its own even while another test's cluster runs on this machine (Ray's default would join
+    # the cluster started last, and refuse num_cpus there)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -125,3 +127,25 @@ def test_a_removal_is_given_its_install_build_as_a_ray_argument_not_a_lock_to_wa
     assert calls[f"build:{install}"] == ()  # an install starts from the base: nothing to wait for
     assert deps == [f"build:{removal.job}", *(f"build:{j}" for j in refs if pool.jobs[j].kind != "base")]
     assert len(deps) >= 2  # the tiny pool's retain reference is an install of its own
+
+
+@pytest.mark.parametrize(
+    ("address", "num_cpus", "expected"),
+    [
+        (None, 2, {"address": "local", "num_cpus": 2}),  # docs/sweep.md: without --address, a local Ray
+        (None, None, {"address": "local"}),
+        ("auto", 2, {"address": "auto"}),  # joining a cluster: its resources are the cluster's
+    ],
+)
+def test_without_an_address_the_executor_starts_its_own_ray(
+    monkeypatch: pytest.MonkeyPatch, address: str | None, num_cpus: int | None, expected: dict[str, object]
+) -> None:
+    """Ray's own default (no address) joins the cluster started last on the machine and then refuses num_cpus;
+    the executor asks for a local Ray unless an address is given."""
+    from remnant.sweep.executors import RayExecutor
+
+    calls: list[dict[str, object]] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.append(kwargs))
+    RayExecutor(1, address=address, gpus=1.0, cpus=1, num_cpus=num_cpus)
+    assert [{k: v for k, v in c.items() if k in ("address", "num_cpus")} for c in calls] == [expected]
