@@ -120,7 +120,7 @@ def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Sess
     control_key = f"control:{spec.zoo or named or cfg.resolve(spec.folder or '')}"
     if control_key not in memo:
         session.log("loading the never-modified control (R3)")
-        memo[control_key] = load_control(cfg)
+        memo[control_key] = load_control(cfg, progress=session.progress)
     control = memo[control_key]
     inputs = inputs.with_format(control.tokenizer)
     builder = state_builder(
@@ -137,7 +137,7 @@ def _pre_removal_state(
 ) -> LoadedState:
     """θ: the claimant's folder, or the pack installed into the control (R2)."""
     if cfg.models.pre_removal.install is None:
-        return load_named_state(cfg, "pre_removal")
+        return load_named_state(cfg, "pre_removal", progress=session.progress)
     session.log("pre-removal model: installing the pack into the control (R2)")
     seed = derive_seed(cfg.seeds.master, "install")
     return install_state(builder, cfg, inputs.install_items, seed=seed)
@@ -150,7 +150,7 @@ def _post_removal_state(
     record (R23)."""
     post_cfg = cfg.models.post_removal
     if post_cfg.method is None:
-        return load_named_state(cfg, "post_removal"), ()
+        return load_named_state(cfg, "post_removal", progress=session.progress), ()
     session.log(f"post-removal model: removal method {post_cfg.method} (R1c)")
     seed = derive_seed(cfg.seeds.master, "removal")
     post, spec = removal_state(builder, cfg, pre, inputs.removal_data, seed=seed)

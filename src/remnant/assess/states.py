@@ -109,16 +109,21 @@ def preflight(cfg: AssessmentConfig) -> None:
 
 
 def _load(
-    source: str | Path, role: str, name: str, cfg: AssessmentConfig, record: dict[str, object]
+    source: str | Path,
+    role: str,
+    name: str,
+    cfg: AssessmentConfig,
+    record: dict[str, object],
+    progress: bool = True,
 ) -> LoadedState:
     from remnant.models.load import load_model
 
     device = resolve_device(cfg)
-    state = load_model(source, dtype=DTYPE_NAMES[cfg.models.dtype], device=device)
+    state = load_model(source, dtype=DTYPE_NAMES[cfg.models.dtype], device=device, progress=progress)
     return LoadedState(role, name, str(source), state.model, state.tokenizer, state.identity, record)
 
 
-def load_control(cfg: AssessmentConfig) -> LoadedState:
+def load_control(cfg: AssessmentConfig, *, progress: bool = True) -> LoadedState:
     """The never-modified control: a zoo entry (fetched once, cached as safetensors), a folder or a hub id
     (R3)."""
     spec = cfg.models.control
@@ -126,19 +131,19 @@ def load_control(cfg: AssessmentConfig) -> LoadedState:
         from remnant.models import zoo
 
         folder = zoo.cached(spec.zoo) or zoo.fetch(spec.zoo)
-        state = _load(folder, "control", spec.zoo, cfg, {"zoo": spec.zoo})
+        state = _load(folder, "control", spec.zoo, cfg, {"zoo": spec.zoo}, progress)
         state.source = f"zoo:{spec.zoo}"
         return state
-    return load_named_state(cfg, "control")
+    return load_named_state(cfg, "control", progress=progress)
 
 
-def load_named_state(cfg: AssessmentConfig, role: str) -> LoadedState:
+def load_named_state(cfg: AssessmentConfig, role: str, *, progress: bool = True) -> LoadedState:
     """A state the config names by ``folder`` or ``hub`` (:func:`state_source`): the control's, or a
     claimant's pre- or post-removal model (R1b, R2, R3)."""
     source = state_source(cfg, role)
     if source is None:
         raise ValueError(f"models.{role} names no folder or hub id")
-    state = _load(source.folder, role, source.name, cfg, source.record)
+    state = _load(source.folder, role, source.name, cfg, source.record, progress)
     if "hub" in source.record:  # the manifest's source says what a re-run must fetch (R23, R24)
         rec = source.record
         state.source = f"hub:{rec['hub']}@{rec['revision']} (commit {rec['commit']})"
@@ -159,7 +164,7 @@ def state_builder(
     under ``states_dir`` and loaded back in the config's dtype and on its device."""
 
     def load(folder: Path) -> tuple[Any, Any, ModelIdentity]:
-        state = _load(folder, "", "", cfg, {})
+        state = _load(folder, "", "", cfg, {}, progress)
         return state.model, state.tokenizer, state.identity
 
     return StateBuilder(

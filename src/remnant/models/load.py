@@ -266,11 +266,13 @@ def load_model(
     return load_files(model_files(source_path), dtype=dtype, device=device, progress=progress)
 
 
-def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:
-    """Write safetensors + tokenizer + config to a temp dir beside ``out_dir``, then rename it in place."""
+def save_model(model: Any, tokenizer: Any, out_dir: str | Path, *, progress: bool = True) -> Path:
+    """Write safetensors + tokenizer + config to a temp dir beside ``out_dir``, then rename it in place;
+    ``progress=False`` keeps transformers' "Writing model shards" bar off."""
 
     def build(tmp: Path) -> None:
-        model.save_pretrained(tmp, safe_serialization=True)
+        with _progress_bars(progress):
+            model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
 
     return replace_dir(out_dir, build)

@@ -182,7 +182,7 @@ class StateBuilder:
             return LoadedState(role, name, made.source, made.model, tokenizer, identity, record)
         from remnant.models.load import save_model
 
-        folder = save_model(made.model, tokenizer, self.folder / f"{role}-{key[:16]}")
+        folder = save_model(made.model, tokenizer, self.folder / f"{role}-{key[:16]}", progress=self.progress)
         identity = identify(folder, made.model, tokenizer)
         info = {"role": role, "name": name, "source": made.source, "key": key, "record": record}
         write_json(folder / STATE_FILE, {**info, "identity": identity.model_dump(mode="json")})

@@ -178,13 +178,27 @@ STATES_HELP = (
 
 
 def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Path | None:
-    """The ``--states`` folder, checked before anything runs and marked as remnant's (R23), or None."""
+    """The ``--states`` folder, checked before anything runs and marked as remnant's (R23), or None. It is
+    neither a model folder nor the study's output folder or inside it (that holds the study's results only)."""
     if args.states is None:
         return None
     from remnant.cli_paths import mark_output, out_folder
+    from remnant.errors import ConfigError
 
-    inputs = {"the study's output folder": out, **{f"the model {m}": m for m in models}}
-    folder = out_folder(args.states, requirement="R23", kind="states", option="--states", inputs=inputs)
+    folder = out_folder(
+        args.states,
+        requirement="R23",
+        kind="states",
+        option="--states",
+        inputs={f"the model {m}": m for m in models},
+    )
+    study = Path(out).resolve()
+    if folder.resolve() == study or study in folder.resolve().parents:
+        raise ConfigError(
+            f"--states {folder}: is the study's output folder {out} or inside it; keep the states beside it "
+            "(nothing written)",
+            requirement="R23",
+        )
     folder.mkdir(parents=True, exist_ok=True)
     mark_output(folder, "states")
     return folder
