@@ -1,4 +1,4 @@
-"""The one builder of the model states a plan trains (DESIGN §8; R2, R3, R23, C-H3, C-H7b, C-H7c, Annex B).
+"""The one builder of the model states a plan trains (R2, R3, R23, C-H3, C-H7b, C-H7c, Annex B).
 
 Every trained state starts from a never-modified *origin* (:class:`Origin`: a loaded control, the pack, the
 prompt format; it is never modified, every step trains a deep copy) and is made by one step of the training

@@ -1,4 +1,4 @@
-"""The one states builder (DESIGN §8; R2, R23, C-H3a, C-H3b): every trained state from a copy of the origin, built
+"""The one states builder (R2, R23, C-H3a, C-H3b): every trained state from a copy of the origin, built
 once per recipe, saved and loaded back by its recipe's digest."""
 
 from __future__ import annotations
