@@ -76,10 +76,17 @@ def test_one_recipe_is_built_once_and_its_digest_names_its_parent(tiny_llama: An
     on_installed = b.origin.recipe("removal", params, first)
     on_origin = b.origin.recipe("removal", params)
     assert on_installed.digest != on_origin.digest and on_installed.parent == first.digest
-    # a state not kept is handed out and trained again when asked for again
-    made = Made(fresh(tiny_llama), {}, "x")
-    once = b.state(on_origin, "procedure_control", "p", lambda: made, keep=False)
-    assert on_origin.digest not in b.memo and once.model is made.model
+    # a state not kept is handed out, and made again when asked for again
+    made: list[Made] = []
+
+    def make() -> Made:
+        made.append(Made(fresh(tiny_llama), {}, "x"))
+        return made[-1]
+
+    once = b.state(on_origin, "procedure_control", "p", make, keep=False)
+    twice = b.state(on_origin, "procedure_control", "p", make, keep=False)
+    assert on_origin.digest not in b.memo and len(made) == 2
+    assert (once.model, twice.model) == (made[0].model, made[1].model)
 
 
 def test_a_saved_state_loads_back_with_the_same_weights_and_identity(tiny_llama: Any, tmp_path: Path) -> None:

@@ -150,7 +150,11 @@ def test_goodhart_j_access_penalty_lowers_its_surrogate(tiny_llama_dir: Path) ->
 
 
 def test_a_second_estimator_on_kept_states_trains_nothing(
-    uds_study: Path, tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    uds_study: Path,
+    tiny_llama_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``--states``: the direction study keeps every trained state; the UDS study on the same design then loads
     them all (any training refused here) and reads the same cells as the UDS study that trained its own (R23)."""
@@ -179,4 +183,6 @@ def test_a_second_estimator_on_kept_states_trains_nothing(
     assert reused.cells == fresh.cells and reused.runs == fresh.runs
     # the study's output folder is no place for its states, nor a model folder (nothing written)
     bad = [*study("uds")[:-5], "--states", str(tmp_path / "uds" / "states"), "--out", str(tmp_path / "uds")]
+    capsys.readouterr()
     assert main([*bad, "--quiet"]) == 2
+    assert "--states" in (err := capsys.readouterr().err) and "is the study's output folder" in err
