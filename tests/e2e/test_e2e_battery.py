@@ -8,8 +8,10 @@ the attack took on that state. The markdown table is printed (run with ``-s``) a
 dir, with a JSON record beside it.
 
 Budgets are CPU-sized: the whole file runs in a few minutes on one thread. The optimising attacks (GCG, soft
-prompt) run a handful of steps on one item per probe entity; every other attack scores all of P. An attack added
-to the registry later runs with its ``smoke_params`` on those few items, so this file covers it without edits.
+prompt) run a handful of steps, and the attacks that cost several generations per item (repeated sampling,
+activation perturbation, many-shot's long prompts) run, on one item per probe entity; every other attack scores
+all of P. An attack added to the registry later runs with its ``smoke_params`` on those few items, so this file
+covers it without edits.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ BUDGETS: dict[str, dict[str, Any]] = {
     "soft_prompt": {"n_tokens": 6, "steps": 5},
     "actpert": {"n_perturbations": 3, "strength": 2.0},  # one strength (actpert_sweep is the best-of-k)
 }
-#: Attacks that optimise per item: run on one item per probe entity.
-FEW_ITEMS = {"gcg", "soft_prompt"}
+#: Attacks that optimise per item or generate several times per item: run on one item per probe entity (the
+#: slowest of the battery on all of P; ``make test`` prints its slowest tests).
+FEW_ITEMS = {"gcg", "soft_prompt", "repeated_sampling", "actpert", "many_shot"}
 #: Surfaces that are not run at inference time on a fixed model: relearning trains, latent audits read.
 SKIP_SURFACES = {"relearning", "latent"}
 #: Per-item ``extra`` keys that describe the attack's *inputs*: equal on every state (C-Q4).

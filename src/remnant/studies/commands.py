@@ -225,14 +225,23 @@ def _readmission(args: argparse.Namespace) -> int:
                 requirement="R23",
             )
     else:
+        from remnant.atomic import write_atomic
+        from remnant.records import RECORDS_FILE
+        from remnant.runlock import hold
         from remnant.studies.readmission_run import design_config, run_cells
 
         states = _states(args, out, list(design_config(cfg).models))
-        data = run_cells(cfg, log=_log(args, "readmission"), states=states)
-        from remnant.atomic import write_atomic
-
-        out.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "readmission-cells.json", data.model_dump_json(indent=1) + "\n")
+        with hold(out, purpose="remnant study readmission"):  # one process appends to its records (R23)
+            run_id = f"readmission-{reg.prereg.digest[:12]}"
+            data = run_cells(
+                cfg,
+                log=_log(args, "readmission"),
+                states=states,
+                records=out / RECORDS_FILE,
+                run_id=run_id,
+                progress=not args.quiet,
+            )
+            write_atomic(out / "readmission-cells.json", data.model_dump_json(indent=1) + "\n")
     result = decide(data, cfg, registration=reg.to_json())
     _write(out, "readmission", result, readmission_document(result))
     print(f"{cfg.estimator}: {result.decision} (non-adjudicating, C-H6, C-H9)")
@@ -251,7 +260,8 @@ def _goodhart(args: argparse.Namespace) -> int:
     from remnant.studies.goodhart import run_goodhart
 
     states = _states(args, out, [args.model])
-    result = run_goodhart(cfg, args.model, pack=args.pack, log=_log(args, "goodhart"), states=states)
+    log = _log(args, "goodhart")
+    result = run_goodhart(cfg, args.model, pack=args.pack, log=log, states=states, progress=not args.quiet)
     result = result.model_copy(update={"registration": reg.to_json()})
     _write(out, "goodhart", result, goodhart_document(result))
     print(result.finding)
@@ -295,9 +305,8 @@ def _latent_probe(args: argparse.Namespace) -> int:
     if args.methods:
         overrides["methods"] = args.methods
     cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
-    result, _ = run_study(
-        cfg, log=_log(args, "latent-probe"), states=_states(args, args.out, list(cfg.models))
-    )
+    states = _states(args, args.out, list(cfg.models))
+    result, _ = run_study(cfg, log=_log(args, "latent-probe"), states=states, progress=not args.quiet)
     text = render_markdown(result)
     print(text)
     out = Path(args.out)

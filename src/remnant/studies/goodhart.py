@@ -55,7 +55,13 @@ class _Setup:
     (:func:`remnant.studies.latent_probe_states.load_study`) and its installed state at the first seed."""
 
     def __init__(
-        self, cfg: GoodhartConfig, model: str, pack_dir: str | None, log: Log, states: Path | None
+        self,
+        cfg: GoodhartConfig,
+        model: str,
+        pack_dir: str | None,
+        log: Log,
+        states: Path | None,
+        progress: bool = True,
     ) -> None:
         from remnant.train.data import removal_data
 
@@ -65,7 +71,7 @@ class _Setup:
             from remnant.packs.schema import load_pack
 
             pack = load_pack(pack_dir)
-        self.study = study = load_study(model, d, pack, states)
+        self.study = study = load_study(model, d, pack, states, progress)
         self.tokenizer, self.control, self.fmt, self.pack = (
             study.tokenizer,
             study.control,
@@ -230,12 +236,13 @@ def run_goodhart(
     pack: str | None = None,
     log: Log | None = None,
     states: Path | None = None,
+    progress: bool = True,
 ) -> GoodhartResult:
     """Every (λ, seed) run and the reading (module docstring); ``states``: where trained states are kept and
     reused by a later run of the same recipes."""
     say = log or (lambda _m: None)
     params = {**AUDIT_DEFAULTS[cfg.preset or "cpu"], **cfg.audit_params}
-    setup = _Setup(cfg, model, pack, say, states)
+    setup = _Setup(cfg, model, pack, say, states, progress)
     surrogate, description = _surrogate(cfg, setup, params)
     rows = []
     for weight in cfg.weights:

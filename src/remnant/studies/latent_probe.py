@@ -388,6 +388,7 @@ def run_study(
     log: Callable[[str], None] | None = None,
     keep_states: bool = False,
     states: Path | None = None,
+    progress: bool = True,
 ) -> tuple[StudyResult, list[object]]:
     """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states.
     ``states``: a folder where the trained states are kept and reused by a later run of the same recipes."""
@@ -398,7 +399,7 @@ def run_study(
     kept: list[object] = []
     for model in cfg.models:
         mcfg = cfg.for_model(model)
-        for run in build_model_runs(model, mcfg, log=log, states=states):
+        for run in build_model_runs(model, mcfg, log=log, states=states, progress=progress):
             direction = measure_run(run, mcfg)
             gates = run.gates(mcfg)
             cells = cells_from(direction, all(gates.values()), cfg.margin)

@@ -110,11 +110,16 @@ class _Installed:
 
 
 def load_study(
-    model: str, cfg: LatentProbeConfig, pack: Pack | None = None, states: Path | None = None
+    model: str,
+    cfg: LatentProbeConfig,
+    pack: Pack | None = None,
+    states: Path | None = None,
+    progress: bool = True,
 ) -> Study:
     """Load ``model`` once, mint the pack (without general questions; or take ``pack``) and build P, the retain
     and relearning sets (C-W6) with their greedy scorers and the probe prompts (B.3 step 1). With ``states`` the
-    builder keeps every trained state there and loads it back on a later run of the same recipe (R23)."""
+    builder keeps every trained state there and loads it back on a later run of the same recipe (R23).
+    ``progress=False``: no progress bar while a model is fetched or loaded."""
     from remnant.latent.inputs import probe_prompts
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
@@ -123,7 +128,7 @@ def load_study(
     from remnant.train.install import InstallSpec
     from remnant.train.relearn import greedy_scorer
 
-    state = load_model(model, dtype=cfg.dtype)
+    state = load_model(model, dtype=cfg.dtype, progress=progress)
     tok, control = state.tokenizer, state.model
     origin = LoadedState("control", model, model, control, tok, state.identity)
     fmt = PromptFormat.for_tokenizer(tok, system_prompt=cfg.system_prompt)
@@ -145,7 +150,7 @@ def load_study(
         tokenizer=tok,
         control=control,
         builder=StateBuilder(
-            Origin(origin, pack, fmt, tuple(attrs)), states, _loader(cfg.dtype) if states else None
+            Origin(origin, pack, fmt, tuple(attrs)), states, _loader(cfg.dtype, progress) if states else None
         ),
         fmt=fmt,
         pack=pack,
@@ -161,13 +166,13 @@ def load_study(
     )
 
 
-def _loader(dtype: str) -> Loader:
+def _loader(dtype: str, progress: bool) -> Loader:
     """Reads a saved state back in the study's dtype (a state's identity is that of its files, R23)."""
 
     def load(folder: Path) -> tuple[Any, Any, ModelIdentity]:
         from remnant.models import load_model
 
-        state = load_model(folder, dtype=dtype)
+        state = load_model(folder, dtype=dtype, progress=progress)
         return state.model, state.tokenizer, state.identity
 
     return load
@@ -299,33 +304,76 @@ def _method_run(
     )
 
 
+@dataclass(frozen=True)
+class PlannedRun:
+    """One (model, method, seed) run before anything is trained: ``states()`` builds its states (the seed's
+    install and content twin once, shared by its methods) when a caller needs them."""
+
+    model: str
+    method: str
+    seed: int
+    origin: str
+    pack: str
+    states: Callable[[], RunStates]
+
+
+def planned_runs(
+    model: str,
+    cfg: LatentProbeConfig,
+    *,
+    log: Callable[[str], None] | None = None,
+    states: Path | None = None,
+    progress: bool = True,
+) -> Iterator[PlannedRun]:
+    """Load ``model`` once and yield one :class:`PlannedRun` per (seed, method), seeds outermost; ``origin`` is
+    the never-modified model's weights digest and ``pack`` the pack's digest. ``states``: where the builder keeps the trained states between
+    runs (:func:`load_study`). A run's states must be asked for before the next run is taken: the builder frees
+    a seed's states when the next seed begins."""
+    from functools import cache
+
+    say = log or (lambda _m: None)
+    study = load_study(model, cfg, states=states, progress=progress)
+    origin = study.builder.origin.state.identity.digest
+    for seed in cfg.seeds:
+        study.builder.memo.clear()  # a seed's states are not read by the next seed's runs: free them
+
+        @cache
+        def installed(seed: int = seed) -> _Installed:
+            say(f"{model} seed {seed}: install and content-shuffled twin")
+            return _install(study, seed)
+
+        for name in cfg.methods:
+
+            def run(seed: int = seed, name: str = name) -> RunStates:
+                inst = installed()
+                say(f"{model} seed {seed}: {name} on the installed model and on the never-installed control")
+                return _method_run(cfg, study, seed, inst, name)
+
+            yield PlannedRun(model, name, seed, origin, study.pack.digest, run)
+
+
 def build_model_runs(
     model: str,
     cfg: LatentProbeConfig,
     *,
     log: Callable[[str], None] | None = None,
     states: Path | None = None,
+    progress: bool = True,
 ) -> Iterator[RunStates]:
-    """Load ``model`` once and yield one :class:`RunStates` per (seed, method), seeds outermost; ``states``: where
-    the builder keeps the trained states between runs (:func:`load_study`)."""
-    say = log or (lambda _m: None)
-    study = load_study(model, cfg, states=states)
-    for seed in cfg.seeds:
-        study.builder.memo.clear()  # a seed's states are not read by the next seed's runs: free them
-        say(f"{model} seed {seed}: install and content-shuffled twin")
-        installed = _install(study, seed)
-        for name in cfg.methods:
-            say(f"{model} seed {seed}: {name} on the installed model and on the never-installed control")
-            yield _method_run(cfg, study, seed, installed, name)
+    """Every run's states (:func:`planned_runs`), built in turn."""
+    for run in planned_runs(model, cfg, log=log, states=states, progress=progress):
+        yield run.states()
 
 
 __all__ = [
+    "PlannedRun",
     "RunStates",
     "Study",
     "build_model_runs",
     "installed_state",
     "load_study",
     "p_items",
+    "planned_runs",
     "rate_of",
     "relearn_criterion",
 ]

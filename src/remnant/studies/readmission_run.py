@@ -1,7 +1,7 @@
 """The readmission study's model side: Annex B's states, read by the direction, UDS or J-Access estimator.
 
 Builds on ``remnant study latent-probe``: the states of every (model, method, seed) run come from
-:func:`remnant.studies.latent_probe_states.build_model_runs` (never-modified, installed, content-shuffled install,
+:func:`remnant.studies.latent_probe_states.planned_runs` (never-modified, installed, content-shuffled install,
 installed-then-removed, never-installed-but-removal-applied, and the relearning criterion), with the removal gates
 of :meth:`~remnant.studies.latent_probe_states.RunStates.gates`; the direction estimator is that study's own measurement
 (:func:`remnant.studies.latent_probe.measure_run`, :func:`~remnant.studies.latent_probe.cells_from`). UDS and J-Access are read
@@ -19,7 +19,9 @@ on the same states, each normalised as Annex B.3 step 2 asks (installed = 1, nev
 
 A cell is evaluable when its run cleared the gates and the estimator has a signature there (UDS: at least two
 KE examples at that layer; J-Access: the anchors differ on the removed model's silent probes). Bootstrap
-generators derive from the run's seed (``derive_seed``), never from global state.
+generators derive from the run's seed (``derive_seed``), never from global state. Each run is one engine cell
+(:mod:`remnant.studies.run_cells`): its figures are readings in the study's records, and a rerun skips the runs
+already recorded without training their states.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import numpy as np
 
 from remnant.statement.canonical import derive_seed
 from remnant.studies.config import ReadmissionConfig
-from remnant.studies.latent_probe_states import RunStates, build_model_runs, p_items
-from remnant.studies.readmission import Cell, Cells, Reading, RunOutcome
+from remnant.studies.latent_probe_states import RunStates, p_items
+from remnant.studies.readmission import Cell, Cells, Reading
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -319,31 +321,58 @@ def _default_layers(model: PreTrainedModel) -> list[int]:
 FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
 
 
-def run_cells(cfg: ReadmissionConfig, *, log: Log | None = None, states: Path | None = None) -> Cells:
-    """Build every run's states (latent-probe design; kept in and reused from ``states`` when given) and read
-    the configured estimator on them."""
+def _estimator(
+    estimator: str, mcfg: LatentProbeConfig, model: str, params: dict[str, Any]
+) -> Callable[[RunStates, bool], list[Cell]]:
+    """The configured estimator's cells of one run (given whether it cleared its gates)."""
+    if estimator == "direction":
+        return lambda run, gated: direction_cells(run, mcfg, model, gated)
+    if estimator == "uds":
+        return lambda run, gated: uds_cells(run, mcfg, model, gated, params)
+    return lambda run, gated: jaccess_cells(run, mcfg, model, gated, params)
+
+
+def _gates(mcfg: LatentProbeConfig) -> Callable[[RunStates], dict[str, bool]]:
+    return lambda run: run.gates(mcfg)
+
+
+def run_cells(
+    cfg: ReadmissionConfig,
+    *,
+    log: Log | None = None,
+    states: Path | None = None,
+    records: Path | None = None,
+    run_id: str = "readmission",
+    progress: bool = True,
+) -> Cells:
+    """Read the configured estimator on every run of the latent-probe design, one engine cell per run
+    (:mod:`remnant.studies.run_cells`): its states are built (kept in and reused from ``states`` when given) only
+    when its cell is not in ``records`` (a records file, appended to; None: memory only)."""
+    from remnant.engine.measurement import StateView, cell_key_of, run_measurement
+    from remnant.engine.runner import CellRunner, CellStore, MemoryStore
+    from remnant.records import RecordStore
+    from remnant.studies.latent_probe_states import planned_runs
+    from remnant.studies.run_cells import RunMeasurement, cells_from_readings, recorded_readings
+
     say = log or (lambda _m: None)
     lp = design_config(cfg)
     params = dict(cfg.estimator_params)
-    runs: list[RunOutcome] = []
-    cells: list[Cell] = []
+    store: CellStore = MemoryStore()
+    if records is not None:
+        RecordStore(records).repair()  # a killed run's torn last write: its run is measured again
+        store = RecordStore(records)
+    runner = CellRunner(store, run_id, progress=say)
+    keys: list[str] = []
     for model in lp.models:
         mcfg = lp.for_model(model)
-        for run in build_model_runs(model, mcfg, log=log, states=states):
-            gates = run.gates(mcfg)
-            gated = all(gates.values())
-            runs.append(
-                RunOutcome(model=model, method=run.method, seed=run.seed, gates=gates, recovery=run.recovery)
-            )
-            if cfg.estimator == "direction":
-                cells += direction_cells(run, mcfg, model, gated)
-            elif cfg.estimator == "uds":
-                cells += uds_cells(run, mcfg, model, gated, params)
-            else:
-                cells += jaccess_cells(run, mcfg, model, gated, params)
-            say(
-                f"{model} {run.method} seed {run.seed}: gates {'passed' if gated else 'failed'}, {len(cells)} cells so far"
-            )
+        design = mcfg.model_dump(mode="json")
+        estimate = _estimator(cfg.estimator, mcfg, model, params)
+        for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
+            cell = RunMeasurement("readmission", cfg.estimator, params, design, run, estimate, _gates(mcfg))
+            state = StateView("post_removal", run.origin)
+            run_measurement(runner, cell, state)
+            keys.append(cell_key_of(cell, state))
+    cells, runs = cells_from_readings(recorded_readings(store.read(), keys), str(records or "memory"))
     return Cells(
         estimator=cfg.estimator,
         fitted_hyperparameters=FITTED[cfg.estimator],

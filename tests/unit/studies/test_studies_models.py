@@ -79,6 +79,62 @@ def test_the_decision_is_recomputed_from_the_cells_alone(
     assert f"uds: {original.decision}" in capsys.readouterr().out
 
 
+def test_a_rerun_reads_its_records_and_trains_only_the_runs_not_recorded(
+    uds_study: Path, tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run is one engine cell (R23): a rerun into the study's folder trains no state, and a study killed
+    after its first run trains only the second run's states (the seed's install and twin, then its two
+    removals); both give the uninterrupted run's cells byte for byte."""
+    import shutil
+
+    from remnant.states import builder
+
+    calls: list[str] = []
+
+    def counted(step: str, real: Any) -> Any:
+        def train(*args: Any, **kwargs: Any) -> Any:
+            calls.append(step)
+            return real(*args, **kwargs)
+
+        return train
+
+    monkeypatch.setattr(builder, "train_install", counted("install", builder.train_install))
+    monkeypatch.setattr(builder, "train_removal", counted("removal", builder.train_removal))
+    folder = tmp_path / "study"
+    shutil.copytree(uds_study, folder)
+    argv = ["study", "readmission", "uds", "--model", str(tiny_llama_dir), "--preset", "tiny"]
+    argv += ["--out", str(folder), "--quiet"]
+    original = (uds_study / "readmission-cells.json").read_bytes()
+    assert main(argv) == 0
+    assert calls == [] and (folder / "readmission-cells.json").read_bytes() == original
+
+    records = folder / "records.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    keys = list(dict.fromkeys(json.loads(line)["cell_key"] for line in lines))
+    assert len(keys) == 2  # npo and task_vector on seed 0
+    records.write_text("".join(line for line in lines if json.loads(line)["cell_key"] == keys[0]))
+    assert main(argv) == 0
+    assert calls == ["install", "install", "removal", "removal"]
+    assert (folder / "readmission-cells.json").read_bytes() == original
+    assert len(records.read_text().splitlines()) == len(lines)
+
+
+def test_a_study_record_that_is_not_a_runs_is_refused(uds_study: Path, tmp_path: Path) -> None:
+    """The study's records are read back as hostile input: a reading whose details were rewritten is refused
+    with the file and the cell named, not a traceback."""
+    from remnant.errors import RecordError
+    from remnant.records import RecordStore, chained_lines
+    from remnant.studies.run_cells import cells_from_readings
+
+    readings = RecordStore(uds_study / "records.jsonl").read()
+    cells, runs = cells_from_readings(readings, "records.jsonl")  # type: ignore[arg-type]
+    assert len(runs) == 2 and len(cells) == 12
+    bad = [readings[0].model_copy(update={"details": {"run": {"gates": 1}}}), *readings[1:]]
+    (tmp_path / "records.jsonl").write_bytes(b"".join(chained_lines(bad)))
+    with pytest.raises(RecordError, match="records.jsonl: reading 'run' of cell"):
+        cells_from_readings(RecordStore(tmp_path / "records.jsonl").read(), "records.jsonl")  # type: ignore[arg-type]
+
+
 def test_readmission_of_j_access_reads_jocc_per_layer_position_and_k(tiny_llama_dir: Path) -> None:
     from remnant.studies.readmission_run import run_cells
 

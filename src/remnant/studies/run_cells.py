@@ -1,0 +1,216 @@
+"""A model-side study's runs through the one cell runner: one (model, method, seed) run is one engine cell.
+
+The readmission study reads an estimator on every run of the latent-probe design (Annex B.2-B.4). Each run is a
+:class:`RunMeasurement` run by :func:`remnant.engine.measurement.run_measurement` through a
+:class:`~remnant.engine.runner.CellRunner`, like an assessment's white-box audit, and it writes what an audit
+writes: :class:`~remnant.records.Reading` records, never a cell record (C-H6: a reading never adjudicates). One
+reading per state and cell — the post-removal model, the procedure control (C-H3a) and the content control
+(C-H3b) at one (layer, position, setting) — and one ``run`` reading with the run's gates and relearning recovery.
+
+The cell key hashes the study, the estimator and its parameters, the design as it applies to the model, the model
+as named and its never-modified weights digest, the pack's digest, the method and the seed: everything that determines the run's
+states and figures, known before any state is trained. A rerun into the same folder therefore skips every
+recorded run without training its states, and a run killed mid-way costs only the run in flight (R23). The
+study's cells (``readmission-cells.json``) are rebuilt from the records alone (:func:`cells_from_readings`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from remnant.engine.cell import CellTarget
+from remnant.engine.measurement import Measurement, Record, State
+from remnant.errors import RecordError
+from remnant.records import Reading as Figure
+from remnant.studies.readmission import Cell, Reading, RunOutcome
+
+if TYPE_CHECKING:
+    from remnant.studies.latent_probe_states import PlannedRun, RunStates
+
+#: The version of the run cell's readings: a change to what a run records is a new version (and new keys).
+VERSION = "1.0"
+#: The states a cell's readings name (C-H7c), the post-removal model first, and the state each one reads.
+STATES = {"removed": "post_removal", "procedure": "procedure_control", "content": "content_control"}
+#: The role of the reading that carries the run's gates and recovery.
+RUN = "run"
+
+#: The estimator's cells for one run: (its states, whether the run cleared its gates) -> cells.
+Estimate = Callable[["RunStates", bool], list[Cell]]
+
+
+class RunMeasurement(Measurement):
+    """One study run (module docstring): builds the run's states only when its cell is not recorded."""
+
+    kind: ClassVar[str] = "study"
+    surface = "latent"
+
+    def __init__(
+        self,
+        study: str,
+        estimator: str,
+        params: dict[str, object],
+        design: dict[str, object],
+        run: PlannedRun,
+        estimate: Estimate,
+        gates: Callable[[RunStates], dict[str, bool]],
+    ) -> None:
+        self.study, self.estimator, self.params, self.design = study, estimator, params, design
+        self.run, self.model, self.method, self.seed = run, run.model, run.method, run.seed
+        self.name = f"{study}.{estimator}"
+        self._estimate, self._gates = estimate, gates
+
+    def roles(self) -> tuple[str, ...]:
+        return ("post_removal",)
+
+    def key_inputs(self) -> dict[str, object]:
+        return {
+            "study": self.study,
+            "estimator": self.estimator,
+            "version": VERSION,
+            "params": self.params,
+            "design": self.design,
+            "model": self.model,
+            "pack": self.run.pack,
+            "method": self.method,
+            "seed": self.seed,
+        }
+
+    def label(self, role: str) -> str:
+        return f"{self.name}: {self.model} {self.method} seed {self.seed}"
+
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
+        run = self.run.states()
+        gates = self._gates(run)
+        cells = self._estimate(run, all(gates.values()))
+        outcome = RunOutcome(
+            model=self.model, method=self.method, seed=self.seed, gates=gates, recovery=run.recovery
+        )
+        return [self._run_reading(target, outcome), *(r for c in cells for r in self._readings(target, c))]
+
+    def _figure(self, target: CellTarget, role: str, **fields: object) -> Figure:
+        return Figure(
+            run_id=target.run_id,
+            cell_key=target.key,
+            measurement=self.name,
+            audit=self.study,
+            component={"name": self.estimator, "version": VERSION, "params": self.params},
+            model_state=STATES.get(role, "post_removal"),
+            role=role,
+            states=[STATES.get(role, "post_removal"), "installed", "control"],
+            reference="control",
+            **fields,
+        )
+
+    def _run_reading(self, target: CellTarget, outcome: RunOutcome) -> Figure:
+        return self._figure(
+            target,
+            RUN,
+            layer="-",
+            position="-",
+            value=_finite(outcome.recovery),
+            # records are canonical JSON (keys sorted): the gates' declared order is kept beside them
+            details={"run": outcome.model_dump(mode="json"), "gate_order": list(outcome.gates)},
+            reason=None if outcome.recovery is not None else "no removed gap: recovery undefined",
+        )
+
+    def _readings(self, target: CellTarget, cell: Cell) -> list[Figure]:
+        """The cell's three readings; the post-removal one carries what the cell says beyond its figures."""
+        meta = cell.model_dump(mode="json", exclude={"removed", "procedure", "content"})
+        out = []
+        for role, reading in (
+            ("removed", cell.removed),
+            ("procedure", cell.procedure),
+            ("content", cell.content),
+        ):
+            value = reading.value if isinstance(reading, Reading) else reading
+            interval = reading.ci95 if isinstance(reading, Reading) else None
+            out.append(
+                self._figure(
+                    target,
+                    role,
+                    layer=str(cell.layer),
+                    position=cell.position,
+                    value=_finite(value),
+                    interval=interval if interval is not None and all(map(math.isfinite, interval)) else None,
+                    details={"cell": meta},
+                    reason=None if value is not None else cell.note or "no figure on these inputs",
+                )
+            )
+        return out
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def cells_from_readings(readings: Iterable[Figure], source: str) -> tuple[list[Cell], list[RunOutcome]]:
+    """The study's cells and runs, rebuilt from its readings in record order (module docstring); a reading that
+    does not say what this module wrote is refused, naming ``source`` (the records file) and the cell."""
+    cells: list[Cell] = []
+    runs: list[RunOutcome] = []
+    pending: dict[str, Figure] = {}
+    for r in readings:
+        try:
+            if r.role == RUN:
+                runs.append(_outcome(r))
+                continue
+            pending[r.role] = r
+            if set(pending) == set(STATES):
+                cells.append(_cell(pending))
+                pending = {}
+        except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise RecordError(
+                f"{source}: reading {r.role!r} of cell {r.cell_key[:12]}: its details are not a study run's "
+                f"({type(exc).__name__}: {exc})",
+                requirement="R23",
+            ) from None
+    if pending:
+        raise RecordError(f"{source}: a study cell has readings {sorted(pending)} only", requirement="R23")
+    return cells, runs
+
+
+def _outcome(r: Figure) -> RunOutcome:
+    run = dict(r.details["run"])
+    order = r.details["gate_order"]
+    if not isinstance(order, list) or sorted(order) != sorted(run["gates"]):
+        raise ValueError("gate_order does not name the gates")
+    run["gates"] = {name: run["gates"][name] for name in order}
+    return RunOutcome.model_validate(run)
+
+
+def _cell(readings: dict[str, Figure]) -> Cell:
+    def control(role: str) -> Reading | None:
+        r = readings[role]
+        return Reading(value=r.value, ci95=r.interval) if r.value is not None and r.interval else None
+
+    meta = readings["removed"].details["cell"]
+    return Cell.model_validate(
+        {
+            **meta,
+            "removed": readings["removed"].value,
+            "procedure": control("procedure"),
+            "content": control("content"),
+        }
+    )
+
+
+def recorded_readings(records: Sequence[object], keys: Sequence[str]) -> list[Figure]:
+    """The readings of ``keys`` in the order of ``keys`` (each key's readings in record order)."""
+    by_key: dict[str, list[Figure]] = {}
+    for r in records:
+        if isinstance(r, Figure):
+            by_key.setdefault(r.cell_key, []).append(r)
+    return [r for key in keys for r in by_key.get(key, [])]
+
+
+__all__ = [
+    "RUN",
+    "STATES",
+    "VERSION",
+    "Estimate",
+    "RunMeasurement",
+    "cells_from_readings",
+    "recorded_readings",
+]
