@@ -22,7 +22,9 @@ studies and the readmission decision from ``--cells`` need no model (the pure co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +206,19 @@ def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Pat
     return folder
 
 
+@contextlib.contextmanager
+def _recording(out: Path, study: str) -> Iterator[Path]:
+    """The study's folder, locked for this process (the one writer of its records, R23) and marked as remnant's
+    first, so a study killed at any point leaves a folder it may resume; yields its records file."""
+    from remnant.cli_paths import mark_output
+    from remnant.records import RECORDS_FILE
+    from remnant.runlock import hold
+
+    with hold(out, purpose=f"remnant study {study}"):
+        mark_output(out, "study")
+        yield out / RECORDS_FILE
+
+
 def _readmission(args: argparse.Namespace) -> int:
     from remnant.errors import ConfigError
     from remnant.jsonio import read_json
@@ -226,18 +241,16 @@ def _readmission(args: argparse.Namespace) -> int:
             )
     else:
         from remnant.atomic import write_atomic
-        from remnant.records import RECORDS_FILE
-        from remnant.runlock import hold
         from remnant.studies.readmission_run import design_config, run_cells
 
         states = _states(args, out, list(design_config(cfg).models))
-        with hold(out, purpose="remnant study readmission"):  # one process appends to its records (R23)
+        with _recording(out, "readmission") as records:
             run_id = f"readmission-{reg.prereg.digest[:12]}"
             data = run_cells(
                 cfg,
                 log=_log(args, "readmission"),
                 states=states,
-                records=out / RECORDS_FILE,
+                records=records,
                 run_id=run_id,
                 progress=not args.quiet,
             )
@@ -260,8 +273,18 @@ def _goodhart(args: argparse.Namespace) -> int:
     from remnant.studies.goodhart import run_goodhart
 
     states = _states(args, out, [args.model])
-    log = _log(args, "goodhart")
-    result = run_goodhart(cfg, args.model, pack=args.pack, log=log, states=states, progress=not args.quiet)
+    with _recording(out, "goodhart") as records:
+        run_id = f"goodhart-{reg.prereg.digest[:12]}"
+        result = run_goodhart(
+            cfg,
+            args.model,
+            pack=args.pack,
+            log=_log(args, "goodhart"),
+            states=states,
+            progress=not args.quiet,
+            records=records,
+            run_id=run_id,
+        )
     result = result.model_copy(update={"registration": reg.to_json()})
     _write(out, "goodhart", result, goodhart_document(result))
     print(result.finding)
@@ -293,7 +316,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
     """Prints the Annex-shaped table (B.6) and writes ``latent-probe.json`` (every run, every cell) and
     ``latent-probe.md``; exit 0 whatever it found (the nulls failing is a finding, not a failed check)."""
     from remnant.atomic import write_atomic
-    from remnant.cli_paths import mark_output, out_folder
+    from remnant.cli_paths import out_folder
     from remnant.jsonio import read_toml
     from remnant.studies.latent_probe import render_markdown, resolve_config, run_study
 
@@ -306,14 +329,14 @@ def _latent_probe(args: argparse.Namespace) -> int:
         overrides["methods"] = args.methods
     cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
     states = _states(args, args.out, list(cfg.models))
-    result, _ = run_study(cfg, log=_log(args, "latent-probe"), states=states, progress=not args.quiet)
-    text = render_markdown(result)
-    print(text)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
-    write_atomic(out / "latent-probe.md", text)
-    mark_output(out, "study")
+    with _recording(out, "latent-probe") as records:
+        log = _log(args, "latent-probe")
+        result, _ = run_study(cfg, log=log, states=states, progress=not args.quiet, records=records)
+        text = render_markdown(result)
+        write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
+        write_atomic(out / "latent-probe.md", text)
+    print(text)
     return 0
 
 

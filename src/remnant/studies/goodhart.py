@@ -13,7 +13,9 @@ every state from the one states builder (:mod:`remnant.states.builder`).
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -51,8 +53,9 @@ def _design(cfg: GoodhartConfig, model: str) -> LatentProbeConfig:
 
 
 class _Setup:
-    """The installed state, data and scorers shared by every (λ, seed) run: the latent-probe design's study
-    (:func:`remnant.studies.latent_probe_states.load_study`) and its installed state at the first seed."""
+    """The data and scorers shared by every (λ, seed) run: the latent-probe design's study
+    (:func:`remnant.studies.latent_probe_states.load_study`); :meth:`install` adds its installed state at the
+    first seed, when the first run not yet recorded needs it."""
 
     def __init__(
         self,
@@ -83,10 +86,12 @@ class _Setup:
         self.p_set, self.relearn_set = study.p_set, study.relearn_set
         self.data = removal_data(self.pack, d.attributes)
         self.score_p, self.score_retain = study.score_p, study.score_retain
-        log(f"{model}: installing the pack")
-        self.installed_state = installed_state(study, min(cfg.seeds))
-        self.installed = self.installed_state.model
         self.lens: JacobianLens | None = None  # the installed model's Jacobian lens, fitted on first use
+
+    def install(self, seed: int) -> None:
+        """The pack installed into the control (R2) at ``seed``, with its κ on P and on the retained items."""
+        self.installed_state = installed_state(self.study, seed)
+        self.installed = self.installed_state.model
         self.installed_p = rate_of(self.score_p(self.installed))
         self.installed_r = rate_of(self.score_retain(self.installed))
 
@@ -237,21 +242,60 @@ def run_goodhart(
     log: Log | None = None,
     states: Path | None = None,
     progress: bool = True,
+    records: Path | None = None,
+    run_id: str = "goodhart",
 ) -> GoodhartResult:
-    """Every (λ, seed) run and the reading (module docstring); ``states``: where trained states are kept and
-    reused by a later run of the same recipes."""
+    """Every (λ, seed) run and the reading (module docstring), one engine cell per run recorded in ``records``
+    (appended to; None: in memory), so a rerun skips the recorded runs without installing or training anything;
+    ``states``: where trained states are kept and reused by a later run of the same recipes."""
+    from functools import cache
+
+    from remnant.engine.measurement import StateView
+    from remnant.studies.run_cells import RowMeasurement, record_cells, run_results
+
     say = log or (lambda _m: None)
     params = {**AUDIT_DEFAULTS[cfg.preset or "cpu"], **cfg.audit_params}
     setup = _Setup(cfg, model, pack, say, states, progress)
-    surrogate, description = _surrogate(cfg, setup, params)
-    rows = []
-    for weight in cfg.weights:
-        for seed in cfg.seeds:
-            say(f"λ = {weight:g}, seed {seed}: removal with the {cfg.audit} penalty, audit, relearning")
-            rows.append(_one_run(cfg, setup, surrogate, weight, seed, params))
+
+    @cache
+    def surrogate() -> tuple[Any, str]:
+        say(f"{model}: installing the pack")
+        setup.install(min(cfg.seeds))
+        return _surrogate(cfg, setup, params)
+
+    def row(weight: float, seed: int) -> tuple[float | None, str]:
+        penalty, description = surrogate()
+        say(f"λ = {weight:g}, seed {seed}: removal with the {cfg.audit} penalty, audit, relearning")
+        out = _one_run(cfg, setup, penalty, weight, seed, params)
+        return out.audit, json.dumps({"row": out.model_dump(mode="json"), "surrogate": description})
+
+    key = {
+        "model": model,
+        "pack": setup.pack.digest,
+        "design": setup.design.model_dump(mode="json"),
+        "base_method": cfg.base_method,
+        "method_params": cfg.method_params,
+        "installed_seed": min(cfg.seeds),
+    }
+    component: dict[str, object] = {"name": cfg.audit, "params": params}
+    runs = [
+        RowMeasurement(
+            "goodhart",
+            component,
+            {**key, "weight": w, "seed": sd},
+            f"λ = {w:g}, seed {sd}",
+            partial(row, w, sd),
+        )
+        for w in cfg.weights
+        for sd in cfg.seeds
+    ]
+    origin = StateView("post_removal", setup.study.builder.origin.state.digest)
+    texts = run_results(*record_cells(((run, origin) for run in runs), records, run_id, say))
+    done = [json.loads(text) for text in texts]
+    rows = [GoodhartRow.model_validate(d["row"]) for d in done]
     return GoodhartResult(
         config=cfg,
-        surrogate=description,
+        surrogate=str(done[0]["surrogate"]) if done else "",
         rows=rows,
         provenance={
             "model": model,

@@ -20,7 +20,7 @@ the statistic stays non-adjudicating under v0.3: an assessor's own validation do
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -382,6 +382,71 @@ def measure_run(states: RunStates, cfg: LatentProbeConfig) -> DirectionResult:
     )
 
 
+def run_result(run: RunStates, cfg: LatentProbeConfig, model: str, gates: dict[str, bool]) -> RunResult:
+    """One run's direction survival over the grid, its cells and its κ (B.3, B.6)."""
+    direction = measure_run(run, cfg)
+    primary = _primary(direction)
+    survival = next(
+        f.survival for f in direction.figures if f.role == "removed" and (f.layer, f.position) == primary
+    )
+    return RunResult(
+        model=model,
+        model_digest=direction.reference,
+        method=run.method,
+        seed=run.seed,
+        kappa_p=run.kappa_p,
+        kappa_retain=run.kappa_retain,
+        removal_status=run.removal_status,
+        gates=gates,
+        recovery=run.recovery,
+        control_relearned_p=run.control_relearned_p,
+        primary_survival=survival,
+        cells=cells_from(direction, all(gates.values()), cfg.margin),
+        direction=direction,
+    )
+
+
+def _measured_runs(
+    cfg: LatentProbeConfig,
+    log: Callable[[str], None] | None,
+    states: Path | None,
+    records: Path | None,
+    run_id: str,
+    progress: bool,
+    kept: list[object] | None,
+) -> list[RunResult]:
+    """Every run through the one cell runner (:mod:`remnant.studies.run_cells`); ``kept`` collects the states of
+    the runs computed now."""
+    from remnant.engine.measurement import StateView
+    from remnant.studies.latent_probe_states import planned_runs
+    from remnant.studies.readmission_run import direction_cell
+    from remnant.studies.run_cells import Estimated, RunMeasurement, record_cells, run_results
+
+    def estimator(mcfg: LatentProbeConfig, model: str) -> Callable[[RunStates, dict[str, bool]], Estimated]:
+        def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
+            result = run_result(run, mcfg, model, gates)
+            if kept is not None:
+                kept.append(run)
+            gated = all(gates.values())
+            cells = [direction_cell(c, model, run.method, run.seed, gated) for c in result.cells]
+            return Estimated(cells, result.model_dump_json())
+
+        return estimate
+
+    def cells() -> Iterator[tuple[RunMeasurement, StateView]]:
+        for model in cfg.models:
+            mcfg = cfg.for_model(model)
+            estimate = estimator(mcfg, model)
+            for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
+                yield (
+                    RunMeasurement("latent-probe", "direction", {}, mcfg, run, estimate),
+                    StateView("post_removal", run.origin),
+                )
+
+    texts = run_results(*record_cells(cells(), records, run_id, log))
+    return [RunResult.model_validate_json(text) for text in texts]
+
+
 def run_study(
     cfg: LatentProbeConfig,
     *,
@@ -389,47 +454,17 @@ def run_study(
     keep_states: bool = False,
     states: Path | None = None,
     progress: bool = True,
+    records: Path | None = None,
+    run_id: str = "latent-probe",
 ) -> tuple[StudyResult, list[object]]:
-    """Run every (model, method, seed); returns the result and, with ``keep_states``, each run's states.
-    ``states``: a folder where the trained states are kept and reused by a later run of the same recipes."""
+    """Run every (model, method, seed), one engine cell per run recorded in ``records`` (appended to; None: in
+    memory), so a rerun skips the recorded runs without training their states. Returns the result and, with
+    ``keep_states``, the states of the runs computed now. ``states``: a folder where the trained states are kept
+    and reused by a later run of the same recipes."""
     from remnant.stats import spearman
-    from remnant.studies.latent_probe_states import build_model_runs
 
-    runs: list[RunResult] = []
     kept: list[object] = []
-    for model in cfg.models:
-        mcfg = cfg.for_model(model)
-        for run in build_model_runs(model, mcfg, log=log, states=states, progress=progress):
-            direction = measure_run(run, mcfg)
-            gates = run.gates(mcfg)
-            cells = cells_from(direction, all(gates.values()), cfg.margin)
-            primary = _primary(direction)
-            survival = next(
-                f.survival
-                for f in direction.figures
-                if f.role == "removed" and (f.layer, f.position) == primary
-            )
-            runs.append(
-                RunResult(
-                    model=model,
-                    model_digest=direction.reference,
-                    method=run.method,
-                    seed=run.seed,
-                    kappa_p=run.kappa_p,
-                    kappa_retain=run.kappa_retain,
-                    removal_status=run.removal_status,
-                    gates=gates,
-                    recovery=run.recovery,
-                    control_relearned_p=run.control_relearned_p,
-                    primary_survival=survival,
-                    cells=cells,
-                    direction=direction,
-                )
-            )
-            if keep_states:
-                kept.append(run)
-            if log is not None:
-                log(f"run {model} {run.method} seed {run.seed}: primary survival {survival:.3f}")
+    runs = _measured_runs(cfg, log, states, records, run_id, progress, kept if keep_states else None)
     table = method_table(runs, cfg)
     scored = [r for r in runs if all(r.gates.values()) and r.recovery is not None]
     rho = None

@@ -27,7 +27,7 @@ already recorded without training their states.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from remnant.latent.jaccess import Probe
     from remnant.latent.jacobian_lens import JacobianLens
     from remnant.packs.schema import Pack
-    from remnant.studies.latent_probe import LatentProbeConfig
+    from remnant.studies.latent_probe import CellReading, LatentProbeConfig
+    from remnant.studies.run_cells import Estimated
 
 Log = Callable[[str], None]
 UDS_TAUS = (0.03, 0.05, 0.1)
@@ -80,23 +81,23 @@ def direction_cells(states: RunStates, mcfg: LatentProbeConfig, model: str, gate
     from remnant.studies.latent_probe import cells_from, measure_run
 
     readings = cells_from(measure_run(states, mcfg), gated, mcfg.margin)
-    return [
-        Cell(
-            model=model,
-            method=states.method,
-            seed=states.seed,
-            layer=c.layer,
-            position=c.position,
-            removed=c.survival_removed,
-            procedure=Reading(value=c.procedure.survival, ci95=c.procedure.ci95),
-            content=Reading(value=c.content.survival, ci95=c.content.ci95),
-            evaluable=c.evaluable,
-            note=None
-            if c.evaluable
-            else ("run failed its gates" if not gated else "signature below its floor"),
-        )
-        for c in readings
-    ]
+    return [direction_cell(c, model, states.method, states.seed, gated) for c in readings]
+
+
+def direction_cell(c: CellReading, model: str, method: str, seed: int, gated: bool) -> Cell:
+    """One latent-probe cell as a readmission cell."""
+    return Cell(
+        model=model,
+        method=method,
+        seed=seed,
+        layer=c.layer,
+        position=c.position,
+        removed=c.survival_removed,
+        procedure=Reading(value=c.procedure.survival, ci95=c.procedure.ci95),
+        content=Reading(value=c.content.survival, ci95=c.content.ci95),
+        evaluable=c.evaluable,
+        note=None if c.evaluable else ("run failed its gates" if not gated else "signature below its floor"),
+    )
 
 
 # -- UDS ---------------------------------------------------------------------------------------------------------
@@ -323,17 +324,19 @@ FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
 
 def _estimator(
     estimator: str, mcfg: LatentProbeConfig, model: str, params: dict[str, Any]
-) -> Callable[[RunStates, bool], list[Cell]]:
-    """The configured estimator's cells of one run (given whether it cleared its gates)."""
-    if estimator == "direction":
-        return lambda run, gated: direction_cells(run, mcfg, model, gated)
-    if estimator == "uds":
-        return lambda run, gated: uds_cells(run, mcfg, model, gated, params)
-    return lambda run, gated: jaccess_cells(run, mcfg, model, gated, params)
+) -> Callable[[RunStates, dict[str, bool]], Estimated]:
+    """The configured estimator's cells of one run (given its gates)."""
+    from remnant.studies.run_cells import Estimated
 
+    def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
+        gated = all(gates.values())
+        if estimator == "direction":
+            return Estimated(direction_cells(run, mcfg, model, gated))
+        if estimator == "uds":
+            return Estimated(uds_cells(run, mcfg, model, gated, params))
+        return Estimated(jaccess_cells(run, mcfg, model, gated, params))
 
-def _gates(mcfg: LatentProbeConfig) -> Callable[[RunStates], dict[str, bool]]:
-    return lambda run: run.gates(mcfg)
+    return estimate
 
 
 def run_cells(
@@ -348,35 +351,26 @@ def run_cells(
     """Read the configured estimator on every run of the latent-probe design, one engine cell per run
     (:mod:`remnant.studies.run_cells`): its states are built (kept in and reused from ``states`` when given) only
     when its cell is not in ``records`` (a records file, appended to; None: memory only)."""
-    from remnant.engine.measurement import StateView, cell_key_of, run_measurement
-    from remnant.engine.runner import CellRunner, CellStore, MemoryStore
-    from remnant.records import RecordStore
+    from remnant.engine.measurement import StateView
     from remnant.studies.latent_probe_states import planned_runs
-    from remnant.studies.run_cells import RunMeasurement, cells_from_readings, recorded_readings
+    from remnant.studies.run_cells import RunMeasurement, cells_from_readings, record_cells
 
-    say = log or (lambda _m: None)
     lp = design_config(cfg)
     params = dict(cfg.estimator_params)
-    store: CellStore = MemoryStore()
-    if records is not None:
-        RecordStore(records).repair()  # a killed run's torn last write: its run is measured again
-        store = RecordStore(records)
-    runner = CellRunner(store, run_id, progress=say)
-    keys: list[str] = []
-    for model in lp.models:
-        mcfg = lp.for_model(model)
-        design = mcfg.model_dump(mode="json")
-        estimate = _estimator(cfg.estimator, mcfg, model, params)
-        for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
-            cell = RunMeasurement("readmission", cfg.estimator, params, design, run, estimate, _gates(mcfg))
-            state = StateView("post_removal", run.origin)
-            run_measurement(runner, cell, state)
-            keys.append(cell_key_of(cell, state))
-    cells, runs = cells_from_readings(recorded_readings(store.read(), keys), str(records or "memory"))
+
+    def cells() -> Iterator[tuple[RunMeasurement, StateView]]:
+        for model in lp.models:
+            mcfg = lp.for_model(model)
+            estimate = _estimator(cfg.estimator, mcfg, model, params)
+            for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
+                cell = RunMeasurement("readmission", cfg.estimator, params, mcfg, run, estimate)
+                yield cell, StateView("post_removal", run.origin)
+
+    cells_read, runs = cells_from_readings(*record_cells(cells(), records, run_id, log))
     return Cells(
         estimator=cfg.estimator,
         fitted_hyperparameters=FITTED[cfg.estimator],
-        cells=cells,
+        cells=cells_read,
         runs=runs,
         provenance={
             "design": lp.model_dump(mode="json"),
@@ -386,4 +380,4 @@ def run_cells(
     )
 
 
-__all__ = ["design_config", "direction_cells", "jaccess_cells", "run_cells", "uds_cells"]
+__all__ = ["design_config", "direction_cell", "direction_cells", "jaccess_cells", "run_cells", "uds_cells"]

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from remnant.engine.cell import CellTarget
-from remnant.engine.measurement import Measurement, Record, State
+from remnant.engine.measurement import Measurement, Record, State, StateView
 from remnant.errors import RecordError
 from remnant.records import Reading as Figure
 from remnant.studies.readmission import Cell, Reading, RunOutcome
 
 if TYPE_CHECKING:
+    from remnant.studies.latent_probe import LatentProbeConfig
     from remnant.studies.latent_probe_states import PlannedRun, RunStates
 
 #: The version of the run cell's readings: a change to what a run records is a new version (and new keys).
@@ -36,8 +39,18 @@ STATES = {"removed": "post_removal", "procedure": "procedure_control", "content"
 #: The role of the reading that carries the run's gates and recovery.
 RUN = "run"
 
-#: The estimator's cells for one run: (its states, whether the run cleared its gates) -> cells.
-Estimate = Callable[["RunStates", bool], list[Cell]]
+
+@dataclass(frozen=True)
+class Estimated:
+    """What an estimator read on one run: its cells and, for a study that keeps more per run than its cells (the
+    latent-probe study's κ and direction result), that result as JSON text (recorded verbatim)."""
+
+    cells: list[Cell]
+    result: str | None = None
+
+
+#: The estimator on one run: (its states, its gates) -> what it read.
+Estimate = Callable[["RunStates", dict[str, bool]], Estimated]
 
 
 class RunMeasurement(Measurement):
@@ -51,15 +64,14 @@ class RunMeasurement(Measurement):
         study: str,
         estimator: str,
         params: dict[str, object],
-        design: dict[str, object],
+        design: LatentProbeConfig,
         run: PlannedRun,
         estimate: Estimate,
-        gates: Callable[[RunStates], dict[str, bool]],
     ) -> None:
         self.study, self.estimator, self.params, self.design = study, estimator, params, design
         self.run, self.model, self.method, self.seed = run, run.model, run.method, run.seed
         self.name = f"{study}.{estimator}"
-        self._estimate, self._gates = estimate, gates
+        self._estimate = estimate
 
     def roles(self) -> tuple[str, ...]:
         return ("post_removal",)
@@ -70,7 +82,7 @@ class RunMeasurement(Measurement):
             "estimator": self.estimator,
             "version": VERSION,
             "params": self.params,
-            "design": self.design,
+            "design": self.design.model_dump(mode="json"),
             "model": self.model,
             "pack": self.run.pack,
             "method": self.method,
@@ -82,12 +94,13 @@ class RunMeasurement(Measurement):
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         run = self.run.states()
-        gates = self._gates(run)
-        cells = self._estimate(run, all(gates.values()))
+        gates = run.gates(self.design)
+        read = self._estimate(run, gates)
         outcome = RunOutcome(
             model=self.model, method=self.method, seed=self.seed, gates=gates, recovery=run.recovery
         )
-        return [self._run_reading(target, outcome), *(r for c in cells for r in self._readings(target, c))]
+        readings = (r for c in read.cells for r in self._readings(target, c))
+        return [self._run_reading(target, outcome, read.result), *readings]
 
     def _figure(self, target: CellTarget, role: str, **fields: object) -> Figure:
         return Figure(
@@ -103,15 +116,21 @@ class RunMeasurement(Measurement):
             **fields,
         )
 
-    def _run_reading(self, target: CellTarget, outcome: RunOutcome) -> Figure:
+    def _run_reading(self, target: CellTarget, outcome: RunOutcome, result: str | None) -> Figure:
+        # records are canonical JSON (keys sorted): the gates' declared order is kept beside them
+        details: dict[str, object] = {
+            "run": outcome.model_dump(mode="json"),
+            "gate_order": list(outcome.gates),
+        }
+        if result is not None:
+            details["result"] = result
         return self._figure(
             target,
             RUN,
             layer="-",
             position="-",
             value=_finite(outcome.recovery),
-            # records are canonical JSON (keys sorted): the gates' declared order is kept beside them
-            details={"run": outcome.model_dump(mode="json"), "gate_order": list(outcome.gates)},
+            details=details,
             reason=None if outcome.recovery is not None else "no removed gap: recovery undefined",
         )
 
@@ -139,6 +158,56 @@ class RunMeasurement(Measurement):
                 )
             )
         return out
+
+
+class RowMeasurement(Measurement):
+    """One run of a study whose result is a row, not cells (the Goodhart arm's (λ, seed) removal): one ``run``
+    reading with the row as JSON text (recorded verbatim) and its headline figure as the value. ``key`` is every
+    input that determines the row; ``row()`` computes it (building what it needs) only when the cell is not
+    recorded."""
+
+    kind: ClassVar[str] = "study"
+    surface = "latent"
+
+    def __init__(
+        self,
+        study: str,
+        component: dict[str, object],
+        key: dict[str, object],
+        label: str,
+        row: Callable[[], tuple[float | None, str]],
+    ) -> None:
+        self.study, self.component, self._key, self._label, self._row = study, component, key, label, row
+        self.name = f"{study}.{component['name']}"
+
+    def roles(self) -> tuple[str, ...]:
+        return ("post_removal",)
+
+    def key_inputs(self) -> dict[str, object]:
+        return {"study": self.study, "version": VERSION, "component": self.component, **self._key}
+
+    def label(self, role: str) -> str:
+        return f"{self.name}: {self._label}"
+
+    def measure(self, state: State | None, target: CellTarget) -> list[Record]:
+        value, text = self._row()
+        reading = Figure(
+            run_id=target.run_id,
+            cell_key=target.key,
+            measurement=self.name,
+            audit=self.study,
+            component=self.component,
+            model_state="post_removal",
+            role=RUN,
+            states=["post_removal", "installed", "control"],
+            reference="control",
+            layer="-",
+            position="-",
+            value=_finite(value),
+            details={"result": text},
+            reason=None if _finite(value) is not None else "no figure on this run",
+        )
+        return [reading]
 
 
 def _finite(value: float | None) -> float | None:
@@ -171,6 +240,21 @@ def cells_from_readings(readings: Iterable[Figure], source: str) -> tuple[list[C
     return cells, runs
 
 
+def run_results(readings: Iterable[Figure], source: str) -> list[str]:
+    """The per-run results (JSON text) a study recorded beside its runs (:class:`Estimated`), in record order."""
+    out = []
+    for r in readings:
+        if r.role == RUN:
+            result = r.details.get("result")
+            if not isinstance(result, str):
+                raise RecordError(
+                    f"{source}: run reading of cell {r.cell_key[:12]} holds no study result",
+                    requirement="R23",
+                )
+            out.append(result)
+    return out
+
+
 def _outcome(r: Figure) -> RunOutcome:
     run = dict(r.details["run"])
     order = r.details["gate_order"]
@@ -196,6 +280,31 @@ def _cell(readings: dict[str, Figure]) -> Cell:
     )
 
 
+def record_cells(
+    cells: Iterable[tuple[Measurement, StateView]],
+    records: Path | None,
+    run_id: str,
+    log: Callable[[str], None] | None = None,
+) -> tuple[list[Figure], str]:
+    """Run each (cell, state) through the one cell runner, in order, into ``records`` (a records file, appended
+    to; None: memory only); the readings of those cells in that order, and where they were read from. ``cells``
+    may be lazy: a run's states are built when its cell is taken, and only when it is not recorded."""
+    from remnant.engine.measurement import cell_key_of, run_measurement
+    from remnant.engine.runner import CellRunner, CellStore, MemoryStore
+    from remnant.records import RecordStore
+
+    store: CellStore = MemoryStore()
+    if records is not None:
+        RecordStore(records).repair()  # a killed run's torn last write: its run is measured again
+        store = RecordStore(records)
+    runner = CellRunner(store, run_id, progress=log)
+    keys = []
+    for cell, state in cells:
+        run_measurement(runner, cell, state)
+        keys.append(cell_key_of(cell, state))
+    return recorded_readings(store.read(), keys), str(records or "memory")
+
+
 def recorded_readings(records: Sequence[object], keys: Sequence[str]) -> list[Figure]:
     """The readings of ``keys`` in the order of ``keys`` (each key's readings in record order)."""
     by_key: dict[str, list[Figure]] = {}
@@ -210,7 +319,11 @@ __all__ = [
     "STATES",
     "VERSION",
     "Estimate",
+    "Estimated",
+    "RowMeasurement",
     "RunMeasurement",
     "cells_from_readings",
+    "record_cells",
     "recorded_readings",
+    "run_results",
 ]

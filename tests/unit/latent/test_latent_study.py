@@ -117,6 +117,28 @@ def test_cells_equal_a_direct_call_of_the_audit(study_run: dict[str, Any]) -> No
     assert direct.reference == run.model_digest
 
 
+def test_a_rerun_into_the_study_folder_reads_its_records_and_trains_nothing(
+    study_run: dict[str, Any], tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run is one engine cell whose readings carry the run's result (R23): the same command into the same
+    folder trains no state and writes the same latent-probe.json, byte for byte."""
+    import shutil
+
+    from remnant.states import builder
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a recorded run was trained again")
+
+    monkeypatch.setattr(builder, "train_install", refuse)
+    monkeypatch.setattr(builder, "train_removal", refuse)
+    folder = tmp_path / "again"
+    shutil.copytree(study_run["out"], folder)
+    argv = ["study", "latent-probe", "--model", str(tiny_llama_dir), "--preset", "tiny"]
+    assert main([*argv, "--out", str(folder), "--quiet"]) == 0
+    original = (study_run["out"] / "latent-probe.json").read_bytes()
+    assert (folder / "latent-probe.json").read_bytes() == original
+
+
 def _row(method: str, n: int, content: int, procedure: int, stable: bool = True) -> MethodRow:
     return MethodRow(
         method=method,

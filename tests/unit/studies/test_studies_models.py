@@ -189,6 +189,21 @@ def test_goodhart_study_on_the_tiny_model(
     assert result.finding in capsys.readouterr().out
     assert "never offered" in (tmp_path / "goodhart.md").read_text()
 
+    # each (λ, seed) run is one engine cell (R23): the same command again installs and trains nothing
+    from remnant.states import builder
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a recorded run was trained again")
+
+    first = (tmp_path / "goodhart.json").read_text()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(builder, "train_install", refuse)
+        mp.setattr(builder, "train_removal", refuse)
+        assert main([*argv, "--weights", "0", "10", "--seeds", "0", "--out", str(tmp_path), "--quiet"]) == 0
+    again = GoodhartResult.model_validate_json((tmp_path / "goodhart.json").read_text())
+    assert again.model_dump(exclude={"registration"}) == result.model_dump(exclude={"registration"})
+    assert json.loads(first)["rows"] == json.loads((tmp_path / "goodhart.json").read_text())["rows"]
+
 
 def test_goodhart_j_access_penalty_lowers_its_surrogate(tiny_llama_dir: Path) -> None:
     from remnant.studies.goodhart import run_goodhart
