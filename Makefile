@@ -35,9 +35,9 @@ typecheck: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
-# Files go to the workers in collection order (not largest-first): the slow end-to-end files come first, so the
-# one that builds its own model states (test_e2e_battery: the canary states) starts at once instead of leaving a
-# worker waiting on its state lock at the end of the run.
+# Files go to the workers in collection order (not largest-first): the two end-to-end files that build SmolLM2
+# states (the canary states, the relearning states) come first, one to each worker (tests/conftest.py FIRST_FILES),
+# so neither worker starts by waiting on the other's state lock.
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not calibration" -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

@@ -26,6 +26,20 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
+#: The end-to-end files that build SmolLM2 states of their own, collected first. ``make test`` hands files to its
+#: two workers in collection order (``--dist loadfile --no-loadscope-reorder``), so one worker starts building the
+#: canary states (the battery's) and the other the relearning states (test_e2e_train's) at once; in alphabetical
+#: order a second file that needs the canary states would wait idle on the first one's state lock.
+FIRST_FILES = ("tests/e2e/test_e2e_battery.py", "tests/e2e/test_e2e_train.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move :data:`FIRST_FILES` to the front, in that order; every other test keeps its place (a stable sort, the
+    same on every worker, as pytest-xdist requires)."""
+    rank = {name: i for i, name in enumerate(FIRST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST_FILES)))
+
+
 #: Session-scoped fixtures whose models every test on a worker shares; a hook left on one changes later tests.
 SHARED_MODEL_FIXTURES = ("tiny_llama", "latent_states")
 _HOOK_DICTS = (

@@ -352,24 +352,10 @@ def planned_runs(
             yield PlannedRun(model, name, seed, origin, study.pack.digest, run)
 
 
-def build_model_runs(
-    model: str,
-    cfg: LatentProbeConfig,
-    *,
-    log: Callable[[str], None] | None = None,
-    states: Path | None = None,
-    progress: bool = True,
-) -> Iterator[RunStates]:
-    """Every run's states (:func:`planned_runs`), built in turn."""
-    for run in planned_runs(model, cfg, log=log, states=states, progress=progress):
-        yield run.states()
-
-
 __all__ = [
     "PlannedRun",
     "RunStates",
     "Study",
-    "build_model_runs",
     "installed_state",
     "load_study",
     "p_items",

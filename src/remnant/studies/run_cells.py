@@ -53,11 +53,36 @@ class Estimated:
 Estimate = Callable[["RunStates", dict[str, bool]], Estimated]
 
 
-class RunMeasurement(Measurement):
-    """One study run (module docstring): builds the run's states only when its cell is not recorded."""
+class _StudyCell(Measurement):
+    """What every study cell shares: kind ``study``, read on the post-removal model of one run, written as
+    readings of ``study`` under ``component`` (never cell records, C-H6)."""
 
     kind: ClassVar[str] = "study"
     surface = "latent"
+    study: str
+    component: dict[str, object]
+
+    def roles(self) -> tuple[str, ...]:
+        return ("post_removal",)
+
+    def _figure(self, target: CellTarget, role: str, **fields: object) -> Figure:
+        state = STATES.get(role, "post_removal")
+        return Figure(
+            run_id=target.run_id,
+            cell_key=target.key,
+            measurement=self.name,
+            audit=self.study,
+            component=self.component,
+            model_state=state,
+            role=role,
+            states=[state, "installed", "control"],
+            reference="control",
+            **fields,
+        )
+
+
+class RunMeasurement(_StudyCell):
+    """One study run (module docstring): builds the run's states only when its cell is not recorded."""
 
     def __init__(
         self,
@@ -71,10 +96,8 @@ class RunMeasurement(Measurement):
         self.study, self.estimator, self.params, self.design = study, estimator, params, design
         self.run, self.model, self.method, self.seed = run, run.model, run.method, run.seed
         self.name = f"{study}.{estimator}"
+        self.component = {"name": estimator, "version": VERSION, "params": params}
         self._estimate = estimate
-
-    def roles(self) -> tuple[str, ...]:
-        return ("post_removal",)
 
     def key_inputs(self) -> dict[str, object]:
         return {
@@ -101,20 +124,6 @@ class RunMeasurement(Measurement):
         )
         readings = (r for c in read.cells for r in self._readings(target, c))
         return [self._run_reading(target, outcome, read.result), *readings]
-
-    def _figure(self, target: CellTarget, role: str, **fields: object) -> Figure:
-        return Figure(
-            run_id=target.run_id,
-            cell_key=target.key,
-            measurement=self.name,
-            audit=self.study,
-            component={"name": self.estimator, "version": VERSION, "params": self.params},
-            model_state=STATES.get(role, "post_removal"),
-            role=role,
-            states=[STATES.get(role, "post_removal"), "installed", "control"],
-            reference="control",
-            **fields,
-        )
 
     def _run_reading(self, target: CellTarget, outcome: RunOutcome, result: str | None) -> Figure:
         # records are canonical JSON (keys sorted): the gates' declared order is kept beside them
@@ -160,14 +169,11 @@ class RunMeasurement(Measurement):
         return out
 
 
-class RowMeasurement(Measurement):
+class RowMeasurement(_StudyCell):
     """One run of a study whose result is a row, not cells (the Goodhart arm's (λ, seed) removal): one ``run``
     reading with the row as JSON text (recorded verbatim) and its headline figure as the value. ``key`` is every
     input that determines the row; ``row()`` computes it (building what it needs) only when the cell is not
     recorded."""
-
-    kind: ClassVar[str] = "study"
-    surface = "latent"
 
     def __init__(
         self,
@@ -180,9 +186,6 @@ class RowMeasurement(Measurement):
         self.study, self.component, self._key, self._label, self._row = study, component, key, label, row
         self.name = f"{study}.{component['name']}"
 
-    def roles(self) -> tuple[str, ...]:
-        return ("post_removal",)
-
     def key_inputs(self) -> dict[str, object]:
         return {"study": self.study, "version": VERSION, "component": self.component, **self._key}
 
@@ -191,23 +194,12 @@ class RowMeasurement(Measurement):
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         value, text = self._row()
-        reading = Figure(
-            run_id=target.run_id,
-            cell_key=target.key,
-            measurement=self.name,
-            audit=self.study,
-            component=self.component,
-            model_state="post_removal",
-            role=RUN,
-            states=["post_removal", "installed", "control"],
-            reference="control",
-            layer="-",
-            position="-",
-            value=_finite(value),
-            details={"result": text},
-            reason=None if _finite(value) is not None else "no figure on this run",
-        )
-        return [reading]
+        figure = _finite(value)
+        reason = None if figure is not None else "no figure on this run"
+        details = {"result": text}
+        return [
+            self._figure(target, RUN, layer="-", position="-", value=figure, details=details, reason=reason)
+        ]
 
 
 def _finite(value: float | None) -> float | None:
