@@ -40,6 +40,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST_FILES)))
 
 
+@pytest.fixture
+def training_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every install (``"install"``) and removal (``"removal"``) the states builder trains from here on, in order:
+    what a test of resume counts to show that recorded work was not trained again."""
+    from remnant.states import builder
+
+    calls: list[str] = []
+
+    def counted(step: str, real: Any) -> Any:
+        def train(*args: Any, **kwargs: Any) -> Any:
+            calls.append(step)
+            return real(*args, **kwargs)
+
+        return train
+
+    monkeypatch.setattr(builder, "train_install", counted("install", builder.train_install))
+    monkeypatch.setattr(builder, "train_removal", counted("removal", builder.train_removal))
+    return calls
+
+
 #: Session-scoped fixtures whose models every test on a worker shares; a hook left on one changes later tests.
 SHARED_MODEL_FIXTURES = ("tiny_llama", "latent_states")
 _HOOK_DICTS = (

@@ -4,7 +4,7 @@ One cell per (state, risk, method): the direct query, linkability by option like
 inference-time attack the battery runs under (``singling_out/prefill``, …), each measured on the target canaries
 (entities P) and on never-installed control entities in one call (D4), on the post-removal model and the
 control alike (R3, C-Q4). Under W-track the battery is also scored along the relearning curve (D-5.3): the one
-relearning procedure (:func:`remnant.train.relearn.relearn_copy`), one cell per (state, budget).
+relearning procedure (:meth:`remnant.engine.relearning.RelearnPlan.relearn`), one cell per (state, budget).
 
 A cell writes an observation per probe, then a ``kappa`` record on the target canaries and a
 ``kappa_control_entities`` record on the control entities (``entities`` target or control), each with the risk,
@@ -279,13 +279,9 @@ class BatteryRelearning(Measurement):
         return f"class D relearning b={self.budget} on {role}"
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
-        from remnant.models.prompts import encode_pair
-        from remnant.train.relearn import relearn_copy
-
         state = loaded(state, self)
-        tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
+        tok, budget = state.tokenizer, self.budget
         ctx = self.context(state)
-        pairs = [encode_pair(tok, q, a, ctx.fmt) for q, a in self.plan.examples(budget)]
         reused = self.step0(state.role) if self.step0 is not None else {}
         records: list[Record] = []
         start = time.perf_counter()
@@ -294,14 +290,9 @@ class BatteryRelearning(Measurement):
             found = self._checkpoint(ctx.with_model(model, tok), point, target, reused, records, start)
             return {"k": sum(c.k for c in found), "n": sum(c.n for c in found)}
 
-        outcome, model = relearn_copy(
-            state.model,
-            tok,
-            pairs,
-            spec,
-            label=self.label(state.role),
-            progress=self.progress,
-            on_checkpoint=on_checkpoint,
+        run_label = self.label(state.role)
+        outcome, model = self.plan.relearn(
+            state, budget, ctx.fmt, label=run_label, progress=self.progress, on_checkpoint=on_checkpoint
         )
         if outcome.status == "diverged":
             reason = f"step {outcome.diverged_step}: {outcome.reason}"

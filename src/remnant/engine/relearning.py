@@ -1,11 +1,11 @@
 """Relearning measurements: one budget of the declared relearning procedure on one state (C-W1..C-W6).
 
-Every state goes through :func:`remnant.train.relearn.relearn_copy` with the same plan — one seeded order of the
-relearning set (budget b takes its first b, nested subsets), the same hyper-parameters, checkpoints inside the
-first epoch and scorer (C-W5) — so the post-removal model and the control are measured identically. P is scored
-at step 0 (the state itself: its unattacked baseline is reused, greedy decoding being deterministic) and at every
-checkpoint (C-W3); a diverged curve is a ``diverged`` record (Annex B.6). With utility metrics, the relearned
-copy's utility is read once training ends (attack stage, R12, C-W4).
+Every state goes through :meth:`RelearnPlan.relearn` (the one relearned copy) with the same plan — one seeded
+order of the relearning set (budget b takes its first b, nested subsets), the same hyper-parameters,
+checkpoints inside the first epoch and scorer (C-W5) — so the post-removal model and the control are measured
+identically. P is scored at step 0 (the state itself: its unattacked baseline is reused, greedy decoding being
+deterministic) and at every checkpoint (C-W3); a diverged curve is a ``diverged`` record (Annex B.6). With
+utility metrics, the relearned copy's utility is read once training ends (attack stage, R12, C-W4).
 
 A checkpoint's records carry its budget, step, epoch and examples seen as typed fields (C-W3), and the label
 (:func:`remnant.standard.derive.checkpoint_label`) that the statement's cells show; the diverged record and the
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from remnant.attacks.base import AttackContext, ItemOutcome
+    from remnant.models.prompts import PromptFormat
     from remnant.score.probe import Probe
-    from remnant.train.loop import CheckpointPoint
+    from remnant.train.loop import CheckpointPoint, TrainOutcome
     from remnant.train.relearn import RelearnSpec
 
 
@@ -73,6 +74,34 @@ class RelearnPlan:
 
     def spec_inputs(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self.spec).items() if k != "budgets"}
+
+    def relearn(
+        self,
+        state: State,
+        budget: int,
+        fmt: PromptFormat,
+        *,
+        label: str,
+        progress: bool,
+        on_checkpoint: Callable[[PreTrainedModel, CheckpointPoint], dict[str, object]],
+    ) -> tuple[TrainOutcome, PreTrainedModel]:
+        """The relearned copy of ``state`` at ``budget`` (C-W1, C-W5): the plan's first ``budget`` examples,
+        encoded in ``fmt``, fine-tuned under the plan's spec from a copy of the state (never the state itself),
+        ``on_checkpoint`` called at step 0 and every declared checkpoint (C-W3). Every relearning measurement
+        relearns through here."""
+        from remnant.models.prompts import encode_pair
+        from remnant.train.relearn import relearn_copy
+
+        pairs = [encode_pair(state.tokenizer, q, a, fmt) for q, a in self.examples(budget)]
+        return relearn_copy(
+            state.model,
+            state.tokenizer,
+            pairs,
+            self.spec,
+            label=label,
+            progress=progress,
+            on_checkpoint=on_checkpoint,
+        )
 
 
 class RelearningMeasurement(Measurement):
@@ -119,12 +148,9 @@ class RelearningMeasurement(Measurement):
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         from remnant.attacks.base import no_attack
-        from remnant.models.prompts import encode_pair
-        from remnant.train.relearn import relearn_copy
 
         state = loaded(state, self)
         tok, spec, budget = state.tokenizer, self.plan.spec, self.budget
-        pairs = [encode_pair(tok, q, a, self.ctx.fmt) for q, a in self.plan.examples(budget)]
         reused = self.step0(state.role) if self.step0 is not None else None
         records: list[Record] = []
         start = time.perf_counter()
@@ -140,14 +166,9 @@ class RelearningMeasurement(Measurement):
             records.extend(score_outcomes(target, label, spec.seed, outcomes, self.probes, fields, elapsed))
             return {"k": sum(bool(o.kappa) for o in outcomes), "n": len(outcomes)}
 
-        outcome, model = relearn_copy(
-            state.model,
-            tok,
-            pairs,
-            spec,
-            label=self.label(state.role),
-            progress=self.progress,
-            on_checkpoint=on_checkpoint,
+        run_label = self.label(state.role)
+        outcome, model = self.plan.relearn(
+            state, budget, self.ctx.fmt, label=run_label, progress=self.progress, on_checkpoint=on_checkpoint
         )
         if outcome.status == "diverged":
             reason = f"step {outcome.diverged_step}: {outcome.reason}"

@@ -18,8 +18,9 @@ The tables are non-adjudicating research output: they reproduce the seed's measu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -150,34 +151,73 @@ class AuditorTable(StudyModel):
     rows: list[StateRow] = Field(description="One row per model state, in the order given.")
 
 
-def state_cells(
-    ctx: AttackContext,
+def column_cell(ctx: AttackContext, probes: Sequence[Probe], spec: AuditorSpec, col: Column) -> Cell:
+    """One column's cell on the context's model state."""
+    attack = col.build()
+    start = time.perf_counter()
+    items = score_rouge(attack, ctx, probes, sampling=spec.sampling if col.sampled else None)
+    seconds = time.perf_counter() - start
+    summary = summarise(items)
+    return Cell(
+        label=col.label,
+        attack=attack.describe(),
+        n=summary["n"],
+        rouge_greedy=summary["rouge_greedy"],
+        rouge_sampled_mean=summary["rouge_sampled_mean"],
+        rouge_sampled_max=summary["rouge_sampled_max"],
+        kappa_k=summary["kappa_k"],
+        seconds=seconds,
+        items=[i.to_dict() for i in items],
+    )
+
+
+def _column_cells(
+    states: Mapping[str, tuple[Any, Any]],
     probes: Sequence[Probe],
     spec: AuditorSpec,
-    log: Callable[[str], None] | None = None,
-) -> dict[str, Cell]:
-    """Every column's cell on the context's model state."""
-    cells: dict[str, Cell] = {}
-    for col in spec.columns:
-        attack = col.build()
-        start = time.perf_counter()
-        items = score_rouge(attack, ctx, probes, sampling=spec.sampling if col.sampled else None)
-        seconds = time.perf_counter() - start
-        summary = summarise(items)
-        cells[col.label] = Cell(
-            label=col.label,
-            attack=attack.describe(),
-            n=summary["n"],
-            rouge_greedy=summary["rouge_greedy"],
-            rouge_sampled_mean=summary["rouge_sampled_mean"],
-            rouge_sampled_max=summary["rouge_sampled_max"],
-            kappa_k=summary["kappa_k"],
-            seconds=seconds,
-            items=[i.to_dict() for i in items],
+    demonstrations: tuple[Sequence[Probe], Sequence[Probe]],
+    digests: Mapping[str, str],
+    log: Callable[[str], None] | None,
+) -> Iterator[tuple[Any, Any]]:
+    """Every (state, column) as one engine cell on that state (:mod:`remnant.studies.run_cells`), in row order:
+    its key hashes the column's attack, the probes and demonstrations, the decoding and the state's identity
+    (weights and chat template), so the same folder given twice is measured once (C-Q4)."""
+    from dataclasses import asdict
+
+    from remnant.engine.measurement import StateView
+    from remnant.studies.run_cells import RowMeasurement
+
+    target, retain = demonstrations
+    inputs = {
+        "probes": [asdict(p) for p in probes],
+        "target_demonstrations": [asdict(p) for p in target],
+        "retain": [asdict(p) for p in retain],
+        "max_new_tokens": spec.max_new_tokens,
+        "seed": spec.seed,
+    }
+    for label, (model, tok) in states.items():
+        ctx = AttackContext(
+            model=model,
+            tokenizer=tok,
+            fmt=PromptFormat.for_tokenizer(tok),
+            seed=spec.seed,
+            demonstrations=tuple(retain),
+            max_new_tokens=spec.max_new_tokens,
+            target_demonstrations=tuple(target),
         )
-        if log is not None:
-            log(f"{col.label}: ROUGE-L greedy {fmt(summary['rouge_greedy'])} ({seconds:.1f}s)")
-    return cells
+        for col in spec.columns:
+
+            def row(col: Column = col, ctx: AttackContext = ctx) -> tuple[float | None, str]:
+                cell = column_cell(ctx, probes, spec, col)
+                if log is not None:
+                    log(f"{col.label}: ROUGE-L greedy {fmt(cell.rouge_greedy)} ({cell.seconds:.1f}s)")
+                return cell.rouge_greedy, cell.model_dump_json()
+
+            sampling = spec.sampling.to_dict() if col.sampled and spec.sampling is not None else None
+            key = {**inputs, "column": col.label, "sampling": sampling}
+            component = col.build().describe()
+            measurement = RowMeasurement("auditors", component, key, f"{col.label} on {label}", row)
+            yield measurement, StateView("post_removal", digests[label])
 
 
 def auditor_table(
@@ -189,28 +229,35 @@ def auditor_table(
     retain: Sequence[Probe] = (),
     sources: Mapping[str, str] | None = None,
     log: Callable[[str], None] | None = None,
+    digests: Mapping[str, str] | None = None,
+    records: Path | None = None,
+    run_id: str = "auditors",
 ) -> AuditorTable:
     """The tables for ``states`` (label → (model, tokenizer), in row order) on ``probes``.
 
     ``target_demonstrations`` are ICL's items about the target (unscored; default: the other probes);
-    ``retain`` the retain items (only retain-demonstration variants use them).
+    ``retain`` the retain items (only retain-demonstration variants use them). Each (state, column) cell runs
+    through the one cell runner into ``records`` (a records file, appended to; None: memory only), so a rerun
+    into the same folder computes only the cells not recorded. ``digests``: each state's identity digest, where
+    the caller has it (else it is computed from the weights and chat template).
     """
+    from remnant.models.identity import identify_in_memory
+    from remnant.studies.run_cells import record_cells, run_results
+
     spec = spec or AuditorSpec()
-    rows: list[StateRow] = []
+    ids = dict(digests or {})
     for label, (model, tok) in states.items():
-        if log is not None:
-            log(f"state {label}")
-        ctx = AttackContext(
-            model=model,
-            tokenizer=tok,
-            fmt=PromptFormat.for_tokenizer(tok),
-            seed=spec.seed,
-            demonstrations=tuple(retain),
-            max_new_tokens=spec.max_new_tokens,
-            target_demonstrations=tuple(target_demonstrations),
+        ids.setdefault(label, identify_in_memory(model, tok).digest)
+    found = _column_cells(states, probes, spec, (target_demonstrations, retain), ids, log)
+    cells = iter(Cell.model_validate_json(t) for t in run_results(*record_cells(found, records, run_id, log)))
+    rows = [
+        StateRow(
+            state=label,
+            source=(sources or {}).get(label, label),
+            cells={col.label: next(cells) for col in spec.columns},
         )
-        cells = state_cells(ctx, probes, spec, log)
-        rows.append(StateRow(state=label, source=(sources or {}).get(label, label), cells=cells))
+        for label in states
+    ]
     return AuditorTable(
         columns=[c.label for c in spec.columns],
         sampled_columns=[c.label for c in spec.columns if c.sampled and spec.sampling is not None],
@@ -286,5 +333,5 @@ __all__ = [
     "StateRow",
     "auditor_table",
     "render_markdown",
-    "state_cells",
+    "column_cell",
 ]

@@ -7,7 +7,8 @@ about the forgotten subjects, and never scored: R16 keeps them apart from P); th
 pack has one, serves the retain-demonstration variants. Each ``--model`` is one row, labelled by its folder name.
 
 Writes ``auditors.json`` (every cell, every item, every component's parameters) and ``auditors.md`` (the tables)
-into ``--out``. Exit 0 when the study ran, whatever it found; 2 for bad input (a missing pack or model).
+into ``--out``, beside ``records.jsonl``: each (model, column) cell runs through the one cell runner
+(:mod:`remnant.studies.run_cells`), so the same command again computes only the cells not yet recorded. Exit 0 when the study ran, whatever it found; 2 for bad input (a missing pack or model).
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def run_auditors(
     log: Callable[[str], None] | None = None,
 ) -> tuple[AuditorTable, str]:
     """Run the study and write ``auditors.json`` and ``auditors.md`` into ``out``; returns the table and text."""
-    from remnant.cli_paths import mark_output, out_folder
+    from remnant.cli_paths import out_folder
     from remnant.models import load_model
+    from remnant.studies.run_cells import recording
 
     inputs = {"the pack folder": pack_dir, **{f"the model {m}": m for m in models}}
     out_dir = out_folder(out, requirement=REQUIREMENT, kind="study", inputs=inputs)  # before any model work
@@ -81,17 +83,26 @@ def run_auditors(
     probes, target, retain = pack_inputs(pack_dir, max_items)
     states: dict[str, tuple[Any, Any]] = {}
     sources: dict[str, str] = {}
+    digests: dict[str, str] = {}
     for label, source in zip(_labels(models), models, strict=True):
         state = load_model(source, dtype=dtype, device=device)
         states[label], sources[label] = (state.model, state.tokenizer), str(source)
-    table = auditor_table(
-        states, probes, spec=spec, target_demonstrations=target, retain=retain, sources=sources, log=log
-    )
-    text = render_markdown(table)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(out_dir / "auditors.json", table.model_dump_json(indent=1))
-    write_atomic(out_dir / "auditors.md", text)
-    mark_output(out_dir, "study")
+        digests[label] = state.identity.digest
+    with recording(out_dir, "auditors") as records:
+        table = auditor_table(
+            states,
+            probes,
+            spec=spec,
+            target_demonstrations=target,
+            retain=retain,
+            sources=sources,
+            log=log,
+            digests=digests,
+            records=records,
+        )
+        text = render_markdown(table)
+        write_atomic(out_dir / "auditors.json", table.model_dump_json(indent=1))
+        write_atomic(out_dir / "auditors.md", text)
     return table, text
 
 

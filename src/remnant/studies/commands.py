@@ -22,9 +22,7 @@ studies and the readmission decision from ``--cells`` need no model (the pure co
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,19 +204,6 @@ def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Pat
     return folder
 
 
-@contextlib.contextmanager
-def _recording(out: Path, study: str) -> Iterator[Path]:
-    """The study's folder, locked for this process (the one writer of its records, R23) and marked as remnant's
-    first, so a study killed at any point leaves a folder it may resume; yields its records file."""
-    from remnant.cli_paths import mark_output
-    from remnant.records import RECORDS_FILE
-    from remnant.runlock import hold
-
-    with hold(out, purpose=f"remnant study {study}"):
-        mark_output(out, "study")
-        yield out / RECORDS_FILE
-
-
 def _readmission(args: argparse.Namespace) -> int:
     from remnant.errors import ConfigError
     from remnant.jsonio import read_json
@@ -242,9 +227,10 @@ def _readmission(args: argparse.Namespace) -> int:
     else:
         from remnant.atomic import write_atomic
         from remnant.studies.readmission_run import design_config, run_cells
+        from remnant.studies.run_cells import recording
 
         states = _states(args, out, list(design_config(cfg).models))
-        with _recording(out, "readmission") as records:
+        with recording(out, "readmission") as records:
             run_id = f"readmission-{reg.prereg.digest[:12]}"
             data = run_cells(
                 cfg,
@@ -271,9 +257,10 @@ def _goodhart(args: argparse.Namespace) -> int:
     overrides["seeds"] = args.seeds
     cfg, reg = _registered("goodhart", args, overrides, out)
     from remnant.studies.goodhart import run_goodhart
+    from remnant.studies.run_cells import recording
 
     states = _states(args, out, [args.model])
-    with _recording(out, "goodhart") as records:
+    with recording(out, "goodhart") as records:
         run_id = f"goodhart-{reg.prereg.digest[:12]}"
         result = run_goodhart(
             cfg,
@@ -319,6 +306,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
     from remnant.cli_paths import out_folder
     from remnant.jsonio import read_toml
     from remnant.studies.latent_probe import render_markdown, resolve_config, run_study
+    from remnant.studies.run_cells import recording
 
     inputs = {"the config": args.config, **{f"the model {m}": m for m in args.model or []}}
     out_folder(args.out, requirement="C-H7", kind="study", inputs=inputs)  # before the study runs, not after
@@ -330,7 +318,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
     cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
     states = _states(args, args.out, list(cfg.models))
     out = Path(args.out)
-    with _recording(out, "latent-probe") as records:
+    with recording(out, "latent-probe") as records:
         log = _log(args, "latent-probe")
         result, _ = run_study(cfg, log=log, states=states, progress=not args.quiet, records=records)
         text = render_markdown(result)

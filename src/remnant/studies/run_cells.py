@@ -7,17 +7,19 @@ writes: :class:`~remnant.records.Reading` records, never a cell record (C-H6: a 
 reading per state and cell — the post-removal model, the procedure control (C-H3a) and the content control
 (C-H3b) at one (layer, position, setting) — and one ``run`` reading with the run's gates and relearning recovery.
 
-The cell key hashes the study, the estimator and its parameters, the design as it applies to the model, the model
-as named and its never-modified weights digest, the pack's digest, the method and the seed: everything that determines the run's
-states and figures, known before any state is trained. A rerun into the same folder therefore skips every
-recorded run without training its states, and a run killed mid-way costs only the run in flight (R23). The
-study's cells (``readmission-cells.json``) are rebuilt from the records alone (:func:`cells_from_readings`).
+The cell key hashes the study, the estimator and its parameters, the design as it applies to the run (not the
+lists of models, seeds and methods), the model as named and its never-modified weights digest, the pack's digest,
+the method and the seed: everything that determines the run's states and figures, known before any state is
+trained. A rerun into the same folder therefore skips every recorded run without training its states, and a run
+killed mid-way costs only the run in flight (R23). The study's cells (``readmission-cells.json``) are rebuilt
+from the records alone (:func:`cells_from_readings`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -105,7 +107,7 @@ class RunMeasurement(_StudyCell):
             "estimator": self.estimator,
             "version": VERSION,
             "params": self.params,
-            "design": self.design.model_dump(mode="json"),
+            "design": self._run_design(),
             "model": self.model,
             "pack": self.run.pack,
             "method": self.method,
@@ -114,6 +116,13 @@ class RunMeasurement(_StudyCell):
 
     def label(self, role: str) -> str:
         return f"{self.name}: {self.model} {self.method} seed {self.seed}"
+
+    def _run_design(self) -> dict[str, object]:
+        """The design as it applies to this run: without the lists of models, seeds and methods (a study that
+        adds a seed or a method keeps the keys of the runs it had) and with this method's parameters only."""
+        design = self.design.model_dump(mode="json", exclude={"models", "seeds", "methods", "per_model"})
+        design["method_params"] = {self.method: design["method_params"].get(self.method, {})}
+        return design
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         run = self.run.states()
@@ -272,6 +281,19 @@ def _cell(readings: dict[str, Figure]) -> Cell:
     )
 
 
+@contextlib.contextmanager
+def recording(out: Path, study: str) -> Iterator[Path]:
+    """The study's folder, locked for this process (the one writer of its records, R23) and marked as remnant's
+    first, so a study killed at any point leaves a folder it may resume; yields its records file."""
+    from remnant.cli_paths import mark_output
+    from remnant.records import RECORDS_FILE
+    from remnant.runlock import hold
+
+    with hold(out, purpose=f"remnant study {study}"):
+        mark_output(out, "study")
+        yield out / RECORDS_FILE
+
+
 def record_cells(
     cells: Iterable[tuple[Measurement, StateView]],
     records: Path | None,
@@ -316,6 +338,7 @@ __all__ = [
     "RunMeasurement",
     "cells_from_readings",
     "record_cells",
+    "recording",
     "recorded_readings",
     "run_results",
 ]

@@ -85,18 +85,15 @@ def perturbed(ctx: WorkerContext, model: Any, perturbation: str) -> Iterator[tup
     if perturbation != RELEARN:
         yield model, None
         return
-    from remnant.models.prompts import encode_pair
+    from remnant.engine.relearning import RelearnPlan
     from remnant.train.data import removal_data
     from remnant.train.loop import merge_lora
-    from remnant.train.relearn import RelearnSpec, relearn_copy
+    from remnant.train.relearn import RelearnSpec
 
     settings = ctx.spec.perturbations.relearn
-    tok, fmt = ctx.tokenizer(), ctx.fmt()
-    pairs = [
-        encode_pair(tok, q.question, q.answer, fmt) for q in removal_data(ctx.pack, ctx.attributes).forget
-    ]
+    forget = tuple(removal_data(ctx.pack, ctx.attributes).forget)
     spec = RelearnSpec(
-        budgets=(len(pairs),),
+        budgets=(len(forget),),
         lr=settings.lr,
         epochs=settings.epochs,
         checkpoint_epochs=(),
@@ -105,8 +102,11 @@ def perturbed(ctx: WorkerContext, model: Any, perturbation: str) -> Iterator[tup
         grad_accum=settings.grad_accum,
         trainable=tuple(settings.trainable) if settings.trainable else None,
     )
-    outcome, copy = relearn_copy(
-        model, tok, pairs, spec, label="relearn", progress=False, on_checkpoint=lambda m, p: {}
+    # the whole forget set once, in its order: one budget of the one relearning procedure (C-W1)
+    plan = RelearnPlan(RELEARN, spec, forget, tuple(range(len(forget))), utility_at_end=False)
+    state = StateView(RELEARN, "", model, ctx.tokenizer())
+    outcome, copy = plan.relearn(
+        state, len(forget), ctx.fmt(), label="relearn", progress=False, on_checkpoint=lambda m, p: {}
     )
     if outcome.diverged:
         yield None, f"relearning diverged at step {outcome.diverged_step}: {outcome.reason}"

@@ -154,6 +154,22 @@ def test_study_auditors_cli_writes_the_tables(
     assert same[0] == same[1]  # the same folder twice: the same row (C-Q4)
     assert "## Greedy decoding (seed 003 Table 1)" in md and "mean/max over 2 samples" in md
 
+    # each (model, column) is one engine cell: the same folder twice is measured once, and the same command
+    # again into the same folder attacks nothing and writes the same tables
+    from remnant.records import Reading, RecordStore
+
+    readings = [r for r in RecordStore(out / "records.jsonl").read() if isinstance(r, Reading)]
+    assert len(readings) == len(COLUMNS) and {r.audit for r in readings} == {"auditors"}
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a recorded cell was attacked again")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("remnant.studies.auditor_table.score_rouge", refuse)
+        assert main(_tiny_args(tiny_llama_dir, pack, out, "--samples", "2")) == 0
+    assert json.loads((out / "auditors.json").read_text()) == data
+    assert (out / "auditors.md").read_text() == md
+
 
 @pytest.mark.parametrize(
     "case",

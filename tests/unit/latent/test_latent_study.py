@@ -118,25 +118,36 @@ def test_cells_equal_a_direct_call_of_the_audit(study_run: dict[str, Any]) -> No
 
 
 def test_a_rerun_into_the_study_folder_reads_its_records_and_trains_nothing(
-    study_run: dict[str, Any], tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    study_run: dict[str, Any], tiny_llama_dir: Path, tmp_path: Path, training_calls: list[str]
 ) -> None:
     """Each run is one engine cell whose readings carry the run's result (R23): the same command into the same
     folder trains no state and writes the same latent-probe.json, byte for byte."""
     import shutil
 
-    from remnant.states import builder
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a recorded run was trained again")
-
-    monkeypatch.setattr(builder, "train_install", refuse)
-    monkeypatch.setattr(builder, "train_removal", refuse)
     folder = tmp_path / "again"
     shutil.copytree(study_run["out"], folder)
     argv = ["study", "latent-probe", "--model", str(tiny_llama_dir), "--preset", "tiny"]
     assert main([*argv, "--out", str(folder), "--quiet"]) == 0
+    assert training_calls == []
     original = (study_run["out"] / "latent-probe.json").read_bytes()
     assert (folder / "latent-probe.json").read_bytes() == original
+
+
+def test_a_method_added_to_a_study_trains_only_its_own_runs(
+    study_run: dict[str, Any], tiny_llama_dir: Path, tmp_path: Path, training_calls: list[str]
+) -> None:
+    """A run's key hashes the design as it applies to that run, not the list of methods: the study run with NPO
+    alone, then with both methods into the same folder, trains the task-vector run only (the seed's install and
+    twin, then its removal and procedure control) and gives the NPO run the two-method study gave it."""
+    folder = tmp_path / "grown"
+    argv = ["study", "latent-probe", "--model", str(tiny_llama_dir), "--preset", "tiny", "--out", str(folder)]
+    assert main([*argv, "--methods", "npo", "--quiet"]) == 0
+    del training_calls[:]  # count the second study only
+    assert main([*argv, "--methods", "npo", "task_vector", "--quiet"]) == 0
+    assert training_calls == ["install", "install", "removal", "removal"]
+    grown = json.loads((folder / "latent-probe.json").read_text())
+    assert [r["method"] for r in grown["runs"]] == ["npo", "task_vector"]
+    assert grown["runs"] == study_run["json"]["runs"]
 
 
 def _row(method: str, n: int, content: int, procedure: int, stable: bool = True) -> MethodRow:

@@ -80,33 +80,20 @@ def test_the_decision_is_recomputed_from_the_cells_alone(
 
 
 def test_a_rerun_reads_its_records_and_trains_only_the_runs_not_recorded(
-    uds_study: Path, tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    uds_study: Path, tiny_llama_dir: Path, tmp_path: Path, training_calls: list[str]
 ) -> None:
     """Each run is one engine cell (R23): a rerun into the study's folder trains no state, and a study killed
     after its first run trains only the second run's states (the seed's install and twin, then its two
     removals); both give the uninterrupted run's cells byte for byte."""
     import shutil
 
-    from remnant.states import builder
-
-    calls: list[str] = []
-
-    def counted(step: str, real: Any) -> Any:
-        def train(*args: Any, **kwargs: Any) -> Any:
-            calls.append(step)
-            return real(*args, **kwargs)
-
-        return train
-
-    monkeypatch.setattr(builder, "train_install", counted("install", builder.train_install))
-    monkeypatch.setattr(builder, "train_removal", counted("removal", builder.train_removal))
     folder = tmp_path / "study"
     shutil.copytree(uds_study, folder)
     argv = ["study", "readmission", "uds", "--model", str(tiny_llama_dir), "--preset", "tiny"]
     argv += ["--out", str(folder), "--quiet"]
     original = (uds_study / "readmission-cells.json").read_bytes()
     assert main(argv) == 0
-    assert calls == [] and (folder / "readmission-cells.json").read_bytes() == original
+    assert training_calls == [] and (folder / "readmission-cells.json").read_bytes() == original
 
     records = folder / "records.jsonl"
     lines = records.read_text().splitlines(keepends=True)
@@ -114,7 +101,7 @@ def test_a_rerun_reads_its_records_and_trains_only_the_runs_not_recorded(
     assert len(keys) == 2  # npo and task_vector on seed 0
     records.write_text("".join(line for line in lines if json.loads(line)["cell_key"] == keys[0]))
     assert main(argv) == 0
-    assert calls == ["install", "install", "removal", "removal"]
+    assert training_calls == ["install", "install", "removal", "removal"]
     assert (folder / "readmission-cells.json").read_bytes() == original
     assert len(records.read_text().splitlines()) == len(lines)
 
