@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -32,6 +32,10 @@ from remnant.models.prompts import PromptFormat
 from remnant.score.probe import Probe
 from remnant.studies.config import StudyModel
 from remnant.studies.document import fmt
+
+if TYPE_CHECKING:
+    from remnant.engine.measurement import StateView
+    from remnant.studies.run_cells import RowMeasurement
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,7 @@ def _column_cells(
     demonstrations: tuple[Sequence[Probe], Sequence[Probe]],
     digests: Mapping[str, str],
     log: Callable[[str], None] | None,
-) -> Iterator[tuple[Any, Any]]:
+) -> Iterator[tuple[RowMeasurement, StateView]]:
     """Every (state, column) as one engine cell on that state (:mod:`remnant.studies.run_cells`), in row order:
     its key hashes the column's attack, the probes and demonstrations, the decoding and the state's identity
     (weights and chat template), so the same folder given twice is measured once (C-Q4)."""
@@ -249,7 +253,7 @@ def auditor_table(
     for label, (model, tok) in states.items():
         ids.setdefault(label, identify_in_memory(model, tok).digest)
     found = _column_cells(states, probes, spec, (target_demonstrations, retain), ids, log)
-    cells = iter(Cell.model_validate_json(t) for t in run_results(*record_cells(found, records, run_id, log)))
+    cells = iter(run_results(*record_cells(found, records, run_id, log), Cell.model_validate_json))
     rows = [
         StateRow(
             state=label,

@@ -290,12 +290,11 @@ def run_goodhart(
         for sd in cfg.seeds
     ]
     origin = StateView("post_removal", setup.study.builder.origin.state.digest)
-    texts = run_results(*record_cells(((run, origin) for run in runs), records, run_id, say))
-    done = [json.loads(text) for text in texts]
-    rows = [GoodhartRow.model_validate(d["row"]) for d in done]
+    done = run_results(*record_cells(((run, origin) for run in runs), records, run_id, say), _recorded_row)
+    rows = [row for row, _ in done]
     return GoodhartResult(
         config=cfg,
-        surrogate=str(done[0]["surrogate"]) if done else "",
+        surrogate=done[0][1] if done else "",
         rows=rows,
         provenance={
             "model": model,
@@ -306,6 +305,12 @@ def run_goodhart(
         },
         **summarise(rows, cfg),
     )
+
+
+def _recorded_row(text: str) -> tuple[GoodhartRow, str]:
+    """A run's row and the surrogate's description, as :func:`run_goodhart` records them."""
+    data = json.loads(text)
+    return GoodhartRow.model_validate(data["row"]), str(data["surrogate"])
 
 
 __all__ = ["AUDIT_DEFAULTS", "run_goodhart"]

@@ -443,8 +443,7 @@ def _measured_runs(
                     StateView("post_removal", run.origin),
                 )
 
-    texts = run_results(*record_cells(cells(), records, run_id, log))
-    return [RunResult.model_validate_json(text) for text in texts]
+    return run_results(*record_cells(cells(), records, run_id, log), RunResult.model_validate_json)
 
 
 def run_study(

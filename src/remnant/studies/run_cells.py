@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from remnant.engine.cell import CellTarget
 from remnant.engine.measurement import Measurement, Record, State, StateView
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 VERSION = "1.0"
 #: The states a cell's readings name (C-H7c), the post-removal model first, and the state each one reads.
 STATES = {"removed": "post_removal", "procedure": "procedure_control", "content": "content_control"}
+T = TypeVar("T")
 #: The role of the reading that carries the run's gates and recovery.
 RUN = "run"
 
@@ -241,18 +242,24 @@ def cells_from_readings(readings: Iterable[Figure], source: str) -> tuple[list[C
     return cells, runs
 
 
-def run_results(readings: Iterable[Figure], source: str) -> list[str]:
-    """The per-run results (JSON text) a study recorded beside its runs (:class:`Estimated`), in record order."""
+def run_results(readings: Iterable[Figure], source: str, parse: Callable[[str], T]) -> list[T]:
+    """The per-run results a study recorded beside its runs (JSON text: :class:`Estimated`, :class:`RowMeasurement`),
+    each read by ``parse``, in record order; a reading without one, or one ``parse`` refuses, is refused with the
+    file (``source``) and the cell named (the records are read back as hostile input)."""
     out = []
     for r in readings:
-        if r.role == RUN:
-            result = r.details.get("result")
+        if r.role != RUN:
+            continue
+        result = r.details.get("result")
+        try:
             if not isinstance(result, str):
-                raise RecordError(
-                    f"{source}: run reading of cell {r.cell_key[:12]} holds no study result",
-                    requirement="R23",
-                )
-            out.append(result)
+                raise TypeError("it holds no study result")
+            out.append(parse(result))
+        except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise RecordError(
+                f"{source}: run reading of cell {r.cell_key[:12]}: {type(exc).__name__}: {exc}",
+                requirement="R23",
+            ) from None
     return out
 
 

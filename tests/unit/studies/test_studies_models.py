@@ -120,6 +120,14 @@ def test_a_study_record_that_is_not_a_runs_is_refused(uds_study: Path, tmp_path:
     (tmp_path / "records.jsonl").write_bytes(b"".join(chained_lines(bad)))
     with pytest.raises(RecordError, match="records.jsonl: reading 'run' of cell"):
         cells_from_readings(RecordStore(tmp_path / "records.jsonl").read(), "records.jsonl")  # type: ignore[arg-type]
+    # a study's per-run result (latent-probe, Goodhart, auditors) that is not what it wrote: refused, not raised raw
+    from remnant.studies.latent_probe import RunResult
+    from remnant.studies.run_cells import run_results
+
+    for result in (None, "not json", '{"model": 1}'):
+        forged = readings[0].model_copy(update={"details": {"result": result}})
+        with pytest.raises(RecordError, match="records.jsonl: run reading of cell"):
+            run_results([forged], "records.jsonl", RunResult.model_validate_json)  # type: ignore[list-item]
 
 
 def test_readmission_of_j_access_reads_jocc_per_layer_position_and_k(tiny_llama_dir: Path) -> None:
