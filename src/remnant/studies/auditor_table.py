@@ -199,6 +199,8 @@ def _column_cells(
         "max_new_tokens": spec.max_new_tokens,
         "seed": spec.seed,
     }
+    # each column's attack, name, version and parameters: the same on every state (C-Q4)
+    components = {col.label: col.build().describe() for col in spec.columns}
     for label, (model, tok) in states.items():
         ctx = AttackContext(
             model=model,
@@ -219,8 +221,9 @@ def _column_cells(
 
             sampling = spec.sampling.to_dict() if col.sampled and spec.sampling is not None else None
             key = {**inputs, "column": col.label, "sampling": sampling}
-            component = col.build().describe()
-            measurement = RowMeasurement("auditors", component, key, f"{col.label} on {label}", row)
+            measurement = RowMeasurement(
+                "auditors", components[col.label], key, f"{col.label} on {label}", row
+            )
             yield measurement, StateView("post_removal", digests[label])
 
 

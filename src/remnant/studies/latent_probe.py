@@ -20,7 +20,7 @@ the statistic stays non-adjudicating under v0.3: an assessor's own validation do
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -417,10 +417,8 @@ def _measured_runs(
 ) -> list[RunResult]:
     """Every run through the one cell runner (:mod:`remnant.studies.run_cells`); ``kept`` collects the states of
     the runs computed now."""
-    from remnant.engine.measurement import StateView
-    from remnant.studies.latent_probe_states import planned_runs
     from remnant.studies.readmission_run import direction_cell
-    from remnant.studies.run_cells import Estimated, RunMeasurement, record_cells, run_results
+    from remnant.studies.run_cells import Estimated, record_cells, run_results, study_runs
 
     def estimator(mcfg: LatentProbeConfig, model: str) -> Callable[[RunStates, dict[str, bool]], Estimated]:
         def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
@@ -433,17 +431,10 @@ def _measured_runs(
 
         return estimate
 
-    def cells() -> Iterator[tuple[RunMeasurement, StateView]]:
-        for model in cfg.models:
-            mcfg = cfg.for_model(model)
-            estimate = estimator(mcfg, model)
-            for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
-                yield (
-                    RunMeasurement("latent-probe", "direction", {}, mcfg, run, estimate),
-                    StateView("post_removal", run.origin),
-                )
-
-    return run_results(*record_cells(cells(), records, run_id, log), RunResult.model_validate_json)
+    cells = study_runs(
+        "latent-probe", "direction", {}, cfg, estimator, log=log, states=states, progress=progress
+    )
+    return run_results(*record_cells(cells, records, run_id, log), RunResult.model_validate_json)
 
 
 def run_study(

@@ -27,7 +27,7 @@ already recorded without training their states.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -351,22 +351,20 @@ def run_cells(
     """Read the configured estimator on every run of the latent-probe design, one engine cell per run
     (:mod:`remnant.studies.run_cells`): its states are built (kept in and reused from ``states`` when given) only
     when its cell is not in ``records`` (a records file, appended to; None: memory only)."""
-    from remnant.engine.measurement import StateView
-    from remnant.studies.latent_probe_states import planned_runs
-    from remnant.studies.run_cells import RunMeasurement, cells_from_readings, record_cells
+    from remnant.studies.run_cells import cells_from_readings, record_cells, study_runs
 
     lp = design_config(cfg)
     params = dict(cfg.estimator_params)
 
-    def cells() -> Iterator[tuple[RunMeasurement, StateView]]:
-        for model in lp.models:
-            mcfg = lp.for_model(model)
-            estimate = _estimator(cfg.estimator, mcfg, model, params)
-            for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
-                cell = RunMeasurement("readmission", cfg.estimator, params, mcfg, run, estimate)
-                yield cell, StateView("post_removal", run.origin)
+    def estimate_for(
+        mcfg: LatentProbeConfig, model: str
+    ) -> Callable[[RunStates, dict[str, bool]], Estimated]:
+        return _estimator(cfg.estimator, mcfg, model, params)
 
-    cells_read, runs = cells_from_readings(*record_cells(cells(), records, run_id, log))
+    cells = study_runs(
+        "readmission", cfg.estimator, params, lp, estimate_for, log=log, states=states, progress=progress
+    )
+    cells_read, runs = cells_from_readings(*record_cells(cells, records, run_id, log))
     return Cells(
         estimator=cfg.estimator,
         fitted_hyperparameters=FITTED[cfg.estimator],

@@ -136,11 +136,8 @@ class RunMeasurement(_StudyCell):
         return [self._run_reading(target, outcome, read.result), *readings]
 
     def _run_reading(self, target: CellTarget, outcome: RunOutcome, result: str | None) -> Figure:
-        # records are canonical JSON (keys sorted): the gates' declared order is kept beside them
-        details: dict[str, object] = {
-            "run": outcome.model_dump(mode="json"),
-            "gate_order": list(outcome.gates),
-        }
+        # as JSON text: records are canonical JSON (keys sorted), and the gates keep their declared order
+        details: dict[str, object] = {"run": outcome.model_dump_json()}
         if result is not None:
             details["result"] = result
         return self._figure(
@@ -172,7 +169,7 @@ class RunMeasurement(_StudyCell):
                     position=cell.position,
                     value=_finite(value),
                     interval=interval if interval is not None and all(map(math.isfinite, interval)) else None,
-                    details={"cell": meta},
+                    details={"cell": meta} if role == "removed" else {},
                     reason=None if value is not None else cell.note or "no figure on these inputs",
                 )
             )
@@ -216,27 +213,34 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+@contextlib.contextmanager
+def _refused(source: str, r: Figure) -> Iterator[None]:
+    """Reading ``r`` back as hostile input: what this module did not write is refused, naming ``source`` (the
+    records file) and the cell, never raised raw."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise RecordError(
+            f"{source}: reading {r.role!r} of cell {r.cell_key[:12]}: not what a study run wrote "
+            f"({type(exc).__name__}: {exc})",
+            requirement="R23",
+        ) from None
+
+
 def cells_from_readings(readings: Iterable[Figure], source: str) -> tuple[list[Cell], list[RunOutcome]]:
-    """The study's cells and runs, rebuilt from its readings in record order (module docstring); a reading that
-    does not say what this module wrote is refused, naming ``source`` (the records file) and the cell."""
+    """The study's cells and runs, rebuilt from its readings in record order (module docstring)."""
     cells: list[Cell] = []
     runs: list[RunOutcome] = []
     pending: dict[str, Figure] = {}
     for r in readings:
-        try:
+        with _refused(source, r):
             if r.role == RUN:
-                runs.append(_outcome(r))
+                runs.append(RunOutcome.model_validate_json(r.details["run"]))
                 continue
             pending[r.role] = r
             if set(pending) == set(STATES):
                 cells.append(_cell(pending))
                 pending = {}
-        except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise RecordError(
-                f"{source}: reading {r.role!r} of cell {r.cell_key[:12]}: its details are not a study run's "
-                f"({type(exc).__name__}: {exc})",
-                requirement="R23",
-            ) from None
     if pending:
         raise RecordError(f"{source}: a study cell has readings {sorted(pending)} only", requirement="R23")
     return cells, runs
@@ -247,29 +251,13 @@ def run_results(readings: Iterable[Figure], source: str, parse: Callable[[str], 
     each read by ``parse``, in record order; a reading without one, or one ``parse`` refuses, is refused with the
     file (``source``) and the cell named (the records are read back as hostile input)."""
     out = []
-    for r in readings:
-        if r.role != RUN:
-            continue
-        result = r.details.get("result")
-        try:
+    for r in (r for r in readings if r.role == RUN):
+        with _refused(source, r):
+            result = r.details.get("result")
             if not isinstance(result, str):
                 raise TypeError("it holds no study result")
             out.append(parse(result))
-        except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            raise RecordError(
-                f"{source}: run reading of cell {r.cell_key[:12]}: {type(exc).__name__}: {exc}",
-                requirement="R23",
-            ) from None
     return out
-
-
-def _outcome(r: Figure) -> RunOutcome:
-    run = dict(r.details["run"])
-    order = r.details["gate_order"]
-    if not isinstance(order, list) or sorted(order) != sorted(run["gates"]):
-        raise ValueError("gate_order does not name the gates")
-    run["gates"] = {name: run["gates"][name] for name in order}
-    return RunOutcome.model_validate(run)
 
 
 def _cell(readings: dict[str, Figure]) -> Cell:
@@ -286,6 +274,32 @@ def _cell(readings: dict[str, Figure]) -> Cell:
             "content": control("content"),
         }
     )
+
+
+def study_runs(
+    study: str,
+    estimator: str,
+    params: dict[str, object],
+    design: LatentProbeConfig,
+    estimate_for: Callable[[LatentProbeConfig, str], Estimate],
+    *,
+    log: Callable[[str], None] | None,
+    states: Path | None,
+    progress: bool,
+) -> Iterator[tuple[RunMeasurement, StateView]]:
+    """Every (model, method, seed) run of ``design`` as a cell on its never-modified model, lazily (a run's
+    states are built only if its cell is computed: :func:`remnant.studies.latent_probe_states.planned_runs`);
+    ``estimate_for(config as it applies to the model, model)`` is the estimator of that model's runs."""
+    from remnant.studies.latent_probe_states import planned_runs
+
+    for model in design.models:
+        mcfg = design.for_model(model)
+        estimate = estimate_for(mcfg, model)
+        for run in planned_runs(model, mcfg, log=log, states=states, progress=progress):
+            yield (
+                RunMeasurement(study, estimator, params, mcfg, run, estimate),
+                StateView("post_removal", run.origin),
+            )
 
 
 @contextlib.contextmanager
@@ -346,6 +360,7 @@ __all__ = [
     "cells_from_readings",
     "record_cells",
     "recording",
+    "study_runs",
     "recorded_readings",
     "run_results",
 ]

@@ -126,7 +126,7 @@ def test_a_study_record_that_is_not_a_runs_is_refused(uds_study: Path, tmp_path:
 
     for result in (None, "not json", '{"model": 1}'):
         forged = readings[0].model_copy(update={"details": {"result": result}})
-        with pytest.raises(RecordError, match="records.jsonl: run reading of cell"):
+        with pytest.raises(RecordError, match="records.jsonl: reading 'run' of cell"):
             run_results([forged], "records.jsonl", RunResult.model_validate_json)  # type: ignore[list-item]
 
 
