@@ -11,6 +11,7 @@ SCRIPTS = (
     "bench_greedy_match.py",
     "bench_sampling.py",
     "bench_uds.py",
+    "bench_uds_pool.py",  # needs REMNANT_UDS_REFERENCE (the UDS reference's checkout); says so without it
     "bench_train.py",
     "bench_throughput.py",
     "bench_scaling.py",

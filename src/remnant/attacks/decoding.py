@@ -20,7 +20,6 @@ No randomness here except the generators the caller passes (no global seeding).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -77,13 +76,11 @@ def forward_cached(
     the model's ``forward`` which one it takes, so attacks decode incrementally on either. ``input_ids`` may be
     None when ``inputs_embeds`` is given.
     """
-    params = inspect.signature(model.forward).parameters
-    key = "cache" if "cache" in params else "past_key_values"
+    from remnant.models.forward_keywords import cache_kwarg, output_cache
+
+    key = cache_kwarg(model) or "past_key_values"
     out = model(input_ids=input_ids, use_cache=True, **{key: cache}, **kwargs)
-    new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = getattr(out, "past_key_values", None)
-    return out.logits, new_cache
+    return out.logits, output_cache(out)
 
 
 def filtered_logprobs(logits: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:

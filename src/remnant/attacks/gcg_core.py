@@ -19,7 +19,6 @@ same suffix on the control and on the post-removal model's run (C-Q4).
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from torch.nn import functional as F
 
 from remnant.attacks.suffix_layout import SuffixLayout
 from remnant.errors import ModelError
+from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -126,16 +126,13 @@ class SuffixObjective:
             self.after = self.embed(self.ids_tensor(layout.after))
             self.target_emb = self.embed(self.target)
         self.cache: Any = None
-        params = inspect.signature(model.forward).parameters
         # only the target positions need logits: skips most of the unembedding (49k-wide on SmolLM2)
-        n_keep = len(target_ids) + 1
-        self.keep: dict[str, object] = {"logits_to_keep": n_keep} if "logits_to_keep" in params else {}
-        # transformers 5.x renamed ``past_key_values`` to ``cache``; accept either so the prefix KV is reused
-        self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        self.keep: dict[str, object] = dict(keep_last_logits(model, len(target_ids) + 1))
+        self.cache_kw = cache_kwarg(model) or "past_key_values"
         if use_prefix_cache and layout.before:
             with torch.no_grad():
                 out = model(inputs_embeds=self.before, use_cache=True)
-            self.cache = out["cache"] if "cache" in out else out["past_key_values"]
+            self.cache = output_cache(out)
 
     def ids_tensor(self, ids: Sequence[int]) -> torch.Tensor:
         return torch.tensor([list(ids)], dtype=torch.long, device=self.device)

@@ -6,9 +6,9 @@ last entry is after the final norm, §1.7); then one patched forward of the targ
 
 Fast path (§1.6 b, exact): patching never touches positions before ``eval_start`` and attention is causal, so
 the target runs once on the prefix ``[0, eval_start)`` with a KV cache, and the window ``[eval_start, eval_end)``
-is run once for every (source, layer) at once — one batch row per patch, plus one clean row for ``s_full`` —
-over the cache repeated across the batch. Only the window is fed, because the logits at ``eval_end - 1``
-already predict the last entity token. Each layer's hook patches only its own row.
+is run once for every (source, layer) in one forward over that cache. Only the window is fed, because the logits
+at ``eval_end - 1`` already predict the last entity token. A row patched at block l is the clean row below l, so it
+joins the batch at l (:func:`fast_scores`): each block runs only the rows already patched below it.
 
 ``uds_compat=True`` reproduces the reference's source states: ``hidden_states[l + 1]``, whose last entry is the
 post-final-norm state, so the last layer's patch applies the norm twice and source = target gives Δ ≠ 0 there.
@@ -16,16 +16,19 @@ post-final-norm state, so the last layer's patch applies the norm twice and sour
 
 from __future__ import annotations
 
-import inspect
+import copy
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from remnant.errors import UnsupportedArchitecture
 from remnant.latent.inputs import EncodedExample
 from remnant.models.arch import resolve_parts
-from remnant.models.hooks import capture_blocks, patch_block
+from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
+from remnant.models.hooks import append_rows, capture_blocks, patch_block
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -47,23 +50,47 @@ def mean_entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 
 
 
 @torch.no_grad()
+def source_states_many(
+    source: PreTrainedModel,
+    examples: Sequence[EncodedExample],
+    layers: Sequence[int],
+    *,
+    uds_compat: bool = False,
+    batch_size: int = 8,
+) -> list[dict[int, torch.Tensor]]:
+    """Block outputs of ``source`` at each example's window rows, from hooks (or compat hidden_states), for
+    ``batch_size`` examples per forward. Each row's ids are right-padded, without a mask: in a causal model no
+    position reads a later one, so the window rows are those of the example alone; nothing past ``eval_end`` is fed.
+    """
+    device = next(source.parameters()).device
+    out: list[dict[int, torch.Tensor]] = []
+    for start in range(0, len(examples), batch_size):
+        group = examples[start : start + batch_size]
+        ids = torch.zeros(len(group), max(ex.eval_end for ex in group), dtype=torch.long, device=device)
+        for r, ex in enumerate(group):
+            ids[r, : ex.eval_end] = torch.tensor(ex.input_ids[: ex.eval_end], dtype=torch.long)
+        with capture_blocks(source, layers) as captured:
+            source(input_ids=ids, **keep_last_logits(source))  # no logits are read
+        if uds_compat:
+            # The reference reads hidden_states[l + 1]: the block output, except the last entry, which is the final
+            # norm of the last block's output (§1.7). Rebuilt from the hooks: output_hidden_states=True makes
+            # transformers >= 5 install permanent capture hooks on every block of ``source``, which outlive the call.
+            parts = resolve_parts(source)
+            last = len(parts.blocks) - 1
+            if last in captured:
+                captured[last] = parts.final_norm(captured[last])
+        out += [
+            {layer: captured[layer][r, ex.eval_start : ex.eval_end].float() for layer in layers}
+            for r, ex in enumerate(group)
+        ]
+    return out
+
+
 def source_states(
     source: PreTrainedModel, ex: EncodedExample, layers: Sequence[int], *, uds_compat: bool = False
 ) -> dict[int, torch.Tensor]:
-    """Block outputs of ``source`` on ``ex``'s ids at the window rows, from hooks (or compat hidden_states)."""
-    ids = _ids(ex, source)
-    window = slice(ex.eval_start, ex.eval_end)
-    with capture_blocks(source, layers) as captured:
-        source(input_ids=ids)
-    if uds_compat:
-        # The reference reads hidden_states[l + 1]: the block output, except the last entry, which is the final
-        # norm of the last block's output (§1.7). Rebuilt from the hooks: output_hidden_states=True makes
-        # transformers >= 5 install permanent capture hooks on every block of ``source``, which outlive the call.
-        parts = resolve_parts(source)
-        last = len(parts.blocks) - 1
-        if last in captured:
-            captured[last] = parts.final_norm(captured[last])
-    return {layer: captured[layer][0, window].float() for layer in layers}
+    """Block outputs of ``source`` on ``ex``'s window rows (:func:`source_states_many` of one example)."""
+    return source_states_many(source, [ex], layers, uds_compat=uds_compat)[0]
 
 
 @torch.no_grad()
@@ -86,51 +113,105 @@ def naive_scores(
     return s_full, out
 
 
-def cache_kwarg(model: PreTrainedModel) -> str:
-    """The forward keyword for a KV cache: ``cache`` from transformers 5.2x, ``past_key_values`` before."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+class PrefixMemo:
+    """The target's prefix keys and values per example, kept for the next source patched into the same target
+    (stage 2 over a pool repeats stage 1's prefixes). Bounded: past ``max_bytes`` a prefix is recomputed, not kept.
+    Each ``get`` returns a copy, because a forward appends the window to the cache it is given."""
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._kept: dict[tuple[int, ...], Any] = {}
+        self._target: weakref.ref[PreTrainedModel] | None = None
+
+    def get(self, target: PreTrainedModel, ex: EncodedExample) -> Any:
+        if self._target is None or self._target() is not target:  # kept for another model: never read
+            return None
+        kept = self._kept.get(ex.input_ids[: ex.eval_start])
+        return None if kept is None else copy.deepcopy(kept)
+
+    def put(self, target: PreTrainedModel, ex: EncodedExample, cache: Any) -> None:
+        if self._target is None or self._target() is not target:
+            self._kept, self.bytes, self._target = {}, 0, weakref.ref(target)
+        size = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+        if self.bytes + size <= self.max_bytes:
+            self._kept[ex.input_ids[: ex.eval_start]] = copy.deepcopy(cache)
+            self.bytes += size
 
 
-def kv_cache(output: Any) -> Any:
-    """The KV cache of a forward output under either transformers naming."""
-    return output["cache"] if "cache" in output else output["past_key_values"]
-
-
-def _row_patch(rows: list[tuple[int, torch.Tensor]]) -> Any:
-    def patch(hidden: torch.Tensor) -> torch.Tensor:
-        new = hidden.clone()
-        for row, value in rows:
-            new[row] = value.to(hidden.dtype)
-        return new
-
-    return patch
+def _grow_cache(cache: Any, rows_at: Sequence[int]) -> None:
+    """Repeat each block's prefix keys and values to the number of rows that block will see."""
+    for layer, n in zip(cache.layers, rows_at, strict=True):
+        layer.batch_repeat_interleave(n)
 
 
 @torch.no_grad()
 def fast_scores(
-    target: PreTrainedModel, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
-) -> tuple[float, list[list[float]]]:
-    """Same values as :func:`naive_scores` from one prefix forward and one batched window forward."""
+    target: PreTrainedModel,
+    ex: EncodedExample,
+    sources: Sequence[SourceStates],
+    layers: Sequence[int],
+    prefixes: PrefixMemo | None = None,
+    *,
+    clean: bool = True,
+) -> tuple[float | None, list[list[float]]]:
+    """Same values as :func:`naive_scores` from one prefix forward and one window forward whose batch grows.
+
+    The window starts as one clean row. A row patched at block l equals the clean row below l, so it joins the
+    batch at l: block l's hook appends one row per source holding that source's block-l state on the window (the
+    patch covers the whole window). Block i therefore runs 1 + (sources × patched layers below i) rows instead of
+    every row through every block, about half the work over all layers. The prefix keys and values of each block
+    are repeated to that block's row count; masks and position embeddings are built for one row and broadcast.
+    ``prefixes`` keeps the target's prefix keys and values between calls on the same target (a pool's sources).
+    ``clean=False`` (stage 2, which has ``s_full`` from stage 1) drops the clean row once the first patched rows
+    exist, and returns None for ``s_full``.
+    """
+    cache_name = cache_kwarg(target)
+    if cache_name is None or not layers:  # a forward that takes no cache at given positions; nothing patched
+        return naive_scores(target, ex, sources, layers)
     ids = _ids(ex, target)
     ps, pe = ex.eval_start, ex.eval_end
-    n_rows = 1 + len(sources) * len(layers)
+    blocks = resolve_parts(target).blocks
+    order = sorted(set(layers))
+    keep = 1 if clean else 0  # the clean row, past the first patched block
+    rows_at = [
+        len(sources) * sum(1 for layer in order if layer < i) + (keep if i > order[0] else 1)
+        for i in range(len(blocks))
+    ]
     cache = None
     if ps > 0:
-        cache = kv_cache(target(input_ids=ids[:, :ps], use_cache=True))
-        cache.batch_repeat_interleave(n_rows)
-    window = ids[:, ps:pe].expand(n_rows, -1)
-    per_layer: dict[int, list[tuple[int, torch.Tensor]]] = {layer: [] for layer in layers}
-    for s, states in enumerate(sources):
-        for j, layer in enumerate(layers):
-            per_layer[layer].append((1 + s * len(layers) + j, states[layer]))
+        cache = prefixes.get(target, ex) if prefixes is not None else None
+        if cache is None:
+            cache = output_cache(target(input_ids=ids[:, :ps], use_cache=True, **keep_last_logits(target)))
+            if prefixes is not None:
+                prefixes.put(target, ex, cache)
+        _grow_cache(cache, rows_at)
     with ExitStack() as stack:
-        for layer, rows in per_layer.items():
-            stack.enter_context(patch_block(target, layer, _row_patch(rows)))
-        kwargs = {cache_kwarg(target): cache} if cache is not None else {}
-        logits = target(input_ids=window, use_cache=cache is not None, **kwargs).logits
-    scores = [mean_entity_logprob(logits[r], ex, offset=ps) for r in range(n_rows)]
-    out = [scores[1 + s * len(layers) : 1 + (s + 1) * len(layers)] for s in range(len(sources))]
-    return scores[0], out
+        for layer in order:
+            rows = torch.stack([states[layer] for states in sources])
+            stack.enter_context(append_rows(target, layer, rows, replace=not clean and layer == order[0]))
+        kwargs = {cache_name: cache} if cache is not None else {}
+        logits = target(input_ids=ids[:, ps:pe], use_cache=cache is not None, **kwargs).logits
+    if logits.shape[0] != keep + len(sources) * len(order):
+        raise UnsupportedArchitecture(
+            f"{type(target).__name__}: the patched window came out with {logits.shape[0]} rows, not "
+            f"{keep + len(sources) * len(order)}"
+        )
+    row = {
+        (s, layer): keep + len(sources) * j + s for j, layer in enumerate(order) for s in range(len(sources))
+    }
+    out = [
+        [mean_entity_logprob(logits[row[s, layer]], ex, offset=ps) for layer in layers]
+        for s in range(len(sources))
+    ]
+    return (mean_entity_logprob(logits[0], ex, offset=ps) if clean else None), out
 
 
-__all__ = ["SourceStates", "fast_scores", "mean_entity_logprob", "naive_scores", "source_states"]
+__all__ = [
+    "PrefixMemo",
+    "SourceStates",
+    "fast_scores",
+    "mean_entity_logprob",
+    "naive_scores",
+    "source_states",
+]

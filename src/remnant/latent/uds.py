@@ -18,8 +18,8 @@ not on the 0–1 scale and without KE selection. It is labelled as such wherever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -201,6 +201,9 @@ class Stage1:
     encoded: Encoded
     full_scores: tuple[float, ...]
     d1: tuple[tuple[float, ...], ...]
+    #: the full model's prefix keys and values, kept in memory for stage 2 of each source scored against this
+    #: stage 1 (a pool's models share them); never serialised
+    prefixes: Any = field(default_factory=lambda: _prefix_memo(), compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -214,14 +217,36 @@ class Stage1:
         }
 
 
-def _scores(
-    target: Any, ex: EncodedExample, sources: Sequence[Any], layers: Sequence[int], cfg: UDSConfig
-) -> tuple[float, list[list[float]]]:
-    from remnant.latent.patching import fast_scores, naive_scores, source_states
+def _prefix_memo() -> Any:
+    from remnant.latent.patching import PrefixMemo
 
-    states = [source_states(src, ex, layers, uds_compat=cfg.uds_compat) for src in sources]
-    run = fast_scores if cfg.fast else naive_scores
-    return run(target, ex, states, layers)
+    return PrefixMemo()
+
+
+def _patched(
+    target: Any,
+    examples: Sequence[EncodedExample],
+    source: Any,
+    layers: Sequence[int],
+    cfg: UDSConfig,
+    prefixes: Any = None,
+    *,
+    clean: bool = True,
+) -> Iterator[tuple[float | None, list[float]]]:
+    """Per example: ``s_full`` (None when ``clean`` is off: stage 2 has it from stage 1) and ``source`` patched
+    in at each layer. The source's states are read a few examples per forward."""
+    from remnant.latent.patching import fast_scores, naive_scores, source_states_many
+
+    step = 8
+    for start in range(0, len(examples), step):
+        group = examples[start : start + step]
+        states = source_states_many(source, group, layers, uds_compat=cfg.uds_compat, batch_size=step)
+        for ex, state in zip(group, states, strict=True):
+            if cfg.fast:
+                s_full, (row,) = fast_scores(target, ex, [state], layers, prefixes, clean=clean)
+            else:
+                s_full, (row,) = naive_scores(target, ex, [state], layers)
+            yield s_full, row
 
 
 def _stage1_key(full_d: str, retain_d: str, encoded: Encoded, layers: Sequence[int], cfg: UDSConfig) -> str:
@@ -259,17 +284,18 @@ def stage1(
     key = _stage1_key(full_d, retain_d, encoded, layers, cfg)
     cache = DigestCache(cache_dir) if cache_dir is not None else None
     hit = cache.get_json(STAGE1_KIND, key) if cache is not None else None
+    prefixes = _prefix_memo()
     if hit is not None:
         full_scores = tuple(float(v) for v in hit["full_scores"])
         d1 = tuple(tuple(float(v) for v in r) for r in hit["d1"])
     else:
         fs, rows = [], []
-        for ex in encoded.examples:
-            s_full, (patched,) = _scores(full, ex, [retain], layers, cfg)
+        for s_full, patched in _patched(full, encoded.examples, retain, layers, cfg, prefixes):
+            assert s_full is not None  # the clean row is kept unless clean=False
             fs.append(s_full)
             rows.append(tuple(s_full - s for s in patched))
         full_scores, d1 = tuple(fs), tuple(rows)
-    result = Stage1(key, full_d, retain_d, tuple(layers), encoded, full_scores, d1)
+    result = Stage1(key, full_d, retain_d, tuple(layers), encoded, full_scores, d1, prefixes)
     if cache is not None and hit is None:
         cache.put_json(STAGE1_KIND, key, result.to_json())
     return result
@@ -295,8 +321,8 @@ def score_source(
     cfg = cfg or UDSConfig()
     layers = list(s1.layers)
     rows: list[UDSExampleResult] = []
-    for ex, s_full, d1 in zip(s1.encoded.examples, s1.full_scores, s1.d1, strict=True):
-        _, (patched,) = _scores(full, ex, [source], layers, cfg)
+    scored = _patched(full, s1.encoded.examples, source, layers, cfg, s1.prefixes, clean=False)
+    for ex, s_full, d1, (_, patched) in zip(s1.encoded.examples, s1.full_scores, s1.d1, scored, strict=True):
         d2 = [s_full - s for s in patched]
         rows.append(UDSExampleResult.profile(ex.idx, s_full, d1, d2, layers, cfg.tau))
     return UDSResult(
@@ -343,8 +369,10 @@ def uds_no_retain(
     encoded = encode_examples(tokenizer, examples, cfg.prompt_format, cfg.system_prompt)
     layers = cfg.resolve_layers(original)
     rows: list[UDSExampleResult] = []
-    for ex in encoded.examples:
-        s_full, (patched,) = _scores(original, ex, [unlearned], layers, cfg)
+    for ex, (s_full, patched) in zip(
+        encoded.examples, _patched(original, encoded.examples, unlearned, layers, cfg), strict=True
+    ):
+        assert s_full is not None  # the clean row is kept unless clean=False
         d2 = [s_full - s for s in patched]
         value = sum(max(v, 0.0) for v in d2) / len(d2)
         rows.append(UDSExampleResult(idx=ex.idx, full_score=s_full, d1=[], d2=d2, ke_layers=[], uds=value))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from remnant.metrics.forward import cache_kwarg, logits_keep_kwarg
+from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -97,15 +97,14 @@ def greedy_pruned(
         raise ValueError("this model's forward takes no position ids or cache: use generate")
     eos = _eos_ids(model, eos_token_id)
     device = next(model.parameters()).device
-    keep_name = logits_keep_kwarg(model)
-    keep = {keep_name: 1} if keep_name is not None else {}
+    keep = keep_last_logits(model)
     ids, mask = ids.to(device), mask.to(device)
     positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
     rows = list(range(ids.shape[0]))  # the original row of each live batch row
     new: list[list[int]] = [[] for _ in rows]
     with torch.inference_mode():
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **keep)
-        cache: Any = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a cache whose rows cannot be dropped
             return None
         last = positions[:, -1:]

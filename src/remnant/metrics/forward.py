@@ -23,7 +23,6 @@ path's rounding would move it in the fourth digit.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ import numpy as np
 import torch
 
 from remnant.metrics.scores import FloatArray, IntArray, TokenScores
+from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, logits_keep_kwarg, output_cache
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -52,24 +52,6 @@ class ScoredSequence:
 def _device(model: PreTrainedModel) -> torch.device:
     device: torch.device = next(model.parameters()).device
     return device
-
-
-def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
-    """The forward keyword that limits the output head to the last positions, or None when there is none."""
-    params = inspect.signature(model.forward).parameters
-    for name in ("logits_to_keep", "num_logits_to_keep"):
-        if name in params:
-            return name
-    return None
-
-
-def cache_kwarg(model: PreTrainedModel) -> str | None:
-    """The forward keyword for a key/value cache (``cache`` from transformers 5.2x, ``past_key_values`` before),
-    or None when the forward cannot take a cache at given positions (the prefix-sharing path is then off)."""
-    params = inspect.signature(model.forward).parameters
-    if "position_ids" not in params:
-        return None
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 def _vocab_stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,13 +139,10 @@ def _score_shared(
     starts = torch.tensor([len(prefixes[gi]) for gi in owner], dtype=torch.long)
     positions = starts[:, None] + torch.arange(ids.shape[1], dtype=torch.long)[None, :]
     device = _device(model)
-    keep_name = logits_keep_kwarg(model)
-    keep = {keep_name: 1} if keep_name is not None else {}  # the prefix's logits are not read
+    keep = keep_last_logits(model)  # the prefix's logits are not read
     with torch.inference_mode():
         out = model(input_ids=pre_ids.to(device), attention_mask=pre_mask.to(device), use_cache=True, **keep)
-        cache: Any = getattr(out, "cache", None)
-        if cache is None:
-            cache = getattr(out, "past_key_values", None)
+        cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a legacy tuple cache: score these groups plainly
             return [_score_batch(model, g, [False] * len(g), pad_id) for g in groups]
         cache.batch_select_indices(torch.tensor(owner, dtype=torch.long, device=device))
@@ -267,8 +246,6 @@ def teacher_forced_pass(
 __all__ = [
     "ScoredSequence",
     "TokenScores",
-    "cache_kwarg",
-    "logits_keep_kwarg",
     "teacher_forced_pass",
     "token_scores",
 ]

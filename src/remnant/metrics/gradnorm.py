@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from remnant.metrics.forward import ScoredSequence, TokenScores, logits_keep_kwarg, token_scores
+from remnant.metrics.forward import ScoredSequence, TokenScores, token_scores
 from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
+from remnant.models.forward_keywords import logits_keep_kwarg
 from remnant.models.grads import grad_required
 
 if TYPE_CHECKING:

@@ -68,6 +68,82 @@ def test_fast_path_equals_naive(latent_states: dict[str, Any], source: str) -> N
         assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
+def test_the_growing_batch_equals_naive_on_each_family(
+    family: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The fast path's batch grows along the depth (a row joins at its patched block); on every tiny family, with
+    three sources (rows of one block interleaved), layers listed out of order and a repeated layer, each patched
+    score equals the naive path's one-forward-per-patch score."""
+    from fixtures_models import build_tiny_model
+    from remnant.models import load_model
+
+    target = load_model(build_tiny_model(family, tmp_path_factory.mktemp(family) / "m", seed=0), dtype="fp32")
+    others = [
+        load_model(
+            build_tiny_model(family, tmp_path_factory.mktemp(family) / f"s{k}", seed=k), dtype="fp32"
+        ).model
+        for k in (1, 2)
+    ]
+    tok, layers = target.tokenizer, [1, 0, 1]  # every tiny family has two blocks
+    sources = [mix(target.model, others[0], 0.5), *others]
+    checked = 0
+    for ex in encode_examples(tok, [*EXAMPLES, *EXTRA]).examples:
+        states = [source_states(m, ex, layers) for m in sources]
+        f_full, f_rows = fast_scores(target.model, ex, states, layers)
+        n_full, n_rows = naive_scores(target.model, ex, states, layers)
+        assert abs(f_full - n_full) < 1e-5
+        assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
+        assert f_rows[0][0] == f_rows[0][2]  # the repeated layer reads the same row
+        assert len({round(r[0], 4) for r in f_rows}) > 1  # the sources' rows differ: not one row read thrice
+        checked += 1
+    assert checked >= 4
+
+
+def test_kept_prefixes_give_the_same_scores_and_stay_with_their_model(latent_states: dict[str, Any]) -> None:
+    """Stage 2 over a pool reads the full model's prefixes that stage 1 kept: the same scores as recomputing them
+    (a memo of 0 bytes keeps nothing); another target never reads them; a kept prefix is copied, not consumed."""
+    from remnant.latent.patching import PrefixMemo
+
+    s = latent_states
+    half = mix(s["full"], s["retain"], 0.5)
+    s1 = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES)
+    assert s1.prefixes.bytes > 0  # stage 1 kept the prefixes it computed
+    kept = [score_source(s["full"], half, s1).score for _ in range(2)]  # the second reads copies again
+    fresh = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES)
+    object.__setattr__(fresh, "prefixes", PrefixMemo(max_bytes=0))
+    assert kept[0] == kept[1] == score_source(s["full"], half, fresh).score
+    assert fresh.prefixes.bytes == 0
+    memo = PrefixMemo()
+    ex = next(e for e in encode_examples(s["tokenizer"], EXAMPLES).examples if e.eval_start > 0)
+    states = [source_states(half, ex, [0, 1])]
+    fast_scores(s["full"], ex, states, [0, 1], memo)
+    assert memo.get(s["full"], ex) is not None and memo.get(s["retain"], ex) is None
+    f_full, f_rows = fast_scores(s["retain"], ex, states, [0, 1], memo)  # another target: its own prefix
+    n_full, n_rows = naive_scores(s["retain"], ex, states, [0, 1])
+    assert abs(f_full - n_full) < 1e-5
+    assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("uds_compat", [False, True])
+def test_source_states_read_together_equal_each_alone(
+    latent_states: dict[str, Any], uds_compat: bool
+) -> None:
+    """Examples of different lengths right-padded into one forward give each example's own window states."""
+    from remnant.latent.patching import source_states_many
+
+    s = latent_states
+    examples = encode_examples(s["tokenizer"], [*EXAMPLES, *EXTRA]).examples
+    assert len({ex.eval_end for ex in examples}) > 1  # padding happens
+    together = source_states_many(s["full"], examples, [0, 1], uds_compat=uds_compat, batch_size=4)
+    for ex, states in zip(examples, together, strict=True):
+        alone = source_states(s["full"], ex, [0, 1], uds_compat=uds_compat)
+        for layer in (0, 1):
+            assert states[layer].shape == (ex.eval_end - ex.eval_start, alone[layer].shape[-1])
+            # float32 rounding at the scale of the states (the taught model's reach ~100)
+            assert (states[layer] - alone[layer]).abs().max() <= 1e-6 * alone[layer].abs().max()
+
+
 def test_fast_and_naive_uds_agree(latent_states: dict[str, Any]) -> None:
     s = latent_states
     half = mix(s["full"], s["retain"], 0.5)

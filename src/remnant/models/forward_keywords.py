@@ -1,0 +1,42 @@
+"""The keywords a model's ``forward`` takes for a key/value cache and for keeping only the last logits, and the
+cache a forward returned: transformers renamed ``past_key_values`` to ``cache`` in 5.2x (the old name warns, and
+goes in 5.40) and ``num_logits_to_keep`` to ``logits_to_keep`` before that. Every incremental or prefix-sharing
+forward in remnant asks here, so each runs on either naming."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+
+def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
+    """The forward keyword that limits the output head to the last positions, or None when there is none."""
+    params = inspect.signature(model.forward).parameters
+    return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in params), None)
+
+
+def keep_last_logits(model: PreTrainedModel, n: int = 1) -> dict[str, int]:
+    """Forward keywords that compute the output head on the last ``n`` positions only ({} when the model cannot)."""
+    name = logits_keep_kwarg(model)
+    return {name: n} if name is not None else {}
+
+
+def cache_kwarg(model: PreTrainedModel) -> str | None:
+    """The forward keyword for a key/value cache (``cache`` from transformers 5.2x, ``past_key_values`` before),
+    or None when the forward cannot take a cache at given positions (a prefix-sharing path is then off)."""
+    params = inspect.signature(model.forward).parameters
+    if "position_ids" not in params:
+        return None
+    return next((name for name in ("cache", "past_key_values") if name in params), None)
+
+
+def output_cache(output: Any) -> Any:
+    """The key/value cache a forward returned under either naming (None when it returned none)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else getattr(output, "past_key_values", None)
+
+
+__all__ = ["cache_kwarg", "keep_last_logits", "logits_keep_kwarg", "output_cache"]
