@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from remnant.engine.audit_base import Audit, AuditInputs, blank_fields
+from remnant.engine.audit_base import Audit, AuditInputs, Keep, Keeper, blank_fields
 from remnant.engine.cell import CellTarget
 from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
 from remnant.records import CellStatus, Reading
@@ -61,6 +61,8 @@ class AuditPlan:
     tokenizer: Any = None
     cache_dir: Path | None = None
     reference_role: str = "control"
+    #: what the audit reuses between the states it reads (UDS stage 1): the plan's own, or a sweep worker's
+    keep: Keep = field(default_factory=Keeper, compare=False, repr=False)
     #: Why the audit's inputs could not be built (its readings are *failed*), or None.
     error: str | None = None
 
@@ -118,7 +120,7 @@ class AuditMeasurement(Measurement):
         role = p.roles.get(target.state, REMOVED)
         start = time.perf_counter()
         references = {name: p.anchors[ANCHOR_OF.get(name, name)] for name in p.audit.references}
-        inputs = AuditInputs(p.data, p.labels, role, p.tokenizer, p.cache_dir)
+        inputs = AuditInputs(p.data, p.labels, role, p.tokenizer, p.cache_dir, p.keep)
         figures = p.audit.read(loaded(state, self), references, inputs)
         elapsed = time.perf_counter() - start
         out: list[Record] = []

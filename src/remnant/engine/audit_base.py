@@ -16,8 +16,8 @@ declarations, never the audit's name. Pure: no torch at import (the audits impor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -31,6 +31,22 @@ Figure = tuple[float | None, list[str], str, str, str, tuple[float, float] | Non
 #: The reference states an audit may declare (C-H7b): the model with the target, a model that never saw it, the
 #: never-modified control.
 REFERENCES = ("full", "retain", "control")
+
+#: ``keep(key, make)``: ``make()``'s value, made once per key for as long as the keeper lives (an audit plan, or a
+#: sweep worker's cache). What an audit reuses between audited states: work that reads only its references.
+Keep = Callable[[Hashable, Callable[[], Any]], Any]
+
+
+@dataclass(frozen=True, eq=False)
+class Keeper:
+    """A :data:`Keep` in memory, for the life of the object that holds it (an assessment's audit plan)."""
+
+    _kept: dict[Hashable, Any] = field(default_factory=dict)
+
+    def __call__(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class AuditInputs:
     role: str
     tokenizer: Any = None
     cache_dir: Path | None = None
+    keep: Keep = field(default_factory=Keeper, compare=False, repr=False)
 
 
 def blank_fields(labels: Any, state: str) -> tuple[list[str], str, str, str]:

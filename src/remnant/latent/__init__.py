@@ -101,15 +101,27 @@ class UDSAudit(Audit):
 
     def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
         full, ref = references["full"], references["retain"]
-        s1 = stage1(
-            full.model,
-            ref.model,
-            inputs.tokenizer,
-            inputs.data["examples"],
-            self.config,
-            cache_dir=inputs.cache_dir,
-            full_digest=full.digest,
-            retain_digest=ref.digest,
+        examples = tuple(inputs.data["examples"])
+        # stage 1 reads only the references: made once for every state this keeper's audit reads (its figures and
+        # the full model's prefixes), and kept on disk by a digest of its inputs
+        s1 = inputs.keep(
+            (
+                "uds-stage1",
+                full.digest,
+                ref.digest,
+                repr(self.config),
+                examples,
+            ),  # a config's layers may be a list
+            lambda: stage1(
+                full.model,
+                ref.model,
+                inputs.tokenizer,
+                examples,
+                self.config,
+                cache_dir=inputs.cache_dir,
+                full_digest=full.digest,
+                retain_digest=ref.digest,
+            ),
         )
         r = score_source(full.model, state.model, s1, self.config, source_digest=state.digest)
         return _uds_figures(self, r, state, inputs)

@@ -22,7 +22,7 @@ from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.spec import ExistingSpec, GeneratedSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Hashable
 
     from transformers import PreTrainedTokenizerBase
 
@@ -145,7 +145,12 @@ class WorkerContext:
         if self.ws.threads > 0:
             torch.set_num_threads(self.ws.threads)
 
-    def _cached(self, key: tuple[str, ...], load: Callable[[], T]) -> T:
+    def kept(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``'s value, made once per key in this worker for this run (what audits reuse between the pool's
+        models: UDS stage 1 against the pool's references)."""
+        return self._cached(("kept", key), make)
+
+    def _cached(self, key: tuple[Hashable, ...], load: Callable[[], T]) -> T:
         """``load()`` through this worker's model cache (remnant.states.cache), scoped to this run and store."""
         from remnant.states.cache import worker_cache
 

@@ -121,7 +121,9 @@ def _runtime(ctx: WorkerContext, with_refs: bool) -> Runtime:
     from remnant.models.zoo import remnant_home
 
     # this node's cache (content-addressed, atomic writes): a task never writes the driver's sweep folder
-    rt = Runtime(tokenizer=ctx.tokenizer(), fmt=ctx.fmt(), cache_dir=remnant_home() / "cache" / "uds")
+    rt = Runtime(
+        tokenizer=ctx.tokenizer(), fmt=ctx.fmt(), cache_dir=remnant_home() / "cache" / "uds", keep=ctx.kept
+    )
     if with_refs:
         rt.full = ctx.load_model(ctx.pool.model(ctx.pool.references["full"]))
         rt.retain = ctx.load_model(ctx.pool.model(ctx.pool.references["retain"]))

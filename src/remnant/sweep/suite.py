@@ -34,6 +34,7 @@ from remnant.records import CellRecord
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
+    from remnant.engine.audit_base import Keep
     from remnant.latent.inputs import EntityExample
     from remnant.metrics.measurement import MetricMeasurement
     from remnant.metrics.rows import QARow
@@ -138,6 +139,7 @@ def audit_measurement(
     (C-H6), each with its references named (C-H7b); a pool model's readings carry the role ``removed``."""
     from remnant import registry
     from remnant.engine.audit import ANCHOR_OF, AuditMeasurement, AuditPlan
+    from remnant.engine.audit_base import Keeper
     from remnant.latent.block import Anchors
 
     audit = registry.create("audit", name, params)
@@ -156,6 +158,7 @@ def audit_measurement(
         tokenizer=None if runtime is None else runtime.tokenizer,
         cache_dir=None if runtime is None else runtime.cache_dir,
         reference_role="retain",
+        keep=runtime.keep if runtime is not None and runtime.keep is not None else Keeper(),
     )
     return AuditMeasurement(plan)
 
@@ -169,6 +172,7 @@ class Runtime:
     full: Any = None
     retain: Any = None
     cache_dir: Path | None = None
+    keep: Keep | None = None  # the worker's: what audits reuse between the pool's models
 
 
 def _inputs(suite: Suite, data: SuiteData) -> dict[str, object]:

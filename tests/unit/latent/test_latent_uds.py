@@ -240,3 +240,46 @@ def test_aggregate_golden() -> None:
     assert aggregate_example([0.5, 0.01, 1.0], [0.4, 5.0, 2.0]) == pytest.approx(1.4 / 1.5)
     assert aggregate_example([0.5, 1.0], [-1.0, 0.25]) == pytest.approx(0.25 / 1.5)
     assert aggregate_example([0.05, 0.0], [1.0, 1.0]) is None  # τ is strict
+
+
+def test_an_audits_keeper_makes_stage_one_once_for_every_state_it_reads(
+    latent_states: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The UDS audit reads stage 1 through its inputs' keeper: one keeper (an assessment's audit plan, a sweep
+    worker) makes it once for every audited state, with the figures a fresh stage 1 gives; a new keeper makes it
+    again."""
+    from types import SimpleNamespace
+
+    import remnant.latent as latent
+    from remnant import registry
+    from remnant.engine.audit_base import AuditInputs, Keeper
+    from remnant.latent.block import Anchors
+
+    s = latent_states
+    made: list[str] = []
+    real = latent.stage1
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append("stage1")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(latent, "stage1", counted)
+    audit = registry.create("audit", "uds", {"layers": [0, 1]})  # as a config gives them: a list
+    refs = {
+        "full": SimpleNamespace(model=s["full"], digest="f" * 64),
+        "retain": SimpleNamespace(model=s["retain"], digest="r" * 64),
+    }
+    sources = [mix(s["full"], s["retain"], w) for w in (0.3, 0.7)]
+    states = [
+        SimpleNamespace(model=m, digest=f"{i}" * 64, role="post_removal") for i, m in enumerate(sources)
+    ]
+
+    def inputs(keep: Keeper) -> AuditInputs:
+        return AuditInputs({"examples": EXAMPLES}, Anchors(), "removed", s["tokenizer"], None, keep)
+
+    shared = Keeper()
+    kept = [audit.read(state, refs, inputs(shared))[0][0] for state in states]
+    assert made == ["stage1"]
+    fresh = [audit.read(state, refs, inputs(Keeper()))[0][0] for state in states]
+    assert made == ["stage1"] * 3
+    assert kept == fresh and kept[0] != kept[1]

@@ -60,9 +60,15 @@ def swept(tmp_path_factory: pytest.TempPathFactory, tiny_llama_dir: Path) -> Ite
     root = tmp_path_factory.mktemp("sweep")
     spec = write_spec(root, tiny_spec(tiny_llama_dir, root / "store", relearn=True, methods=METHODS))
     out = root / "out"
-    assert main(["sweep", "run", str(spec), "--out", str(out), "--quiet"]) == 0
+    stage1_made: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        import remnant.latent as latent
+
+        real = latent.stage1
+        patch.setattr(latent, "stage1", lambda *a, **k: stage1_made.append(1) or real(*a, **k))
+        assert main(["sweep", "run", str(spec), "--out", str(out), "--quiet"]) == 0
     assert main(["sweep", "report", str(out)]) == 0
-    yield {"root": root, "spec": spec, "out": out, "store": root / "store"}
+    yield {"root": root, "spec": spec, "out": out, "store": root / "store", "stage1_made": len(stage1_made)}
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -114,6 +120,14 @@ def test_the_results_table_has_a_row_per_model_and_perturbation_with_labels_and_
     assert all(0.0 < float(r["forget_Q_A_Prob"]) < 1.0 for r in rows if r["status"] == "ok")
     assert by[("npo-lr0.001-s0", "nf4")]["forget_Q_A_Prob"] != npo["forget_Q_A_Prob"]  # NF4 moved the weights
     assert {r["status"] for r in rows if r["model"] != "npo-div-lr1-s0"} == {"ok"}
+
+
+def test_the_worker_makes_uds_stage_one_once_for_the_whole_pool(swept: dict[str, Any]) -> None:
+    """Every UDS cell of the pool (each model, each perturbation) reads one stage 1, made once by this process's
+    worker and kept (its figures and the full model's prefixes), not once per model."""
+    readings = [r for r in RecordStore(swept["out"] / RECORDS_FILE).read() if isinstance(r, Reading)]
+    uds = [r for r in readings if r.audit == "uds" and r.status == "run"]
+    assert len(uds) >= 4 and swept["stage1_made"] == 1
 
 
 def test_a_diverged_removal_is_a_recorded_outcome_in_the_table(swept: dict[str, Path]) -> None:
