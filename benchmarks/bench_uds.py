@@ -112,7 +112,8 @@ def main() -> None:
     body += (
         f"\n\nTwo-stage UDS (stage 1 not cached), median of {args.repeats} alternated runs. The last two columns "
         "compare every per-layer Δ1 and Δ2 and the UDS score between the two paths: equal up to float32 "
-        "rounding (the fast path reorders the same arithmetic into one batched forward)."
+        "rounding (the fast path reorders the same arithmetic: one prefix forward, one window forward whose batch "
+        "grows along the depth, a source's states read eight examples per forward)."
     )
     write_section("uds", "UDS: fast path vs naive patching", body, write=not args.no_write)
 
