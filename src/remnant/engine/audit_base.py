@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from remnant.engine.measurement import State
@@ -32,21 +32,26 @@ Figure = tuple[float | None, list[str], str, str, str, tuple[float, float] | Non
 #: never-modified control.
 REFERENCES = ("full", "retain", "control")
 
-#: ``keep(key, make)``: ``make()``'s value, made once per key for as long as the keeper lives (an audit plan, or a
-#: sweep worker's cache). What an audit reuses between audited states: work that reads only its references.
-Keep = Callable[[Hashable, Callable[[], Any]], Any]
+T = TypeVar("T")
+
+
+class Keep(Protocol):
+    """``keep(key, make)``: ``make()``'s value, made once per key for as long as the keeper lives (an audit plan, or
+    a sweep worker's cache). What an audit reuses between audited states: work that reads only its references."""
+
+    def __call__(self, key: Hashable, make: Callable[[], T], /) -> T: ...
 
 
 @dataclass(frozen=True, eq=False)
 class Keeper:
-    """A :data:`Keep` in memory, for the life of the object that holds it (an assessment's audit plan)."""
+    """A :class:`Keep` in memory, for the life of the object that holds it (an assessment's audit plan)."""
 
-    _kept: dict[Hashable, Any] = field(default_factory=dict)
+    _kept: dict[Hashable, object] = field(default_factory=dict)
 
-    def __call__(self, key: Hashable, make: Callable[[], Any]) -> Any:
+    def __call__(self, key: Hashable, make: Callable[[], T], /) -> T:
         if key not in self._kept:
             self._kept[key] = make()
-        return self._kept[key]
+        return cast(T, self._kept[key])  # stored by a make() under the same key
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import copy
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -31,7 +31,8 @@ from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, outpu
 from remnant.models.hooks import append_rows, capture_blocks, patch_block
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+    from transformers import Cache, PreTrainedModel
+    from transformers.cache_utils import DynamicLayer
 
 #: Per source, per layer: the source's block output on the window rows, shape [eval_end - eval_start, d].
 SourceStates = Mapping[int, torch.Tensor]
@@ -121,27 +122,41 @@ class PrefixMemo:
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._kept: dict[tuple[int, ...], Any] = {}
+        self._kept: dict[tuple[int, ...], Cache] = {}
         self._target: weakref.ref[PreTrainedModel] | None = None
 
-    def get(self, target: PreTrainedModel, ex: EncodedExample) -> Any:
+    def get(self, target: PreTrainedModel, ex: EncodedExample) -> Cache | None:
         if self._target is None or self._target() is not target:  # kept for another model: never read
             return None
         kept = self._kept.get(ex.input_ids[: ex.eval_start])
         return None if kept is None else copy.deepcopy(kept)
 
-    def put(self, target: PreTrainedModel, ex: EncodedExample, cache: Any) -> None:
+    def put(self, target: PreTrainedModel, ex: EncodedExample, cache: Cache) -> None:
         if self._target is None or self._target() is not target:
             self._kept, self.bytes, self._target = {}, 0, weakref.ref(target)
-        size = sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
+        size = sum(
+            t.numel() * t.element_size()
+            for layer in _kv_layers(cache) or ()
+            for t in (layer.keys, layer.values)
+            if t is not None
+        )
         if self.bytes + size <= self.max_bytes:
             self._kept[ex.input_ids[: ex.eval_start]] = copy.deepcopy(cache)
             self.bytes += size
 
 
-def _grow_cache(cache: Any, rows_at: Sequence[int]) -> None:
+def _kv_layers(cache: Cache | None) -> list[DynamicLayer] | None:
+    """The cache's per-block key/value layers, or None when it has another kind (a linear-attention layer's state
+    cannot be repeated per row here)."""
+    from transformers.cache_utils import DynamicLayer
+
+    layers = [] if cache is None else list(cache.layers)
+    return cast(list[DynamicLayer], layers) if all(isinstance(x, DynamicLayer) for x in layers) else None
+
+
+def _grow_cache(layers: Sequence[DynamicLayer], rows_at: Sequence[int]) -> None:
     """Repeat each block's prefix keys and values to the number of rows that block will see."""
-    for layer, n in zip(cache.layers, rows_at, strict=True):
+    for layer, n in zip(layers, rows_at, strict=True):
         layer.batch_repeat_interleave(n)
 
 
@@ -183,9 +198,12 @@ def fast_scores(
         cache = prefixes.get(target, ex) if prefixes is not None else None
         if cache is None:
             cache = output_cache(target(input_ids=ids[:, :ps], use_cache=True, **keep_last_logits(target)))
-            if prefixes is not None:
+            if cache is not None and prefixes is not None and _kv_layers(cache) is not None:
                 prefixes.put(target, ex, cache)
-        _grow_cache(cache, rows_at)
+        kv = _kv_layers(cache)
+        if cache is None or kv is None:  # no cache came back, or one this cannot repeat per row
+            return naive_scores(target, ex, sources, layers)
+        _grow_cache(kv, rows_at)
     with ExitStack() as stack:
         for layer in order:
             rows = torch.stack([states[layer] for states in sources])

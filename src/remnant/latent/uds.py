@@ -32,6 +32,8 @@ from remnant.latent.inputs import Encoded, EncodedExample, EntityExample, Prompt
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from remnant.latent.patching import PrefixMemo
+
 TAU = 0.05
 STAGE1_KIND = "uds-stage1"
 
@@ -203,7 +205,7 @@ class Stage1:
     d1: tuple[tuple[float, ...], ...]
     #: the full model's prefix keys and values, kept in memory for stage 2 of each source scored against this
     #: stage 1 (a pool's models share them); never serialised
-    prefixes: Any = field(default_factory=lambda: _prefix_memo(), compare=False, repr=False)
+    prefixes: PrefixMemo = field(default_factory=lambda: _prefix_memo(), compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -217,19 +219,19 @@ class Stage1:
         }
 
 
-def _prefix_memo() -> Any:
+def _prefix_memo() -> PrefixMemo:
     from remnant.latent.patching import PrefixMemo
 
     return PrefixMemo()
 
 
 def _patched(
-    target: Any,
+    target: PreTrainedModel,
     examples: Sequence[EncodedExample],
-    source: Any,
+    source: PreTrainedModel,
     layers: Sequence[int],
     cfg: UDSConfig,
-    prefixes: Any = None,
+    prefixes: PrefixMemo | None = None,
     *,
     clean: bool = True,
 ) -> Iterator[tuple[float | None, list[float]]]:

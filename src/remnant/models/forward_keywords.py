@@ -6,10 +6,10 @@ forward in remnant asks here, so each runs on either naming."""
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+    from transformers import Cache, PreTrainedModel
 
 
 def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
@@ -33,9 +33,9 @@ def cache_kwarg(model: PreTrainedModel) -> str | None:
     return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
-def output_cache(output: Any) -> Any:
+def output_cache(output: object) -> Cache | None:
     """The key/value cache a forward returned under either naming (None when it returned none)."""
-    cache = getattr(output, "cache", None)
+    cache: Cache | None = getattr(output, "cache", None)
     return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
