@@ -31,8 +31,9 @@ HEADER = """# Benchmark results
 Each figure compares a fast path with its baseline in the same run and is reported as a ratio:
 the machines are shared and noisy, so absolute seconds are for orientation only. Reproduce with `make bench`
 (tiny random models, about a minute) or `make bench BENCH_ARGS=--smollm2` (adds SmolLM2-135M-Instruct from the
-zoo cache; about an hour on 2 CPU cores: the naive UDS baseline, real sampling at seed 003's setting, and
-OpenUnlearning's own evaluator when `REMNANT_OPENUNLEARNING_SRC` names their checkout, bench_eval.py).
+zoo cache; about an hour on 2 CPU cores: the naive UDS baseline, real sampling at seed 003's setting,
+OpenUnlearning's own evaluator when `REMNANT_OPENUNLEARNING_SRC` names their checkout, bench_eval.py, and the UDS
+reference code over a pool when `REMNANT_UDS_REFERENCE` names its checkout, bench_uds_pool.py, about 20 minutes).
 Each script rewrites only its own section below; the machine line of a section says where it ran.
 """
 

@@ -17,9 +17,9 @@ stage 1 (retain patched into full) once for the pool; each pool model then costs
 The two are timed in alternation, one pool model at a time; the figure is the ratio of the medians of the
 per-model costs. The examples are the first ``--examples`` records of the reference's own
 ``tofu_data/forget10_filtered.json``, read by each tool its own way; each model's UDS and every example's
-score must agree (the script fails otherwise). Run: ``.venv/bin/python benchmarks/bench_uds_pool.py
---reference DIR`` (DIR: ``git clone https://github.com/gnueaj/unlearning-depth-score``); without a checkout named
-the script says so and measures nothing (``make bench`` runs it that way).
+score must agree (the script fails otherwise). Run: ``.venv/bin/python benchmarks/bench_uds_pool.py --smollm2
+--reference DIR`` (DIR: ``git clone https://github.com/gnueaj/unlearning-depth-score``); without ``--smollm2`` and a
+checkout named the script says so and measures nothing (a plain ``make bench`` runs it that way).
 """
 
 from __future__ import annotations
@@ -95,9 +95,10 @@ def main() -> None:
     p.add_argument("--models", type=int, default=10, help="pool models sharing one full and retain model")
     p.add_argument("--examples", type=int, default=4, help="first N records of forget10_filtered.json")
     args = p.parse_args()
-    if args.reference is None:
+    if args.reference is None or not args.smollm2:
         print(
-            "bench_uds_pool: no --reference (or REMNANT_UDS_REFERENCE), the UDS reference's checkout; nothing measured"
+            "bench_uds_pool: runs with --smollm2 and --reference (or REMNANT_UDS_REFERENCE), the UDS reference's "
+            "checkout; nothing measured"
         )
         return
     setup(args)
@@ -178,7 +179,7 @@ def main() -> None:
         "line's defaults (batch size 1, every layer), remnant with `uds_compat=True`, the reference's last-layer "
         'reading. "Without the reference\'s log generations" subtracts the greedy generations it makes per model '
         "for its log (30 tokens from the retain and the audited model per example), timed separately. Reproduce: "
-        f"`.venv/bin/python benchmarks/bench_uds_pool.py --reference DIR --models {n} --examples {len(examples)}` "
+        f"`.venv/bin/python benchmarks/bench_uds_pool.py --smollm2 --reference DIR --models {n} --examples {len(examples)}` "
         "(DIR: a checkout of gnueaj/unlearning-depth-score)."
     )
     write_section(
