@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.packs.digest import sha256_text
 from remnant.standard.minima import (
     max_recoveries_for_removed,
     min_n_for_zero_recoveries,
     r21_row,
     upper_bound,
 )
-from remnant.statement.canonical import canonical_text
+from remnant.statement.canonical import canonical_text, sha256_text
 
 if TYPE_CHECKING:
     from remnant.packs.schema import Pack

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.models.files import ModelFiles, model_files
+from remnant.statement.canonical import sha256_text
 
 
 class ModelIdentity(BaseModel):
@@ -49,11 +50,6 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def sha256_text(text: str) -> str:
-    """sha256 of UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _digest(fields: Mapping[str, object]) -> str:

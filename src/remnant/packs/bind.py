@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_json
-from remnant.packs.digest import sha256_text
 from remnant.packs.schema import Item, Pack
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
-from remnant.statement.canonical import canonical_text
+from remnant.statement.canonical import canonical_text, sha256_text
 
 R5_NEAR_ZERO = 0.05
 

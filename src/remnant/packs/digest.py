@@ -5,15 +5,9 @@ Any change to any item, or to any manifest field other than the digest itself, c
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 
-from remnant.statement.canonical import canonical_text
-
-
-def sha256_text(text: str) -> str:
-    """Hex sha256 of ``text`` encoded as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from remnant.statement.canonical import canonical_text, sha256_text
 
 
 def item_digest(item: Mapping[str, object]) -> str:

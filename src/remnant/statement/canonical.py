@@ -116,6 +116,11 @@ def canonical_json(value: object) -> bytes:
     return canonical_text(value).encode("utf-8")
 
 
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text`` encoded as UTF-8 (of a canonical JSON text, a value's digest)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def derive_seed(master: int, *path: str | int) -> int:
     """The seed of one stage or item, derived from the master seed (no global seeding; R23, R24).
 
