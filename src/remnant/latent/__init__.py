@@ -102,16 +102,12 @@ class UDSAudit(Audit):
     def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
         full, ref = references["full"], references["retain"]
         examples = tuple(inputs.data["examples"])
-        # stage 1 reads only the references: made once for every state this keeper's audit reads (its figures and
-        # the full model's prefixes), and kept on disk by a digest of its inputs
+        # Stage 1 reads only the references: made once for every state this keeper's audit reads (its figures and
+        # the full model's prefixes), and kept on disk by a digest of its inputs. repr: a config's layers may be a
+        # list, which does not hash.
+        key = ("uds-stage1", full.digest, ref.digest, repr(self.config), examples)
         s1 = inputs.keep(
-            (
-                "uds-stage1",
-                full.digest,
-                ref.digest,
-                repr(self.config),
-                examples,
-            ),  # a config's layers may be a list
+            key,
             lambda: stage1(
                 full.model,
                 ref.model,

@@ -201,7 +201,7 @@ def fast_scores(
             if cache is not None and prefixes is not None and _kv_layers(cache) is not None:
                 prefixes.put(target, ex, cache)
         kv = _kv_layers(cache)
-        if cache is None or kv is None:  # no cache came back, or one this cannot repeat per row
+        if kv is None or len(kv) != len(blocks):  # no cache, or not one key/value layer per block
             return naive_scores(target, ex, sources, layers)
         _grow_cache(kv, rows_at)
     with ExitStack() as stack:
