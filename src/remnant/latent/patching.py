@@ -20,6 +20,7 @@ import copy
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
 import torch
@@ -28,7 +29,7 @@ from remnant.errors import UnsupportedArchitecture
 from remnant.latent.inputs import EncodedExample
 from remnant.models.arch import resolve_parts
 from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
-from remnant.models.hooks import append_rows, capture_blocks, patch_block
+from remnant.models.hooks import capture_blocks, patch_block
 
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
@@ -145,6 +146,12 @@ class PrefixMemo:
             self.bytes += size
 
 
+def _join(rows: torch.Tensor, hidden: torch.Tensor, *, replace: bool) -> torch.Tensor:
+    """A block's output with ``rows`` appended to the batch (``replace``: the batch becomes ``rows``)."""
+    new = rows.to(hidden.dtype)
+    return new if replace else torch.cat([hidden, new], dim=0)
+
+
 def _kv_layers(cache: Cache | None) -> list[DynamicLayer] | None:
     """The cache's per-block key/value layers, or None when it has another kind (a linear-attention layer's state
     cannot be repeated per row here)."""
@@ -207,7 +214,8 @@ def fast_scores(
     with ExitStack() as stack:
         for layer in order:
             rows = torch.stack([states[layer] for states in sources])
-            stack.enter_context(append_rows(target, layer, rows, replace=not clean and layer == order[0]))
+            replace = not clean and layer == order[0]
+            stack.enter_context(patch_block(target, layer, partial(_join, rows, replace=replace)))
         kwargs = {cache_name: cache} if cache is not None else {}
         logits = target(input_ids=ids[:, ps:pe], use_cache=cache is not None, **kwargs).logits
     if logits.shape[0] != keep + len(sources) * len(order):

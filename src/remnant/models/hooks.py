@@ -49,41 +49,22 @@ def capture_blocks(model: torch.nn.Module, layers: Sequence[int]) -> Iterator[di
 
 
 @contextmanager
-def append_rows(
-    model: torch.nn.Module, layer: int, rows: torch.Tensor, *, replace: bool = False
-) -> Iterator[None]:
-    """Append ``rows`` to the batch block ``layer`` outputs (``replace``: the batch becomes ``rows``): later blocks
-    run them as rows of their own (a batch that grows along the depth, for patches that replace a whole row from
-    that block on)."""
-    block = resolve_parts(model).blocks[layer]
-
-    def hook(_m: object, _i: object, out: Any) -> Any:
-        hidden = _hidden(out)
-        new = rows.to(hidden.dtype)
-        return _replace(out, new if replace else torch.cat([hidden, new], dim=0))
-
-    handle = block.register_forward_hook(hook)
-    try:
-        yield
-    finally:
-        handle.remove()
-
-
-@contextmanager
 def patch_block(
     model: torch.nn.Module,
     layer: int,
     value: torch.Tensor | Callable[[torch.Tensor], torch.Tensor],
     positions: Sequence[int] | None = None,
 ) -> Iterator[None]:
-    """Replace the output of block ``layer`` (at ``positions``, or everywhere) by a tensor or a function of it."""
+    """Replace the output of block ``layer`` (at ``positions``, or everywhere) by a tensor or a function of it. A
+    function's result, with no ``positions``, is taken whole: it may change the batch (rows appended there run
+    through the later blocks as rows of their own)."""
     block = resolve_parts(model).blocks[layer]
 
     def hook(_m: object, _i: object, out: Any) -> Any:
         hidden = _hidden(out)
         new = value(hidden) if callable(value) else value.to(hidden.dtype)
         if positions is None:
-            patched = new.expand_as(hidden) if new.shape != hidden.shape else new
+            patched = new if callable(value) or new.shape == hidden.shape else new.expand_as(hidden)
         else:
             patched = hidden.clone()
             idx = list(positions)

@@ -23,10 +23,11 @@ models (``runtime=None``), for the cell keys alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from remnant.engine.audit_base import Keeper
 from remnant.engine.cell import CellTarget, status_record
 from remnant.engine.measurement import Measurement, Record, State
 from remnant.records import CellRecord
@@ -139,7 +140,6 @@ def audit_measurement(
     (C-H6), each with its references named (C-H7b); a pool model's readings carry the role ``removed``."""
     from remnant import registry
     from remnant.engine.audit import ANCHOR_OF, AuditMeasurement, AuditPlan
-    from remnant.engine.audit_base import Keeper
     from remnant.latent.block import Anchors
 
     audit = registry.create("audit", name, params)
@@ -158,7 +158,7 @@ def audit_measurement(
         tokenizer=None if runtime is None else runtime.tokenizer,
         cache_dir=None if runtime is None else runtime.cache_dir,
         reference_role="retain",
-        keep=runtime.keep if runtime is not None and runtime.keep is not None else Keeper(),
+        keep=Keeper() if runtime is None else runtime.keep,
     )
     return AuditMeasurement(plan)
 
@@ -172,7 +172,7 @@ class Runtime:
     full: Any = None
     retain: Any = None
     cache_dir: Path | None = None
-    keep: Keep | None = None  # the worker's: what audits reuse between the pool's models
+    keep: Keep = field(default_factory=Keeper)  # a worker's: what audits reuse between the pool's models
 
 
 def _inputs(suite: Suite, data: SuiteData) -> dict[str, object]:
