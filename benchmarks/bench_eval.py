@@ -187,7 +187,7 @@ def remnant_runner(
         rows = {s: as_rows([r.model_dump() for r in folder.rows(s)], split=s) for s in splits}
         result = evaluate(state, rows.__getitem__, keys, prompt=prompt, settings=settings)
         path = out / f"remnant{next(runs)}.json"
-        write_atomic(path, eval_log_json(result.logs))
+        write_atomic(path, eval_log_json({k: v.to_json() for k, v in result.logs.items()}))
         return {"logs": str(path)}
 
     return run
@@ -414,14 +414,14 @@ def notes(args: Any) -> str:
         f"more than {TOLERANCE:g}, the note puts the worst forget_Q_A_Prob item beside a float64 reduction and "
         "beside their own cross-entropy of the same logits (one sequence, no padding), to show which side "
         "carries the rounding. remnant shares one teacher-forced pass across the "
-        "metrics, runs each question's prompt once for all its answers (paraphrased and perturbed), generates "
-        "once per prompt and drops a row from the batch once it has ended (their `generate` carries every row "
-        "until the batch's longest answer ends; the texts are compared above), and takes a batch's gradient "
-        "norms from one forward and one backward through the activations, each parameter's per-sample norm "
-        "assembled from its module's inputs and output gradients (theirs: one full backward per sample; "
-        "remnant checks the first sequence of each run against its own full backward); that forward's logits "
-        "also give the attacks' teacher-forced readings of the same sequences, which the scoring pass then "
-        "skips. remnant's time by phase is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
+        "metrics, runs each question's prompt and its answers' common start once for all its answers "
+        "(paraphrased and perturbed), generates once per prompt, drops a row from the batch once it has ended "
+        "(their `generate` carries every row until the batch's longest answer ends) and, once few rows are left, "
+        "verifies up to 10 tokens guessed from each row's own earlier text per step (prompt lookup; exact greedy "
+        "decoding, the texts are compared above), and takes a batch's gradient norms from one forward and one "
+        "backward through the activations, each parameter's per-sample norm assembled from its module's inputs "
+        "and output gradients (theirs: one full backward per sample); that forward's logits also give the "
+        "attacks' teacher-forced readings of the same sequences, which the scoring pass then skips. remnant's time by phase is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
         "REMNANT_OPENUNLEARNING_PYTHON=$VENV/bin/python .venv/bin/python benchmarks/bench_eval.py"
         f"{smol} --repeats {args.repeats}`, where `$OU` is a checkout of locuslab/open-unlearning and `$VENV` an "
         "interpreter with omegaconf, hydra-core, hydra-colorlog, datasets and scikit-learn beside remnant's torch "

@@ -8,6 +8,13 @@ cache once it has produced an end-of-sequence token or a stop string. Each row's
 ``generate``'s; the only difference is the number of rows in each matrix product, which can change float32
 rounding, and so the argmax of an exact near-tie, as a different batch size does in ``generate`` itself.
 
+Once few rows are left, a step costs reading the weights, whatever the rows. Each step then also feeds up to
+:data:`MAX_DRAFT` guessed tokens per row (:func:`draft`, "prompt lookup": a greedy answer that loops or quotes its
+prompt is guessed from its own earlier tokens) and keeps the longest prefix of the guess that equals the model's
+own greedy choice at each position, plus the model's next token: exact greedy decoding in fewer steps (speculative
+decoding with the model as its own verifier). Rejected positions stay in the cache as masked holes, as left
+padding does, with position ids carried explicitly.
+
 :func:`pruned_decoding_applies` says when the loop may stand in for ``generate``: the model's generation config
 asks for nothing that changes greedy scores (a repetition penalty, banned words, a minimum length …), and its
 forward takes position ids and a cache with row selection. Otherwise the caller uses ``generate``.
@@ -15,7 +22,7 @@ forward takes position ids and a cache with row selection. Otherwise the caller 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -77,6 +84,59 @@ def _eos_ids(model: PreTrainedModel, fallback: int) -> frozenset[int]:
     return frozenset(int(e) for e in eos) if isinstance(eos, list | tuple) else frozenset({int(eos)})
 
 
+#: Drafted positions are added only while a step holds at most this many token rows (live rows × positions fed).
+#: Below it a step's cost is reading the weights, not the products, so the extra positions are nearly free
+#: (benchmarks/RESULTS.md, evaluation section).
+DRAFT_ROWS = 16
+#: At most this many drafted tokens per row and step, and the longest n-gram looked up.
+MAX_DRAFT = 10
+MAX_NGRAM = 3
+
+
+def draft(context: Sequence[int], k: int) -> list[int]:
+    """Up to ``k`` tokens guessed by "prompt lookup": what followed the latest earlier occurrence of the context's
+    last n tokens (n = 3, 2, 1), copied on through the guess itself, so a loop of any period is drafted whole."""
+    for n in range(min(MAX_NGRAM, len(context) - 1), 0, -1):
+        tail = list(context[-n:])
+        for i in range(len(context) - n - 1, -1, -1):
+            if list(context[i : i + n]) == tail:
+                grown = list(context)
+                for j in range(k):  # i + n + j < len(grown): the source runs ahead of the end
+                    grown.append(grown[i + n + j])
+                return grown[len(context) :]
+    return []
+
+
+def _accepted(greedy: list[int], drafted: list[int]) -> list[int]:
+    """The greedy tokens a step produced: the first, then one more for each leading draft the model agreed with."""
+    m = 0
+    while m < len(drafted) and drafted[m] == greedy[m]:
+        m += 1
+    return greedy[: m + 1]
+
+
+def _ended(
+    new: list[int],
+    tokens: list[int],
+    eos: frozenset[int],
+    stop: Callable[[list[int]], bool] | None,
+    limit: int,
+) -> bool:
+    """Append ``tokens`` to ``new`` one at a time as generate would, True once the row has ended."""
+    for token in tokens:
+        new.append(token)
+        if token in eos or (stop is not None and stop(new)) or len(new) >= limit:
+            return True
+    return False
+
+
+def _fed(pending: list[int], drafts: list[list[int]], device: torch.device) -> torch.Tensor:
+    """(rows, 1 + longest draft) input ids: each row's pending token, its draft, then filler (masked later)."""
+    width = 1 + max(len(d) for d in drafts)
+    fed = [[p, *d, *([p] * (width - 1 - len(d)))] for p, d in zip(pending, drafts, strict=True)]
+    return torch.tensor(fed, dtype=torch.long, device=device)
+
+
 def greedy_pruned(
     model: PreTrainedModel,
     ids: torch.Tensor,
@@ -85,54 +145,67 @@ def greedy_pruned(
     max_new_tokens: int,
     eos_token_id: int,
     stop: Callable[[list[int]], bool] | None = None,
+    max_draft: int = MAX_DRAFT,
 ) -> list[list[int]] | None:
     """Each row's new tokens (its end-of-sequence token included when it produced one) for left-padded ``ids``.
 
     ``stop`` is asked after each new token of a row with that row's new tokens so far; a True ends the row, as a
     stopping criterion does in ``generate``. None when the model's cache cannot drop rows (the caller then uses
-    ``generate``).
+    ``generate``). ``max_draft`` 0 turns drafting off (module docstring).
     """
     cache_name = cache_kwarg(model)
     if cache_name is None:
         raise ValueError("this model's forward takes no position ids or cache: use generate")
     eos = _eos_ids(model, eos_token_id)
     device = next(model.parameters()).device
-    keep = keep_last_logits(model)
     ids, mask = ids.to(device), mask.to(device)
     positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    prompts = [row[m.bool()].tolist() for row, m in zip(ids.cpu(), mask.cpu(), strict=True)]
     rows = list(range(ids.shape[0]))  # the original row of each live batch row
     new: list[list[int]] = [[] for _ in rows]
+    drafts: list[list[int]] = [[] for _ in rows]
     with torch.inference_mode():
+        keep = keep_last_logits(model)
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **keep)
         cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a cache whose rows cannot be dropped
             return None
-        last = positions[:, -1:]
-        for _ in range(max_new_tokens):
-            tokens = out.logits[:, -1].to(dtype=torch.float32).argmax(dim=-1)
-            live = []
-            for b, token in enumerate(tokens.tolist()):
-                r = rows[b]
-                new[r].append(int(token))
-                if not (token in eos or (stop is not None and stop(new[r]))):
-                    live.append(b)
-            if not live or len(new[rows[live[0]]]) >= max_new_tokens:
+        last, logits, width = positions[:, -1:], out.logits, 0  # width: positions fed (0: the prompt's pass)
+        while True:
+            greedy = logits.to(dtype=torch.float32).argmax(dim=-1).tolist()
+            made = [_accepted(g, d) for g, d in zip(greedy, drafts, strict=True)]
+            if (
+                width
+            ):  # the pending token and accepted drafts are now cached; the rest of what was fed is a hole
+                for b, tokens in enumerate(made):
+                    mask[b, mask.shape[1] - width + len(tokens) :] = 0
+                last = last + torch.tensor([[len(t)] for t in made], dtype=torch.long, device=device)
+            live = [
+                b
+                for b, tokens in enumerate(made)
+                if not _ended(new[rows[b]], tokens, eos, stop, max_new_tokens)
+            ]
+            if not live:
                 break
             if len(live) < len(rows):
                 index = torch.tensor(live, dtype=torch.long, device=device)
                 cache.batch_select_indices(index)
-                tokens, mask, last = tokens[index], mask[index], last[index]
+                mask, last = mask[index], last[index]
                 rows = [rows[b] for b in live]
-            mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-            last = last + 1
+            k = min(max_draft, DRAFT_ROWS // len(rows) - 1)
+            drafts = [draft(prompts[r] + new[r], k) if k > 0 else [] for r in rows]
+            fed = _fed([new[r][-1] for r in rows], drafts, device)
+            mask = torch.cat([mask, mask.new_ones(fed.shape)], dim=1)
+            keep = keep_last_logits(model) if fed.shape[1] == 1 else {}
             out = model(
-                input_ids=tokens[:, None],
+                input_ids=fed,
                 attention_mask=mask,
-                position_ids=last,
+                position_ids=last + 1 + torch.arange(fed.shape[1], device=device),
                 use_cache=True,
                 **{cache_name: cache},
                 **keep,
             )
+            logits, width = out.logits, fed.shape[1]
     return new
 
 

@@ -13,8 +13,9 @@ Log-softmax is computed in float32 from the model's logits, so bf16 models are s
 
 Shared prompts: sequences whose ids agree up to their first predicting position (a question's answer, paraphrase
 and perturbed answers under one prompt, ~80% of each sequence with a chat template) are scored from one forward of
-that prefix: its key/value cache is copied to each member's row and only the continuations are run, at their true
-positions. Same arithmetic per token as the full forward, up to float32 rounding (the tests hold it to the naive
+that prefix, extended by whatever start all their answers have in common (perturbed answers often differ only in
+the last words); the logits of that common start are read once for every member, its key/value cache is copied to
+each member's row and only the rest of each member is run, at its true positions. Same arithmetic per token as the full forward, up to float32 rounding (the tests hold it to the naive
 pass at 1e-5); models whose ``forward`` takes no cache and ``position_ids`` get the plain batches. Sequences that
 need the vocabulary statistics always go in plain batches, whose per-row results equal a one-sequence forward's:
 min-k++ divides by √σ²_t, and on a near-flat distribution σ²_t is a small difference of large sums, so the shared
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 
 from remnant.metrics.scores import FloatArray, IntArray, TokenScores
-from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, logits_keep_kwarg, output_cache
+from remnant.models.forward_keywords import cache_kwarg, logits_keep_kwarg, output_cache
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -125,26 +126,45 @@ def _prefix(s: ScoredSequence) -> tuple[int, ...]:
     return s.input_ids[: s.label_start - 1]
 
 
+def _common_start(group: Sequence[ScoredSequence]) -> int:
+    """How many leading ids every member of a group holds, short of each member's last: the prompt and the
+    answers' common start ("X grew up in the town of" before each perturbed town)."""
+    ids = [s.input_ids for s in group]
+    n = min(len(x) for x in ids) - 1
+    for j in range(len(_prefix(group[0])), n):
+        if any(x[j] != ids[0][j] for x in ids):
+            return j
+    return n
+
+
 def _score_shared(
     model: PreTrainedModel, groups: Sequence[Sequence[ScoredSequence]], pad_id: int, cache_name: str
 ) -> list[list[TokenScores]]:
-    """Groups of sequences with one prefix each: the prefixes in one forward (right-padded), their cache copied to
+    """Groups of sequences with one prefix each, extended by their answers' common start: the prefixes in one
+    forward (right-padded; the logits of their answer positions read once for all members), their cache copied to
     every member's row, then the members' continuations in one forward at positions prefix length + j."""
-    prefixes = [_prefix(g[0]) for g in groups]
+    shared = [_common_start(g) for g in groups]
+    first = [g[0].label_start - 1 for g in groups]  # the first position whose logits are read
     owner = [gi for gi, g in enumerate(groups) for _ in g]
     members = [s for g in groups for s in g]
-    conts = [s.input_ids[len(prefixes[gi]) :] for gi, s in zip(owner, members, strict=True)]
-    pre_ids, pre_mask = _right_padded(prefixes, pad_id)
+    conts = [s.input_ids[shared[gi] :] for gi, s in zip(owner, members, strict=True)]
+    pre_ids, pre_mask = _right_padded(
+        [g[0].input_ids[:n] for g, n in zip(groups, shared, strict=True)], pad_id
+    )
     ids, mask = _right_padded(conts, pad_id)
-    starts = torch.tensor([len(prefixes[gi]) for gi in owner], dtype=torch.long)
+    starts = torch.tensor([shared[gi] for gi in owner], dtype=torch.long)
     positions = starts[:, None] + torch.arange(ids.shape[1], dtype=torch.long)[None, :]
     device = _device(model)
-    keep = keep_last_logits(model)  # the prefix's logits are not read
+    width = pre_ids.shape[1]
+    keep_name = logits_keep_kwarg(model)
+    keep = {keep_name: max(1, width - min(first))} if keep_name is not None else {}
     with torch.inference_mode():
         out = model(input_ids=pre_ids.to(device), attention_mask=pre_mask.to(device), use_cache=True, **keep)
         cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a legacy tuple cache: score these groups plainly
             return [_score_batch(model, g, [False] * len(g), pad_id) for g in groups]
+        offset = width - out.logits.shape[1]  # out.logits[:, j] is the prediction at position offset + j
+        pre_logits = [out.logits[gi, first[gi] - offset : shared[gi] - offset] for gi in range(len(groups))]
         cache.batch_select_indices(torch.tensor(owner, dtype=torch.long, device=device))
         logits = model(
             input_ids=ids.to(device),
@@ -153,7 +173,14 @@ def _score_shared(
             use_cache=True,
             **{cache_name: cache},
         ).logits
-        flat = [token_scores(logits[r, : len(c) - 1], ids[r, 1 : len(c)], False) for r, c in enumerate(conts)]
+        flat = [
+            token_scores(
+                torch.cat([pre_logits[gi], logits[r, : len(c) - 1]]),
+                torch.tensor(s.input_ids[s.label_start :], dtype=torch.long),
+                False,
+            )
+            for r, (gi, s, c) in enumerate(zip(owner, members, conts, strict=True))
+        ]
     out_groups, at = [], 0
     for g in groups:
         out_groups.append(flat[at : at + len(g)])
@@ -178,7 +205,7 @@ def _plan_shared(
                 groups.append(chunk)
             else:  # nothing to share: a lone sequence costs the same in a plain batch
                 rest.extend(chunk)
-    groups.sort(key=lambda g: -len(_prefix(sequences[g[0]])))
+    groups.sort(key=lambda g: -_common_start([sequences[i] for i in g]))  # similar prefix widths together
     batches: list[list[list[int]]] = []
     rows = 0
     for g in groups:

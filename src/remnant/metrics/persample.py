@@ -2,8 +2,8 @@
 
 The gradient-norm attack needs, for each sample, the 2-norm of the loss gradient with respect to each parameter
 tensor. Done one sample at a time (their ``GradNormAttack``), every sample pays a forward, a backward through the
-activations and the weight gradients, which are then only reduced to a norm. Here a batch runs one forward with
-the parameters frozen and one backward that computes activation gradients only; hooks keep each module's input
+activations and the weight gradients, which are then only reduced to a norm. Here a batch runs one forward and
+one backward that computes activation gradients only (never a parameter's); hooks keep each module's input
 and output gradient, and each parameter's per-sample squared norm is assembled from them:
 
 - a linear layer's gradient for sample b is Σ_t g_t a_tᵀ; its squared Frobenius norm is Σ_{t,s} (a_t·a_s)(g_t·g_s)
@@ -18,12 +18,14 @@ and output gradient, and each parameter's per-sample squared norm is assembled f
 :class:`Unsupported` is raised for what this cannot read exactly (an embedding with ``max_norm`` or frequency
 scaling, a module called with other than one tensor, inputs without a sequence axis or one row per sample, a
 parameter shared between a linear or embedding and another kind of module); the caller then falls back to one
-backward per sample. What no hook can see — a parameter used outside any module call — is caught by the caller's
-self-check (one sequence through its own full backward, :mod:`remnant.metrics.gradnorm`).
+backward per sample. What no hook can see — a parameter used outside any module call, or once more outside its
+module's call — is read from the autograd graph, which has one edge for each use of each parameter; any count
+other than the hooks' is refused the same way.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +61,8 @@ class _Call:
     module: torch.nn.Module
     inputs: torch.Tensor
     grad: torch.Tensor | None = None
+    #: The graph starts at this call's output (an embedding's): its parameters have no edge in the graph.
+    starts: bool = False
 
 
 def _owners(model: torch.nn.Module) -> dict[int, list[tuple[torch.nn.Module, str]]]:
@@ -108,9 +112,9 @@ class _Recorder:
             output = output.expand(self.batch, *output.shape[1:])
         if inputs.shape[0] != self.batch:
             raise Unsupported(f"{type(module).__name__} input is not one row per sample")
-        call = _Call(module, inputs)
+        call = _Call(module, inputs, starts=not args[0].requires_grad)
         self.calls.append(call)
-        if not output.requires_grad:  # an embedding: the graph starts at its output
+        if call.starts:  # an embedding: the graph starts at its output
             output = output.detach().clone().requires_grad_(True)
             self.leaves.append(output)
 
@@ -146,25 +150,42 @@ def _factor(call: _Call, name: str) -> _Factor | None:
 def _row_gram(ri: torch.Tensor, rj: torch.Tensor) -> torch.Tensor:
     """(B, T_i, T_j) inner products of two row factors, token ids standing for one-hot rows."""
     if ri.dim() == 2 and rj.dim() == 2:
-        return (ri[:, :, None] == rj[:, None, :]).to(torch.float64)
+        return (ri[:, :, None] == rj[:, None, :]).to(torch.float32)
     if ri.dim() == 2:  # ⟨e_{id_t}, r_s⟩ = r_s[id_t]
-        return (
-            torch.gather(rj, 2, ri[:, None, :].expand(-1, rj.shape[1], -1)).transpose(1, 2).to(torch.float64)
-        )
+        return torch.gather(rj.float(), 2, ri[:, None, :].expand(-1, rj.shape[1], -1)).transpose(1, 2)
     if rj.dim() == 2:
-        return torch.gather(ri, 2, rj[:, None, :].expand(-1, ri.shape[1], -1)).to(torch.float64)
-    return torch.bmm(ri.to(torch.float64), rj.to(torch.float64).transpose(1, 2))
+        return torch.gather(ri.float(), 2, rj[:, None, :].expand(-1, ri.shape[1], -1))
+    return torch.bmm(ri.float(), rj.float().transpose(1, 2))
 
 
-def _ghost(factors: list[_Factor]) -> torch.Tensor:
+#: Position grams of module inputs already computed in one batch, by the input's storage: q, k and v (and gate and
+#: up) read one tensor, so its gram is made once. The tensor is kept beside its gram, so its storage cannot be
+#: freed and reused by another tensor while the key stands.
+Grams = dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[torch.Tensor, torch.Tensor]]
+
+
+def _input_gram(cols: torch.Tensor, grams: Grams) -> torch.Tensor:
+    key = (cols.data_ptr(), tuple(cols.shape), tuple(cols.stride()))
+    if key not in grams:
+        grams[key] = (cols, torch.bmm(cols.float(), cols.float().transpose(1, 2)).double())
+    return grams[key][1]
+
+
+def _ghost(factors: list[_Factor], grams: Grams) -> torch.Tensor:
     """(B,) squared norms of Σ over factors of Σ_t rows_t ⊗ cols_t, from inner products of positions only.
 
-    Padded positions need no masking: each factor holds an output gradient, which is zero there."""
+    The position grams are float32 products (a float64 copy of an output head's B × T × vocabulary gradient cost
+    more than the rest of the sum); they are combined in float64. Padded positions need no masking: each factor
+    holds an output gradient, which is zero there."""
     acc = torch.zeros(factors[0].cols.shape[0], dtype=torch.float64, device=factors[0].cols.device)
-    for fi in factors:
-        for fj in factors:
-            cols = torch.bmm(fi.cols.float(), fj.cols.float().transpose(1, 2))
-            acc += (_row_gram(fi.rows, fj.rows) * cols).to(torch.float64).sum(dim=(1, 2))
+    for i, fi in enumerate(factors):
+        for j, fj in enumerate(factors[i:], start=i):
+            if i == j:
+                cols = _input_gram(fi.cols, grams)
+            else:
+                cols = torch.bmm(fi.cols.float(), fj.cols.float().transpose(1, 2)).double()
+            term = (_row_gram(fi.rows, fj.rows).double() * cols).sum(dim=(1, 2))
+            acc += term if i == j else 2.0 * term  # the (j, i) term is the same sum transposed
     return acc
 
 
@@ -185,7 +206,7 @@ def _direct(factors: list[_Factor], shape: torch.Size) -> torch.Tensor:
     return out
 
 
-def _matrix_sq_norms(factors: list[_Factor], shape: torch.Size) -> torch.Tensor:
+def _matrix_sq_norms(factors: list[_Factor], shape: torch.Size, grams: Grams) -> torch.Tensor:
     """(B,) squared norms of a 2-D parameter's per-sample gradients, whichever way costs less."""
     n_rows, n_cols = int(shape[0]), int(shape[1])
     lengths = [int(f.cols.shape[1]) for f in factors]
@@ -197,7 +218,7 @@ def _matrix_sq_norms(factors: list[_Factor], shape: torch.Size) -> torch.Tensor:
     direct = n_rows * n_cols + sum(
         t * n_cols * (1 if f.rows.dim() == 2 else n_rows) for f, t in zip(factors, lengths, strict=True)
     )
-    return _ghost(factors) if ghost <= direct else _direct(factors, shape)
+    return _ghost(factors, grams) if ghost <= direct else _direct(factors, shape)
 
 
 def _generic_grads(call: _Call) -> dict[str, torch.Tensor]:
@@ -214,7 +235,7 @@ def _generic_grads(call: _Call) -> dict[str, torch.Tensor]:
     return grads
 
 
-def _param_sq_norms(param: torch.nn.Parameter, uses: list[tuple[_Call, str]]) -> torch.Tensor:
+def _param_sq_norms(param: torch.nn.Parameter, uses: list[tuple[_Call, str]], grams: Grams) -> torch.Tensor:
     """(B,) squared norms of one parameter's per-sample gradients, from the calls that used it."""
     linear_like = [isinstance(c.module, torch.nn.Linear | torch.nn.Embedding) for c, _ in uses]
     if any(linear_like) and not all(linear_like):
@@ -228,10 +249,47 @@ def _param_sq_norms(param: torch.nn.Parameter, uses: list[tuple[_Call, str]]) ->
         return (total * total).flatten(1).sum(1)
     if param.dim() == 2:
         factors = [f for f in (_factor(c, name) for c, name in uses) if f is not None]
-        return _matrix_sq_norms(factors, param.shape)
+        return _matrix_sq_norms(factors, param.shape, grams)
     # a linear layer's bias: Σ_t g_t (zero at padded positions)
     vec = sum((_grad(c).to(torch.float64).sum(dim=1) for c, _ in uses), torch.zeros((), dtype=torch.float64))
     return (vec * vec).sum(dim=1)
+
+
+def _parameter_edges(loss: torch.Tensor) -> Counter[int]:
+    """How many graph edges lead into each leaf tensor (by id) from the operations that produced ``loss``."""
+    edges: Counter[int] = Counter()
+    seen: set[int] = set()
+    stack = [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for child, _ in node.next_functions:
+            variable = getattr(child, "variable", None)  # an AccumulateGrad node: a leaf's use
+            if variable is not None:
+                edges[id(variable)] += 1
+            elif child is not None:
+                stack.append(child)
+    return edges
+
+
+def _check_uses(
+    params: list[torch.nn.Parameter],
+    owners: dict[int, list[tuple[torch.nn.Module, str]]],
+    calls_of: dict[int, list[_Call]],
+    edges: Counter[int],
+) -> None:
+    """Every use of a parameter in the graph is one call of a module that holds it, seen by the hooks (one edge
+    per call; none for a call where the graph starts). A use elsewhere, a parameter used outside any module
+    call or inside a module's call more than once, would be missing from the norms: refused."""
+    for p in params:
+        seen = sum(1 for m, _ in owners[id(p)] for c in calls_of.get(id(m), []) if not c.starts)
+        if edges.get(id(p), 0) != seen:
+            raise Unsupported(
+                f"a parameter of shape {tuple(p.shape)} is used {edges.get(id(p), 0)} times in the graph, "
+                f"{seen} of them through the module calls the hooks saw"
+            )
 
 
 def per_sample_sq_norms(
@@ -252,22 +310,27 @@ def per_sample_sq_norms(
         _check_module(m)
     recorder = _Recorder(modules, int(ids.shape[0]))
     try:
-        with grad_required(params, False), torch.enable_grad():
+        # The parameters take part in the graph (so it shows every use of them) but the backward computes only
+        # the activations' gradients: ``inputs`` names the graph's starts, never a parameter.
+        with grad_required(params, True), torch.enable_grad():
             logits = model(input_ids=ids, attention_mask=mask, use_cache=False, **forward).logits
             if not recorder.leaves:
                 raise Unsupported("no embedding module starts the graph")
             loss = loss_fn(logits, ids.shape[1] - logits.shape[1]).sum()
+            edges = _parameter_edges(loss)
             torch.autograd.backward(loss, inputs=recorder.leaves)
         recorder.active = False
         calls_of: dict[int, list[_Call]] = {}
         for call in recorder.calls:
             if call.grad is not None:
                 calls_of.setdefault(id(call.module), []).append(call)
+        _check_uses(params, owners, calls_of, edges)
         columns = []
+        grams: Grams = {}
         for p in params:
             uses = [(c, name) for m, name in owners[id(p)] for c in calls_of.get(id(m), [])]
             if uses:
-                columns.append(_param_sq_norms(p, uses))
+                columns.append(_param_sq_norms(p, uses, grams))
     finally:
         recorder.close()
     table = (

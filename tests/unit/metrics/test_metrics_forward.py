@@ -139,6 +139,46 @@ def test_shared_prompts_equal_plain_batches_and_run_each_prompt_once(
         np.testing.assert_array_equal(c.logprobs, b.logprobs)
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
+def test_answers_common_start_runs_once_with_the_prompt(family: str, request: pytest.FixtureRequest) -> None:
+    """Perturbed answers that differ only at the end ("... grew up in the town of X"): the prompt and their common
+    start run once, each member runs only what follows; the readings equal the plain full forward's. One answer is
+    the common start itself plus one token, so the shared part stops short of every member's last token."""
+    import os
+
+    from remnant.models.load import load_model
+
+    state = load_model(request.getfixturevalue(f"tiny_{family}_dir"))
+    setting = OpenUnlearningPrompt.for_tokenizer(state.tokenizer)
+    question = "Where did Zorvak Telumi grow up?"
+    answers = [f"Zorvak Telumi grew up in the town of {town}." for town in ("Kuopio", "Vantaa", "Oulu Bay")]
+    seqs = [ScoredSequence(*_encoded(state.tokenizer, setting, question, a)) for a in answers]
+    common = len(os.path.commonprefix([s.input_ids for s in seqs]))
+    seqs.append(ScoredSequence(seqs[0].input_ids[: common + 1], seqs[0].label_start))
+    shared_len = min(common, min(len(s.input_ids) for s in seqs) - 1)
+    assert shared_len > seqs[0].label_start + 5  # the answers' common start is long
+    tokens: list[int] = []
+    hook = state.model.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _o: tokens.append(int(args[0].numel()))
+    )
+    try:
+        shared = teacher_forced_pass(state.model, seqs, batch_size=8)
+        shared_tokens = list(tokens)
+        plain = teacher_forced_pass(_NoCache(state.model), seqs, batch_size=8)
+    finally:
+        hook.remove()
+    assert shared_tokens == [shared_len, len(seqs) * max(len(s.input_ids) - shared_len for s in seqs)]
+    for a, b in zip(shared, plain, strict=True):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+        np.testing.assert_array_equal(a.argmax, b.argmax)
+        np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def _encoded(tok: Any, setting: Any, question: str, answer: str) -> tuple[tuple[int, ...], int]:
+    enc = encode_qa(tok, setting, question, answer)
+    return enc.full_ids, enc.label_start
+
+
 class _LegacyCache(torch.nn.Module):
     """A forward that takes a cache and positions but returns a legacy tuple cache (no batch selection)."""
 

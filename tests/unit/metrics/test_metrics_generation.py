@@ -140,3 +140,54 @@ def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
     monkeypatch.setattr(generation, "greedy_pruned", lambda *a, **k: used.append(real(*a, **k)) or used[-1])
     assert greedy_generations(model, tok, prompts, batch_size=5, max_new_tokens=8) == expected
     assert used == [None]  # the pruned loop declined, and generate gave the texts
+
+
+def test_a_draft_is_what_followed_the_latest_match_copied_on_through_a_loop() -> None:
+    from remnant.metrics.decode import draft
+
+    assert draft([5, 1, 2, 3, 1, 2, 3], 5) == [1, 2, 3, 1, 2]  # period 3, drafted past the context's end
+    assert draft([1, 2, 1, 3, 1], 1) == [3]  # the latest earlier 1 is followed by 3, not 2
+    assert draft([7, 8, 9, 7], 2) == [8, 9]  # no 3- or 2-gram repeats: the 1-gram does
+    assert draft([1, 2, 3], 4) == []
+    assert draft([4, 4], 0) == []
+
+
+def _left_padded(prompts: list[tuple[int, ...]], pad: int) -> tuple[Any, Any]:
+    import torch
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    return ids, mask
+
+
+@pytest.mark.parametrize("ending", ["length", "frequent token"])
+def test_drafted_decoding_gives_the_undrafted_tokens(tiny_llama: Any, tiny_llama_dir: Any, ending: str) -> None:
+    """Drafted positions are verified against the model's own greedy choice: the tokens are the same, in fewer
+    steps; rows end inside an accepted draft where their end-of-sequence token falls there."""
+    from remnant.metrics.decode import greedy_pruned
+
+    tok = tiny_llama.tokenizer
+    model = _fresh(tiny_llama_dir)
+    ids, mask = _left_padded(_prompts(tok)[:6], int(tok.pad_token_id or 0))
+    eos = int(tok.eos_token_id)
+    if ending == "frequent token":
+        undrafted = greedy_pruned(model, ids, mask, max_new_tokens=40, eos_token_id=eos, max_draft=0)
+        assert undrafted is not None
+        eos = Counter(t for row in undrafted for t in row[3:]).most_common(1)[0][0]
+        model.generation_config.eos_token_id = eos
+    widths: list[int] = []
+    hook = model.model.register_forward_pre_hook(
+        lambda _m, _a, k: widths.append(int(k["input_ids"].shape[1])), with_kwargs=True
+    )
+    undrafted = greedy_pruned(model, ids, mask, max_new_tokens=40, eos_token_id=eos, max_draft=0)
+    plain_steps, widths[:] = len(widths), []
+    drafted = greedy_pruned(model, ids, mask, max_new_tokens=40, eos_token_id=eos)
+    hook.remove()
+    assert drafted == undrafted
+    assert max(widths[1:]) > 1 and len(widths) < plain_steps
+    if ending == "frequent token":
+        assert len({len(row) for row in drafted}) > 1 and any(row[-1] == eos for row in drafted)

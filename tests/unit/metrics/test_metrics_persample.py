@@ -85,10 +85,23 @@ def test_a_parameter_used_outside_a_module_call_sends_the_run_one_at_a_time(tiny
     model.model.norm.holder = holder  # owned by a module that is never called ...
     model.model.norm.register_forward_hook(lambda _m, _a, out: out + holder.shift)  # ... but used
     seqs = _sequences(model.config.vocab_size, 5, seed=5)
-    batched = _batched_norms(model, seqs, pad_id=0)
-    params = list(model.parameters())
-    assert len(batched[0]) == len(_one_norms(model, params, seqs[0], 2.0)) - 1  # the hooks cannot see it
+    with pytest.raises(Unsupported, match="used 1 times in the graph, 0 of them"):
+        _batched_norms(model, seqs, pad_id=0)  # the hooks cannot see it, the graph can
     assert gradnorm_scores(model, seqs, batch_size=4) == gradnorm_scores(model, seqs, batch_size=1)
+
+
+def test_a_held_parameter_also_used_outside_its_module_sends_the_run_one_at_a_time(tiny_llama_dir: Path) -> None:
+    """The embedding's weight is seen in its own call (so a set of seen parameters would pass) and read once more
+    outside it: the graph starts at the embedding's output (no edge for that call), so its one edge is the use the
+    hooks did not see."""
+    model = _load(tiny_llama_dir)
+    embed = model.model.embed_tokens
+    model.model.norm.register_forward_hook(lambda _m, _a, out: out + embed.weight[3])
+    seqs = _sequences(model.config.vocab_size, 4, seed=9)
+    with pytest.raises(Unsupported, match="used 1 times in the graph, 0 of them"):
+        _batched_norms(model, seqs, pad_id=0)
+    fast = gradnorm_scores(model, seqs, batch_size=4)
+    assert fast == gradnorm_scores(model, seqs, batch_size=1)
 
 
 def test_unsupported_modules_fall_back(tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
