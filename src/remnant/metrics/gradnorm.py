@@ -96,7 +96,9 @@ def _batch_losses(batch: Sequence[ScoredSequence], readings: Readings | None = N
         # the whole batch's logits per row.
         device = logits.device
         at = torch.tensor(rows, dtype=torch.long, device=device)
-        logp = torch.log_softmax(logits[at, torch.tensor(positions, dtype=torch.long, device=device)].float(), -1)
+        logp = torch.log_softmax(
+            logits[at, torch.tensor(positions, dtype=torch.long, device=device)].float(), -1
+        )
         picked = logp.gather(-1, torch.tensor(targets, dtype=torch.long, device=device)[:, None])[:, 0]
         sums = torch.zeros(len(batch), dtype=picked.dtype, device=device).index_add(0, at, picked)
         counts = torch.bincount(at, minlength=len(batch)).to(picked.dtype)

@@ -165,7 +165,9 @@ def _left_padded(prompts: list[tuple[int, ...]], pad: int) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("ending", ["length", "frequent token"])
-def test_drafted_decoding_gives_the_undrafted_tokens(tiny_llama: Any, tiny_llama_dir: Any, ending: str) -> None:
+def test_drafted_decoding_gives_the_undrafted_tokens(
+    tiny_llama: Any, tiny_llama_dir: Any, ending: str
+) -> None:
     """Drafted positions are verified against the model's own greedy choice: the tokens are the same, in fewer
     steps; rows end inside an accepted draft where their end-of-sequence token falls there."""
     from remnant.metrics.decode import greedy_pruned

@@ -90,7 +90,9 @@ def test_a_parameter_used_outside_a_module_call_sends_the_run_one_at_a_time(tiny
     assert gradnorm_scores(model, seqs, batch_size=4) == gradnorm_scores(model, seqs, batch_size=1)
 
 
-def test_a_held_parameter_also_used_outside_its_module_sends_the_run_one_at_a_time(tiny_llama_dir: Path) -> None:
+def test_a_held_parameter_also_used_outside_its_module_sends_the_run_one_at_a_time(
+    tiny_llama_dir: Path,
+) -> None:
     """The embedding's weight is seen in its own call (so a set of seen parameters would pass) and read once more
     outside it: the graph starts at the embedding's output (no edge for that call), so its one edge is the use the
     hooks did not see."""
