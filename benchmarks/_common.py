@@ -11,13 +11,14 @@ with ``--smollm2``, SmolLM2-135M-Instruct from the zoo cache (fetched once from 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,25 @@ def models(args: argparse.Namespace, *, tiny_layers: int = 2) -> list[tuple[str,
         model, tok = smollm2()
         out.append(("SmolLM2-135M-Instruct (30 layers, fp32)", model, tok))
     return out
+
+
+#: What ``busy_core`` runs: one thread of float32 matrix products, for as long as the benchmark runs.
+BUSY_LOOP = "import torch\ntorch.set_num_threads(1)\na = torch.randn(768, 768)\nwhile True:\n    a = torch.tanh(a @ a)\n"
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[None]:
+    """Another process keeps one core busy with matrix products (memory traffic and all) while the block runs:
+    the benchmark as it runs beside someone else's work."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_LOOP], env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        time.sleep(2.0)  # started, and counted in the load average the machine line prints
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def parser(description: str) -> argparse.ArgumentParser:

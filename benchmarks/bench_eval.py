@@ -25,12 +25,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from itertools import count
 from pathlib import Path
 from typing import IO, Any
 
-from _common import ROOT, compare, parser, setup, table, write_section
+from _common import ROOT, busy_core, compare, parser, setup, table, write_section
 
 #: Their metric config names (configs/eval/tofu_metrics): the default TOFU suite less model_utility (it needs the
 #: retain, real-authors and world-facts splits a canary pack does not have), plus the other forget-side metrics.
@@ -340,6 +341,9 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32, help="batch size on both sides (theirs: 32)")
     p.add_argument("--max-new-tokens", type=int, default=200, help="ROUGE generation length (theirs: 200)")
     p.add_argument("--suite", choices=(*SUITES, "both"), default="both")
+    p.add_argument(
+        "--busy", action="store_true", help="run beside a process that keeps one core busy (its own section)"
+    )
     args = p.parse_args()
     src = os.environ.get("REMNANT_OPENUNLEARNING_SRC")
     python = os.environ.get("REMNANT_OPENUNLEARNING_PYTHON", sys.executable)
@@ -352,7 +356,10 @@ def main() -> None:
     rows: list[list[str]] = []
     notes_: list[str] = []
     diffs: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp,
+        busy_core() if args.busy else nullcontext(),
+    ):
         work = Path(tmp)
         data = make_data(work)
         targets = [("tiny Llama (2 layers, hidden 64)", tiny_model_dir(work))]
@@ -379,9 +386,14 @@ def main() -> None:
     body += "\n\nThe largest |remnant − theirs| of each logged metric (per-item values and aggregate; both suites):\n\n"
     body += per_metric_table(diffs, [label for label, _ in targets])
     body += notes(args) + "\n\n" + "\n".join(f"- {n}" for n in notes_)
-    write_section(
-        "eval", "Evaluation: OpenUnlearning's evaluator vs `remnant eval`", body, write=not args.no_write
-    )
+    name, title = "eval", "Evaluation: OpenUnlearning's evaluator vs `remnant eval`"
+    if args.busy:
+        name, title = "eval-busy", title + ", beside a busy core"
+        body = (
+            "The same benchmark (`--busy`) while another process keeps one of the two cores busy with float32 "
+            "matrix products (benchmarks/_common.py `busy_core`).\n\n" + body
+        )
+    write_section(name, title, body, write=not args.no_write)
 
 
 def per_metric_table(diffs: dict[str, dict[str, float]], labels: list[str]) -> str:
@@ -421,9 +433,11 @@ def notes(args: Any) -> str:
         "decoding, the texts are compared above), and takes a batch's gradient norms from one forward and one "
         "backward through the activations, each parameter's per-sample norm assembled from its module's inputs "
         "and output gradients (theirs: one full backward per sample); that forward's logits also give the "
-        "attacks' teacher-forced readings of the same sequences, which the scoring pass then skips. remnant's time by phase is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
+        "attacks' teacher-forced readings of the same sequences, which the scoring pass then skips. remnant's "
+        "time by phase is in the notes below. Reproduce: `REMNANT_OPENUNLEARNING_SRC=$OU/src "
         "REMNANT_OPENUNLEARNING_PYTHON=$VENV/bin/python .venv/bin/python benchmarks/bench_eval.py"
-        f"{smol} --repeats {args.repeats}`, where `$OU` is a checkout of locuslab/open-unlearning and `$VENV` an "
+        f"{smol}{' --busy' if args.busy else ''} --repeats {args.repeats}`, where `$OU` is a checkout of "
+        "locuslab/open-unlearning and `$VENV` an "
         "interpreter with omegaconf, hydra-core, hydra-colorlog, datasets and scikit-learn beside remnant's torch "
         "and transformers (here: `python -m venv $VENV`, a `.pth` file naming `.venv`'s site-packages, then "
         "`$VENV/bin/pip install omegaconf hydra-core hydra-colorlog datasets scikit-learn`)."

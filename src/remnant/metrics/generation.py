@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from remnant.metrics.decode import greedy_pruned, pruned_decoding_applies
 from remnant.metrics.text import decode
+from remnant.models.greedy import greedy_pruned, pruned_decoding_applies
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList

@@ -98,24 +98,38 @@ def generate_greedy(
     max_new_tokens: int,
     batch_size: int = 16,
 ) -> list[str]:
-    """Greedy continuations (left-padded batches), decoded without special tokens (R6 generation path)."""
+    """Greedy continuations (left-padded batches), decoded without special tokens (R6 generation path).
+
+    Where :func:`~remnant.models.greedy.pruned_decoding_applies`, a finished row leaves its batch and the last
+    steps are drafted (:mod:`remnant.models.greedy`: ``generate``'s greedy tokens in fewer steps); otherwise
+    ``generate`` runs."""
+    from remnant.models.greedy import greedy_pruned, pruned_decoding_applies
+
     pad = _pad_id(tokenizer)
+    eos = int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else pad
     device = model_device(model)
+    pruned = pruned_decoding_applies(model)
     texts: list[str] = []
     for start in range(0, len(prompt_ids_list), batch_size):
         chunk = [list(p) for p in prompt_ids_list[start : start + batch_size]]
         width = max(len(p) for p in chunk)
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=device)
-        gen = model.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=pad,
+        rows = (
+            greedy_pruned(model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=eos)
+            if pruned
+            else None
         )
-        for row in gen[:, width:]:
-            texts.append(tokenizer.decode(row, skip_special_tokens=True))
+        if rows is None:
+            gen = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+            )
+            rows = gen[:, width:].tolist()
+        texts += [tokenizer.decode(row, skip_special_tokens=True) for row in rows]
     return texts
 
 

@@ -111,7 +111,7 @@ def test_pruned_decoding_stops_on_stop_strings_as_generate_does(
 
 
 def test_a_score_changing_generation_config_uses_generate(tiny_llama_dir: Any) -> None:
-    from remnant.metrics.decode import pruned_decoding_applies
+    from remnant.models.greedy import pruned_decoding_applies
 
     model = _fresh(tiny_llama_dir)
     assert pruned_decoding_applies(model)
@@ -127,7 +127,8 @@ def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
 ) -> None:
     from transformers import DynamicCache
 
-    from remnant.metrics import decode, generation
+    from remnant.metrics import generation
+    from remnant.models import greedy as decode
 
     tok = tiny_llama.tokenizer
     prompts = _prompts(tok)[:5]
@@ -143,7 +144,7 @@ def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
 
 
 def test_a_draft_is_what_followed_the_latest_match_copied_on_through_a_loop() -> None:
-    from remnant.metrics.decode import draft
+    from remnant.models.greedy import draft
 
     assert draft([5, 1, 2, 3, 1, 2, 3], 5) == [1, 2, 3, 1, 2]  # period 3, drafted past the context's end
     assert draft([1, 2, 1, 3, 1], 1) == [3]  # the latest earlier 1 is followed by 3, not 2
@@ -170,7 +171,7 @@ def test_drafted_decoding_gives_the_undrafted_tokens(
 ) -> None:
     """Drafted positions are verified against the model's own greedy choice: the tokens are the same, in fewer
     steps; rows end inside an accepted draft where their end-of-sequence token falls there."""
-    from remnant.metrics.decode import greedy_pruned
+    from remnant.models.greedy import greedy_pruned
 
     tok = tiny_llama.tokenizer
     model = _fresh(tiny_llama_dir)

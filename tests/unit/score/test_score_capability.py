@@ -45,3 +45,35 @@ def _check_equivalence(model: Any, tok: Any) -> None:
             )
             assert truths[-1] == expected
     assert greedy_match(model, pairs, batch_size=7) == truths
+
+
+def test_batched_greedy_texts_equal_generate_s(tiny_llama: Any, monkeypatch: Any) -> None:
+    """The R6 generation path (rows leave the batch as they end, late steps drafted) gives ``generate``'s texts for
+    left-padded batches whose rows end at different steps (a frequent token made the end-of-sequence id)."""
+    from collections import Counter
+
+    from remnant.models import greedy
+    from remnant.score import capability
+
+    model, tok = tiny_llama.model, tiny_llama.tokenizer
+    prompts = [list(range(3 + i, 9 + 2 * i)) for i in range(7)]
+    saved_eos = model.generation_config.eos_token_id
+    try:
+        model.generation_config.eos_token_id = None
+        ids = [
+            tok(t, add_special_tokens=False)["input_ids"]
+            for t in capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
+        ]
+        model.generation_config.eos_token_id = Counter(i for row in ids for i in row[2:10]).most_common(1)[0][
+            0
+        ]
+        calls: list[int] = []
+        real = greedy.greedy_pruned
+        monkeypatch.setattr(greedy, "greedy_pruned", lambda *a, **k: calls.append(1) or real(*a, **k))
+        pruned = capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
+        monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
+        reference = capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
+    finally:
+        model.generation_config.eos_token_id = saved_eos
+    assert calls == [1, 1] and pruned == reference
+    assert len({len(t) for t in pruned}) > 2  # rows ended at different steps

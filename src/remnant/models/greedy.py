@@ -1,4 +1,5 @@
-"""Greedy decoding that drops finished rows from the batch (the ROUGE metrics' generations).
+"""Greedy decoding that drops finished rows from the batch: every greedy generation of remnant (the ROUGE
+metrics', and the κ generations of R6 every attack and capability reading scores).
 
 ``model.generate`` keeps every row of a batch until the last one ends: a batch where one answer runs to the
 200-token limit pays for all its rows at every step, though most ended after a few dozen tokens. This loop makes
@@ -85,8 +86,8 @@ def _eos_ids(model: PreTrainedModel, fallback: int) -> frozenset[int]:
 
 
 #: Drafted positions are added only while a step holds at most this many token rows (live rows × positions fed).
-#: Below it a step's cost is reading the weights, not the products, so the extra positions are nearly free
-#: (benchmarks/RESULTS.md, evaluation section).
+#: Below it a step's cost is mostly reading the weights, not the products, so the extra positions are nearly free;
+#: RESULTS.md's evaluation notes give the generation phase's time with drafting (benchmarks/bench_eval.py).
 DRAFT_ROWS = 16
 #: At most this many drafted tokens per row and step, and the longest n-gram looked up.
 MAX_DRAFT = 10
