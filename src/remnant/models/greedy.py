@@ -76,12 +76,13 @@ def pruned_decoding_applies(model: PreTrainedModel) -> bool:
     return all(key in _NEUTRAL_FIELDS or default.get(key) == value for key, value in ours.items())
 
 
-def _eos_ids(model: PreTrainedModel, fallback: int) -> frozenset[int]:
-    """The ids that end a row: the generation config's, as ``generate`` reads them, else the tokenizer's."""
+def _eos_ids(model: PreTrainedModel, fallback: int | None) -> frozenset[int]:
+    """The ids that end a row: the generation config's, as ``generate`` reads them, else ``fallback`` (None: no
+    id ends a row, as in ``generate`` without one)."""
     config = getattr(model, "generation_config", None)
     eos = getattr(config, "eos_token_id", None) if config is not None else None
     if eos is None:
-        return frozenset({fallback})
+        return frozenset() if fallback is None else frozenset({fallback})
     return frozenset(int(e) for e in eos) if isinstance(eos, list | tuple) else frozenset({int(eos)})
 
 
@@ -144,7 +145,7 @@ def greedy_pruned(
     mask: torch.Tensor,
     *,
     max_new_tokens: int,
-    eos_token_id: int,
+    eos_token_id: int | None,
     stop: Callable[[list[int]], bool] | None = None,
     max_draft: int = MAX_DRAFT,
 ) -> list[list[int]] | None:
@@ -175,9 +176,8 @@ def greedy_pruned(
         while True:
             greedy = logits.to(dtype=torch.float32).argmax(dim=-1).tolist()
             made = [_accepted(g, d) for g, d in zip(greedy, drafts, strict=True)]
-            if (
-                width
-            ):  # the pending token and accepted drafts are now cached; the rest of what was fed is a hole
+            # after a fed step, the pending token and the accepted drafts are cached; the rest of what was fed is a hole
+            if width:
                 for b, tokens in enumerate(made):
                     mask[b, mask.shape[1] - width + len(tokens) :] = 0
                 last = last + torch.tensor([[len(t)] for t in made], dtype=torch.long, device=device)

@@ -101,12 +101,11 @@ def generate_greedy(
     """Greedy continuations (left-padded batches), decoded without special tokens (R6 generation path).
 
     Where :func:`~remnant.models.greedy.pruned_decoding_applies`, a finished row leaves its batch and the last
-    steps are drafted (:mod:`remnant.models.greedy`: ``generate``'s greedy tokens in fewer steps); otherwise
-    ``generate`` runs."""
+    steps are drafted (:mod:`remnant.models.greedy`: ``generate``'s greedy tokens in fewer steps, ending a row at
+    the generation config's end-of-sequence ids only, as ``generate`` does); otherwise ``generate`` runs."""
     from remnant.models.greedy import greedy_pruned, pruned_decoding_applies
 
     pad = _pad_id(tokenizer)
-    eos = int(tokenizer.eos_token_id) if tokenizer.eos_token_id is not None else pad
     device = model_device(model)
     pruned = pruned_decoding_applies(model)
     texts: list[str] = []
@@ -116,7 +115,7 @@ def generate_greedy(
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=device)
         rows = (
-            greedy_pruned(model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=eos)
+            greedy_pruned(model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=None)
             if pruned
             else None
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from remnant.models.prompts import PromptFormat, encode_pair
 from remnant.score.capability import generate_greedy_ids, greedy_match
 from remnant.score.normalise import answer_matches, normalise_answer
@@ -47,9 +49,11 @@ def _check_equivalence(model: Any, tok: Any) -> None:
     assert greedy_match(model, pairs, batch_size=7) == truths
 
 
-def test_batched_greedy_texts_equal_generate_s(tiny_llama: Any, monkeypatch: Any) -> None:
+@pytest.mark.parametrize("ending", ["no end-of-sequence id", "a frequent token"])
+def test_batched_greedy_texts_equal_generate_s(tiny_llama: Any, monkeypatch: Any, ending: str) -> None:
     """The R6 generation path (rows leave the batch as they end, late steps drafted) gives ``generate``'s texts for
-    left-padded batches whose rows end at different steps (a frequent token made the end-of-sequence id)."""
+    left-padded batches: with no end-of-sequence id in the generation config every row runs to the limit, as in
+    ``generate``, whatever the tokenizer's; with a frequent token as that id, rows end at different steps."""
     from collections import Counter
 
     from remnant.models import greedy
@@ -58,22 +62,24 @@ def test_batched_greedy_texts_equal_generate_s(tiny_llama: Any, monkeypatch: Any
     model, tok = tiny_llama.model, tiny_llama.tokenizer
     prompts = [list(range(3 + i, 9 + 2 * i)) for i in range(7)]
     saved_eos = model.generation_config.eos_token_id
+    calls: list[int] = []
+    real = greedy.greedy_pruned
+    monkeypatch.setattr(greedy, "greedy_pruned", lambda *a, **k: calls.append(1) or real(*a, **k))
+    saved_token = tok.eos_token
     try:
         model.generation_config.eos_token_id = None
-        ids = [
-            tok(t, add_special_tokens=False)["input_ids"]
-            for t in capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
-        ]
-        model.generation_config.eos_token_id = Counter(i for row in ids for i in row[2:10]).most_common(1)[0][
-            0
-        ]
-        calls: list[int] = []
-        real = greedy.greedy_pruned
-        monkeypatch.setattr(greedy, "greedy_pruned", lambda *a, **k: calls.append(1) or real(*a, **k))
+        ids = [capability.generate_greedy_ids(model, tok, p, max_new_tokens=30) for p in prompts]
+        frequent = Counter(i for r in ids for i in r[2:10]).most_common(1)[0][0]
+        if ending == "a frequent token":
+            model.generation_config.eos_token_id = frequent
+        else:  # the tokenizer's end-of-sequence token is frequent, but generate ends no row on it
+            tok.eos_token = tok.convert_ids_to_tokens(frequent)
         pruned = capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
         monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
         reference = capability.generate_greedy(model, tok, prompts, max_new_tokens=30, batch_size=4)
     finally:
         model.generation_config.eos_token_id = saved_eos
-    assert calls == [1, 1] and pruned == reference
-    assert len({len(t) for t in pruned}) > 2  # rows ended at different steps
+        tok.eos_token = saved_token
+    assert len(calls) == 2 and pruned == reference  # two batches
+    if ending == "a frequent token":
+        assert len({len(t) for t in pruned}) > 2  # rows ended at different steps
