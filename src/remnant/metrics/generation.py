@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from remnant.metrics.text import decode
-from remnant.models.greedy import greedy_pruned, pruned_decoding_applies
+from remnant.models.greedy import greedy_pruned, left_padded, pruned_decoding_applies
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList
@@ -75,12 +75,8 @@ def _generate_batch(
 ) -> list[str]:
     eos = int(tokenizer.eos_token_id)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), int(pad), dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for r, p in enumerate(prompts):
-        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-        mask[r, width - len(p) :] = 1
+    ids, mask = left_padded(prompts, int(pad))
+    width = ids.shape[1]
     stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
     rows = None
     if pruned_decoding_applies(model):

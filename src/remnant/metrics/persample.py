@@ -147,6 +147,11 @@ def _factor(call: _Call, name: str) -> _Factor | None:
     return None
 
 
+def _gram(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(B, T_a, T_b) float32 inner products of two dense factors' positions."""
+    return torch.bmm(a.float(), b.float().transpose(1, 2))
+
+
 def _row_gram(ri: torch.Tensor, rj: torch.Tensor) -> torch.Tensor:
     """(B, T_i, T_j) inner products of two row factors, token ids standing for one-hot rows."""
     if ri.dim() == 2 and rj.dim() == 2:
@@ -155,7 +160,7 @@ def _row_gram(ri: torch.Tensor, rj: torch.Tensor) -> torch.Tensor:
         return torch.gather(rj.float(), 2, ri[:, None, :].expand(-1, rj.shape[1], -1)).transpose(1, 2)
     if rj.dim() == 2:
         return torch.gather(ri.float(), 2, rj[:, None, :].expand(-1, ri.shape[1], -1))
-    return torch.bmm(ri.float(), rj.float().transpose(1, 2))
+    return _gram(ri, rj)
 
 
 #: Position grams of module inputs already computed in one batch, by the input's storage: q, k and v (and gate and
@@ -167,7 +172,7 @@ Grams = dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[torch.Tensor, t
 def _input_gram(cols: torch.Tensor, grams: Grams) -> torch.Tensor:
     key = (cols.data_ptr(), tuple(cols.shape), tuple(cols.stride()))
     if key not in grams:
-        grams[key] = (cols, torch.bmm(cols.float(), cols.float().transpose(1, 2)).double())
+        grams[key] = (cols, _gram(cols, cols).double())
     return grams[key][1]
 
 
@@ -180,10 +185,7 @@ def _ghost(factors: list[_Factor], grams: Grams) -> torch.Tensor:
     acc = torch.zeros(factors[0].cols.shape[0], dtype=torch.float64, device=factors[0].cols.device)
     for i, fi in enumerate(factors):
         for j, fj in enumerate(factors[i:], start=i):
-            if i == j:
-                cols = _input_gram(fi.cols, grams)
-            else:
-                cols = torch.bmm(fi.cols.float(), fj.cols.float().transpose(1, 2)).double()
+            cols = _input_gram(fi.cols, grams) if i == j else _gram(fi.cols, fj.cols).double()
             term = (_row_gram(fi.rows, fj.rows).double() * cols).sum(dim=(1, 2))
             acc += term if i == j else 2.0 * term  # the (j, i) term is the same sum transposed
     return acc

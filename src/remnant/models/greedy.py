@@ -62,6 +62,17 @@ _NEUTRAL_FIELDS = frozenset(
 )
 
 
+def left_padded(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``prompts`` left-padded to the longest (as ``generate`` takes a batch), and the attention mask."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    return ids, mask
+
+
 def pruned_decoding_applies(model: PreTrainedModel) -> bool:
     """True when :func:`greedy_pruned` gives ``generate``'s greedy tokens for this model (module docstring)."""
     from transformers import GenerationConfig
@@ -210,4 +221,4 @@ def greedy_pruned(
     return new
 
 
-__all__ = ["greedy_pruned", "pruned_decoding_applies"]
+__all__ = ["draft", "greedy_pruned", "left_padded", "pruned_decoding_applies"]

@@ -103,7 +103,7 @@ def generate_greedy(
     Where :func:`~remnant.models.greedy.pruned_decoding_applies`, a finished row leaves its batch and the last
     steps are drafted (:mod:`remnant.models.greedy`: ``generate``'s greedy tokens in fewer steps, ending a row at
     the generation config's end-of-sequence ids only, as ``generate`` does); otherwise ``generate`` runs."""
-    from remnant.models.greedy import greedy_pruned, pruned_decoding_applies
+    from remnant.models.greedy import greedy_pruned, left_padded, pruned_decoding_applies
 
     pad = _pad_id(tokenizer)
     device = model_device(model)
@@ -111,9 +111,8 @@ def generate_greedy(
     texts: list[str] = []
     for start in range(0, len(prompt_ids_list), batch_size):
         chunk = [list(p) for p in prompt_ids_list[start : start + batch_size]]
-        width = max(len(p) for p in chunk)
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in chunk], device=device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in chunk], device=device)
+        ids, mask = (t.to(device) for t in left_padded(chunk, pad))
+        width = ids.shape[1]
         rows = (
             greedy_pruned(model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=None)
             if pruned

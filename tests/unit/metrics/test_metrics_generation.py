@@ -153,29 +153,17 @@ def test_a_draft_is_what_followed_the_latest_match_copied_on_through_a_loop() ->
     assert draft([4, 4], 0) == []
 
 
-def _left_padded(prompts: list[tuple[int, ...]], pad: int) -> tuple[Any, Any]:
-    import torch
-
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for r, p in enumerate(prompts):
-        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-        mask[r, width - len(p) :] = 1
-    return ids, mask
-
-
 @pytest.mark.parametrize("ending", ["length", "frequent token"])
 def test_drafted_decoding_gives_the_undrafted_tokens(
     tiny_llama: Any, tiny_llama_dir: Any, ending: str
 ) -> None:
     """Drafted positions are verified against the model's own greedy choice: the tokens are the same, in fewer
     steps; rows end inside an accepted draft where their end-of-sequence token falls there."""
-    from remnant.models.greedy import greedy_pruned
+    from remnant.models.greedy import greedy_pruned, left_padded
 
     tok = tiny_llama.tokenizer
     model = _fresh(tiny_llama_dir)
-    ids, mask = _left_padded(_prompts(tok)[:6], int(tok.pad_token_id or 0))
+    ids, mask = left_padded(_prompts(tok)[:6], int(tok.pad_token_id or 0))
     eos = int(tok.eos_token_id)
     if ending == "frequent token":
         undrafted = greedy_pruned(model, ids, mask, max_new_tokens=40, eos_token_id=eos, max_draft=0)
