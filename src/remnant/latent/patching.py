@@ -8,7 +8,8 @@ Fast path (§1.6 b, exact): patching never touches positions before ``eval_start
 the target runs once on the prefix ``[0, eval_start)`` with a KV cache, and the window ``[eval_start, eval_end)``
 is run once for every (source, layer) in one forward over that cache. Only the window is fed, because the logits
 at ``eval_end - 1`` already predict the last entity token. A row patched at block l is the clean row below l, so it
-joins the batch at l (:func:`fast_scores`): each block runs only the rows already patched below it.
+joins the batch at l (:func:`fast_scores_many`): each block runs only the rows already patched below it. Several
+examples' windows run packed in one forward, each kept to its own prefix and window by an explicit mask.
 
 ``uds_compat=True`` reproduces the reference's source states: ``hidden_states[l + 1]``, whose last entry is the
 post-final-norm state, so the last layer's patch applies the norm twice and source = target gives Δ ≠ 0 there.
@@ -16,7 +17,6 @@ post-final-norm state, so the last layer's patch applies the norm twice and sour
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -33,10 +33,12 @@ from remnant.models.hooks import capture_blocks, patch_block
 
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
-    from transformers.cache_utils import DynamicLayer
 
 #: Per source, per layer: the source's block output on the window rows, shape [eval_end - eval_start, d].
 SourceStates = Mapping[int, torch.Tensor]
+#: Per block, the keys and values of one example's prefix, each [1, kv heads, eval_start, head dim]; () when the
+#: example has no prefix.
+PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
 
 def _ids(ex: EncodedExample, model: PreTrainedModel) -> torch.Tensor:
@@ -118,32 +120,108 @@ def naive_scores(
 class PrefixMemo:
     """The target's prefix keys and values per example, kept for the next source patched into the same target
     (stage 2 over a pool repeats stage 1's prefixes). Bounded: past ``max_bytes`` a prefix is recomputed, not kept.
-    Each ``get`` returns a copy, because a forward appends the window to the cache it is given."""
+    The kept tensors are only ever read: a packed forward concatenates them into a cache of its own."""
 
     def __init__(self, max_bytes: int = 256 * 2**20) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._kept: dict[tuple[int, ...], Cache] = {}
+        self._kept: dict[tuple[int, ...], PrefixKV] = {}
         self._target: weakref.ref[PreTrainedModel] | None = None
 
-    def get(self, target: PreTrainedModel, ex: EncodedExample) -> Cache | None:
+    def get(self, target: PreTrainedModel, ex: EncodedExample) -> PrefixKV | None:
         if self._target is None or self._target() is not target:  # kept for another model: never read
             return None
-        kept = self._kept.get(ex.input_ids[: ex.eval_start])
-        return None if kept is None else copy.deepcopy(kept)
+        return self._kept.get(ex.input_ids[: ex.eval_start])
 
-    def put(self, target: PreTrainedModel, ex: EncodedExample, cache: Cache) -> None:
+    def put(self, target: PreTrainedModel, ex: EncodedExample, kv: PrefixKV) -> None:
         if self._target is None or self._target() is not target:
             self._kept, self.bytes, self._target = {}, 0, weakref.ref(target)
-        size = sum(
-            t.numel() * t.element_size()
-            for layer in _kv_layers(cache) or ()
-            for t in (layer.keys, layer.values)
-            if t is not None
-        )
+        size = sum(t.numel() * t.element_size() for pair in kv for t in pair)
         if self.bytes + size <= self.max_bytes:
-            self._kept[ex.input_ids[: ex.eval_start]] = copy.deepcopy(cache)
+            self._kept[ex.input_ids[: ex.eval_start]] = kv
             self.bytes += size
+
+
+def _prefix_kv(
+    target: PreTrainedModel, ex: EncodedExample, n_blocks: int, prefixes: PrefixMemo | None
+) -> PrefixKV | None:
+    """Per block, the target's keys and values on ``ex``'s prefix ``[0, eval_start)`` (empty when there is none),
+    or None when the model's cache is not one key/value layer per block (a linear-attention layer's state cannot be
+    packed or repeated per row here)."""
+    from transformers.cache_utils import DynamicLayer
+
+    if ex.eval_start == 0:
+        return ()
+    kept = prefixes.get(target, ex) if prefixes is not None else None
+    if kept is not None:
+        return kept
+    ids = _ids(ex, target)[:, : ex.eval_start]
+    cache = output_cache(target(input_ids=ids, use_cache=True, **keep_last_logits(target)))
+    layers = [] if cache is None else list(cache.layers)
+    kv_layers = [x for x in layers if isinstance(x, DynamicLayer)]
+    if len(kv_layers) != n_blocks or len(kv_layers) != len(layers):
+        return None
+    kv = tuple((cast(torch.Tensor, x.keys), cast(torch.Tensor, x.values)) for x in kv_layers)
+    if prefixes is not None:
+        prefixes.put(target, ex, kv)
+    return kv
+
+
+def _packed_cache(kvs: Sequence[PrefixKV], rows_at: Sequence[int]) -> Cache | None:
+    """One cache holding every example's prefix one after another, each block's repeated to the rows that block
+    runs (None when no example has a prefix)."""
+    from transformers import DynamicCache
+
+    parts = [kv for kv in kvs if kv]
+    if not parts:
+        return None
+    data = []
+    for b, n in enumerate(rows_at):
+        keys, values = (torch.cat([kv[b][i] for kv in parts], dim=2) for i in (0, 1))
+        data.append((keys.expand(n, -1, -1, -1), values.expand(n, -1, -1, -1)))
+    return DynamicCache(ddp_cache_data=data)
+
+
+def _packed_mask(
+    examples: Sequence[EncodedExample], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """The additive attention mask of the packed window: a window position reads its own example's prefix and its
+    own example's window up to itself, nothing of another example. Keys are every prefix, then every window."""
+    prefix = sum(ex.eval_start for ex in examples)
+    width = sum(ex.eval_end - ex.eval_start for ex in examples)
+    allowed = torch.zeros(width, prefix + width, dtype=torch.bool)
+    p0 = w0 = 0
+    for ex in examples:
+        w = ex.eval_end - ex.eval_start
+        allowed[w0 : w0 + w, p0 : p0 + ex.eval_start] = True
+        allowed[w0 : w0 + w, prefix + w0 : prefix + w0 + w] = torch.ones(w, w, dtype=torch.bool).tril()
+        p0, w0 = p0 + ex.eval_start, w0 + w
+    mask = torch.zeros(width, prefix + width, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+    return mask[None, None].to(device)
+
+
+#: The most bytes of logits one packed window forward may produce (rows × packed positions × vocabulary, float32):
+#: packing stops adding examples there, so a large vocabulary or a long window packs fewer examples.
+PACK_LOGIT_BYTES = 256 * 2**20
+
+
+def window_packs(
+    target: PreTrainedModel, examples: Sequence[EncodedExample], rows: int, max_bytes: int = PACK_LOGIT_BYTES
+) -> list[list[int]]:
+    """Consecutive runs of ``examples``' indices whose windows one forward of ``rows`` rows patches together
+    (:func:`fast_scores_many`), each run's logits within ``max_bytes``; an example alone may exceed it."""
+    per_position = rows * int(target.config.get_text_config().vocab_size) * 4
+    packs: list[list[int]] = []
+    width = 0
+    for i, ex in enumerate(examples):
+        w = ex.eval_end - ex.eval_start
+        if packs and (width + w) * per_position <= max_bytes:
+            packs[-1].append(i)
+            width += w
+        else:
+            packs.append([i])
+            width = w
+    return packs
 
 
 def _join(rows: torch.Tensor, hidden: torch.Tensor, *, replace: bool) -> torch.Tensor:
@@ -152,22 +230,6 @@ def _join(rows: torch.Tensor, hidden: torch.Tensor, *, replace: bool) -> torch.T
     return new if replace else torch.cat([hidden, new], dim=0)
 
 
-def _kv_layers(cache: Cache | None) -> list[DynamicLayer] | None:
-    """The cache's per-block key/value layers, or None when it has another kind (a linear-attention layer's state
-    cannot be repeated per row here)."""
-    from transformers.cache_utils import DynamicLayer
-
-    layers = [] if cache is None else list(cache.layers)
-    return cast(list[DynamicLayer], layers) if all(isinstance(x, DynamicLayer) for x in layers) else None
-
-
-def _grow_cache(layers: Sequence[DynamicLayer], rows_at: Sequence[int]) -> None:
-    """Repeat each block's prefix keys and values to the number of rows that block will see."""
-    for layer, n in zip(layers, rows_at, strict=True):
-        layer.batch_repeat_interleave(n)
-
-
-@torch.no_grad()
 def fast_scores(
     target: PreTrainedModel,
     ex: EncodedExample,
@@ -177,66 +239,101 @@ def fast_scores(
     *,
     clean: bool = True,
 ) -> tuple[float | None, list[list[float]]]:
-    """Same values as :func:`naive_scores` from one prefix forward and one window forward whose batch grows.
+    """:func:`fast_scores_many` of one example."""
+    return fast_scores_many(target, [ex], [sources], layers, prefixes, clean=clean)[0]
 
-    The window starts as one clean row. A row patched at block l equals the clean row below l, so it joins the
-    batch at l: block l's hook appends one row per source holding that source's block-l state on the window (the
-    patch covers the whole window). Block i therefore runs 1 + (sources × patched layers below i) rows instead of
-    every row through every block, about half the work over all layers. The prefix keys and values of each block
-    are repeated to that block's row count; masks and position embeddings are built for one row and broadcast.
-    ``prefixes`` keeps the target's prefix keys and values between calls on the same target (a pool's sources).
-    ``clean=False`` (stage 2, which has ``s_full`` from stage 1) drops the clean row once the first patched rows
-    exist, and returns None for ``s_full``.
+
+@torch.no_grad()
+def fast_scores_many(
+    target: PreTrainedModel,
+    examples: Sequence[EncodedExample],
+    sources: Sequence[Sequence[SourceStates]],
+    layers: Sequence[int],
+    prefixes: PrefixMemo | None = None,
+    *,
+    clean: bool = True,
+) -> list[tuple[float | None, list[list[float]]]]:
+    """Per example, the same values as :func:`naive_scores`, from one forward of every example's window packed
+    into one sequence over their prefixes' keys and values.
+
+    The packed window starts as one clean row. A row patched at block l equals the clean row below l, so it joins
+    the batch at l: block l's hook appends one row per source holding that source's block-l states on the windows
+    (the patch covers each whole window). Block i therefore runs 1 + (sources × patched layers below i) rows
+    instead of every row through every block, about half the work over all layers; packing the examples makes each
+    block's matrix products one large product instead of one small one per example. The prefixes' keys and values
+    are repeated to each block's row count, and an explicit mask keeps each example to its own prefix and window
+    (:func:`_packed_mask`); the mask and position ids are built for one row and broadcast. ``sources[e]`` are
+    example e's source states, as many for every example. ``prefixes`` keeps the target's prefix keys and values
+    between calls on the same target (a pool's sources). ``clean=False`` (stage 2, which has ``s_full`` from
+    stage 1) drops the clean row once the first patched rows exist, and returns None for ``s_full``.
     """
-    cache_name = cache_kwarg(target)
-    if cache_name is None or not layers:  # a forward that takes no cache at given positions; nothing patched
-        return naive_scores(target, ex, sources, layers)
-    ids = _ids(ex, target)
-    ps, pe = ex.eval_start, ex.eval_end
-    blocks = resolve_parts(target).blocks
-    order = sorted(set(layers))
+    n_blocks = len(resolve_parts(target).blocks)
+    usable = cache_kwarg(target) is not None and bool(layers)
+    kvs = [_prefix_kv(target, ex, n_blocks, prefixes) for ex in examples] if usable else []
+    if not usable or any(kv is None for kv in kvs):  # no cache at given positions, or nothing patched
+        return [naive_scores(target, ex, src, layers) for ex, src in zip(examples, sources, strict=True)]
+    n_src, order = len(sources[0]), sorted(set(layers))
     keep = 1 if clean else 0  # the clean row, past the first patched block
     rows_at = [
-        len(sources) * sum(1 for layer in order if layer < i) + (keep if i > order[0] else 1)
-        for i in range(len(blocks))
+        n_src * sum(1 for layer in order if layer < i) + (keep if i > order[0] else 1)
+        for i in range(n_blocks)
     ]
-    cache = None
-    if ps > 0:
-        cache = prefixes.get(target, ex) if prefixes is not None else None
-        if cache is None:
-            cache = output_cache(target(input_ids=ids[:, :ps], use_cache=True, **keep_last_logits(target)))
-            if cache is not None and prefixes is not None and _kv_layers(cache) is not None:
-                prefixes.put(target, ex, cache)
-        kv = _kv_layers(cache)
-        if kv is None or len(kv) != len(blocks):  # no cache, or not one key/value layer per block
-            return naive_scores(target, ex, sources, layers)
-        _grow_cache(kv, rows_at)
-    with ExitStack() as stack:
-        for layer in order:
-            rows = torch.stack([states[layer] for states in sources])
-            replace = not clean and layer == order[0]
-            stack.enter_context(patch_block(target, layer, partial(_join, rows, replace=replace)))
-        kwargs = {cache_name: cache} if cache is not None else {}
-        logits = target(input_ids=ids[:, ps:pe], use_cache=cache is not None, **kwargs).logits
-    if logits.shape[0] != keep + len(sources) * len(order):
+    logits = _packed_forward(target, examples, sources, order, rows_at, cast(list[PrefixKV], kvs), clean)
+    if logits.shape[0] != keep + n_src * len(order):
         raise UnsupportedArchitecture(
             f"{type(target).__name__}: the patched window came out with {logits.shape[0]} rows, not "
-            f"{keep + len(sources) * len(order)}"
+            f"{keep + n_src * len(order)}"
         )
-    row = {
-        (s, layer): keep + len(sources) * j + s for j, layer in enumerate(order) for s in range(len(sources))
-    }
-    out = [
-        [mean_entity_logprob(logits[row[s, layer]], ex, offset=ps) for layer in layers]
-        for s in range(len(sources))
-    ]
-    return (mean_entity_logprob(logits[0], ex, offset=ps) if clean else None), out
+    row = {(s, layer): keep + n_src * j + s for j, layer in enumerate(order) for s in range(n_src)}
+    out: list[tuple[float | None, list[list[float]]]] = []
+    w0 = 0
+    for ex in examples:
+        offset = ex.eval_start - w0  # the example's window starts at packed position w0
+        patched = [
+            [mean_entity_logprob(logits[row[s, layer]], ex, offset) for layer in layers] for s in range(n_src)
+        ]
+        out.append(((mean_entity_logprob(logits[0], ex, offset) if clean else None), patched))
+        w0 += ex.eval_end - ex.eval_start
+    return out
+
+
+def _packed_forward(
+    target: PreTrainedModel,
+    examples: Sequence[EncodedExample],
+    sources: Sequence[Sequence[SourceStates]],
+    order: Sequence[int],
+    rows_at: Sequence[int],
+    kvs: Sequence[PrefixKV],
+    clean: bool,
+) -> torch.Tensor:
+    """The logits of the packed window's forward, one row per clean or patched copy (see :func:`fast_scores_many`)."""
+    device = next(target.parameters()).device
+    ids = [t for ex in examples for t in ex.input_ids[ex.eval_start : ex.eval_end]]
+    positions = [p for ex in examples for p in range(ex.eval_start, ex.eval_end)]
+    cache = _packed_cache(kvs, rows_at)
+    kwargs: dict[str, object] = {cast(str, cache_kwarg(target)): cache} if cache is not None else {}
+    with ExitStack() as stack:
+        for layer in order:
+            rows = torch.stack(
+                [torch.cat([src[s][layer] for src in sources]) for s in range(len(sources[0]))]
+            )
+            replace = not clean and layer == order[0]
+            stack.enter_context(patch_block(target, layer, partial(_join, rows, replace=replace)))
+        out = target(
+            input_ids=torch.tensor([ids], dtype=torch.long, device=device),
+            position_ids=torch.tensor([positions], dtype=torch.long, device=device),
+            attention_mask=_packed_mask(examples, next(target.parameters()).dtype, device),
+            use_cache=cache is not None,
+            **kwargs,
+        )
+    return cast(torch.Tensor, out.logits)
 
 
 __all__ = [
     "PrefixMemo",
     "SourceStates",
     "fast_scores",
+    "fast_scores_many",
     "mean_entity_logprob",
     "naive_scores",
     "source_states",

@@ -236,19 +236,25 @@ def _patched(
     clean: bool = True,
 ) -> Iterator[tuple[float | None, list[float]]]:
     """Per example: ``s_full`` (None when ``clean`` is off: stage 2 has it from stage 1) and ``source`` patched
-    in at each layer. The source's states are read a few examples per forward."""
-    from remnant.latent.patching import fast_scores, naive_scores, source_states_many
+    in at each layer. The source's states are read a few examples per forward, and the fast path patches those
+    examples' windows in packs (:func:`~remnant.latent.patching.window_packs`)."""
+    from remnant.latent.patching import fast_scores_many, naive_scores, source_states_many, window_packs
 
     step = 8
     for start in range(0, len(examples), step):
         group = examples[start : start + step]
         states = source_states_many(source, group, layers, uds_compat=cfg.uds_compat, batch_size=step)
-        for ex, state in zip(group, states, strict=True):
-            if cfg.fast:
-                s_full, (row,) = fast_scores(target, ex, [state], layers, prefixes, clean=clean)
-            else:
-                s_full, (row,) = naive_scores(target, ex, [state], layers)
-            yield s_full, row
+        if not cfg.fast:
+            for ex, state in zip(group, states, strict=True):
+                full_score, (naive_row,) = naive_scores(target, ex, [state], layers)
+                yield full_score, naive_row
+            continue
+        for pack in window_packs(target, group, rows=len(set(layers)) + int(clean)):
+            scored = fast_scores_many(
+                target, [group[i] for i in pack], [[states[i]] for i in pack], layers, prefixes, clean=clean
+            )
+            for s_full, (row,) in scored:
+                yield s_full, row
 
 
 def _stage1_key(full_d: str, retain_d: str, encoded: Encoded, layers: Sequence[int], cfg: UDSConfig) -> str:

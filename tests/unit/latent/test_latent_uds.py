@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remnant.latent.inputs import encode_example, encode_examples, examples_from_items, reference_text
-from remnant.latent.patching import fast_scores, naive_scores, source_states
+from remnant.latent.patching import fast_scores, fast_scores_many, naive_scores, source_states, window_packs
 from remnant.latent.uds import UDSConfig, aggregate_example, score_source, stage1, uds, uds_no_retain
 
 
@@ -98,6 +98,51 @@ def test_the_growing_batch_equals_naive_on_each_family(
         assert len({round(r[0], 4) for r in f_rows}) > 1  # the sources' rows differ: not one row read thrice
         checked += 1
     assert checked >= 4
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gpt2"])
+@pytest.mark.parametrize("clean", [True, False])
+def test_packed_windows_equal_each_example_naive(
+    family: str, clean: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every example's window in one packed forward (prefixes of different lengths, windows of
+    different widths): each example's scores equal its own naive forwards, so no window reads another example's
+    prefix or window, and each reads its own positions."""
+    from fixtures_models import build_tiny_model
+    from remnant.models import load_model
+
+    target = load_model(build_tiny_model(family, tmp_path_factory.mktemp(family) / "m", seed=0), dtype="fp32")
+    other = load_model(build_tiny_model(family, tmp_path_factory.mktemp(family) / "s", seed=3), dtype="fp32")
+    sources = [mix(target.model, other.model, 0.5), other.model]
+    layers = [0, 1]
+    examples = encode_examples(target.tokenizer, [*EXAMPLES, *EXTRA]).examples
+    assert len({e.eval_start for e in examples}) > 2
+    assert len({e.eval_end - e.eval_start for e in examples}) > 1
+    states = [[source_states(m, ex, layers) for m in sources] for ex in examples]
+    packed = fast_scores_many(target.model, examples, states, layers, clean=clean)
+    for ex, own, (f_full, f_rows) in zip(examples, states, packed, strict=True):
+        n_full, n_rows = naive_scores(target.model, ex, own, layers)
+        assert (f_full is None) is not clean
+        assert f_full is None or abs(f_full - n_full) < 1e-5
+        assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
+
+
+def test_window_packs_keep_the_logits_within_their_bytes(latent_states: dict[str, Any]) -> None:
+    """Packs are consecutive runs in order; a pack grows while rows × packed positions × vocabulary × 4 bytes stays
+    within the budget, and an example alone over it is a pack of its own."""
+    s = latent_states
+    examples = encode_examples(s["tokenizer"], [*EXAMPLES, *EXTRA]).examples
+    widths = [e.eval_end - e.eval_start for e in examples]
+    per_position = 3 * s["full"].config.vocab_size * 4
+    assert window_packs(s["full"], examples, rows=3, max_bytes=sum(widths) * per_position) == [
+        list(range(len(examples)))
+    ]
+    budget = (widths[0] + widths[1]) * per_position
+    packs = window_packs(s["full"], examples, rows=3, max_bytes=budget)
+    assert [i for p in packs for i in p] == list(range(len(examples)))
+    assert packs[0] == [0, 1] or widths[0] + widths[1] + widths[2] <= widths[0] + widths[1]
+    assert all(len(p) == 1 or sum(widths[i] for i in p) * per_position <= budget for p in packs)
+    assert window_packs(s["full"], examples, rows=3, max_bytes=0) == [[i] for i in range(len(examples))]
 
 
 def test_kept_prefixes_give_the_same_scores_and_stay_with_their_model(latent_states: dict[str, Any]) -> None:
