@@ -17,6 +17,7 @@ post-final-norm state, so the last layer's patch applies the norm twice and sour
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -53,6 +54,38 @@ def mean_entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 
     return float(torch.log_softmax(rows, dim=-1).gather(-1, target[:, None]).mean())
 
 
+#: The most tokens one row of a source forward packs (examples one after another, each reading only itself): packing
+#: saves the padding of examples of unequal lengths, while every position's attention then spans the whole row.
+PACK_TOKENS = 512
+
+
+def consecutive_runs(sizes: Sequence[int], limit: int) -> list[list[int]]:
+    """Indices of ``sizes`` in order, cut into consecutive runs whose sizes sum to at most ``limit`` (a size over
+    ``limit`` is a run of its own)."""
+    runs: list[list[int]] = []
+    total = 0
+    for i, size in enumerate(sizes):
+        if runs and total + size <= limit:
+            runs[-1].append(i)
+            total += size
+        else:
+            runs.append([i])
+            total = size
+    return runs
+
+
+def _block_causal_mask(lengths: Sequence[Sequence[int]], width: int, dtype: torch.dtype) -> torch.Tensor:
+    """The additive mask of rows that each pack sequences of ``lengths`` one after another: a position reads its
+    own sequence up to itself; a padding position reads itself alone."""
+    allowed = torch.eye(width, dtype=torch.bool).repeat(len(lengths), 1, 1)
+    for r, row in enumerate(lengths):
+        o = 0
+        for n in row:
+            allowed[r, o : o + n, o : o + n] = torch.ones(n, n, dtype=torch.bool).tril()
+            o += n
+    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+
+
 @torch.no_grad()
 def source_states_many(
     source: PreTrainedModel,
@@ -63,18 +96,39 @@ def source_states_many(
     batch_size: int = 8,
 ) -> list[dict[int, torch.Tensor]]:
     """Block outputs of ``source`` at each example's window rows, from hooks (or compat hidden_states), for
-    ``batch_size`` examples per forward. Each row's ids are right-padded, without a mask: in a causal model no
-    position reads a later one, so the window rows are those of the example alone; nothing past ``eval_end`` is fed.
+    ``batch_size`` examples per forward; nothing past an example's ``eval_end`` is fed. The examples are packed into
+    rows of at most :data:`PACK_TOKENS` tokens, each example with its own positions and reading only itself
+    (:func:`_block_causal_mask`), and the rows right-padded. A model whose forward takes no position ids gets one
+    example per row and no mask: in a causal model no position reads a later one, so padding changes nothing.
     """
     device = next(source.parameters()).device
+    packs = "position_ids" in inspect.signature(source.forward).parameters
     out: list[dict[int, torch.Tensor]] = []
     for start in range(0, len(examples), batch_size):
         group = examples[start : start + batch_size]
-        ids = torch.zeros(len(group), max(ex.eval_end for ex in group), dtype=torch.long, device=device)
-        for r, ex in enumerate(group):
-            ids[r, : ex.eval_end] = torch.tensor(ex.input_ids[: ex.eval_end], dtype=torch.long)
+        runs = consecutive_runs([ex.eval_end for ex in group], PACK_TOKENS if packs else 0)
+        lengths = [[group[i].eval_end for i in run] for run in runs]
+        width = max(sum(row) for row in lengths)
+        ids = torch.zeros(len(runs), width, dtype=torch.long)
+        positions = torch.zeros(len(runs), width, dtype=torch.long)
+        at: list[tuple[int, int]] = []  # each example's row and offset in it, in the group's order
+        for r, run in enumerate(runs):
+            o = 0
+            for i in run:
+                ex = group[i]
+                ids[r, o : o + ex.eval_end] = torch.tensor(ex.input_ids[: ex.eval_end], dtype=torch.long)
+                positions[r, o : o + ex.eval_end] = torch.arange(ex.eval_end)
+                at.append((r, o))
+                o += ex.eval_end
+        kwargs: dict[str, object] = {}
+        if any(len(run) > 1 for run in runs):
+            dtype = next(source.parameters()).dtype
+            kwargs = {
+                "position_ids": positions.to(device),
+                "attention_mask": _block_causal_mask(lengths, width, dtype).to(device),
+            }
         with capture_blocks(source, layers) as captured:
-            source(input_ids=ids, **keep_last_logits(source))  # no logits are read
+            source(input_ids=ids.to(device), **kwargs, **keep_last_logits(source))  # no logits are read
         if uds_compat:
             # The reference reads hidden_states[l + 1]: the block output, except the last entry, which is the final
             # norm of the last block's output (§1.7). Rebuilt from the hooks: output_hidden_states=True makes
@@ -84,8 +138,8 @@ def source_states_many(
             if last in captured:
                 captured[last] = parts.final_norm(captured[last])
         out += [
-            {layer: captured[layer][r, ex.eval_start : ex.eval_end].float() for layer in layers}
-            for r, ex in enumerate(group)
+            {layer: captured[layer][r, o + ex.eval_start : o + ex.eval_end].float() for layer in layers}
+            for ex, (r, o) in zip(group, at, strict=True)
         ]
     return out
 
@@ -202,7 +256,7 @@ def _packed_mask(
 
 #: The most bytes of logits one packed window forward may produce (rows × packed positions × vocabulary, float32):
 #: packing stops adding examples there, so a large vocabulary or a long window packs fewer examples.
-PACK_LOGIT_BYTES = 256 * 2**20
+PACK_LOGIT_BYTES = 128 * 2**20
 
 
 def window_packs(
@@ -211,17 +265,7 @@ def window_packs(
     """Consecutive runs of ``examples``' indices whose windows one forward of ``rows`` rows patches together
     (:func:`fast_scores_many`), each run's logits within ``max_bytes``; an example alone may exceed it."""
     per_position = rows * int(target.config.get_text_config().vocab_size) * 4
-    packs: list[list[int]] = []
-    width = 0
-    for i, ex in enumerate(examples):
-        w = ex.eval_end - ex.eval_start
-        if packs and (width + w) * per_position <= max_bytes:
-            packs[-1].append(i)
-            width += w
-        else:
-            packs.append([i])
-            width = w
-    return packs
+    return consecutive_runs([ex.eval_end - ex.eval_start for ex in examples], max_bytes // per_position)
 
 
 def _join(rows: torch.Tensor, hidden: torch.Tensor, *, replace: bool) -> torch.Tensor:

@@ -16,11 +16,14 @@ autocast forward does not change what is averaged.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 import torch.nn.functional as F
+
+from remnant.models.forward_keywords import logits_keep_kwarg
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -33,15 +36,41 @@ def forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> to
     return logits.float()
 
 
+def answer_logits(
+    model: PreTrainedModel, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, in row-major order, and
+    where those positions are (``[B, T-1]``, True at t when ``labels[:, t + 1]`` is an answer token).
+
+    Only those rows go through the output head when the model's forward keeps logits by a boolean mask
+    (transformers' ``slice_logits_to_keep``): the head and the softmax then cost the answer tokens, not every
+    prompt and padding position, and each kept row's logits are those of the full forward."""
+    at = batch["labels"][:, 1:] != -100
+    keep = torch.zeros_like(batch["labels"], dtype=torch.bool)
+    keep[:, :-1] = at
+    if _keeps_logits_by_mask(model):
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep)
+        return out.logits.float(), at
+    return forward_logits(model, batch)[keep], at
+
+
+def _keeps_logits_by_mask(model: PreTrainedModel) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` and slices it with transformers'
+    ``slice_logits_to_keep``, which reads a boolean ``[B, T]`` tensor as the positions to keep (a LoRA model's
+    peft wrapper passes the keyword on to the model it wraps, which is the one asked)."""
+    unwrap = getattr(model, "get_base_model", None)
+    base: PreTrainedModel = unwrap() if callable(unwrap) else model
+    module = inspect.getmodule(type(base))
+    return logits_keep_kwarg(base) == "logits_to_keep" and hasattr(module, "slice_logits_to_keep")
+
+
 def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token NLL of the next token ``[B, T-1]`` and the answer mask (float) it is valid on."""
-    logits = forward_logits(model, batch)[:, :-1]
-    labels = batch["labels"][:, 1:]
-    mask = (labels != -100).float()
-    safe = labels.clamp(min=0)
-    # flat (N, V) rows: a transposed (B, V, T) view makes the softmax stride across the vocabulary (slow)
-    flat = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), safe.reshape(-1), reduction="none")
-    return flat.view(labels.shape) * mask, mask
+    """Per-token NLL of the next token ``[B, T-1]`` (0 off the answer) and the answer mask (float) it is valid on."""
+    logits, at = answer_logits(model, batch)
+    targets = batch["labels"][:, 1:][at]
+    nll = torch.zeros(at.shape, dtype=logits.dtype, device=logits.device)
+    nll[at] = F.cross_entropy(logits, targets, reduction="none")
+    return nll, at.float()
 
 
 def sequence_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -135,6 +164,7 @@ def reweighted_ascent(
 __all__ = [
     "KLPositions",
     "answer_lengths",
+    "answer_logits",
     "forward_logits",
     "kl_to_reference",
     "log_ratio",

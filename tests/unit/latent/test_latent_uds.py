@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remnant.latent.inputs import encode_example, encode_examples, examples_from_items, reference_text
-from remnant.latent.patching import fast_scores, fast_scores_many, naive_scores, source_states, window_packs
+from remnant.latent.patching import (
+    fast_scores,
+    fast_scores_many,
+    naive_scores,
+    source_states,
+    source_states_many,
+    window_packs,
+)
 from remnant.latent.uds import UDSConfig, aggregate_example, score_source, stage1, uds, uds_no_retain
 
 
@@ -107,7 +114,8 @@ def test_packed_windows_equal_each_example_naive(
 ) -> None:
     """Every example's window in one packed forward (prefixes of different lengths, windows of
     different widths): each example's scores equal its own naive forwards, so no window reads another example's
-    prefix or window, and each reads its own positions."""
+    prefix or window, and each reads its own positions. The source states read packed in one row equal each
+    example's own."""
     from fixtures_models import build_tiny_model
     from remnant.models import load_model
 
@@ -119,6 +127,10 @@ def test_packed_windows_equal_each_example_naive(
     assert len({e.eval_start for e in examples}) > 2
     assert len({e.eval_end - e.eval_start for e in examples}) > 1
     states = [[source_states(m, ex, layers) for m in sources] for ex in examples]
+    rows = source_states_many(sources[0], examples, layers, batch_size=len(examples))  # one packed row
+    for own, row in zip(states, rows, strict=True):
+        for layer in layers:
+            assert (row[layer] - own[0][layer]).abs().max() <= 1e-5 * own[0][layer].abs().max()
     packed = fast_scores_many(target.model, examples, states, layers, clean=clean)
     for ex, own, (f_full, f_rows) in zip(examples, states, packed, strict=True):
         n_full, n_rows = naive_scores(target.model, ex, own, layers)
