@@ -126,10 +126,13 @@ def main() -> None:
     )
     body += (
         f"\n\nFull fine-tuning in fp32, median of {args.repeats} alternated runs, each from a fresh copy of the "
-        "model. On the tiny model the ratio is mostly Trainer's fixed set-up cost (accelerate, data loader); on "
-        "SmolLM2, where the steps dominate, the two are level, as they should be: the point of our loop is "
-        "answer-only loss, sub-epoch checkpoints, divergence detection and exact resume (C-W3, R24), not speed, "
-        "and these cost nothing against the standard trainer."
+        "model. On the tiny model the ratio is mostly Trainer's fixed set-up cost (accelerate, data loader). On "
+        "SmolLM2, where the steps dominate, the difference is the output head: Trainer's loss (transformers' "
+        "`labels=`) computes the logits of every position, prompt and padding included, while our loop runs the "
+        "head on the positions that predict an answer token only (`train.losses.answer_logits`; the same loss "
+        "and gradients). The gain grows with the prompt's share of the tokens; these pairs have short answers "
+        "after SmolLM2's chat template. Sub-epoch checkpoints, divergence detection and exact resume (C-W3, "
+        "R24) cost nothing against the standard trainer."
     )
     write_section("train", "Training loop vs transformers.Trainer", body, write=not args.no_write)
 
