@@ -14,7 +14,8 @@ Once few rows are left, a step costs reading the weights, whatever the rows. Eac
 prompt is guessed from its own earlier tokens) and keeps the longest prefix of the guess that equals the model's
 own greedy choice at each position, plus the model's next token: exact greedy decoding in fewer steps (speculative
 decoding with the model as its own verifier). Rejected positions stay in the cache as masked holes, as left
-padding does, with position ids carried explicitly.
+padding does, with position ids carried explicitly. A prefix all the batch's prompts share (a chat template's
+system turn) runs once for the batch, not once per row (:func:`_prompt_pass`).
 
 :func:`pruned_decoding_applies` says when the loop may stand in for ``generate``: the model's generation config
 asks for nothing that changes greedy scores (a repetition penalty, banned words, a minimum length …), and its
@@ -143,6 +144,47 @@ def _ended(
     return False
 
 
+#: A prefix every prompt of a batch starts with (a chat template's system turn, an attack's shared preamble) runs
+#: once and its keys and values are repeated to every row, when it is at least this many tokens long.
+MIN_SHARED = 4
+
+
+def _shared_length(prompts: Sequence[Sequence[int]]) -> int:
+    """How many tokens every prompt starts with, short of the shortest prompt's last (each row keeps one to feed)."""
+    first, shortest = prompts[0], min(len(p) for p in prompts)
+    n = 0
+    while n < shortest - 1 and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n
+
+
+def _prompt_pass(
+    model: PreTrainedModel, prompts: Sequence[Sequence[int]], cache_name: str, device: torch.device
+) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """The prompts' forward: its output (the cache, the last position's logits), the attention mask the cache
+    holds, and each row's position ids. With a shared prefix (:data:`MIN_SHARED`) the prefix runs once, its keys
+    and values are repeated to every row, and the rest of each prompt is fed left-padded after it: the padding is a
+    masked hole between the two, and the positions go on from the prefix. Otherwise the prompts run left-padded."""
+    keep = keep_last_logits(model)
+    shared = _shared_length(prompts) if len(prompts) > 1 else 0
+    shared = shared if shared >= MIN_SHARED else 0
+    cache: Any = None
+    if shared:
+        prefix = torch.tensor([list(prompts[0][:shared])], dtype=torch.long, device=device)
+        cache = output_cache(model(input_ids=prefix, use_cache=True, **keep))
+        if hasattr(cache, "batch_repeat_interleave"):
+            cache.batch_repeat_interleave(len(prompts))
+        else:  # a cache that cannot be repeated per row: the prompts run whole
+            cache, shared = None, 0
+    ids, mask = left_padded([p[shared:] for p in prompts], pad_id=0)  # the filler is masked
+    ids, mask = ids.to(device), mask.to(device)
+    positions = shared + (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    mask = torch.cat([mask.new_ones(mask.shape[0], shared), mask], dim=1)
+    past = {cache_name: cache} if cache is not None else {}
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **past, **keep)
+    return out, mask, positions
+
+
 def _fed(pending: list[int], drafts: list[list[int]], device: torch.device) -> torch.Tensor:
     """(rows, 1 + longest draft) input ids: each row's pending token, its draft, then filler (masked later)."""
     width = 1 + max(len(d) for d in drafts)
@@ -171,15 +213,12 @@ def greedy_pruned(
         raise ValueError("this model's forward takes no position ids or cache: use generate")
     eos = _eos_ids(model, eos_token_id)
     device = next(model.parameters()).device
-    ids, mask = ids.to(device), mask.to(device)
-    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
     prompts = [row[m.bool()].tolist() for row, m in zip(ids.cpu(), mask.cpu(), strict=True)]
     rows = list(range(ids.shape[0]))  # the original row of each live batch row
     new: list[list[int]] = [[] for _ in rows]
     drafts: list[list[int]] = [[] for _ in rows]
     with torch.inference_mode():
-        keep = keep_last_logits(model)
-        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, **keep)
+        out, mask, positions = _prompt_pass(model, prompts, cache_name, device)
         cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a cache whose rows cannot be dropped
             return None

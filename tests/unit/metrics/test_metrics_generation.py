@@ -182,3 +182,69 @@ def test_drafted_decoding_gives_the_undrafted_tokens(
     assert max(widths[1:]) > 1 and len(widths) < plain_steps
     if ending == "frequent token":
         assert len({len(row) for row in drafted}) > 1 and any(row[-1] == eos for row in drafted)
+
+
+def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
+    tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompts' shared start (their template's) is fed once, as one row; the rest of each prompt follows it
+    left-padded, with every row's text what generate gives for the same batch."""
+    from remnant.metrics import generation
+    from remnant.models import greedy
+
+    tok = tiny_llama.tokenizer
+    prompts = _prompts(tok)[:8]
+    shared = greedy._shared_length(prompts)
+    assert shared >= greedy.MIN_SHARED and len({len(p) for p in prompts}) > 1
+    model = _fresh(tiny_llama_dir)
+    fed: list[tuple[int, int]] = []
+    hook = model.model.register_forward_pre_hook(
+        lambda _m, _a, k: fed.append(tuple(k["input_ids"].shape)), with_kwargs=True
+    )
+    pruned = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+    hook.remove()
+    assert fed[:2] == [(1, shared), (8, max(len(p) for p in prompts) - shared)]
+    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    assert pruned == greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+
+
+@pytest.mark.parametrize("shared", [0, 2, 6])
+def test_prompts_sharing_a_short_or_long_start_give_generate_s_tokens(
+    tiny_llama: Any, tiny_llama_dir: Any, shared: int
+) -> None:
+    """Prompts that share no start, a start too short to run apart (under MIN_SHARED) or a long one: every row's
+    tokens are what generate gives for the same left-padded batch, so no prompt loses or repeats a token."""
+    import torch
+
+    from remnant.models import greedy
+
+    tok = tiny_llama.tokenizer
+    model = _fresh(tiny_llama_dir)
+    start = list(range(40, 46))[:shared]  # ordinary tokens of the tiny vocabulary
+    prompts = [[*start, *p[-k:]] for p, k in zip(_prompts(tok)[:6], (3, 5, 4, 7, 2, 6), strict=True)]
+    if shared == 0:
+        prompts[1][0] = prompts[0][0] + 1  # no common first token
+    assert greedy._shared_length(prompts) == shared
+    ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))
+    fed: list[list[list[int]]] = []
+    hook = model.model.register_forward_pre_hook(
+        lambda _m, _a, k: fed.append(k["input_ids"].tolist()), with_kwargs=True
+    )
+    ours = greedy.greedy_pruned(model, ids, mask, max_new_tokens=8, eos_token_id=None, max_draft=0)
+    hook.remove()
+    run_apart = shared >= greedy.MIN_SHARED
+    # the prompt pass: every prompt whole, or the shared start once and then each prompt's rest
+    first = [[start]] if run_apart else []
+    rests = [[t for t in row if t != 0] for row in fed[len(first)]]  # the rest's filler is token 0
+    assert fed[: len(first)] == first
+    assert rests == [p[len(start) if run_apart else 0 :] for p in prompts]
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=8,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    assert ours == out[:, ids.shape[1] :].tolist()
