@@ -83,7 +83,12 @@ def _block_causal_mask(lengths: Sequence[Sequence[int]], width: int, dtype: torc
         for n in row:
             allowed[r, o : o + n, o : o + n] = torch.ones(n, n, dtype=torch.bool).tril()
             o += n
-    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    return _additive(allowed, dtype)[:, None]
+
+
+def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean "may read" mask as the additive mask a forward takes (0 where allowed, the dtype's minimum not)."""
+    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
 
 
 @torch.no_grad()
@@ -250,8 +255,7 @@ def _packed_mask(
         allowed[w0 : w0 + w, p0 : p0 + ex.eval_start] = True
         allowed[w0 : w0 + w, prefix + w0 : prefix + w0 + w] = torch.ones(w, w, dtype=torch.bool).tril()
         p0, w0 = p0 + ex.eval_start, w0 + w
-    mask = torch.zeros(width, prefix + width, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
-    return mask[None, None].to(device)
+    return _additive(allowed, dtype)[None, None].to(device)
 
 
 #: The most bytes of logits one packed window forward may produce (rows × packed positions × vocabulary, float32):

@@ -18,6 +18,19 @@ def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
     return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in params), None)
 
 
+def keeps_logits_by_mask(model: object) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` and reads a boolean ``[B, T]`` tensor there as the
+    positions whose logits to compute, flattened row-major (transformers' ``slice_logits_to_keep``: every causal LM
+    of the pinned 5.24). A peft wrapper passes the keyword on to the model it wraps, which is the one asked."""
+    unwrap = getattr(model, "get_base_model", None)
+    base = unwrap() if callable(unwrap) else model
+    try:
+        takes = logits_keep_kwarg(base) == "logits_to_keep"  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a forward inspect cannot read
+        return False
+    return takes and hasattr(inspect.getmodule(type(base)), "slice_logits_to_keep")
+
+
 def keep_last_logits(model: PreTrainedModel, n: int = 1) -> dict[str, int]:
     """Forward keywords that compute the output head on the last ``n`` positions only ({} when the model cannot)."""
     name = logits_keep_kwarg(model)
@@ -39,4 +52,4 @@ def output_cache(output: object) -> Cache | None:
     return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
-__all__ = ["cache_kwarg", "keep_last_logits", "logits_keep_kwarg", "output_cache"]
+__all__ = ["cache_kwarg", "keep_last_logits", "keeps_logits_by_mask", "logits_keep_kwarg", "output_cache"]

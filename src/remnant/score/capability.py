@@ -11,13 +11,13 @@ so the same scorer runs a model on a GPU or on the CPU.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from remnant.errors import ModelError
+from remnant.models.forward_keywords import keeps_logits_by_mask
 from remnant.models.prompts import EncodedPair, collate
 
 
@@ -30,14 +30,6 @@ def model_device(model: torch.nn.Module) -> torch.device:
 def _pad_id(tokenizer: Any) -> int:
     pid = tokenizer.pad_token_id
     return int(pid if pid is not None else tokenizer.eos_token_id)
-
-
-def _keeps_rows(model: torch.nn.Module) -> bool:
-    """Whether ``model.forward`` takes ``logits_to_keep`` (every transformers causal LM of the pinned 5.24)."""
-    try:
-        return "logits_to_keep" in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 @torch.no_grad()
@@ -55,7 +47,7 @@ def greedy_predictions(
     """
     out: list[list[int]] = []
     device = model_device(model)
-    rows_only = not full_logits and _keeps_rows(model)
+    rows_only = not full_logits and keeps_logits_by_mask(model)
     for start in range(0, len(pairs), batch_size):
         chunk = list(pairs[start : start + batch_size])
         batch = collate(chunk, pad_id=0, side="right")

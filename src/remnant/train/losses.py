@@ -16,14 +16,14 @@ autocast forward does not change what is averaged.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 import torch.nn.functional as F
 
-from remnant.models.forward_keywords import logits_keep_kwarg
+from remnant.errors import ModelError
+from remnant.models.forward_keywords import keeps_logits_by_mask
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -48,20 +48,15 @@ def answer_logits(
     at = batch["labels"][:, 1:] != -100
     keep = torch.zeros_like(batch["labels"], dtype=torch.bool)
     keep[:, :-1] = at
-    if _keeps_logits_by_mask(model):
+    if keeps_logits_by_mask(model):
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep)
-        return out.logits.float(), at
+        logits: torch.Tensor = out.logits
+        if logits.shape[0] != int(at.sum()):
+            raise ModelError(
+                f"expected {int(at.sum())} answer-position logits, the model returned {logits.shape[0]}"
+            )
+        return logits.float(), at
     return forward_logits(model, batch)[keep], at
-
-
-def _keeps_logits_by_mask(model: PreTrainedModel) -> bool:
-    """Whether ``model``'s forward takes ``logits_to_keep`` and slices it with transformers'
-    ``slice_logits_to_keep``, which reads a boolean ``[B, T]`` tensor as the positions to keep (a LoRA model's
-    peft wrapper passes the keyword on to the model it wraps, which is the one asked)."""
-    unwrap = getattr(model, "get_base_model", None)
-    base: PreTrainedModel = unwrap() if callable(unwrap) else model
-    module = inspect.getmodule(type(base))
-    return logits_keep_kwarg(base) == "logits_to_keep" and hasattr(module, "slice_logits_to_keep")
 
 
 def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -13,6 +13,10 @@ from typing import Any
 import torch
 from torch import nn
 
+# RowsSpyModel's forward reads a boolean logits_to_keep as transformers' helper does; remnant asks for the helper in
+# the model's module before it hands a model that mask (models.forward_keywords.keeps_logits_by_mask)
+from transformers.modeling_utils import slice_logits_to_keep  # noqa: F401
+
 from remnant.attacks.quantize import quantize_weight
 from remnant.models.prompts import EncodedPair
 from remnant.score.capability import generate_greedy, generate_greedy_ids, greedy_match, model_device
