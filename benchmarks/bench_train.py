@@ -129,7 +129,7 @@ def main() -> None:
         "model. On the tiny model the ratio is mostly Trainer's fixed set-up cost (accelerate, data loader). On "
         "SmolLM2, where the steps dominate, the difference is the output head: Trainer's loss (transformers' "
         "`labels=`) computes the logits of every position, prompt and padding included, while our loop runs the "
-        "head on the positions that predict an answer token only (`train.losses.answer_logits`; the same loss "
+        "head on the positions that predict an answer token only (`models.forward_keywords.answer_logits`; the same loss "
         "and gradients). The gain grows with the prompt's share of the tokens; these pairs have short answers "
         "after SmolLM2's chat template. Sub-epoch checkpoints, divergence detection and exact resume (C-W3, "
         "R24) cost nothing against the standard trainer."

@@ -8,6 +8,10 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING
 
+import torch
+
+from remnant.errors import ModelError
+
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
 
@@ -31,6 +35,34 @@ def keeps_logits_by_mask(model: object) -> bool:
     return takes and hasattr(inspect.getmodule(type(base)), "slice_logits_to_keep")
 
 
+def answer_logits(
+    model: PreTrainedModel, batch: dict[str, torch.Tensor], *, full: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, in row-major order, and
+    where those positions are (``[B, T-1]`` on the labels' device, True at t when ``labels[:, t + 1]`` is an
+    answer token): what the training losses and κ's teacher-forced reading (R6) read.
+
+    Where :func:`keeps_logits_by_mask`, only those rows go through the output head: the head and the softmax then
+    cost the answer tokens, not every prompt and padding position, and each kept row's logits are those of the full
+    forward. ``full=True`` (or a model without the mask) computes every position and gathers afterwards: the
+    reference the equivalence tests compare against."""
+    at = batch["labels"][:, 1:] != -100
+    keep = torch.zeros(batch["labels"].shape, dtype=torch.bool, device=at.device)
+    keep[:, :-1] = at
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    if not full and keeps_logits_by_mask(model):
+        logits: torch.Tensor = model(
+            input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(ids.device)
+        ).logits
+        if logits.shape[0] != int(at.sum()):
+            raise ModelError(
+                f"expected {int(at.sum())} answer-position logits, the model returned {logits.shape[0]}"
+            )
+        return logits.float(), at
+    every: torch.Tensor = model(input_ids=ids, attention_mask=mask).logits
+    return every[keep.to(every.device)].float(), at
+
+
 def keep_last_logits(model: PreTrainedModel, n: int = 1) -> dict[str, int]:
     """Forward keywords that compute the output head on the last ``n`` positions only ({} when the model cannot)."""
     name = logits_keep_kwarg(model)
@@ -52,4 +84,11 @@ def output_cache(output: object) -> Cache | None:
     return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
-__all__ = ["cache_kwarg", "keep_last_logits", "keeps_logits_by_mask", "logits_keep_kwarg", "output_cache"]
+__all__ = [
+    "answer_logits",
+    "cache_kwarg",
+    "keep_last_logits",
+    "keeps_logits_by_mask",
+    "logits_keep_kwarg",
+    "output_cache",
+]

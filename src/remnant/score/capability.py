@@ -16,8 +16,7 @@ from typing import Any
 
 import torch
 
-from remnant.errors import ModelError
-from remnant.models.forward_keywords import keeps_logits_by_mask
+from remnant.models.forward_keywords import answer_logits
 from remnant.models.prompts import EncodedPair, collate
 
 
@@ -47,24 +46,16 @@ def greedy_predictions(
     """
     out: list[list[int]] = []
     device = model_device(model)
-    rows_only = not full_logits and keeps_logits_by_mask(model)
     for start in range(0, len(pairs), batch_size):
         chunk = list(pairs[start : start + batch_size])
         batch = collate(chunk, pad_id=0, side="right")
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        keep = torch.zeros(ids.shape, dtype=torch.bool)
-        for row, p in enumerate(chunk):
-            keep[row, p.prompt_len - 1 : p.prompt_len - 1 + len(p.answer_ids)] = True
-        if rows_only:
-            logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(device)).logits
-            # (rows kept, vocab): argmax on the device, then split per pair in row-major order on the CPU
-            flat = logits.reshape(-1, logits.shape[-1]).argmax(dim=-1).cpu()
-        else:
-            flat = model(input_ids=ids, attention_mask=mask).logits.argmax(dim=-1).cpu()[keep]
-        if flat.numel() != int(keep.sum()):
-            raise ModelError(
-                f"expected {int(keep.sum())} answer-position logits, the model returned {flat.numel()}"
-            )
+        on_device = {
+            **batch,
+            "input_ids": batch["input_ids"].to(device),
+            "attention_mask": batch["attention_mask"].to(device),
+        }
+        # (rows kept, vocab): argmax on the device, then split per pair in row-major order on the CPU
+        flat = answer_logits(model, on_device, full=full_logits)[0].argmax(dim=-1).cpu()
         at = 0
         for p in chunk:
             n = len(p.answer_ids)

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 import torch.nn.functional as F
 
-from remnant.errors import ModelError
-from remnant.models.forward_keywords import keeps_logits_by_mask
+from remnant.models.forward_keywords import answer_logits
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -34,29 +33,6 @@ def forward_logits(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> to
     out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     logits: torch.Tensor = out.logits
     return logits.float()
-
-
-def answer_logits(
-    model: PreTrainedModel, batch: dict[str, torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, in row-major order, and
-    where those positions are (``[B, T-1]``, True at t when ``labels[:, t + 1]`` is an answer token).
-
-    Only those rows go through the output head when the model's forward keeps logits by a boolean mask
-    (transformers' ``slice_logits_to_keep``): the head and the softmax then cost the answer tokens, not every
-    prompt and padding position, and each kept row's logits are those of the full forward."""
-    at = batch["labels"][:, 1:] != -100
-    keep = torch.zeros_like(batch["labels"], dtype=torch.bool)
-    keep[:, :-1] = at
-    if keeps_logits_by_mask(model):
-        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep)
-        logits: torch.Tensor = out.logits
-        if logits.shape[0] != int(at.sum()):
-            raise ModelError(
-                f"expected {int(at.sum())} answer-position logits, the model returned {logits.shape[0]}"
-            )
-        return logits.float(), at
-    return forward_logits(model, batch)[keep], at
 
 
 def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,7 +135,6 @@ def reweighted_ascent(
 __all__ = [
     "KLPositions",
     "answer_lengths",
-    "answer_logits",
     "forward_logits",
     "kl_to_reference",
     "log_ratio",

@@ -152,7 +152,7 @@ def test_window_packs_keep_the_logits_within_their_bytes(latent_states: dict[str
     budget = (widths[0] + widths[1]) * per_position
     packs = window_packs(s["full"], examples, rows=3, max_bytes=budget)
     assert [i for p in packs for i in p] == list(range(len(examples)))
-    assert packs[0] == [0, 1] or widths[0] + widths[1] + widths[2] <= widths[0] + widths[1]
+    assert packs[0] == [0, 1]  # the third window would pass the budget
     assert all(len(p) == 1 or sum(widths[i] for i in p) * per_position <= budget for p in packs)
     assert window_packs(s["full"], examples, rows=3, max_bytes=0) == [[i] for i in range(len(examples))]
 

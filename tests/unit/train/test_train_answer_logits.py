@@ -1,4 +1,4 @@
-"""The training losses' output head on the answer positions only (``losses.answer_logits``): the same per-token
+"""The training losses' output head on the answer positions only (``models.forward_keywords.answer_logits``): the same per-token
 NLL and the same gradients as the full ``[B, T, V]`` logits, on every tiny family, LoRA-wrapped included, and the
 head fed only the answer rows."""
 
@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from _train_tiny import pairs, qa
 
+from remnant.models import forward_keywords
 from remnant.models.prompts import collate
 from remnant.train import losses
 
@@ -54,7 +55,7 @@ def test_answer_rows_give_the_full_logits_nll_and_gradients(
 ) -> None:
     state = _load(family, tmp_path_factory)
     model, batch = state.model, _batch(state)
-    assert losses.keeps_logits_by_mask(model)
+    assert forward_keywords.keeps_logits_by_mask(model)
     rows: list[int] = []
     head = model.get_output_embeddings().register_forward_hook(
         lambda _m, inputs, _o: rows.append(inputs[0].numel() // inputs[0].shape[-1])
@@ -82,10 +83,10 @@ def test_a_lora_model_keeps_the_answer_rows_and_a_model_without_the_keyword_gets
 
     batch = _batch(tiny_llama)
     lora = get_peft_model(copy.deepcopy(tiny_llama.model), LoraConfig(r=2, target_modules=["q_proj"]))
-    assert losses.keeps_logits_by_mask(lora)
+    assert forward_keywords.keeps_logits_by_mask(lora)
     ref, _ = _full_token_nll(lora, batch)
     assert torch.allclose(losses.token_nll(lora, batch)[0], ref, atol=1e-5, rtol=1e-5)
-    monkeypatch.setattr(losses, "keeps_logits_by_mask", lambda _m: False)
+    monkeypatch.setattr(forward_keywords, "keeps_logits_by_mask", lambda _m: False)
     plain, _ = losses.token_nll(tiny_llama.model, batch)
     ref, _ = _full_token_nll(tiny_llama.model, batch)
     assert torch.allclose(plain, ref, atol=1e-6, rtol=1e-6)
