@@ -1,8 +1,8 @@
 """Relearning recovery curves of the post-removal model and the control, checkpoint by checkpoint (C-W5, C-W2).
 
 Pure core (no torch): the data the assessment records in the manifest and the reports plot. The orchestrator
-converts what ``remnant.train.relearn`` returns into :class:`RelearningCurve`; :mod:`remnant.report.curves` derives
-the rates, intervals and separation the reports show. Nothing here imports torch, matplotlib or Jinja2.
+converts what :mod:`remnant.engine.relearning` records into :class:`RelearningCurve`; :mod:`remnant.report.curves`
+derives the rates, intervals and separation the reports show. Nothing here imports torch, matplotlib or Jinja2.
 
 C-W5 requires the never-modified control to be relearned under the identical procedure and its curve reported beside
 the post-removal model's at every scored checkpoint; C-W2 makes the relearning-set size (the budget) the headline.

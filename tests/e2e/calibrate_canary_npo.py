@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from remnant import registry
     from remnant.models import load_model, save_model, zoo
-    from remnant.train.relearn import greedy_scorer, relearn_attack
+    from remnant.studies.relearn_criterion import relearn_attack
+    from remnant.train.relearn import greedy_scorer
     from remnant.train.removal import apply_removal
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))

@@ -32,7 +32,7 @@ def _rate(kn: Any) -> float:
 @pytest.fixture(scope="module")
 def relearned(relearn_states: CanaryStates) -> Any:  # noqa: F811
     from remnant.models import load_model
-    from remnant.train.relearn import relearn_attack
+    from remnant.studies.relearn_criterion import relearn_attack
 
     states = relearn_states
     sets = states.sets()

@@ -90,10 +90,10 @@ class RelearnPlan:
         ``on_checkpoint`` called at step 0 and every declared checkpoint (C-W3). Every relearning measurement
         relearns through here."""
         from remnant.models.prompts import encode_pair
-        from remnant.train.relearn import relearn_copy
+        from remnant.states.perturb import relearned_copy
 
         pairs = [encode_pair(state.tokenizer, q, a, fmt) for q, a in self.examples(budget)]
-        return relearn_copy(
+        return relearned_copy(
             state.model,
             state.tokenizer,
             pairs,

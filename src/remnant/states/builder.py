@@ -15,7 +15,8 @@ With a ``folder`` (an assessment's ``states/``) a state is also saved as safeten
 loads it instead of training again; its identity is that of the files it loads from (R23). Without one (a
 study) a state lives in memory and its identity is its weights' digest. The sweep builds its checkpoints through
 the same steps (:func:`train_install`, :func:`train_removal`) into its content-addressed store
-(:mod:`remnant.states.store`). This module is the only caller of the training package's install and removal.
+(:mod:`remnant.states.store`). This module is the only caller of the training package's install and removal;
+:mod:`remnant.states.perturb` makes the perturbed states (NF4, relearned copies).
 """
 
 from __future__ import annotations

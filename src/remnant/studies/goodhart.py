@@ -183,7 +183,7 @@ def _one_run(
 
     from remnant import registry
     from remnant.studies.goodhart_objective import AuditPenalty
-    from remnant.train.relearn import relearn_attack
+    from remnant.studies.relearn_criterion import relearn_attack
 
     d = s.design
     method_params = {**d.method_params.get(cfg.base_method, {}), **cfg.method_params}

@@ -4,7 +4,7 @@ install, installed-then-removed, never-installed-but-removal-applied, plus the r
 Every state comes from the one states builder (:mod:`remnant.states.builder`), which trains deep copies of the
 never-modified control, so the control is never modified; the installed model and the content twin depend only
 on (model, seed), so the builder hands every method of that seed the same ones. Relearning is the criterion's
-attack (:func:`remnant.train.relearn.relearn_attack`); nothing here trains by itself.
+attack (:func:`remnant.studies.relearn_criterion.relearn_attack`); nothing here trains by itself.
 """
 
 from __future__ import annotations
@@ -238,8 +238,8 @@ def _method_run(
     """Method ``name`` on the installed model and on the never-installed control (C-H3a), then relearning of
     θ_U and the control on R: one run's states and measured κ."""
     from remnant import registry
+    from remnant.studies.relearn_criterion import relearn_attack
     from remnant.train.data import removal_data
-    from remnant.train.relearn import relearn_attack
 
     tok, fmt, control, builder = study.tokenizer, study.fmt, study.control, study.builder
     params = {**cfg.method_params.get(name, {})}

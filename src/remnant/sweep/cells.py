@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from remnant.engine.measurement import Measurement, StateView, cell_key_of
+from remnant.states.perturb import NF4_SETTINGS
 from remnant.states.recipe import perturbed_state
 from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.suite import PoolMeasurement
@@ -20,9 +21,6 @@ if TYPE_CHECKING:
     from remnant.sweep.spec import ExistingSpec, GeneratedSpec
 
 NONE, NF4, RELEARN = "none", "nf4", "relearn"
-#: NF4 as bitsandbytes does it: blocks of 64, no double quantization (remnant.attacks.quantize).
-NF4_SCHEME, NF4_BLOCKSIZE = "nf4", 64
-NF4_SETTINGS: dict[str, object] = {"scheme": NF4_SCHEME, "blocksize": NF4_BLOCKSIZE}
 
 
 def perturbations(spec: GeneratedSpec | ExistingSpec) -> list[str]:
@@ -99,7 +97,6 @@ def reference_states(pool: Pool) -> dict[str, str]:
 
 __all__ = [
     "NF4",
-    "NF4_SETTINGS",
     "NONE",
     "RELEARN",
     "PlannedCell",

@@ -24,16 +24,7 @@ from remnant.engine.measurement import Measurement, NotRun, StateView, run_measu
 from remnant.engine.runner import CellRunner, MemoryStore
 from remnant.records import AnyRecord, CellStatus
 from remnant.sweep.build import BuildResult, build_job
-from remnant.sweep.cells import (
-    NF4,
-    NF4_BLOCKSIZE,
-    NF4_SCHEME,
-    RELEARN,
-    PlannedCell,
-    model_cells,
-    perturbed_digest,
-    reference_states,
-)
+from remnant.sweep.cells import NF4, RELEARN, PlannedCell, model_cells, perturbed_digest, reference_states
 from remnant.sweep.context import WorkerContext, Workspace
 from remnant.sweep.suite import PoolMeasurement, Runtime, SuiteData, suite_data, suite_measurements
 
@@ -77,9 +68,9 @@ def inject_fault(ws: Workspace, label: str) -> None:
 def perturbed(ctx: WorkerContext, model: Any, perturbation: str) -> Iterator[tuple[Any, str | None]]:
     """``model`` under ``perturbation``, with the reason it could not be made (None when it could)."""
     if perturbation == NF4:
-        from remnant.attacks.quantize import fake_quantized
+        from remnant.states.perturb import nf4
 
-        with fake_quantized(model, NF4_SCHEME, blocksize=NF4_BLOCKSIZE):
+        with nf4(model):
             yield model, None
         return
     if perturbation != RELEARN:

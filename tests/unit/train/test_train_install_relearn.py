@@ -10,16 +10,10 @@ from _train_tiny import fresh, pack, qa, same, weights
 
 from remnant import registry
 from remnant.errors import ConfigError
+from remnant.studies.relearn_criterion import Curve, CurvePoint, _compare, relearn_attack
 from remnant.train.data import removal_data, retain_training_qa, split_qa
 from remnant.train.install import InstallSpec, install
-from remnant.train.relearn import (
-    Curve,
-    CurvePoint,
-    RelearnSpec,
-    _compare,
-    greedy_scorer,
-    relearn_attack,
-)
+from remnant.train.relearn import RelearnSpec, greedy_scorer
 from remnant.train.removal import apply_removal
 
 ATTR = ("birth_year",)
@@ -132,7 +126,7 @@ def test_headline_rules_on_synthetic_curves() -> None:
     assert high.threshold_step == 1  # at step 2 the control reaches τ too, step 1 separates them
     both = _compare(16, (0,), curve("post_removal", [0, 15]), curve("control", [0, 14]), spec)
     assert not both.exceeds_threshold and not both.exceeds_newcombe  # recovery the control matches (V1a)
-    from remnant.train.relearn import RelearnResult
+    from remnant.studies.relearn_criterion import RelearnResult
 
     res = RelearnResult(
         spec=spec, arm="held_out", adjudicating=True, relearn_set_size=16, budgets=(low, high)
