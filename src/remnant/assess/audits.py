@@ -19,7 +19,7 @@ runs (:class:`remnant.engine.audit.AuditPlan`):
 - **extra states** (:func:`build_audit_states`): the retain-only model, and the Annex B control states of C-H7(c)
   — the removal procedure applied to the never-installed control and the control installed with the pack's
   content-shuffled twin, both as the study builds them — from the one states builder
-  (:mod:`remnant.states.builder`), saved under ``STATES/<role>-<digest>`` like the three main states. A state that cannot be built is recorded
+  (:mod:`remnant.states.builder`), kept in ``STATES/ckpt/<digest>/`` like the three main states. A state that cannot be built is recorded
   as *not run* readings with the reason, never a crashed run.
 """
 

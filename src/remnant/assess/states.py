@@ -2,8 +2,8 @@
 
 Each state is built or loaded once and identified by the sha256 of its weights, tokenizer and chat template
 (R23). The trained ones (an install into the control, a removal method's result) come from the one states
-builder (:mod:`remnant.states.builder`), saved as safetensors under ``STATES/<role>-<digest>/`` by their recipe's
-digest, so ``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them
+builder (:mod:`remnant.states.builder`), kept whole in the content-addressed store ``STATES/ckpt/<digest>/`` by
+their recipe's digest, so ``--resume`` — or a second assessment in the same session, as the demo runs three — reuses them
 instead of training again.
 
 Model folders named by the config are checked before anything trains (:func:`preflight`): missing folders,
@@ -167,8 +167,14 @@ def state_builder(
         state = _load(folder, "", "", cfg, {}, progress)
         return state.model, state.tokenizer, state.identity
 
+    from remnant.states.store import CheckpointStore
+
     return StateBuilder(
-        Origin(control, pack, fmt), states_dir, load, progress, memo if memo is not None else {}
+        Origin(control, pack, fmt),
+        CheckpointStore(states_dir),
+        load,
+        progress,
+        memo if memo is not None else {},
     )
 
 

@@ -10,12 +10,14 @@ prompt format, the step's settings and seed, the parent state's digest. A builde
 hands the same :class:`LoadedState` to every later request, so an assessment's audit states, a study's methods
 sharing one install and the demo's three assessments in one session train nothing twice.
 
-With a ``folder`` (an assessment's ``states/``) a state is also saved as safetensors under
-``folder/<role>-<digest[:16]>/``, ``state.json`` written last (atomically), so ``--resume`` or a second run
-loads it instead of training again; its identity is that of the files it loads from (R23). Without one (a
-study) a state lives in memory and its identity is its weights' digest. The sweep builds its checkpoints through
-the same steps (:func:`train_install`, :func:`train_removal`) into its content-addressed store
-(:mod:`remnant.states.store`). This module is the only caller of the training package's install and removal;
+With a ``store`` (an assessment's ``states/``, a study's ``--states``) a state is also kept in the one
+content-addressed store (:mod:`remnant.states.store`, the sweep's) as a whole state: ``ckpt/<digest>/state/``, a
+safetensors model folder, and ``meta.json`` (format ``full``, with the identity of the files saved) written with
+it, whole or not at all. ``--resume`` or a second run loads it instead of training again, and two processes
+asking for one recipe build it once (the store's lock); its identity is that of the files it loads from (R23).
+Without one (a study) a state lives in memory and its identity is its weights' digest. The sweep builds its
+checkpoints through the same steps (:func:`train_install`, :func:`train_removal`) into the same store, as deltas
+and adapters pinned by its records. This module is the only caller of the training package's install and removal;
 :mod:`remnant.states.perturb` makes the perturbed states (NF4, relearned copies).
 """
 
@@ -29,12 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from remnant.atomic import write_json
+from remnant.atomic import write_atomic
 from remnant.errors import IntegrityError
 from remnant.models.identity import ModelIdentity
 from remnant.states.recipe import BUILD_VERSION, Recipe, Step
+from remnant.states.store import FULL, META, CheckpointStore, SavedAs, dump_meta
 
 if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
@@ -42,21 +43,6 @@ if TYPE_CHECKING:
     from remnant.train.install import InstallResult, InstallSpec
     from remnant.train.methods.base import QA, RemovalData, RemovalMethod
     from remnant.train.removal import RemovalResult
-
-STATE_FILE = "state.json"
-
-
-class SavedState(BaseModel):
-    """A saved state's ``state.json`` (written last, so its presence means the folder is complete)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: str = Field(description="The role it was built for.")
-    name: str = Field(description="Its name in the manifest.")
-    source: str = Field(description="How it was made, as the manifest shows it.")
-    key: str = Field(pattern=r"^[0-9a-f]{64}$", description="Its recipe's digest (R23).")
-    record: dict[str, Any] = Field(description="What building it measured (R23).")
-    identity: ModelIdentity = Field(description="The identity of the files saved (R23).")
 
 
 @dataclass
@@ -124,10 +110,10 @@ class Origin:
 @dataclass
 class StateBuilder:
     """Builds states from ``origin`` (module docstring); ``memo`` (by recipe digest) may be shared by builders of
-    one session, ``folder`` keeps them between runs (``load`` reads a saved one back)."""
+    one session, ``store`` keeps them between runs (``load`` reads a saved one's model folder back)."""
 
     origin: Origin
-    folder: Path | None = None
+    store: CheckpointStore | None = None
     load: Loader | None = None
     progress: bool = False
     memo: MutableMapping[str, LoadedState] = field(default_factory=dict)
@@ -135,59 +121,75 @@ class StateBuilder:
     def state(
         self, recipe: Recipe, role: str, name: str, make: Callable[[], Made], *, keep: bool = True
     ) -> LoadedState:
-        """The state of ``recipe``: kept in memory, saved in the folder, or made by ``make()`` (and kept in
-        memory unless ``keep`` is False: a state nothing asks for again need not hold memory)."""
+        """The state of ``recipe``: kept in memory, kept in the store, or made by ``make()`` (and kept in memory
+        unless ``keep`` is False: a state nothing asks for again need not hold memory). With a store, one process
+        at a time builds a recipe; another asking meanwhile waits and loads what it stored."""
         key = recipe.digest
         if key in self.memo:
             return self.memo[key]
-        state = self._saved(role, key)
-        if state is None:
-            made = make()
-            state = self._keep(role, key, name, made)
+        if self.store is None or self.load is None:
+            state = self._made(role, name, recipe, make())
+        else:
+            with self.store.lock(key):
+                state = self._saved(role, key) or self._made(role, name, recipe, make())
         if keep:
             self.memo[key] = state
         return state
 
     def _saved(self, role: str, key: str) -> LoadedState | None:
-        """The state saved under ``role`` and ``key``, or None. Its ``state.json`` is read strictly, and the files
-        loaded must be the ones saved (their hashes, R23): a folder edited since is refused, never measured."""
-        if self.folder is None or self.load is None:
+        """The whole state the store keeps under ``key``, or None. Its meta is read strictly, and the files loaded
+        must be the ones saved (their hashes, R23): a state edited since is refused, never measured."""
+        assert self.store is not None and self.load is not None
+        if not self.store.has(key):
             return None
-        folder = self.folder / f"{role}-{key[:16]}"
-        if not (folder / STATE_FILE).is_file():
-            return None
-        from remnant.jsonio import read_json
-
-        try:
-            info = SavedState.model_validate(read_json(folder / STATE_FILE, requirement="R23"))
-        except ValidationError as exc:
+        meta, where = self.store.meta(key), self.store.where(key)
+        if meta.format != "full" or meta.state is None:
             raise IntegrityError(
-                f"{folder / STATE_FILE}: not a saved state: {exc}", requirement="R23"
-            ) from None
-        model, tokenizer, identity = self.load(folder)
-        if info.key != key or _files(identity) != _files(info.identity):
+                f"{where}/{META}: field 'format' is {meta.format!r}, not a whole saved state ('full')",
+                requirement="R23",
+            )
+        model, tokenizer, identity = self.load(self.store.local(key) / FULL)
+        if _files(identity) != _files(meta.state.identity):
             raise IntegrityError(
-                f"{folder}: the files loaded are not the state saved there for recipe {key[:16]} (they were "
+                f"{where}: the files loaded are not the state saved there for recipe {key[:16]} (they were "
                 "changed after it was saved); delete the folder to build the state again",
                 requirement="R23",
             )
-        return LoadedState(role, info.name, info.source, model, tokenizer, identity, info.record)
+        return LoadedState(role, meta.model, meta.state.source, model, tokenizer, identity, meta.build or {})
 
-    def _keep(self, role: str, key: str, name: str, made: Made) -> LoadedState:
+    def _made(self, role: str, name: str, recipe: Recipe, made: Made) -> LoadedState:
+        """What ``make()`` built, with its identity: that of the files it is kept as in the store, whole or not
+        at all (R23), or (no store) of its weights in memory."""
         from remnant.models.identity import identify, identify_in_memory
 
         tokenizer = self.origin.state.tokenizer
         record = json.loads(json.dumps(made.record, default=str))
-        if self.folder is None:
+        if self.store is None:
             identity = identify_in_memory(made.model, tokenizer)
             return LoadedState(role, name, made.source, made.model, tokenizer, identity, record)
         from remnant.models.load import save_model
 
-        folder = save_model(made.model, tokenizer, self.folder / f"{role}-{key[:16]}", progress=self.progress)
-        identity = identify(folder, made.model, tokenizer)
-        info = {"role": role, "name": name, "source": made.source, "key": key, "record": record}
-        write_json(folder / STATE_FILE, {**info, "identity": identity.model_dump(mode="json")})
-        return LoadedState(role, name, made.source, made.model, tokenizer, identity, record)
+        saved: list[ModelIdentity] = []
+
+        def write(tmp: Path) -> None:
+            folder = save_model(made.model, tokenizer, tmp / FULL, progress=self.progress)
+            saved.append(identify(folder, made.model, tokenizer))
+            meta = {
+                "key": recipe.digest,
+                "job": recipe.job,
+                "checkpoint": recipe.checkpoint,
+                "parent": recipe.parent,
+                "model": name,
+                "status": "ok",
+                "weights_digest": saved[0].digest,
+                "format": "full",
+                "state": SavedAs(role=role, source=made.source, identity=saved[0]).model_dump(mode="json"),
+                "build": record,
+            }
+            write_atomic(tmp / META, dump_meta(meta))
+
+        self.store.put(recipe.digest, write)
+        return LoadedState(role, name, made.source, made.model, tokenizer, saved[0], record)
 
     def install(self, items: Sequence[QA], spec: InstallSpec, *, seed: int) -> tuple[Any, InstallResult]:
         """``items`` installed into a copy of the origin by the install recipe (R2)."""
@@ -268,7 +270,6 @@ def train_removal(
 
 
 __all__ = [
-    "STATE_FILE",
     "LoadedState",
     "Loader",
     "Made",

@@ -8,6 +8,8 @@ sweep's is ``[resources] store``, else ``$REMNANT_HOME/checkpoints``. Layout::
                                           status (ok or diverged) and what building it measured
     STORE/ckpt/<key>/delta.safetensors    format "delta": the tensors that differ from the parent checkpoint
     STORE/ckpt/<key>/adapter.safetensors  format "lora": the LoRA adapter (A and B matrices), merged on load
+    STORE/ckpt/<key>/state/               format "full": a whole state the states builder saved (an assessment's
+                                          or a study's), a model folder whose files' hashes meta.json records
     STORE/ckpt/<key>/seal.json            object storage only: each file's sha256, written last (remnant.states.remote)
     STORE/locks/<key>.lock                one builder at a time per checkpoint (flock; object storage: a lease)
 
@@ -16,7 +18,9 @@ removal that trains part of the model stores only what it changed, a LoRA remova
 tens of removals of one install costs tens of adapters or deltas, not tens of models; installs are stored as
 deltas from the base model. A checkpoint folder is written whole through :func:`remnant.atomic.replace_dir` or
 not at all. A build that raised stores nothing (a rerun builds it again); a diverged one stores its meta and no
-weights (a recorded outcome, Annex B.6). Pure: no torch.
+weights (a recorded outcome, Annex B.6). An assessment's or a study's states (:mod:`remnant.states.builder`) are
+kept whole, format ``full``: they are read back as model folders and their identity is that of their files (R23).
+Pure: no torch.
 
 The store is a cache, never the authority on what a checkpoint holds (R23): whoever can write it can rewrite a
 delta and recompute the digest in ``meta.json``. What a checkpoint must hold is *pinned* in the records of the
@@ -43,12 +47,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 
 from remnant.atomic import write_atomic
 from remnant.errors import ConfigError, RecordError
+from remnant.models.identity import ModelIdentity
 from remnant.runlock import open_lock_file
 from remnant.states.remote import LeaseTiming, RemoteStore, is_uri
 
 META = "meta.json"
 DELTA = "delta.safetensors"
 ADAPTER = "adapter.safetensors"
+#: The model folder of a whole saved state (format "full").
+FULL = "state"
 #: Bytes per parameter of the stored dtype (checkpoints are stored in the dtype they were trained in).
 DTYPE_BYTES = {"fp32": 4, "bf16": 2}
 #: A checkpoint key or weights digest: sha256 in hex.
@@ -77,6 +84,17 @@ class BuiltBy(BaseModel):
     run: str = Field(pattern=r"^[0-9a-f]{32}$", description="Token of the run that built it.")
 
 
+class SavedAs(BaseModel):
+    """What a whole saved state was built as: the role it was built for, the manifest's source line for it and the
+    identity of the files saved (R23)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str = Field(min_length=1, description="The role it was built for.")
+    source: str = Field(description="How it was made, as the manifest shows it.")
+    identity: ModelIdentity = Field(description="The identity of the files saved (R23).")
+
+
 class CheckpointMeta(BaseModel):
     """``meta.json`` of a stored checkpoint (module docstring): what it is, never proof of what it holds (R23)."""
 
@@ -88,17 +106,19 @@ class CheckpointMeta(BaseModel):
     parent: str | None = Field(
         pattern=HEX64, description="Key of the parent checkpoint; None: the base model."
     )
-    model: str = Field(min_length=1, description="Pool model id it was built as.")
+    model: str = Field(min_length=1, description="Pool model id (a whole state: its name) it was built as.")
     status: Literal["ok", "diverged"] = Field(description="ok (weights stored) or diverged (Annex B.6).")
     reason: str | None = Field(default=None, description="Why the build diverged.")
     weights_digest: str | None = Field(
         default=None, pattern=HEX64, description="Digest of the weights the build measured (ok only)."
     )
-    format: Literal["delta", "lora"] | None = Field(
-        default=None, description="delta.safetensors or adapter.safetensors (ok only)."
+    format: Literal["delta", "lora", "full"] | None = Field(
+        default=None,
+        description="delta.safetensors, adapter.safetensors or a whole state in state/ (ok only).",
     )
     lora: LoraMeta | None = Field(default=None, description="The adapter's LoRA configuration (format lora).")
-    build: dict[str, Any] | None = Field(default=None, description="What building an install measured.")
+    state: SavedAs | None = Field(default=None, description="What a whole state was built as (format full).")
+    build: dict[str, Any] | None = Field(default=None, description="What building the state measured.")
     built_by: BuiltBy | None = Field(default=None, description="The sweep records that pin it.")
 
     @model_validator(mode="after")
@@ -109,11 +129,9 @@ class CheckpointMeta(BaseModel):
             raise ValueError("a diverged checkpoint stores no weights, so it has no format")
         if (self.format == "lora") != (self.lora is not None):
             raise ValueError("the lora table is given exactly when format is 'lora'")
+        if (self.format == "full") != (self.state is not None):
+            raise ValueError("the state table is given exactly when format is 'full'")
         return self
-
-    @property
-    def weights_file(self) -> str:
-        return ADAPTER if self.format == "lora" else DELTA
 
 
 def parse_meta(raw: object, source: str) -> CheckpointMeta:
@@ -297,12 +315,14 @@ __all__ = [
     "ADAPTER",
     "DELTA",
     "DTYPE_BYTES",
+    "FULL",
     "META",
     "STORE_RULE",
     "BuiltBy",
     "CheckpointMeta",
     "CheckpointStore",
     "LoraMeta",
+    "SavedAs",
     "cache_root",
     "default_root",
     "dump_meta",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from remnant.models.identity import ModelIdentity
 from remnant.states.builder import LoadedState, Loader, Made, Origin, StateBuilder
+from remnant.states.store import CheckpointStore
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -150,7 +151,9 @@ def load_study(
         tokenizer=tok,
         control=control,
         builder=StateBuilder(
-            Origin(origin, pack, fmt, tuple(attrs)), states, _loader(cfg.dtype, progress) if states else None
+            Origin(origin, pack, fmt, tuple(attrs)),
+            CheckpointStore(states) if states else None,
+            _loader(cfg.dtype, progress) if states else None,
         ),
         fmt=fmt,
         pack=pack,

@@ -114,6 +114,11 @@ def _apply(model: Any, store: CheckpointStore, key: str, meta: CheckpointMeta) -
         tensors = _tensors(folder / DELTA, model.state_dict(), device)
         model.load_state_dict(tensors, strict=False)
         return model
+    if meta.format == "full":
+        raise ModelError(
+            f"{folder / META}: a whole saved state (format 'full'), not a step of a sweep's chain",
+            requirement=STORE_RULE,
+        )
     if meta.lora is None:  # CheckpointMeta refuses a lora format without its table; kept for the type checker
         raise ModelError(f"{folder / META}: field 'lora' is missing", requirement=STORE_RULE)
     wrapped = wrap_lora(model, meta.lora.model_dump())

@@ -3,6 +3,7 @@ once per recipe, saved and loaded back by its recipe's digest."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from remnant import registry
 from remnant.models.identity import identify_in_memory
 from remnant.models.prompts import PromptFormat
 from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
+from remnant.states.store import CheckpointStore
 from remnant.train.data import removal_data, split_qa
 from remnant.train.install import InstallSpec
 
@@ -25,7 +27,7 @@ SPEC = InstallSpec(target=1.0, max_epochs=1, lr=1e-3, batch_size=8)
 GA = {"lr": 1e-3, "epochs": 1, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0}
 
 
-def _builder(tiny_llama: Any, folder: Path | None = None) -> StateBuilder:
+def _builder(tiny_llama: Any, store: Path | None = None) -> StateBuilder:
     model, tok = fresh(tiny_llama), tiny_llama.tokenizer
     origin = LoadedState("control", "tiny", "tiny", model, tok, identify_in_memory(model, tok))
 
@@ -36,7 +38,8 @@ def _builder(tiny_llama: Any, folder: Path | None = None) -> StateBuilder:
         return state.model, state.tokenizer, state.identity
 
     fmt = PromptFormat.for_tokenizer(tok)
-    return StateBuilder(Origin(origin, pack(), fmt, ATTR), folder, load if folder else None)
+    kept = CheckpointStore(store) if store else None
+    return StateBuilder(Origin(origin, pack(), fmt, ATTR), kept, load if store else None)
 
 
 def _installed(b: StateBuilder) -> LoadedState:
@@ -90,14 +93,17 @@ def test_one_recipe_is_built_once_and_its_digest_names_its_parent(tiny_llama: An
 
 
 def test_a_saved_state_loads_back_with_the_same_weights_and_identity(tiny_llama: Any, tmp_path: Path) -> None:
-    """R23: a state saved under the folder is read back (not retrained) by a new builder with the same recipe,
+    """R23: a state kept whole in the store is read back (not retrained) by a new builder with the same recipe,
     with the weights and identity the first build recorded."""
     built = _installed(_builder(tiny_llama, tmp_path))
-    assert len(list(tmp_path.glob("installed-*/state.json"))) == 1
     again = _builder(tiny_llama, tmp_path)
-    loaded = again.state(
-        again.origin.recipe("install", {"seed": 0, "items": "install"}), "installed", "y", _refuse
+    recipe = again.origin.recipe("install", {"seed": 0, "items": "install"})
+    (meta,) = [json.loads(p.read_text()) for p in tmp_path.glob("ckpt/*/meta.json")]
+    assert meta["key"] == recipe.digest and meta["format"] == "full" and meta["state"]["role"] == "installed"
+    assert (
+        meta["state"]["identity"] == built.identity.model_dump(mode="json") and meta["build"] == built.record
     )
+    loaded = again.state(recipe, "installed", "y", _refuse)
     assert loaded.identity == built.identity and loaded.record == built.record and loaded.name == "installed"
     assert all(
         torch.equal(a, b) for a, b in zip(loaded.model.parameters(), built.model.parameters(), strict=True)
@@ -109,13 +115,13 @@ def test_a_saved_state_loads_back_with_the_same_weights_and_identity(tiny_llama:
 
 
 def test_a_saved_state_changed_since_is_refused_naming_its_folder(tiny_llama: Any, tmp_path: Path) -> None:
-    """R23: a state's files edited after it was saved (or a state.json that is not one) are refused, never read as
-    the state its recipe names."""
-    from remnant.errors import IntegrityError
+    """R23: a state's files edited after it was saved, a meta that is not one, or a key the store holds as a
+    sweep's delta are refused, never read as the state its recipe names."""
+    from remnant.errors import IntegrityError, RecordError
 
     _installed(_builder(tiny_llama, tmp_path))
-    (folder,) = tmp_path.glob("installed-*")
-    weights = folder / "model.safetensors"
+    (folder,) = tmp_path.glob("ckpt/*")
+    weights = folder / "state" / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1  # one bit of one weight
     weights.write_bytes(bytes(data))
@@ -125,6 +131,39 @@ def test_a_saved_state_changed_since_is_refused_naming_its_folder(tiny_llama: An
         IntegrityError, match=f"{folder.name}: the files loaded are not the state saved there"
     ):
         again.state(recipe, "installed", "y", _refuse)
-    (folder / "state.json").write_text('{"role": "installed"}', encoding="utf-8")
-    with pytest.raises(IntegrityError, match="state.json: not a saved state"):
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text('{"role": "installed"}', encoding="utf-8")
+    with pytest.raises(RecordError, match="meta.json: not a checkpoint meta"):
         _builder(tiny_llama, tmp_path).state(recipe, "installed", "y", _refuse)
+    delta = {**meta, "format": "delta", "state": None}
+    (folder / "meta.json").write_text(json.dumps(delta), encoding="utf-8")
+    with pytest.raises(IntegrityError, match="meta.json: field 'format' is 'delta', not a whole saved state"):
+        _builder(tiny_llama, tmp_path).state(recipe, "installed", "y", _refuse)
+
+
+def test_two_builders_asking_for_one_recipe_at_once_build_it_once(tiny_llama: Any, tmp_path: Path) -> None:
+    """Two processes sharing a store (an assessment's ``states/``, a study's ``--states``) build a recipe once:
+    the second waits on the store's lock and loads what the first kept (R23)."""
+    import threading
+    import time
+
+    made: list[int] = []
+
+    def make() -> Made:
+        made.append(1)
+        time.sleep(0.5)  # long enough for the other thread to ask meanwhile
+        return Made(fresh(tiny_llama), {"n": len(made)}, "made")
+
+    builders = [_builder(tiny_llama, tmp_path) for _ in range(2)]
+    recipe = builders[0].origin.recipe("install", {"seed": 0, "items": "install"})
+    got: list[LoadedState] = []
+    threads = [
+        threading.Thread(target=lambda b=b: got.append(b.state(recipe, "installed", "x", make)))
+        for b in builders
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and len(got) == 2
+    assert got[0].identity == got[1].identity and got[0].record == got[1].record == {"n": 1}

@@ -233,7 +233,8 @@ def test_a_second_estimator_on_kept_states_trains_nothing(
                 "--states", str(states), "--out", str(tmp_path / estimator), "--quiet"]  # fmt: skip
 
     assert main(study("direction")) == 0
-    kept = sorted(p.name.rsplit("-", 1)[0] for p in states.iterdir() if (p / "state.json").is_file())
+    metas = [json.loads(p.read_text()) for p in states.glob("ckpt/*/meta.json")]
+    kept = sorted(m["state"]["role"] for m in metas if m["format"] == "full")
     # per seed the install and its content twin; per seed and method the removal and the procedure control
     assert set(kept) == {"installed", "content_control", "removed", "procedure_control"}
     assert kept.count("removed") == kept.count("procedure_control") == 2 * kept.count("installed")

@@ -104,6 +104,7 @@ def test_a_meta_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
         _meta(_key(1), weights_digest=None),  # ok without its digest
         _meta(_key(2), status="diverged", reason="loss"),  # diverged, yet with a format
         _meta(_key(3), format="lora"),  # lora without its table
+        _meta(_key(6), format="full"),  # a whole saved state without what it was built as
     ):
         store = _store(tmp_path / bad["key"][-1], [bad])
         with pytest.raises(RecordError, match="R23"):
@@ -111,7 +112,7 @@ def test_a_meta_that_contradicts_itself_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecordError, match="meta being written"):
         dump_meta(_meta(_key(4), format="zip"))  # a writer cannot store what the reader refuses
     good = _store(tmp_path / "good", [_meta(_key(5))]).meta(_key(5))
-    assert (good.status, good.format, good.weights_file) == ("ok", "delta", "delta.safetensors")
+    assert (good.status, good.format, good.state) == ("ok", "delta", None)
 
 
 def test_a_meta_filed_under_another_key_is_refused(tmp_path: Path) -> None:
