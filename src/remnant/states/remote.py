@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -30,17 +31,38 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from remnant.errors import ConfigError, IntegrityError, RecordError
+from remnant.models.files import CONFIG_NAME, GENERATION_CONFIG, INDEX_NAME, TOKENIZER_FILES
 from remnant.models.identity import sha256_file
 
 RULE = "R23"
 SEAL = "seal.json"
-#: The files a stored checkpoint may hold: its meta and safetensors weights, nothing else (never pickles).
-FileName = Literal["meta.json", "delta.safetensors", "adapter.safetensors"]
+#: The files of a sweep's checkpoint: its meta and its safetensors delta or adapter.
+FLAT_FILES = ("meta.json", "delta.safetensors", "adapter.safetensors")
+#: The folder of a whole state (store format "full") and the files it may hold: a model folder as remnant loads it
+#: (safetensors weights, the shard index, the configs, the tokenizer files), never a pickle or code.
+STATE_FOLDER = "state"
+STATE_FILES = frozenset({INDEX_NAME, CONFIG_NAME, GENERATION_CONFIG, *TOKENIZER_FILES})
+SAFE_WEIGHTS = re.compile(r"[A-Za-z0-9_.-]+\.safetensors")
+
+
+def stored_name(name: str) -> str:
+    """``name`` when a stored checkpoint may hold a file of that name (relative, ``/``-separated); ValueError
+    otherwise (a seal naming anything else is refused, R23)."""
+    folder, _, file = name.rpartition("/")
+    flat = not folder and file in FLAT_FILES
+    whole = folder == STATE_FOLDER and (file in STATE_FILES or SAFE_WEIGHTS.fullmatch(file) is not None)
+    if not (flat or whole):
+        raise ValueError(f"{name!r} is not a file a checkpoint may hold")
+    return name
+
+
+#: A file a stored checkpoint may hold (:func:`stored_name`).
+FileName = Annotated[str, AfterValidator(stored_name)]
 #: The most bytes read of a meta or seal object: they are small JSON, and a hostile store may not exhaust memory.
 SMALL = 16 * 2**20
 SCHEMES = ("s3", "gs", "gcs")
@@ -134,7 +156,7 @@ class RemoteStore:
     def meta_bytes(self, key: str) -> bytes:
         """The checkpoint's meta.json, checked against its seal."""
         data = self._read_small(key, "meta.json")
-        _check(self.name(key, "meta.json"), hashlib.sha256(data).hexdigest(), len(data), self.seal(key))
+        _check(self.name(key), "meta.json", hashlib.sha256(data).hexdigest(), len(data), self.seal(key))
         return data
 
     def put(self, key: str, folder: Path) -> None:
@@ -142,12 +164,13 @@ class RemoteStore:
         never takes a half-replaced checkpoint for a stored one."""
         from pyarrow import fs
 
-        files: dict[str, FileSeal] = {}
-        for file in sorted(folder.iterdir()):
-            if file.is_symlink() or not file.is_file():
-                raise RecordError(f"{file}: a checkpoint holds plain files only", requirement=RULE)
-            files[file.name] = FileSeal(sha256=sha256_file(file), size=file.stat().st_size)
-        seal = Seal.model_validate({"files": {n: f.model_dump() for n, f in files.items()}})
+        files = {
+            name: FileSeal(sha256=sha256_file(path), size=path.stat().st_size) for name, path in held(folder)
+        }
+        try:
+            seal = Seal.model_validate({"files": {n: f.model_dump() for n, f in files.items()}})
+        except ValidationError as exc:
+            raise RecordError(f"{folder}: not a checkpoint to store: {exc}", requirement=RULE) from None
         if self.has(key):
             self.fs.delete_file(self._path(key, SEAL))
         local = fs.LocalFileSystem()
@@ -163,6 +186,7 @@ class RemoteStore:
         seal = self.seal(key)
         local = fs.LocalFileSystem()
         for name in seal.files:
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
             try:
                 fs.copy_files(self._path(key, name), str(into / name), self.fs, local)
             except OSError as exc:
@@ -185,27 +209,41 @@ class RemoteStore:
             lease.release()
 
 
+def held(folder: Path) -> list[tuple[str, Path]]:
+    """The files of a checkpoint folder by relative name: its own and those of its ``state/`` folder, plain files
+    only (a link or any other folder is refused: remnant never follows a link, R23)."""
+
+    def plain(path: Path) -> Path:
+        if path.is_symlink() or not path.is_file():
+            raise IntegrityError(f"{path}: not a plain file (remnant never follows a link)", requirement=RULE)
+        return path
+
+    out: list[tuple[str, Path]] = []
+    for path in sorted(folder.iterdir()):
+        if path.name == STATE_FOLDER and path.is_dir() and not path.is_symlink():
+            out += [(f"{STATE_FOLDER}/{inner.name}", plain(inner)) for inner in sorted(path.iterdir())]
+        else:
+            out.append((path.name, plain(path)))
+    return out
+
+
 def verify_folder(folder: Path, seal: Seal, where: str) -> None:
     """IntegrityError unless ``folder`` holds exactly the sealed files, plain (no link), with their digests."""
-    present = {p.name for p in folder.iterdir()}
-    if present != set(seal.files):
+    present = dict(held(folder))
+    if set(present) != set(seal.files):
         raise IntegrityError(
             f"{where}: holds {sorted(present)}, its seal names {sorted(seal.files)}", requirement=RULE
         )
-    for name in seal.files:
-        path = folder / name
-        if path.is_symlink() or not path.is_file():
-            raise IntegrityError(f"{path}: not a plain file (remnant never follows a link)", requirement=RULE)
-        _check(f"{where}/{name}", sha256_file(path), path.stat().st_size, seal)
+    for name, path in present.items():
+        _check(where, name, sha256_file(path), path.stat().st_size, seal)
 
 
-def _check(where: str, sha: str, size: int, seal: Seal) -> None:
-    name = where.rsplit("/", 1)[-1]
-    want = {str(k): v for k, v in seal.files.items()}.get(name)
+def _check(where: str, name: str, sha: str, size: int, seal: Seal) -> None:
+    want = seal.files.get(name)
     if want is None or want.sha256 != sha or want.size != size:
         raise IntegrityError(
-            f"{where}: its bytes are not the ones its seal names (sha256 {sha[:12]}…): the store was changed "
-            "after the build",
+            f"{where}/{name}: its bytes are not the ones its seal names (sha256 {sha[:12]}…): the store was "
+            "changed after the build",
             requirement=RULE,
         )
 

@@ -24,7 +24,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from remnant.states.store import CheckpointStore
 
 STUDY_KINDS = ("meta-eval", "recovery", "readmission", "goodhart")
 
@@ -171,19 +174,24 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 STATES_HELP = (
-    "keep every trained state (install, removal, control states) in DIR and load it back when a later run asks "
-    "for the same recipe: the same model, pack, settings and seed (another estimator on the same design trains "
-    "nothing)"
+    "keep every trained state (install, removal, control states) in the store DIR (a folder, or s3://bucket/prefix "
+    "or gs://bucket/prefix) and load it back when a later run asks for the same recipe: the same model, pack, "
+    "settings and seed (another estimator on the same design trains nothing)"
 )
 
 
-def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Path | None:
-    """The ``--states`` folder, checked before anything runs and marked as remnant's (R23), or None. It is
+def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> CheckpointStore | None:
+    """The ``--states`` store, or None. A folder is checked before anything runs and marked as remnant's (R23):
     neither a model folder nor the study's output folder or inside it (that holds the study's results only)."""
     if args.states is None:
         return None
     from remnant.cli_paths import mark_output, out_folder
     from remnant.errors import ConfigError
+    from remnant.states.remote import is_uri
+    from remnant.states.store import CheckpointStore
+
+    if is_uri(args.states):
+        return CheckpointStore(args.states)
 
     folder = out_folder(
         args.states,
@@ -201,7 +209,7 @@ def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Pat
         )
     folder.mkdir(parents=True, exist_ok=True)
     mark_output(folder, "states")
-    return folder
+    return CheckpointStore(folder)
 
 
 def _readmission(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from remnant.latent.jacobian_lens import JacobianLens
+    from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe import LatentProbeConfig
 
 Log = Callable[[str], None]
@@ -63,7 +64,7 @@ class _Setup:
         model: str,
         pack_dir: str | None,
         log: Log,
-        states: Path | None,
+        states: CheckpointStore | None,
         progress: bool = True,
     ) -> None:
         from remnant.train.data import removal_data
@@ -240,7 +241,7 @@ def run_goodhart(
     *,
     pack: str | None = None,
     log: Log | None = None,
-    states: Path | None = None,
+    states: CheckpointStore | None = None,
     progress: bool = True,
     records: Path | None = None,
     run_id: str = "goodhart",

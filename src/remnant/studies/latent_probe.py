@@ -33,6 +33,7 @@ from remnant.studies.document import fmt
 from remnant.studies.readmission import Decision, NullReading, tally
 
 if TYPE_CHECKING:
+    from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe_states import RunStates
 
 #: The two nulls every cell reads (B.3 step 4): the content control (C-H3b) and the procedure control (C-H3a).
@@ -409,7 +410,7 @@ def run_result(run: RunStates, cfg: LatentProbeConfig, model: str, gates: dict[s
 def _measured_runs(
     cfg: LatentProbeConfig,
     log: Callable[[str], None] | None,
-    states: Path | None,
+    states: CheckpointStore | None,
     records: Path | None,
     run_id: str,
     progress: bool,
@@ -442,7 +443,7 @@ def run_study(
     *,
     log: Callable[[str], None] | None = None,
     keep_states: bool = False,
-    states: Path | None = None,
+    states: CheckpointStore | None = None,
     progress: bool = True,
     records: Path | None = None,
     run_id: str = "latent-probe",

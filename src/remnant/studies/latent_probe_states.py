@@ -114,7 +114,7 @@ def load_study(
     model: str,
     cfg: LatentProbeConfig,
     pack: Pack | None = None,
-    states: Path | None = None,
+    states: CheckpointStore | None = None,
     progress: bool = True,
 ) -> Study:
     """Load ``model`` once, mint the pack (without general questions; or take ``pack``) and build P, the retain
@@ -152,8 +152,8 @@ def load_study(
         control=control,
         builder=StateBuilder(
             Origin(origin, pack, fmt, tuple(attrs)),
-            CheckpointStore(states) if states else None,
-            _loader(cfg.dtype, progress) if states else None,
+            states,
+            _loader(cfg.dtype, progress) if states is not None else None,
         ),
         fmt=fmt,
         pack=pack,
@@ -325,7 +325,7 @@ def planned_runs(
     cfg: LatentProbeConfig,
     *,
     log: Callable[[str], None] | None = None,
-    states: Path | None = None,
+    states: CheckpointStore | None = None,
     progress: bool = True,
 ) -> Iterator[PlannedRun]:
     """Load ``model`` once and yield one :class:`PlannedRun` per (seed, method), seeds outermost; ``origin`` is

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from remnant.latent.jaccess import Probe
     from remnant.latent.jacobian_lens import JacobianLens
     from remnant.packs.schema import Pack
+    from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe import CellReading, LatentProbeConfig
     from remnant.studies.run_cells import Estimated
 
@@ -343,7 +344,7 @@ def run_cells(
     cfg: ReadmissionConfig,
     *,
     log: Log | None = None,
-    states: Path | None = None,
+    states: CheckpointStore | None = None,
     records: Path | None = None,
     run_id: str = "readmission",
     progress: bool = True,

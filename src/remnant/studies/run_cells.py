@@ -31,6 +31,7 @@ from remnant.records import Reading as Figure
 from remnant.studies.readmission import Cell, Reading, RunOutcome
 
 if TYPE_CHECKING:
+    from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe import LatentProbeConfig
     from remnant.studies.latent_probe_states import PlannedRun, RunStates
 
@@ -284,7 +285,7 @@ def study_runs(
     estimate_for: Callable[[LatentProbeConfig, str], Estimate],
     *,
     log: Callable[[str], None] | None,
-    states: Path | None,
+    states: CheckpointStore | None,
     progress: bool,
 ) -> Iterator[tuple[RunMeasurement, StateView]]:
     """Every (model, method, seed) run of ``design`` as a cell on its never-modified model, lazily (a run's

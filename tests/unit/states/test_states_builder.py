@@ -167,3 +167,34 @@ def test_two_builders_asking_for_one_recipe_at_once_build_it_once(tiny_llama: An
         t.join()
     assert len(made) == 1 and len(got) == 2
     assert got[0].identity == got[1].identity and got[0].record == got[1].record == {"n": 1}
+
+
+def test_a_state_kept_on_object_storage_loads_back_through_another_cache(
+    tiny_llama: Any,
+    s3: Any,
+    tmp_path: Path,
+) -> None:
+    """The one store on S3 keeps whole states too: a builder on another machine (another cache) loads the state
+    its recipe names, checked against the seal and the saved identity; an object changed since is refused (R23)."""
+    from fixtures_s3 import BUCKET
+    from remnant.errors import IntegrityError
+
+    uri = f"s3://{BUCKET}/states"
+
+    def builder(cache: str) -> StateBuilder:
+        b = _builder(tiny_llama, tmp_path)  # a local store, replaced by the S3 one with its own cache
+        b.store = CheckpointStore(uri, cache=tmp_path / cache)
+        return b
+
+    built = _installed(builder("writer"))
+    objects = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    assert any(k.endswith("/state/model.safetensors") for k in objects)
+    assert any(k.endswith("/seal.json") for k in objects)
+    again = builder("reader")
+    recipe = again.origin.recipe("install", {"seed": 0, "items": "install"})
+    loaded = again.state(recipe, "installed", "y", _refuse)
+    assert loaded.identity == built.identity and loaded.record == built.record
+    (weights,) = [k for k in objects if k.endswith("/state/config.json")]
+    s3.put_object(Bucket=BUCKET, Key=weights, Body=b"{}")
+    with pytest.raises(IntegrityError, match=r"state/config\.json: its bytes are not the ones its seal"):
+        builder("third").state(recipe, "installed", "y", _refuse)

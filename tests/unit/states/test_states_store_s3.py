@@ -104,6 +104,12 @@ def test_a_seal_naming_anything_but_meta_and_safetensors_is_refused(s3: Any, tmp
     s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/seal.json", Body=json.dumps(seal).encode())
     with pytest.raises(RecordError, match=r"seal\.json.*model\.pkl.*R23"):
         CheckpointStore(URI, cache=tmp_path / "reader").local(KEY)
+    # a whole state's folder holds model files only: no pickle, no file outside it, no other folder
+    for name in ("state/model.pkl", "state/../meta.json", "other/config.json", "state/sub/config.json"):
+        seal["files"] = {"meta.json": seal["files"]["meta.json"], name: {"sha256": "0" * 64, "size": 1}}
+        s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/seal.json", Body=json.dumps(seal).encode())
+        with pytest.raises(RecordError, match=r"is not a file a checkpoint may hold.*R23"):
+            CheckpointStore(URI, cache=tmp_path / "reader").local(KEY)
 
 
 def test_of_concurrent_builders_of_one_state_exactly_one_builds(s3: Any, tmp_path: Path) -> None:
