@@ -15,7 +15,7 @@ content-addressed store (:mod:`remnant.states.store`, the sweep's) as a whole st
 safetensors model folder, and ``meta.json`` (format ``full``, with the identity of the files saved) written with
 it, whole or not at all. ``--resume`` or a second run loads it instead of training again, and two processes
 asking for one recipe build it once (the store's lock); its identity is that of the files it loads from (R23).
-Without one (a study) a state lives in memory and its identity is its weights' digest. The sweep builds its
+Without one (a study run without ``--states``) a state lives in memory and its identity is its weights' digest. The sweep builds its
 checkpoints through the same steps (:func:`train_install`, :func:`train_removal`) into the same store, as deltas
 and adapters pinned by its records. This module is the only caller of the training package's install and removal;
 :mod:`remnant.states.perturb` makes the perturbed states (NF4, relearned copies).
@@ -118,6 +118,10 @@ class StateBuilder:
     progress: bool = False
     memo: MutableMapping[str, LoadedState] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if (self.store is None) != (self.load is None):
+            raise ValueError("a states builder keeps states in a store exactly when it can load them back")
+
     def state(
         self, recipe: Recipe, role: str, name: str, make: Callable[[], Made], *, keep: bool = True
     ) -> LoadedState:
@@ -127,7 +131,7 @@ class StateBuilder:
         key = recipe.digest
         if key in self.memo:
             return self.memo[key]
-        if self.store is None or self.load is None:
+        if self.store is None:
             state = self._made(role, name, recipe, make())
         else:
             with self.store.lock(key):
