@@ -359,6 +359,7 @@ def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None
     from remnant.report.runs import report_runs
     from remnant.standard.minima import best_tier_supportable
     from remnant.statement.keys import generate_keypair
+    from remnant.states.store import CheckpointStore
 
     sizing = QUICK if quick else DEFAULT
     out.mkdir(parents=True, exist_ok=True)
@@ -371,7 +372,9 @@ def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None
     demo_pack(out, sizing)
     if not (out / "keys" / "remnant.key").is_file():
         generate_keypair(out / "keys")
-    session = Session(states_dir=out / "states", cell_cache=CellCache(out / "cells"), progress=True, log=say)
+    session = Session(
+        states=CheckpointStore(out / "states"), cell_cache=CellCache(out / "cells"), progress=True, log=say
+    )
     results: list[DemoResult] = []
     runs: list[Path] = []
     for name in REMOVALS:

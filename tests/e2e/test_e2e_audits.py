@@ -155,7 +155,9 @@ def test_audits_reach_the_statement_of_an_assessment_of_smollm2(
     run = tmp_path / "run"
     freeze(cfg, run)
     # the lens and UDS's stage 1 are cached beside the canary states: a rerun with REMNANT_TEST_STATES reuses them
-    session = Session(states_dir=canary_states.root.parent / "audit-states", progress=False)
+    from remnant.states.store import CheckpointStore
+
+    session = Session(states=CheckpointStore(canary_states.root.parent / "audit-states"), progress=False)
     started = time.perf_counter()
     outcome = assess(cfg, run, session=session)
     seconds = time.perf_counter() - started

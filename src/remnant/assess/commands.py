@@ -45,7 +45,12 @@ def _assess(args: argparse.Namespace) -> int:
     from remnant.cli_paths import mark_output, run_folder
 
     run = run_folder(args.out, requirement="R14", must_exist=False, option="--out")
-    session = Session(progress=not args.quiet)
+    store = None
+    if args.states is not None:
+        from remnant.states.store import open_store
+
+        store = open_store(args.states, option="--states", inputs={"the config": args.config})
+    session = Session(progress=not args.quiet, states=store)
     outcome = assess(Path(args.config), run, resume=args.resume, session=session, wait=args.wait)
     mark_output(run, "run")
     print(json.dumps(_summary(outcome, run), indent=2))
@@ -101,6 +106,13 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     assess.add_argument("--resume", action="store_true", help="continue a run, skipping completed cells")
     assess.add_argument("--quiet", action="store_true", help="no training progress bars")
     assess.add_argument("--wait", action="store_true", help=WAIT_HELP)
+    assess.add_argument(
+        "--states",
+        metavar="STORE",
+        help="keep the states this run trains (installed, removed, the audits' control states) in STORE, a folder "
+        "or s3://bucket/prefix or gs://bucket/prefix, instead of RUN/states, and load a state a later run asks for "
+        "by the same recipe from there (checked against the files saved, R23)",
+    )
     assess.set_defaults(handler=_assess)
 
     recompute = subparsers.add_parser(

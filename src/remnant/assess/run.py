@@ -79,6 +79,7 @@ from remnant.prereg import load_prereg, require_prereg
 from remnant.records import RECORDS_FILE, Deviation, Event, RecordStore
 from remnant.runlock import hold
 from remnant.states.builder import StateBuilder
+from remnant.states.store import CheckpointStore
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Session:
     simulates a kill in the middle of the run.
     """
 
-    states_dir: Path | None = None
+    states: CheckpointStore | None = None
     cell_cache: CellCache | None = None
     progress: bool = True
     before_cell: Callable[[str], None] | None = None
@@ -111,9 +112,11 @@ class LoadedStates:
     builder: StateBuilder
 
 
-def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Session) -> LoadedStates:
-    """Control, pre-removal and post-removal states, built or loaded (R2, R3, R1c)."""
-    states_dir = session.states_dir or (run / STATES_DIR)
+def _load_states(
+    cfg: AssessmentConfig, inputs: Inputs, store: CheckpointStore, session: Session
+) -> LoadedStates:
+    """Control, pre-removal and post-removal states, built or loaded (R2, R3, R1c); trained ones kept in
+    ``store``."""
     memo = session.memo
     spec = cfg.models.control
     named = f"hub:{spec.hub}@{spec.revision or 'main'}" if spec.hub is not None else None
@@ -124,7 +127,7 @@ def _load_states(cfg: AssessmentConfig, inputs: Inputs, run: Path, session: Sess
     control = memo[control_key]
     inputs = inputs.with_format(control.tokenizer)
     builder = state_builder(
-        cfg, control, inputs.pack, inputs.fmt, states_dir, progress=session.progress, memo=memo
+        cfg, control, inputs.pack, inputs.fmt, store, progress=session.progress, memo=memo
     )
     pre = _pre_removal_state(cfg, inputs, builder, session)
     post, removal = _post_removal_state(cfg, inputs, builder, pre, session)
@@ -321,8 +324,8 @@ def assess(
 def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: Session) -> Outcome:
     """:func:`assess` with the run folder's lock held."""
     opened = _open_run(cfg, run, resume=resume, session=session)
-    loaded = _load_states(cfg, opened.inputs, run, session)
-    states_dir = session.states_dir or (run / STATES_DIR)
+    store = session.states or CheckpointStore(run / STATES_DIR)
+    loaded = _load_states(cfg, opened.inputs, store, session)
     extra = build_audit_states(cfg, loaded.inputs, loaded.builder, log=session.log)
     _record_run_context(cfg, run, opened, loaded, extra)
     runner = CellRunner(
@@ -337,7 +340,7 @@ def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: S
         runner,
         progress=session.progress,
         audit_states=extra,
-        cache_dir=states_dir / LATENT_CACHE,
+        cache_dir=store.root / LATENT_CACHE,  # a local folder: the store's own, or its local cache
     )
     components += _battery_cells(cfg, run, opened.run_id, runner, loaded, progress=session.progress)
     _finish_stage(run, opened, runner, components, session)

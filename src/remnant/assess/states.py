@@ -29,6 +29,7 @@ from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
 if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
     from remnant.packs.schema import Pack
+    from remnant.states.store import CheckpointStore
 
 DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -155,27 +156,19 @@ def state_builder(
     control: LoadedState,
     pack: Pack,
     fmt: PromptFormat,
-    states_dir: Path,
+    store: CheckpointStore,
     *,
     progress: bool,
     memo: MutableMapping[str, LoadedState] | None = None,
 ) -> StateBuilder:
     """The builder of this assessment's trained states (:mod:`remnant.states.builder`): from ``control``, saved
-    under ``states_dir`` and loaded back in the config's dtype and on its device."""
+    in ``store`` and loaded back in the config's dtype and on its device."""
 
     def load(folder: Path) -> tuple[Any, Any, ModelIdentity]:
         state = _load(folder, "", "", cfg, {}, progress)
         return state.model, state.tokenizer, state.identity
 
-    from remnant.states.store import CheckpointStore
-
-    return StateBuilder(
-        Origin(control, pack, fmt),
-        CheckpointStore(states_dir),
-        load,
-        progress,
-        memo if memo is not None else {},
-    )
+    return StateBuilder(Origin(control, pack, fmt), store, load, progress, memo if memo is not None else {})
 
 
 def install_state(builder: StateBuilder, cfg: AssessmentConfig, items: Any, *, seed: int) -> LoadedState:

@@ -274,6 +274,20 @@ class CheckpointStore:
         return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
 
+def open_store(location: str, *, option: str, inputs: Mapping[str, str | Path]) -> CheckpointStore:
+    """The store ``location`` names on a command line: an object-storage URI, or a folder checked before anything
+    runs (absent, empty or remnant's own states folder; none of the command's ``inputs``) and marked as remnant's,
+    so a later run may add to it (R23)."""
+    if is_uri(location):
+        return CheckpointStore(location)
+    from remnant.cli_paths import mark_output, out_folder
+
+    folder = out_folder(location, requirement=STORE_RULE, kind="states", option=option, inputs=dict(inputs))
+    folder.mkdir(parents=True, exist_ok=True)
+    mark_output(folder, "states")
+    return CheckpointStore(folder)
+
+
 def dump_meta(meta: Mapping[str, object]) -> str:
     """``meta`` as stored JSON, validated as the reader will read it (a writer cannot store what is refused)."""
     text = json.dumps(meta, indent=1, sort_keys=True, allow_nan=False) + "\n"
@@ -326,6 +340,7 @@ __all__ = [
     "cache_root",
     "default_root",
     "dump_meta",
+    "open_store",
     "parameter_shapes",
     "parse_meta",
     "safetensors_header",

@@ -181,35 +181,22 @@ STATES_HELP = (
 
 
 def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> CheckpointStore | None:
-    """The ``--states`` store, or None. A folder is checked before anything runs and marked as remnant's (R23):
-    neither a model folder nor the study's output folder or inside it (that holds the study's results only)."""
+    """The ``--states`` store (:func:`remnant.states.store.open_store`), or None. A folder is neither a model
+    folder nor the study's output folder or inside it (that holds the study's results only)."""
     if args.states is None:
         return None
-    from remnant.cli_paths import mark_output, out_folder
     from remnant.errors import ConfigError
     from remnant.states.remote import is_uri
-    from remnant.states.store import CheckpointStore
+    from remnant.states.store import open_store
 
-    if is_uri(args.states):
-        return CheckpointStore(args.states)
-
-    folder = out_folder(
-        args.states,
-        requirement="R23",
-        kind="states",
-        option="--states",
-        inputs={f"the model {m}": m for m in models},
-    )
-    study = Path(out).resolve()
-    if folder.resolve() == study or study in folder.resolve().parents:
+    study, where = Path(out).resolve(), Path(args.states).resolve()
+    if not is_uri(args.states) and (where == study or study in where.parents):
         raise ConfigError(
-            f"--states {folder}: is the study's output folder {out} or inside it; keep the states beside it "
+            f"--states {args.states}: is the study's output folder {out} or inside it; keep the states beside it "
             "(nothing written)",
             requirement="R23",
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    mark_output(folder, "states")
-    return CheckpointStore(folder)
+    return open_store(args.states, option="--states", inputs={f"the model {m}": m for m in models})
 
 
 def _readmission(args: argparse.Namespace) -> int:
