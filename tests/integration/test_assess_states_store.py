@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from assess_fixtures import tiny_pack, write_config
 
+from fixtures_s3 import _moto_server, s3  # noqa: F401 - fixtures
 from remnant.cli import main
 
 
-def _assess(config: Path, run: Path, store: Path) -> dict[str, Any]:
+def _assess(config: Path, run: Path, store: Path | str) -> dict[str, Any]:
     assert main(["preregister", str(config), "--out", str(run)]) == 0
     assert main(["assess", str(config), "--out", str(run), "--states", str(store), "--quiet"]) == 0
     statement = json.loads((run / "statement.json").read_text(encoding="utf-8"))
@@ -52,3 +53,32 @@ def test_states_in_a_model_folder_or_a_file_are_refused(tmp_path: Path, tiny_lla
         args = ["assess", str(config), "--out", str(tmp_path / "run"), "--states", str(bad), "--quiet"]
         assert main(args) == 2
     assert not (tmp_path / "run" / "states").exists()  # refused before anything was built
+
+
+def test_a_store_on_object_storage_serves_a_run_on_another_machine(
+    tmp_path: Path,
+    tiny_llama_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3: Any,  # noqa: F811
+) -> None:
+    """The same on S3: a run with another ``REMNANT_HOME`` (another machine's cache) loads the states the first
+    run uploaded, each file checked against the seal and the saved identity (R23)."""
+    from fixtures_s3 import BUCKET
+
+    config = write_config(tmp_path / "config.toml", pack=tiny_pack(tmp_path / "pack"), control=tiny_llama_dir)
+    uri = f"s3://{BUCKET}/states"
+    monkeypatch.setenv("REMNANT_HOME", str(tmp_path / "home-a"))
+    first = _assess(config, tmp_path / "a", uri)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    assert sum(k.endswith("/state/model.safetensors") for k in keys) == 2
+
+    from remnant.states import builder
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a state kept in the store was trained again")
+
+    monkeypatch.setattr(builder, "train_install", refuse)
+    monkeypatch.setattr(builder, "train_removal", refuse)
+    monkeypatch.setenv("REMNANT_HOME", str(tmp_path / "home-b"))
+    second = _assess(config, tmp_path / "b", uri)
+    assert second["model"] == first["model"] and second["verdict"] == first["verdict"]
