@@ -13,6 +13,7 @@ SCRIPTS = (
     "bench_uds.py",
     "bench_uds_pool.py",  # needs REMNANT_UDS_REFERENCE (the UDS reference's checkout); says so without it
     "bench_train.py",
+    "bench_generate.py",
     "bench_throughput.py",
     "bench_scaling.py",
     "bench_eval.py",  # needs REMNANT_OPENUNLEARNING_SRC (their checkout); says so and measures nothing without it

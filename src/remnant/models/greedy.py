@@ -159,15 +159,19 @@ def _shared_length(prompts: Sequence[Sequence[int]]) -> int:
 
 
 def _prompt_pass(
-    model: PreTrainedModel, prompts: Sequence[Sequence[int]], cache_name: str, device: torch.device
+    model: PreTrainedModel,
+    prompts: Sequence[Sequence[int]],
+    cache_name: str,
+    device: torch.device,
+    min_shared: int,
 ) -> tuple[Any, torch.Tensor, torch.Tensor]:
     """The prompts' forward: its output (the cache, the last position's logits), the attention mask the cache
-    holds, and each row's position ids. With a shared prefix (:data:`MIN_SHARED`) the prefix runs once, its keys
+    holds, and each row's position ids. With a shared prefix of ``min_shared`` tokens or more the prefix runs once, its keys
     and values are repeated to every row, and the rest of each prompt is fed left-padded after it: the padding is a
     masked hole between the two, and the positions go on from the prefix. Otherwise the prompts run left-padded."""
     keep = keep_last_logits(model)
     shared = _shared_length(prompts) if len(prompts) > 1 else 0
-    shared = shared if shared >= MIN_SHARED else 0
+    shared = shared if shared >= min_shared else 0
     cache: Any = None
     if shared:
         prefix = torch.tensor([list(prompts[0][:shared])], dtype=torch.long, device=device)
@@ -201,12 +205,14 @@ def greedy_pruned(
     eos_token_id: int | None,
     stop: Callable[[list[int]], bool] | None = None,
     max_draft: int = MAX_DRAFT,
+    min_shared: int = MIN_SHARED,
 ) -> list[list[int]] | None:
     """Each row's new tokens (its end-of-sequence token included when it produced one) for left-padded ``ids``.
 
     ``stop`` is asked after each new token of a row with that row's new tokens so far; a True ends the row, as a
     stopping criterion does in ``generate``. None when the model's cache cannot drop rows (the caller then uses
-    ``generate``). ``max_draft`` 0 turns drafting off (module docstring).
+    ``generate``). ``max_draft`` 0 turns drafting off, a ``min_shared`` longer than every prompt the shared-prefix
+    pass (module docstring).
     """
     cache_name = cache_kwarg(model)
     if cache_name is None:
@@ -218,7 +224,7 @@ def greedy_pruned(
     new: list[list[int]] = [[] for _ in rows]
     drafts: list[list[int]] = [[] for _ in rows]
     with torch.inference_mode():
-        out, mask, positions = _prompt_pass(model, prompts, cache_name, device)
+        out, mask, positions = _prompt_pass(model, prompts, cache_name, device, min_shared)
         cache: Any = output_cache(out)
         if not hasattr(cache, "batch_select_indices"):  # a cache whose rows cannot be dropped
             return None

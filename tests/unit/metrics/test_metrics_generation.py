@@ -206,6 +206,17 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
     assert fed[:2] == [(1, shared), (8, max(len(p) for p in prompts) - shared)]
     monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
     assert pruned == greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
+    # min_shared longer than every prompt turns the shared pass off (bench_generate's baseline): same tokens
+    ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))
+    fed.clear()
+    hook = model.model.register_forward_pre_hook(
+        lambda _m, _a, k: fed.append(tuple(k["input_ids"].shape)), with_kwargs=True
+    )
+    kwargs = {"max_new_tokens": 12, "eos_token_id": tok.eos_token_id}
+    apart = greedy.greedy_pruned(model, ids, mask, **kwargs, min_shared=ids.shape[1] + 1)
+    hook.remove()
+    assert fed[0] == tuple(ids.shape)  # the prompts fed whole, left-padded
+    assert apart == greedy.greedy_pruned(model, ids, mask, **kwargs)
 
 
 @pytest.mark.parametrize("shared", [0, 2, 6])
