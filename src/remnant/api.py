@@ -89,11 +89,25 @@ def evaluate(
     return run_eval(args, model=loaded)
 
 
-def assess(config: str | Path, out: str | Path, *, resume: bool = False, wait: bool = False) -> Outcome:
-    """``remnant assess CONFIG --out RUN``: run (or resume) one assessment; see :func:`remnant.assess.run.assess`."""
+def assess(
+    config: str | Path,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    wait: bool = False,
+    states: str | Path | None = None,
+) -> Outcome:
+    """``remnant assess CONFIG --out RUN [--states STORE]``: run (or resume) one assessment, its trained states kept
+    in ``states`` (a folder or an object-storage URI; default ``RUN/states``); see
+    :func:`remnant.assess.run.assess`."""
+    from remnant.assess.run import Session
     from remnant.assess.run import assess as run_assessment
+    from remnant.states.store import open_store
 
-    return run_assessment(Path(config), Path(out), resume=resume, wait=wait)
+    store = (
+        None if states is None else open_store(str(states), option="states", inputs={"the config": config})
+    )
+    return run_assessment(Path(config), Path(out), resume=resume, wait=wait, session=Session(states=store))
 
 
 def recompute(

@@ -40,7 +40,11 @@ def test_a_second_run_loads_the_states_the_first_kept_in_the_store(
 
     monkeypatch.setattr(builder, "train_install", refuse)
     monkeypatch.setattr(builder, "train_removal", refuse)
-    second = _assess(config, tmp_path / "b", store)
+    import remnant  # the second through the public API: its ``states`` is the command's --states
+
+    assert main(["preregister", str(config), "--out", str(tmp_path / "b")]) == 0
+    remnant.assess(config, tmp_path / "b", states=store)
+    second = json.loads((tmp_path / "b" / "statement.json").read_text(encoding="utf-8"))
     assert second["model"] == first["model"]  # the same states: their identities are their files' (R23)
     assert (second["verdict"], second["facts"]) == (first["verdict"], first["facts"])
 

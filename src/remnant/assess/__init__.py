@@ -1,1 +1,24 @@
-"""The assessment: plan (cost before running), run (orchestrator, resumable) and the run manifest (R23-R25)."""
+"""The assessment: plan (cost before running), run (orchestrator, resumable) and the run manifest (R23-R25).
+
+This package shares its name with the public function ``remnant.assess`` (:func:`remnant.api.assess`). Importing
+a subpackage sets it as an attribute of its parent, so once anything has imported ``remnant.assess.*`` (the
+function's own first call does), ``remnant.assess`` is this package and no longer the function. The package is
+therefore callable, and calling it is calling the function: ``remnant.assess(config, out, ...)`` works whatever
+was imported before.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+
+class _CallablePackage(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from remnant.api import assess
+
+        return assess(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

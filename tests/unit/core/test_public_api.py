@@ -75,3 +75,26 @@ def test_import_remnant_imports_no_heavy_library() -> None:
 def test_an_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         remnant.no_such_name  # noqa: B018
+
+
+def test_remnant_assess_stays_the_function_after_its_package_is_imported() -> None:
+    """``remnant.assess`` names the public function and the package ``remnant.assess``; importing the package (the
+    function's first call does) makes the attribute the package, so the package calls the function. In a fresh
+    interpreter, in both import orders, ``remnant.assess(...)`` reaches ``remnant.api.assess`` with its arguments."""
+    code = (
+        "import remnant, remnant.api as api\n"
+        "seen = []\n"
+        "api.assess = lambda *a, **k: seen.append((a, k)) or 'outcome'\n"
+        "{first}\n"
+        "import remnant.assess.run\n"
+        "print(remnant.assess('c.toml', 'run', states='s3://b/p'), seen)\n"
+    )
+    for first in ("f = remnant.assess", "pass"):  # the function resolved before the package, or not
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(first=first)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert done.stdout.strip() == "outcome [(('c.toml', 'run'), {'states': 's3://b/p'})]", first
