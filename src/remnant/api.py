@@ -99,15 +99,10 @@ def assess(
 ) -> Outcome:
     """``remnant assess CONFIG --out RUN [--states STORE]``: run (or resume) one assessment, its trained states kept
     in ``states`` (a folder or an object-storage URI; default ``RUN/states``); see
-    :func:`remnant.assess.run.assess`."""
-    from remnant.assess.run import Session
-    from remnant.assess.run import assess as run_assessment
-    from remnant.states.store import open_store
+    :func:`remnant.assess.run.assess_command`."""
+    from remnant.assess.run import assess_command
 
-    store = (
-        None if states is None else open_store(str(states), option="states", inputs={"the config": config})
-    )
-    return run_assessment(Path(config), Path(out), resume=resume, wait=wait, session=Session(states=store))
+    return assess_command(config, out, resume=resume, wait=wait, states=states)
 
 
 def recompute(

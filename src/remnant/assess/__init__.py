@@ -3,8 +3,8 @@
 This package shares its name with the public function ``remnant.assess`` (:func:`remnant.api.assess`). Importing
 a subpackage sets it as an attribute of its parent, so once anything has imported ``remnant.assess.*`` (the
 function's own first call does), ``remnant.assess`` is this package and no longer the function. The package is
-therefore callable, and calling it is calling the function: ``remnant.assess(config, out, ...)`` works whatever
-was imported before.
+therefore callable, and calling it runs what the function runs (:func:`remnant.assess.run.assess_command`):
+``remnant.assess(config, out, ...)`` works whatever was imported before.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 class _CallablePackage(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from remnant.api import assess
+        from remnant.assess.run import assess_command
 
-        return assess(*args, **kwargs)
+        return assess_command(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallablePackage

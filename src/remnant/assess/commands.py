@@ -41,17 +41,13 @@ def _summary(outcome: Any, run: Path) -> dict[str, object]:
 
 
 def _assess(args: argparse.Namespace) -> int:
-    from remnant.assess.run import Session, assess
+    from remnant.assess.run import assess_command
     from remnant.cli_paths import mark_output, run_folder
 
     run = run_folder(args.out, requirement="R14", must_exist=False, option="--out")
-    store = None
-    if args.states is not None:
-        from remnant.states.store import open_store
-
-        store = open_store(args.states, option="--states", inputs={"the config": args.config})
-    session = Session(progress=not args.quiet, states=store)
-    outcome = assess(Path(args.config), run, resume=args.resume, session=session, wait=args.wait)
+    outcome = assess_command(
+        args.config, run, resume=args.resume, wait=args.wait, states=args.states, progress=not args.quiet
+    )
     mark_output(run, "run")
     print(json.dumps(_summary(outcome, run), indent=2))
     return EXIT_OK

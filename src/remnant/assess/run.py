@@ -321,6 +321,27 @@ def assess(
         return _assess_locked(cfg, run, resume=resume, session=session)
 
 
+def assess_command(
+    config: str | Path,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    wait: bool = False,
+    states: str | Path | None = None,
+    progress: bool = True,
+) -> Outcome:
+    """``remnant assess CONFIG --out RUN [--resume] [--wait] [--states STORE]`` as a function: the command line and
+    ``remnant.assess`` both run it. ``states`` is the store the run's trained states are kept in (a folder or an
+    object-storage URI, docs/config.md; default ``RUN/states``)."""
+    store = None
+    if states is not None:
+        from remnant.states.store import open_store
+
+        store = open_store(str(states), option="--states", inputs={"the config": config})
+    session = Session(progress=progress, states=store)
+    return assess(Path(config), Path(out), resume=resume, session=session, wait=wait)
+
+
 def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: Session) -> Outcome:
     """:func:`assess` with the run folder's lock held."""
     opened = _open_run(cfg, run, resume=resume, session=session)

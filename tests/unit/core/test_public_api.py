@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,24 +78,23 @@ def test_an_unknown_attribute_is_an_attribute_error() -> None:
         remnant.no_such_name  # noqa: B018
 
 
-def test_remnant_assess_stays_the_function_after_its_package_is_imported() -> None:
+def test_remnant_assess_stays_the_function_after_its_package_is_imported(tmp_path: Path) -> None:
     """``remnant.assess`` names the public function and the package ``remnant.assess``; importing the package (the
-    function's first call does) makes the attribute the package, so the package calls the function. In a fresh
-    interpreter, in both import orders, ``remnant.assess(...)`` reaches ``remnant.api.assess`` with its arguments."""
+    function's own first call does) makes the attribute the package, so the package runs what the function runs.
+    In a fresh interpreter, in both import orders, two calls of ``remnant.assess(...)`` each reach the command:
+    a config that is not there is refused by name (not "'module' object is not callable")."""
+    missing = tmp_path / "missing.toml"
     code = (
-        "import remnant, remnant.api as api\n"
-        "seen = []\n"
-        "api.assess = lambda *a, **k: seen.append((a, k)) or 'outcome'\n"
+        "import remnant\n"
         "{first}\n"
-        "import remnant.assess.run\n"
-        "print(remnant.assess('c.toml', 'run', states='s3://b/p'), seen)\n"
+        "for _ in range(2):\n"
+        "    try:\n"
+        f"        remnant.assess({str(missing)!r}, {str(tmp_path / 'run')!r})\n"
+        "    except remnant.RemnantError as exc:\n"
+        "        print(type(exc).__name__, 'missing.toml' in str(exc))\n"
     )
-    for first in ("f = remnant.assess", "pass"):  # the function resolved before the package, or not
+    for first in ("import remnant.assess.run", "f = remnant.assess"):  # the package first, or the function
         done = subprocess.run(
-            [sys.executable, "-c", code.format(first=first)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
+            [sys.executable, "-c", code.format(first=first)], capture_output=True, text=True, timeout=120
         )
-        assert done.stdout.strip() == "outcome [(('c.toml', 'run'), {'states': 's3://b/p'})]", first
+        assert done.stdout.split() == ["ConfigError", "True"] * 2, (first, done.stderr[-2000:])
