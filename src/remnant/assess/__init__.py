@@ -11,14 +11,26 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from remnant.assess.finalize import Outcome
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        config: str | Path,
+        out: str | Path,
+        *,
+        resume: bool = False,
+        wait: bool = False,
+        states: str | Path | None = None,
+    ) -> Outcome:
         from remnant.assess.run import assess_command
 
-        return assess_command(*args, **kwargs)
+        return assess_command(config, out, resume=resume, wait=wait, states=states)
 
 
 sys.modules[__name__].__class__ = _CallablePackage

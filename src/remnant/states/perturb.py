@@ -14,12 +14,16 @@ state's digest is its state's digest and the perturbation's settings (:func:`rem
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from remnant.train.loop import CheckpointPoint, TrainOutcome
+    from torch import nn
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from remnant.models.prompts import EncodedPair
+    from remnant.train.loop import CheckpointCallback, TrainOutcome
     from remnant.train.relearn import RelearnSpec
 
 #: NF4 as bitsandbytes does it: blocks of 64, no double quantisation (remnant.attacks.quantize).
@@ -29,7 +33,7 @@ NF4_SETTINGS: dict[str, object] = {"scheme": NF4_SCHEME, "blocksize": NF4_BLOCKS
 
 
 @contextmanager
-def nf4(model: Any) -> Iterator[Any]:
+def nf4(model: nn.Module) -> Iterator[nn.Module]:
     """``model`` with its decoder linear weights fake-quantised to NF4 inside the block, restored after (R25)."""
     from remnant.attacks.quantize import fake_quantized
 
@@ -38,15 +42,15 @@ def nf4(model: Any) -> Iterator[Any]:
 
 
 def relearned_copy(
-    start: Any,
-    tokenizer: Any,
-    pairs: Sequence[Any],
+    start: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    pairs: Sequence[EncodedPair],
     spec: RelearnSpec,
     *,
     label: str,
     progress: bool,
-    on_checkpoint: Callable[[Any, CheckpointPoint], dict[str, object]],
-) -> tuple[TrainOutcome, Any]:
+    on_checkpoint: CheckpointCallback,
+) -> tuple[TrainOutcome, PreTrainedModel]:
     """The one relearned copy (C-W1, C-W3, C-W5): a copy of ``start`` fine-tuned on ``pairs`` (encoded, in
     order) under ``spec``, ``on_checkpoint`` called at step 0 and at every declared checkpoint inside the first
     epoch. ``start`` is never modified; the trained copy is returned beside the outcome (attack-stage utility
