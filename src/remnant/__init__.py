@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the type checker sees; at run time each name is imported on first use (_LAZY)
-    from remnant.api import assess, evaluate, recompute, run_sweep
+    from remnant.api import evaluate, recompute, run_sweep
     from remnant.assess.finalize import Outcome
+    from remnant.assess.run import assess_command as assess
     from remnant.errors import (
         ConfigError,
         DivergedError,
@@ -42,7 +43,7 @@ HARNESS_VERSION = __version__
 #: torch, scipy or transformers; the pure core works without them).
 _LAZY: dict[str, tuple[str, str]] = {
     "evaluate": ("remnant.api", "evaluate"),
-    "assess": ("remnant.api", "assess"),
+    "assess": ("remnant.assess.run", "assess_command"),
     "run_sweep": ("remnant.api", "run_sweep"),
     "recompute": ("remnant.api", "recompute"),
     "verdict": ("remnant.standard.verdict", "decide"),

@@ -89,22 +89,6 @@ def evaluate(
     return run_eval(args, model=loaded)
 
 
-def assess(
-    config: str | Path,
-    out: str | Path,
-    *,
-    resume: bool = False,
-    wait: bool = False,
-    states: str | Path | None = None,
-) -> Outcome:
-    """``remnant assess CONFIG --out RUN [--states STORE]``: run (or resume) one assessment, its trained states kept
-    in ``states`` (a folder or an object-storage URI; default ``RUN/states``); see
-    :func:`remnant.assess.run.assess_command`."""
-    from remnant.assess.run import assess_command
-
-    return assess_command(config, out, resume=resume, wait=wait, states=states)
-
-
 def recompute(
     run: str | Path, *, reports: bool = True, expect_head: str | None = None, wait: bool = False
 ) -> Outcome:
@@ -124,4 +108,4 @@ def run_sweep(spec: str | Path, out: str | Path, **options: object) -> int:
     return int(args.handler(args))
 
 
-__all__ = ["assess", "evaluate", "recompute", "run_sweep"]
+__all__ = ["evaluate", "recompute", "run_sweep"]

@@ -1,9 +1,9 @@
 """The assessment: plan (cost before running), run (orchestrator, resumable) and the run manifest (R23-R25).
 
-This package shares its name with the public function ``remnant.assess`` (:func:`remnant.api.assess`). Importing
-a subpackage sets it as an attribute of its parent, so once anything has imported ``remnant.assess.*`` (the
-function's own first call does), ``remnant.assess`` is this package and no longer the function. The package is
-therefore callable, and calling it runs what the function runs (:func:`remnant.assess.run.assess_command`):
+This package shares its name with the public function ``remnant.assess``
+(:func:`remnant.assess.run.assess_command`). Importing a subpackage sets it as an attribute of its parent, so once
+anything has imported ``remnant.assess.*`` (the function's own first call does), ``remnant.assess`` is this package
+and no longer the function. The package is therefore callable, and calling it runs the function:
 ``remnant.assess(config, out, ...)`` works whatever was imported before.
 """
 
@@ -27,10 +27,11 @@ class _CallablePackage(types.ModuleType):
         resume: bool = False,
         wait: bool = False,
         states: str | Path | None = None,
+        progress: bool = True,
     ) -> Outcome:
         from remnant.assess.run import assess_command
 
-        return assess_command(config, out, resume=resume, wait=wait, states=states)
+        return assess_command(config, out, resume=resume, wait=wait, states=states, progress=progress)
 
 
 sys.modules[__name__].__class__ = _CallablePackage

@@ -330,9 +330,10 @@ def assess_command(
     states: str | Path | None = None,
     progress: bool = True,
 ) -> Outcome:
-    """``remnant assess CONFIG --out RUN [--resume] [--wait] [--states STORE]`` as a function: the command line and
-    ``remnant.assess`` both run it. ``states`` is the store the run's trained states are kept in (a folder or an
-    object-storage URI, docs/config.md; default ``RUN/states``)."""
+    """``remnant assess CONFIG --out RUN [--resume] [--wait] [--states STORE] [--quiet]`` as a function: the command
+    line runs it, and it is the public ``remnant.assess``. ``states`` is the store the run's trained states are
+    kept in (a folder or an object-storage URI, docs/config.md; default ``RUN/states``); ``progress=False`` is
+    ``--quiet``."""
     store = None
     if states is not None:
         from remnant.states.store import open_store
@@ -368,4 +369,4 @@ def _assess_locked(cfg: AssessmentConfig, run: Path, *, resume: bool, session: S
     return finalize(run, cfg)
 
 
-__all__ = ["Session", "assess"]
+__all__ = ["Session", "assess", "assess_command"]
