@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import types
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,19 +19,13 @@ if TYPE_CHECKING:
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(
-        self,
-        config: str | Path,
-        out: str | Path,
-        *,
-        resume: bool = False,
-        wait: bool = False,
-        states: str | Path | None = None,
-        progress: bool = True,
-    ) -> Outcome:
+    @property
+    def __call__(self) -> Callable[..., Outcome]:
+        """The public function itself (:func:`remnant.assess.run.assess_command`): calling the package calls it,
+        with its one signature."""
         from remnant.assess.run import assess_command
 
-        return assess_command(config, out, resume=resume, wait=wait, states=states, progress=progress)
+        return assess_command
 
 
 sys.modules[__name__].__class__ = _CallablePackage
