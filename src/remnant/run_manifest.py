@@ -19,7 +19,7 @@ else. Torch-free: identities come in as :class:`remnant.models.identity.ModelIde
 builds without importing torch here.
 
 Pure core (no torch): ``assess`` writes the manifest and ``report`` and ``recompute`` read it, so it lives
-below both (``remnant.assess.manifest`` re-exports it).
+below both.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Bad run files given to ``remnant report`` end with exit 2 and a message naming file, field and requirement.
 
-Statement and manifest go through the one run-file loader (``remnant.assess.manifest.load_json_model``).
+Statement and manifest go through the one run-file loader (``remnant.run_manifest.load_json_model``).
 """
 
 from __future__ import annotations

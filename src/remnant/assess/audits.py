@@ -125,14 +125,6 @@ def needed_states(cfg: AssessmentConfig) -> list[str]:
     return out + ([PROCEDURE, CONTENT] if any(t.controls for t in tables) else [])
 
 
-def _install_spec(cfg: AssessmentConfig) -> Any:
-    from remnant.train.install import InstallSpec
-
-    budget = cfg.models.pre_removal.install
-    assert budget is not None  # config rule (C-H7): these states need the install recipe
-    return InstallSpec.from_budget(budget)
-
-
 def _make(
     role: str, cfg: AssessmentConfig, inputs: Inputs, builder: StateBuilder
 ) -> tuple[Recipe, Callable[[], Made]]:
@@ -152,9 +144,11 @@ def _make(
             return Made(model, {"removal": result.to_dict()}, source)
 
         return origin.recipe("removal", {"method": method.spec.to_dict(), "seed": seed}), procedure
+    from remnant.train.install import InstallSpec
+
     budget = cfg.models.pre_removal.install
     assert budget is not None  # config rule (C-H7): these states need the install recipe
-    spec, seed = _install_spec(cfg), derive_seed(master, "install")
+    spec, seed = InstallSpec.from_budget(budget), derive_seed(master, "install")
     recipe = origin.recipe(
         "install", {"install": budget.model_dump(mode="json", exclude_none=True), "seed": seed, "items": role}
     )

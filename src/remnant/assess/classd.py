@@ -9,17 +9,10 @@ W-track the battery is also scored on relearned copies of both states (D-5.3): t
 relearning set R (entities disjoint from P, C-W6), same nested budgets and checkpoints, one cell per
 (state, budget).
 
-What a cell writes (:mod:`remnant.assess.facts` reads it back, :mod:`remnant.assess.finalize` builds the statement
-block from it, so ``remnant recompute`` reproduces everything from the records):
-
-- an :class:`~remnant.records.Observation` per probe (target canaries and control entities), attack = the
-  measurement name;
-- a ``kappa`` :class:`~remnant.records.CellRecord` on the target canaries and a ``kappa_control_entities`` record
-  on the control entities (D4), each with its ``risk``, ``method`` and the no-extraction ``baseline``
-  (forced-choice chance, D-3; population baseline, D-4.2) as typed fields.
-
-An attack undefined for a risk's response format is a ``not_applicable`` record (C-Q2); a crashing measurement is
-``failed`` (it blocks *removed*, D-5.1). torch is imported inside the functions that run models.
+What a cell writes, a not-applicable attack and a crashing measurement included: :mod:`remnant.engine.classd`
+(:mod:`remnant.assess.facts` reads it back, :mod:`remnant.assess.finalize` builds the statement block from it, so
+``remnant recompute`` reproduces everything from the records). torch is imported inside the functions that run
+models.
 """
 
 from __future__ import annotations
@@ -30,7 +23,6 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from remnant.assess import facts as F
 from remnant.classd.canaries import measurement_name
 from remnant.config import AssessmentConfig, derive_seed
 from remnant.engine.classd import (
@@ -53,8 +45,6 @@ if TYPE_CHECKING:
     from remnant.classd.canaries import CanaryProbes, RiskCounts
     from remnant.score.probe import Probe
 
-#: Metric of the control-entity counts (D4), beside ``kappa`` on the target canaries.
-CONTROL_ENTITIES = F.CONTROL_ENTITIES
 CLASSD_CONTEXT = "class_d"
 
 
@@ -166,7 +156,8 @@ def _methods(battery: BatteryInputs, risk: str) -> list[tuple[str, Any, str | No
 def _risk_context(
     inputs: Inputs, seed: int, tokens: int, batch: int, demos: Sequence[Probe], state: LoadedState
 ) -> AttackContext:
-    """The attack context of one battery measurement on ``state``: its seed, budgets and demonstrations."""
+    """The attack context of one battery measurement on ``state``: its seed, budgets and demonstrations (the
+    retain set's without ``demos``)."""
     ctx = inputs.context(state, seed=seed, max_new_tokens=tokens, batch_size=batch)
     return replace(ctx, demonstrations=tuple(demos) if demos else tuple(inputs.retain))
 
@@ -259,20 +250,15 @@ def relearning_measurements(
         "max_new_tokens": battery.max_new_tokens,
         **key_inputs,
     }
-    context = partial(_relearn_context, inputs, spec.seed, battery.max_new_tokens)
+    context = partial(_risk_context, inputs, spec.seed, battery.max_new_tokens, 16, ())
     return [
         BatteryRelearning(plan, budget, battery, context, methods, shared, step0=step0, progress=progress)
         for budget in budgets
     ]
 
 
-def _relearn_context(inputs: Inputs, seed: int, tokens: int, state: LoadedState) -> AttackContext:
-    return inputs.context(state, seed=seed, max_new_tokens=tokens)
-
-
 __all__ = [
     "CLASSD_CONTEXT",
-    "CONTROL_ENTITIES",
     "BatteryInputs",
     "counts_from_records",
     "prepare_battery",

@@ -50,7 +50,6 @@ from remnant.standard.derive import (
 )
 from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.facts import InstallationFact
-from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import net_rate
 from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS
@@ -60,7 +59,6 @@ from remnant.statement.schema import Cell
 POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
 RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
 NONE = "none"
-REMOVAL_STAGE = "removal_stage"
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[st
     return fact
 
 
-#: The metric of control-entity counts in the records (D4); remnant.assess.classd writes it.
+#: The Class D surfaces in the order :func:`battery_names` lists a risk's measurements.
 _SURFACE_ORDER = ("inference_time", "relearning")
 
 
@@ -453,27 +451,18 @@ def extra_cells(
 ) -> list[Cell]:
     """Every per-cell result beyond the facts' own (R22): w beside κ (R6), baselines, utility cells and every
     relearning checkpoint, each with k, n and its Wilson interval (R19). Ids carry metric and checkpoint."""
-    out: list[Cell] = []
+    out: dict[str, Cell] = {}  # by id, the first of each
     chance = chance_rate or 0.0
     for c in cells:
         if c.metric not in ("kappa", "w", "utility"):
             continue
         if c.metric == "utility" and not _utility_is_count(c):
             continue  # a value that is not k/n (perplexity, a net-of-chance κ) has no rate to report as a cell
-        if c.metric == "utility":
-            label = f"{c.utility_metric}@{c.checkpoint}"
-        else:
-            label = f"{c.metric}@{c.checkpoint}"
+        label = f"{c.utility_metric if c.metric == 'utility' else c.metric}@{c.checkpoint}"
         cell = _cell(c, f"{c.attack}/{c.surface}/{c.model_state}/{label}", c.metric, chance)
         if cell is not None:
-            out.append(cell)
-    seen: set[str] = set()
-    unique = []
-    for cell in out:
-        if cell.cell_id not in seen:
-            seen.add(cell.cell_id)
-            unique.append(cell)
-    return unique
+            out.setdefault(cell.cell_id, cell)
+    return list(out.values())
 
 
 def general_met(
@@ -554,7 +543,6 @@ __all__ = [
     "PRE",
     "RELEARNING",
     "SCORED_ARM",
-    "TIER2_MIN_N",
     "attack_order",
     "battery_facts",
     "battery_names",

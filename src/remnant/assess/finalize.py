@@ -47,11 +47,9 @@ from remnant.prereg import (
 from remnant.prereg import PreRegistration as FrozenPrereg
 from remnant.records import RECORDS_FILE, AnyRecord, CellRecord, ChainState, Reading
 from remnant.records import Deviation as DeviationRecord
-from remnant.run_manifest import (  # noqa: F401  (re-exported)
-    CUSTOMER_FILE,
+from remnant.run_manifest import (
     ENVELOPE_FILE,
     MANIFEST_FILE,
-    REPORT_FILE,
     STATEMENT_FILE,
     ComponentRecord,
     Environment,
@@ -393,11 +391,9 @@ def write_reports(run: Path) -> list[Path]:
 
 
 __all__ = [
-    "CUSTOMER_FILE",
     "PIN_FIELDS",
     "class_d_block",
     "ENVELOPE_FILE",
-    "REPORT_FILE",
     "STATEMENT_FILE",
     "Decision",
     "Outcome",

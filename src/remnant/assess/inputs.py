@@ -209,13 +209,8 @@ class Inputs:
 
     def seeds(self) -> dict[str, int]:
         master = self.cfg.seeds.master
-        out = {
-            "master": master,
-            "install": derive_seed(master, "install"),
-            "removal": derive_seed(master, "removal"),
-        }
-        out["baseline"] = derive_seed(master, "baseline")
-        out["relearning"] = derive_seed(master, "relearning")
+        out = {"master": master}
+        out.update({k: derive_seed(master, k) for k in ("install", "removal", "baseline", "relearning")})
         for name, _, _, _ in self.attacks:
             out[f"attack.{name}"] = derive_seed(master, "attack", name)
         if self.minted:

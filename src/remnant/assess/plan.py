@@ -117,7 +117,7 @@ def _battery_steps(
     methods = 1 + len(chosen)
     steps: list[Step] = []
     for risk, items in per_risk.items():
-        prompts = sum(max(1, round(len(it.question) / CHARS_PER_TOKEN)) + overhead for it in items)
+        prompts = _prompt_tokens(items, overhead)
         likelihood = risk == "linkability" and battery.linkability_likelihood
         cells = 2 * (methods + (1 if likelihood else 0))
         steps.append(

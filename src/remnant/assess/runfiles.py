@@ -23,24 +23,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from remnant.records import RECORDS_FILE, CellRecord, Event, Observation, RecordStore
+from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
 from remnant.run_manifest import CONFIG_COPY  # noqa: F401  (re-exported)
 
 STATES_DIR = "states"
 PACK_DIR = "pack"
 CONTEXT_STAGE = "context"
-
-#: Context keys the finalizer reads (each written once per run, re-written identically on resume).
-CONTEXT_KEYS = (
-    "assessment",
-    "pack",
-    "states",
-    "seeds",
-    "hyperparameters",
-    "components",
-    "environment",
-    "precision",
-)
 
 
 def run_id_for(prereg_digest: str) -> str:
@@ -82,19 +70,13 @@ def cell_records(records: Iterable[object]) -> list[CellRecord]:
     return out
 
 
-def observations(records: Iterable[object]) -> list[Observation]:
-    return [r for r in records if isinstance(r, Observation)]
-
-
 __all__ = [
     "CONFIG_COPY",
-    "CONTEXT_KEYS",
     "CONTEXT_STAGE",
     "PACK_DIR",
     "STATES_DIR",
     "cell_records",
     "context_event",
-    "observations",
     "read_context",
     "run_id_for",
     "store",

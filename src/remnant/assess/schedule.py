@@ -34,23 +34,22 @@ from remnant.assess.classd import (
     relearning_measurements,
     risk_measurements,
 )
+from remnant.assess.facts import RELEARNING, SCORED_ARM
 from remnant.assess.inputs import Inputs, component_record, relearn_spec, utility_components
 from remnant.config import AssessmentConfig, derive_seed
 from remnant.engine.attack import BASELINE, AttackMeasurement, not_applicable
 from remnant.engine.audit import AuditMeasurement, AuditNotRun
 from remnant.engine.classd import RiskMeasurement
-from remnant.engine.measurement import Measurement, NotRun, run_measurement, run_on_states
+from remnant.engine.measurement import run_measurement, run_on_states
 from remnant.engine.relearning import RelearningMeasurement, RelearnPlan
 from remnant.engine.runner import CellRunner
 from remnant.engine.utility import UtilityMeasurement
-from remnant.records import CellRecord
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 
 if TYPE_CHECKING:
     from remnant.assess.states import LoadedState
     from remnant.attacks.base import AttackContext
 
-RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
 Outcomes = list[Any] | None
 
 
@@ -233,7 +232,7 @@ def classd_cells(
     direct: dict[str, dict[str, object]] = {POST: {}, CONTROL: {}}
     for risk, canary in battery.canaries.items():
         for measurement in risk_measurements(battery, inputs, risk, canary, shared):
-            done = _run_all(runner, measurement, states)
+            done = run_on_states(runner, measurement, states)
             if isinstance(measurement, RiskMeasurement) and measurement.method in ("direct", "likelihood"):
                 for role, records in done.items():
                     counts = counts_from_records(runner, records, canary, measurement.name)
@@ -243,16 +242,7 @@ def classd_cells(
         battery, inputs, shared, step0=lambda role: direct.get(role, {}), progress=progress
     )
     for measurement in relearning:
-        _run_all(runner, measurement, states)
-
-
-def _run_all(
-    runner: CellRunner, measurement: Measurement, states: Mapping[str, LoadedState]
-) -> dict[str, list[CellRecord]]:
-    """A measurement on each of its states, or once when it reads none (a :class:`NotRun`)."""
-    if isinstance(measurement, NotRun):
-        return {POST: run_measurement(runner, measurement, None)}
-    return run_on_states(runner, measurement, states)
+        run_on_states(runner, measurement, states)
 
 
 def audit_cells(

@@ -181,24 +181,20 @@ class ActPertSweep(_ActPert):
     def strengths(self) -> tuple[float, ...]:
         return self._strengths
 
-    def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-        inputs = self.generation_inputs(ctx, probes)
-        texts = self.greedy_texts(ctx, inputs)
-        out: list[ItemOutcome] = []
-        for probe, tries, outputs in zip(probes, inputs, texts, strict=True):
-            settings: list[dict[str, Any]] = []
-            for inp, text in zip(tries, outputs, strict=True):
-                kappa, willing = ctx.scorer.score(probe, text)
-                settings.append(
-                    {"strength": inp.extra["strength"], "kappa": kappa, "willing": willing, "output": text}
-                )
-            chosen = next((s for s in settings if s["kappa"]), settings[0])
-            extra = {k: v for k, v in tries[0].extra.items() if k != "strength"}
-            extra.update(tries=len(settings), chosen_strength=chosen["strength"], settings=settings)
-            out.append(
-                ItemOutcome(probe.item_id, chosen["output"], chosen["kappa"], chosen["willing"], extra)
+    def best_of(
+        self, ctx: AttackContext, probe: Probe, tries: Sequence[GenerationInput], outputs: Sequence[str]
+    ) -> ItemOutcome:
+        """The first strength that recovers the item (else the first), every setting kept in ``extra``."""
+        settings: list[dict[str, Any]] = []
+        for inp, text in zip(tries, outputs, strict=True):
+            kappa, willing = ctx.scorer.score(probe, text)
+            settings.append(
+                {"strength": inp.extra["strength"], "kappa": kappa, "willing": willing, "output": text}
             )
-        return out
+        chosen = next((s for s in settings if s["kappa"]), settings[0])
+        extra = {k: v for k, v in tries[0].extra.items() if k != "strength"}
+        extra.update(tries=len(settings), chosen_strength=chosen["strength"], settings=settings)
+        return ItemOutcome(probe.item_id, chosen["output"], chosen["kappa"], chosen["willing"], extra)
 
 
 __all__ = ["ActPert", "ActPertSweep"]

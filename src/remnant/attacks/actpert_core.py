@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from remnant.attacks.decoding import Steering
+from remnant.attacks.decoding import GenerationInput, Steering, greedy_ids
 from remnant.errors import ConfigError
 from remnant.models.hooks import capture_blocks, patch_block
 
@@ -121,7 +121,6 @@ def steering(delta: torch.Tensor, layer: int, strength: float, generated: Genera
     return install
 
 
-@torch.no_grad()
 def generate_with_delta(
     model: Any,
     tokenizer: Any,
@@ -134,20 +133,10 @@ def generate_with_delta(
     max_new_tokens: int,
     use_cache: bool = True,
 ) -> list[int]:
-    """Greedy continuation ids with ``strength·δ`` injected at block ``layer`` (step 4)."""
-    device = model.get_input_embeddings().weight.device
-    ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=device)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    with patch_block(model, layer, _injector(delta.to(device), strength, generated)):
-        out = model.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=pad,
-            use_cache=use_cache,
-        )
-    return [int(t) for t in out[0, ids.shape[1] :]]
+    """Greedy continuation ids with ``strength·δ`` injected at block ``layer`` (step 4): :func:`steering`'s hook
+    around :func:`remnant.attacks.decoding.greedy_ids`, the path the attack decodes on."""
+    inp = GenerationInput(tuple(prompt_ids), steering=steering(delta, layer, strength, generated))
+    return greedy_ids(model, tokenizer, inp, max_new_tokens=max_new_tokens, use_cache=use_cache)
 
 
 def resolve_layer(model: PreTrainedModel, layer: int | None, fraction: float) -> int:

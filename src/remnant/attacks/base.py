@@ -15,7 +15,7 @@ the variant (docs/latent.md: V read in code, N from the paper's text, R reconstr
   embeddings, a steering hook; one per try) and the scope they run in (:meth:`Attack.generation_scope`), so
   seed 003's ROUGE scoring can decode greedily and by sampling from exactly what κ was scored on
   (:mod:`remnant.attacks.rouge_scoring`). The default :meth:`Attack.run` greedy-decodes those inputs and
-  scores them; sampling and best-of-k attacks override it.
+  scores them (:meth:`Attack.best_of` combines a best-of-k attack's tries); sampling attacks override it.
 
 Randomness comes only from generators derived from the context's seed and the attack's own keys
 (:meth:`AttackContext.generator`); there is no global seeding. Weight-transform attacks must not mutate the
@@ -142,24 +142,6 @@ class AttackContext:
             batch_size=self.batch_size,
         )
 
-    def outcome(self, probe: Probe, text: str, **extra: Any) -> ItemOutcome:
-        """Score one generation: κ and w separately (R6)."""
-        kappa, willing = self.scorer.score(probe, text)
-        return ItemOutcome(probe.item_id, text, kappa, willing, dict(extra))
-
-    def generate_and_score(
-        self,
-        probes: Sequence[Probe],
-        prompts: Sequence[Sequence[int]],
-        *,
-        extras: Sequence[Mapping[str, object]] | None = None,
-        max_new_tokens: int | None = None,
-    ) -> list[ItemOutcome]:
-        """Greedy-generate one continuation per prompt and score it against its probe."""
-        texts = self.generate(prompts, max_new_tokens=max_new_tokens)
-        extra_list = list(extras) if extras is not None else [{} for _ in probes]
-        return [self.outcome(p, t, **e) for p, t, e in zip(probes, texts, extra_list, strict=True)]
-
 
 class Attack:
     """Base class of every attack. Subclasses set the class attributes and implement :meth:`run`."""
@@ -216,27 +198,26 @@ class Attack:
         texts = greedy_texts(
             ctx.model, ctx.tokenizer, flat, max_new_tokens=ctx.max_new_tokens, batch_size=ctx.batch_size
         )
-        out: list[list[str]] = []
-        start = 0
-        for tries in inputs:
-            out.append(texts[start : start + len(tries)])
-            start += len(tries)
-        return out
+        flat_texts = iter(texts)
+        return [[next(flat_texts) for _ in tries] for tries in inputs]
 
     def run(self, ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-        """One outcome per probe, in probe order, on the context's model state: by default the greedy
-        generation of the probe's single generation input, scored (κ and w, R6). Best-of-k and sampling
-        attacks override it."""
+        """One outcome per probe, in probe order, on the context's model state: the greedy generations of the
+        probe's generation inputs, scored (:meth:`best_of`). Sampling attacks override it."""
         with self.generation_scope(ctx):
             inputs = self.generation_inputs(ctx, probes)
             texts = self.greedy_texts(ctx, inputs)
-        if any(len(tries) != 1 for tries in inputs):
-            raise RuntimeError(f"attack {self.name} has several tries per probe and must define run")
-        out: list[ItemOutcome] = []
-        for probe, outputs, tries in zip(probes, texts, inputs, strict=True):
-            kappa, willing = ctx.scorer.score(probe, outputs[0])
-            out.append(ItemOutcome(probe.item_id, outputs[0], kappa, willing, dict(tries[0].extra)))
-        return out
+        return [self.best_of(ctx, *row) for row in zip(probes, inputs, texts, strict=True)]
+
+    def best_of(
+        self, ctx: AttackContext, probe: Probe, tries: Sequence[GenerationInput], outputs: Sequence[str]
+    ) -> ItemOutcome:
+        """One probe's outcome from the greedy generation of each of its tries: of its one try, scored (κ and w,
+        R6); an attack with several tries per probe (best-of-k) defines how they combine."""
+        if len(tries) != 1:
+            raise RuntimeError(f"attack {self.name} has several tries per probe and must define best_of")
+        kappa, willing = ctx.scorer.score(probe, outputs[0])
+        return ItemOutcome(probe.item_id, outputs[0], kappa, willing, dict(tries[0].extra))
 
     def params(self) -> dict[str, object]:
         """Parameters as recorded by the registry (empty when built without ``registry.create``)."""
@@ -258,15 +239,15 @@ class Attack:
 
 
 def no_attack(ctx: AttackContext, probes: Sequence[Probe]) -> list[ItemOutcome]:
-    """The unattacked baseline: the plain question, greedy (the reference for C-Q3)."""
-    return ctx.generate_and_score(probes, [ctx.prompt_ids(p) for p in probes])
+    """The unattacked baseline: the plain question, greedy (the reference for C-Q3); :class:`Unattacked`'s run."""
+    return Unattacked().run(ctx, probes)
 
 
 class Unattacked(Attack):
     """The plain question as an :class:`Attack` (seed 003's "Base" column), so it can be scored like one.
 
     Not registered: it is the reference every attack is compared with, not an attack a battery can enable.
-    Its :meth:`run` equals :func:`no_attack`.
+    :func:`no_attack` is its :meth:`run`.
     """
 
     name = "none"

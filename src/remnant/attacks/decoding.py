@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from remnant.score.capability import _pad_id as pad_id
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -59,12 +61,9 @@ class GenerationInput:
 
 def eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
     """The ids that end a generation: the model's generation config, else the tokenizer's EOS."""
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    if eos is None:
-        eos = tokenizer.eos_token_id
-    if eos is None:
-        return set()
-    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
+    from remnant.models.greedy import _eos_ids
+
+    return set(_eos_ids(model, tokenizer.eos_token_id))
 
 
 def forward_cached(
@@ -93,20 +92,21 @@ def filtered_logprobs(logits: torch.Tensor, temperature: float, top_k: int | Non
     return torch.log_softmax(scaled, dim=-1)
 
 
-def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
-    return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
-
-
 @torch.no_grad()
-def greedy_ids(model: Any, tokenizer: Any, inp: GenerationInput, *, max_new_tokens: int) -> list[int]:
-    """Greedy continuation ids of one input (``model.generate``, unpadded, inside the input's steering)."""
+def greedy_ids(
+    model: Any, tokenizer: Any, inp: GenerationInput, *, max_new_tokens: int, use_cache: bool | None = None
+) -> list[int]:
+    """Greedy continuation ids of one input (``model.generate``, unpadded, inside the input's steering);
+    ``use_cache`` set overrides the model's generation config."""
     device = model.get_input_embeddings().weight.device
     ids = torch.tensor([list(inp.prompt_ids)], dtype=torch.long, device=device)
     common: dict[str, object] = {
         "max_new_tokens": max_new_tokens,
         "do_sample": False,
-        "pad_token_id": _pad_id(tokenizer),
+        "pad_token_id": pad_id(tokenizer),
     }
+    if use_cache is not None:
+        common["use_cache"] = use_cache
     with inp.scope(model):
         if inp.embeds is not None:
             embeds = inp.embeds.to(device=device, dtype=model.get_input_embeddings().weight.dtype)[None]

@@ -49,6 +49,44 @@ def _ids(tokenizer: PreTrainedTokenizerBase, text: str, *, special: bool) -> lis
     return [int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"]]
 
 
+def render_text(
+    tokenizer: Any,
+    fmt: PromptFormat,
+    shots: Sequence[tuple[str, str]],
+    question: str,
+    style: Literal["turns", "block"] = "turns",
+) -> str:
+    """The text of :func:`render_dialogue_ids`'s prompt, before tokenisation (raw: with special tokens; chat:
+    without, the template writes them) and without the prefill (:func:`prefill_ids`)."""
+    if fmt.style == "raw" or style == "block":
+        block = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in shots)
+        if fmt.style == "raw":
+            text = f"{block}Question: {question}\nAnswer:"
+            return f"{fmt.system_prompt}\n\n{text}" if fmt.system_prompt else text
+        # chat + block: every demonstration inside the one user message, no earlier turns
+        question = f"{block}Question: {question}\nAnswer:" if block else question
+        shots = []
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
+    messages: list[dict[str, str]] = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    for q, a in shots:
+        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": question})
+    rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return rendered
+
+
+def prefill_ids(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, prefill: str | None) -> list[int]:
+    """The ids of ``prefill`` text opening the answer, placed as ``render_prompt_ids`` places it (inside the
+    assistant turn, no end-of-turn; after a space in the raw format)."""
+    if not prefill:
+        return []
+    raw_space = fmt.style == "raw" and not prefill[0].isspace()
+    return _ids(tokenizer, " " + prefill if raw_space else prefill, special=False)
+
+
 def render_dialogue_ids(
     tokenizer: Any,
     fmt: PromptFormat,
@@ -61,34 +99,10 @@ def render_dialogue_ids(
     """Prompt ids with ``shots`` (question, answer) before ``question``: as earlier chat turns, or one block.
 
     The raw format always writes ``Question: …\\nAnswer: …`` blocks (it has no turns). ``prefill`` text opens
-    the answer, placed as ``render_prompt_ids`` places it (inside the assistant turn, no end-of-turn).
+    the answer (:func:`prefill_ids`).
     """
-    if fmt.style == "raw" or style == "block":
-        block = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in shots)
-        if fmt.style == "raw":
-            text = f"{block}Question: {question}\nAnswer:"
-            if fmt.system_prompt:
-                text = f"{fmt.system_prompt}\n\n{text}"
-            ids = _ids(tokenizer, text, special=True)
-            if prefill:
-                ids += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill, special=False)
-            return ids
-        # chat + block: every demonstration inside the one user message, no earlier turns
-        question = f"{block}Question: {question}\nAnswer:" if block else question
-        shots = []
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
-    messages: list[dict[str, str]] = []
-    if fmt.system_prompt is not None:
-        messages.append({"role": "system", "content": fmt.system_prompt})
-    for q, a in shots:
-        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-    messages.append({"role": "user", "content": question})
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    ids = _ids(tokenizer, text, special=False)
-    if prefill:
-        ids += _ids(tokenizer, prefill, special=False)
-    return ids
+    text = render_text(tokenizer, fmt, shots, question, style)
+    return _ids(tokenizer, text, special=fmt.style == "raw") + prefill_ids(tokenizer, fmt, prefill)
 
 
 def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:

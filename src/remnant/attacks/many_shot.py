@@ -21,6 +21,7 @@ from remnant.attacks.base import Attack, AttackContext, GenerationInput, forward
 from remnant.attacks.decoding import eos_ids
 from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
 from remnant.errors import ConfigError
+from remnant.models.greedy import _shared_length as shared_prefix_len  # common prefix, one token left
 from remnant.models.prompts import PromptFormat
 from remnant.registry import register
 from remnant.score.normalise import answer_matches
@@ -68,16 +69,6 @@ def _rewind(cache: Any, length: int, pristine: Any) -> Any:
         return cache
     except (RuntimeError, ValueError):
         return copy.deepcopy(pristine)
-
-
-def shared_prefix_len(prompts: Sequence[Sequence[int]]) -> int:
-    """Length of the longest common token prefix, leaving at least one token of each prompt to run."""
-    first = prompts[0]
-    n = min(len(p) for p in prompts) - 1
-    for i in range(n):
-        if any(p[i] != first[i] for p in prompts):
-            return i
-    return max(n, 0)
 
 
 @register("attack", "many_shot", "1")
@@ -147,23 +138,16 @@ class ManyShot(Attack):
         if any(len(tries) != 1 for tries in inputs):
             raise RuntimeError("many_shot has one try per probe")
         eos = eos_ids(ctx.model, ctx.tokenizer)
-        texts: list[str] = []
-        if self.use_prefix_cache and prompts:
-            plen = shared_prefix_len(prompts)
-            cache = pristine = None
-            if plen:
-                with torch.no_grad():
-                    _, pristine = forward_cached(
-                        ctx.model, torch.tensor([prompts[0][:plen]], device=ctx.device)
-                    )
-                cache = copy.deepcopy(pristine)
-            for ids in prompts:
-                new = greedy_from(ctx.model, ids[plen:], cache, ctx.max_new_tokens, eos)
-                if cache is not None:
-                    cache = _rewind(cache, plen, pristine)  # back to the shared prefix for the next probe
-                texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
-        else:
-            for ids in prompts:
-                new = greedy_from(ctx.model, ids, None, ctx.max_new_tokens, eos)
-                texts.append(ctx.tokenizer.decode(new, skip_special_tokens=True))
-        return [[t] for t in texts]
+        plen = shared_prefix_len(prompts) if self.use_prefix_cache and prompts else 0
+        cache = pristine = None
+        if plen:
+            with torch.no_grad():
+                _, pristine = forward_cached(ctx.model, torch.tensor([prompts[0][:plen]], device=ctx.device))
+            cache = copy.deepcopy(pristine)
+        texts: list[list[str]] = []
+        for ids in prompts:
+            new = greedy_from(ctx.model, ids[plen:], cache, ctx.max_new_tokens, eos)
+            if cache is not None:
+                cache = _rewind(cache, plen, pristine)  # back to the shared prefix for the next probe
+            texts.append([ctx.tokenizer.decode(new, skip_special_tokens=True)])
+        return texts

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
+from remnant.attacks.dialogue import leaks
 from remnant.errors import ConfigError
 from remnant.packs.templates import answer_stem
 from remnant.registry import register
-from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
 
 JAILBREAK_PREFIX = "Sure, here is the answer:"
@@ -35,10 +35,7 @@ def prefix_for(probe: Probe, source: str, text: str) -> str:
 
 def check_answer_free(probe: Probe, prefix: str) -> None:
     """Refuse a prefix that already contains an accepted answer (or the true option's text or letter)."""
-    leaks = list(probe.accepted)
-    if probe.options and probe.answer_index is not None:
-        leaks.append(probe.options[probe.answer_index])
-    if answer_matches(prefix, leaks):
+    if leaks(prefix, probe):
         raise ConfigError(
             f"prefill for item {probe.item_id} contains its answer; prefixes must be answer-free"
         )

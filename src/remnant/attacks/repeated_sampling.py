@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from remnant.attacks.base import Attack, AttackContext, GenerationInput, ItemOutcome
+from remnant.attacks.base import AttackContext, GenerationInput, ItemOutcome, Unattacked
 from remnant.attacks.decoding import filtered_logprobs, sample_ids
 from remnant.errors import ConfigError
 from remnant.models.prompts import EncodedPair, collate, encode_pair
@@ -64,7 +64,10 @@ def starts_with_any(tokens: Sequence[int], seqs: Sequence[Sequence[int]]) -> boo
     return any(list(tokens[: len(s)]) == list(s) for s in seqs)
 
 
-class _Sampling(Attack):
+class _Sampling(Unattacked):
+    """Samples drawn from the plain question (:class:`Unattacked`'s generation inputs, so its ROUGE is seed 003's
+    sampled "Base")."""
+
     surface = "inference_time"
     formats = ("free_text", "multiple_choice")
     paper = "Scholten et al. 2025 (probabilistic decoding); Chen et al. 2021 (pass@k); docs/latent.md"
@@ -88,12 +91,6 @@ class _Sampling(Attack):
         self.top_k = top_k
         self.ks = tuple(ks)
         self.max_new_tokens = max_new_tokens
-
-    def generation_inputs(
-        self, ctx: AttackContext, probes: Sequence[Probe]
-    ) -> list[tuple[GenerationInput, ...]]:
-        """The plain question: the samples are drawn from it (so its ROUGE is seed 003's sampled "Base")."""
-        return [(GenerationInput(tuple(ctx.prompt_ids(p))),) for p in probes]
 
 
 @register("attack", "repeated_sampling", "1")

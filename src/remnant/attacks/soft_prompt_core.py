@@ -128,18 +128,6 @@ def soft_prompt_optimise(
 
 
 @torch.no_grad()
-def layout_embeds(model: Any, layout: SuffixLayout, vectors: torch.Tensor) -> torch.Tensor:
-    """Input embeddings [T, d] of ``[before][vectors][after]`` (no target: the model must produce it itself)."""
-    embed = model.get_input_embeddings()
-    device = embed.weight.device
-    parts = [
-        embed(torch.tensor(list(layout.before), dtype=torch.long, device=device)),
-        vectors.to(device=device, dtype=embed.weight.dtype),
-        embed(torch.tensor(list(layout.after), dtype=torch.long, device=device)),
-    ]
-    return torch.cat(parts, dim=0)
-
-
 def soft_prompt_input(
     model: PreTrainedModel,
     layout: SuffixLayout,
@@ -147,8 +135,16 @@ def soft_prompt_input(
     start_ids: Sequence[int],
     extra: Mapping[str, object] | None = None,
 ) -> GenerationInput:
-    """The generation input of an optimised soft prompt: its embeddings, and the ids the vectors started at."""
-    embeds = layout_embeds(model, layout, vectors)
+    """The generation input of an optimised soft prompt: the input embeddings [T, d] of ``[before][vectors]
+    [after]`` (no target: the model must produce it itself), and the ids the vectors started at."""
+    embed: Any = model.get_input_embeddings()
+    device = embed.weight.device
+    parts = [
+        embed(torch.tensor(list(layout.before), dtype=torch.long, device=device)),
+        vectors.to(device=device, dtype=embed.weight.dtype),
+        embed(torch.tensor(list(layout.after), dtype=torch.long, device=device)),
+    ]
+    embeds = torch.cat(parts, dim=0)
     return GenerationInput(tuple(layout.prompt_ids(start_ids)), embeds=embeds, extra=dict(extra or {}))
 
 

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from remnant.attacks.dialogue import prefill_ids, render_text
 from remnant.errors import ModelError
-from remnant.models.prompts import PromptFormat
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from remnant.models.prompts import PromptFormat
 
 #: A string no question or template contains; the rendered text is split at it.
 PLACEHOLDER = "\x00REMNANT_SUFFIX\x00"
@@ -34,10 +34,6 @@ class SuffixLayout:
         return [*self.before, *(int(t) for t in suffix), *self.after]
 
 
-def _ids(tokenizer: PreTrainedTokenizerBase, text: str, *, special: bool) -> tuple[int, ...]:
-    return tuple(int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"])
-
-
 def suffix_layout(
     tokenizer: Any,
     question: str,
@@ -51,27 +47,10 @@ def suffix_layout(
     ``separator`` goes between the question and the suffix (in ``before``); ``prefill`` text, if any, sits
     inside the assistant turn after the template's generation prompt, exactly as ``render_prompt_ids`` puts it.
     """
-    user = f"{question}{separator}{PLACEHOLDER}"
-    if fmt.style == "raw":
-        text = f"Question: {user}\nAnswer:"
-        if fmt.system_prompt:
-            text = f"{fmt.system_prompt}\n\n{text}"
-        head, tail = text.split(PLACEHOLDER)
-        after = _ids(tokenizer, tail, special=False)
-        if prefill:
-            after += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill, special=False)
-        return SuffixLayout(before=_ids(tokenizer, head, special=True), after=after)
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
-    messages = []
-    if fmt.system_prompt is not None:
-        messages.append({"role": "system", "content": fmt.system_prompt})
-    messages.append({"role": "user", "content": user})
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    if text.count(PLACEHOLDER) != 1:
+    text = render_text(tokenizer, fmt, (), f"{question}{separator}{PLACEHOLDER}")
+    if fmt.style == "chat" and text.count(PLACEHOLDER) != 1:
         raise ModelError("the chat template does not carry the user's message through verbatim")
     head, tail = text.split(PLACEHOLDER)
-    after = _ids(tokenizer, tail, special=False)
-    if prefill:
-        after += _ids(tokenizer, prefill, special=False)
-    return SuffixLayout(before=_ids(tokenizer, head, special=False), after=after)
+    after = tokenizer(tail, add_special_tokens=False)["input_ids"] + prefill_ids(tokenizer, fmt, prefill)
+    before = tokenizer(head, add_special_tokens=fmt.style == "raw")["input_ids"]
+    return SuffixLayout(before=tuple(int(t) for t in before), after=tuple(int(t) for t in after))

@@ -51,15 +51,19 @@ class StateKey(Protocol):
     def digest(self) -> str: ...
 
 
-class State(StateKey, Protocol):
-    """A model state as measurements read it: an assessment's ``LoadedState``, a sweep's perturbed model, a
-    contract test's tiny model (:class:`StateView` builds one)."""
+class ModelLike(Protocol):
+    """A loaded model and its tokenizer (a :class:`remnant.models.load.ModelState` is one)."""
 
     @property
     def model(self) -> Any: ...
 
     @property
     def tokenizer(self) -> Any: ...
+
+
+class State(StateKey, ModelLike, Protocol):
+    """A model state as measurements read it: an assessment's ``LoadedState``, a sweep's perturbed model, a
+    contract test's tiny model (:class:`StateView` builds one)."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,10 @@ def run_measurement(
 def run_on_states(
     runner: CellRunner, measurement: Measurement, states: Mapping[str, State]
 ) -> dict[str, list[CellRecord]]:
-    """Run ``measurement`` on each of its roles' states, identically (R3, C-Q4, C-W5)."""
+    """Run ``measurement`` on each of its roles' states, identically (R3, C-Q4, C-W5); one that reads no state (a
+    :class:`NotRun`) once, under the post-removal model."""
+    if not measurement.roles():
+        return {"post_removal": run_measurement(runner, measurement, None)}
     return {role: run_measurement(runner, measurement, states[role]) for role in measurement.roles()}
 
 
@@ -222,6 +229,7 @@ SmokeFactory = Callable[[State], list[Measurement]]
 
 __all__ = [
     "Measurement",
+    "ModelLike",
     "NotRun",
     "Record",
     "SmokeFactory",

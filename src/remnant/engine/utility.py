@@ -21,42 +21,9 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from remnant.models.prompts import PromptFormat
-    from remnant.score.utility import UtilityMetric, UtilityReading
+    from remnant.score.utility import UtilityMetric
 
 REMOVAL_STAGE = "removal_stage"
-
-
-def utility_record(
-    target: CellTarget,
-    *,
-    checkpoint: str,
-    name: str,
-    spec: dict[str, object],
-    reading: UtilityReading,
-    start: float,
-    budget: int | None = None,
-) -> CellRecord:
-    """A utility reading as a cell record (R10, R11): a proportion's k/n, else the value with a nominal n;
-    ``budget`` for the reading of a copy relearned at that budget (R12)."""
-    rate = reading.rate
-    k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
-    fields: CellFields = {
-        "utility_metric": name,
-        "value": reading.value,
-        "proportion": rate is not None,
-        "component": spec,
-    }
-    if budget is not None:
-        fields["budget"] = budget
-    return cell_record(
-        target,
-        metric="utility",
-        k=k,
-        n=n,
-        checkpoint=checkpoint,
-        fields=fields,
-        elapsed=time.perf_counter() - start,
-    )
 
 
 def metric_spec(name: str, metric: object) -> dict[str, object]:
@@ -129,19 +96,30 @@ class UtilityMeasurement(Measurement):
         checkpoint: str | None = None,
         budget: int | None = None,
     ) -> CellRecord:
-        """The reading of ``model`` (the state's own, or a copy of it relearned at ``budget``) as a cell
-        record."""
+        """The reading of ``model`` (the state's own, or a copy of it relearned at ``budget``) as a cell record
+        (R10, R11): a proportion's k/n, else the value with a nominal n; ``budget`` for the reading of a copy
+        relearned at that budget (R12)."""
         start = time.perf_counter()
         reading = self.metric.measure(model, state.tokenizer, self.fmt, self.data, state=state.role)
-        return utility_record(
+        rate = reading.rate
+        k, n = (rate.k, rate.n) if rate is not None else (0, max(reading.n, 1))
+        fields: CellFields = {
+            "utility_metric": self.metric_name,
+            "value": reading.value,
+            "proportion": rate is not None,
+            "component": metric_spec(self.metric_name, self.metric),
+        }
+        if budget is not None:
+            fields["budget"] = budget
+        return cell_record(
             target,
+            metric="utility",
+            k=k,
+            n=n,
             checkpoint=checkpoint or self.checkpoint,
-            name=self.metric_name,
-            spec=metric_spec(self.metric_name, self.metric),
-            reading=reading,
-            start=start,
-            budget=budget,
+            fields=fields,
+            elapsed=time.perf_counter() - start,
         )
 
 
-__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "item_identity", "metric_spec", "utility_record"]
+__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "item_identity", "metric_spec"]

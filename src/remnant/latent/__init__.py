@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
+from remnant.engine.audit_base import Audit, AuditInputs, Figure
 from remnant.latent.direction import DirectionConfig, Role, direction_survival
 from remnant.latent.inputs import EntityExample
 from remnant.latent.jaccess_audit import JAccessAudit, JAccessRefitAudit, LogitLensAccessAudit
@@ -43,9 +43,8 @@ if TYPE_CHECKING:
 
 def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) -> list[Figure]:
     """One UDS-family result as its figure, with the counts and settings behind it (C-H7b)."""
-    from remnant.latent.block import no_figure_note, uds_figure
+    from remnant.latent.block import figure_reading
 
-    fig = uds_figure(state.role, r, inputs.labels)
     details = {
         k: getattr(r, k)
         for k in ("n_examples", "n_scored", "n_no_ke", "n_span_not_found", "coverage", "layers", "tau")
@@ -57,10 +56,7 @@ def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) ->
         provenance=r.provenance,
         examples=[e.idx for e in r.examples],
     )
-    if fig is None:
-        details["no_figure"] = no_figure_note(audit.registry_name, state.role, r)
-        return [(None, *blank_fields(inputs.labels, state.role), None, details)]
-    return [(fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)]
+    return [figure_reading(audit.registry_name, state.role, r, inputs.labels, details)]
 
 
 @register("audit", "uds", "1.0")

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from remnant.latent.direction import CONTROL_ROLES, DirectionResult, SurvivalFigure
 from remnant.latent.jaccess import JAccessResult
 from remnant.latent.uds import UDSResult
 from remnant.statement.latent import NOT_RUN, Entry, assemble_block
 from remnant.statement.schema import LatentBlock, LatentFigure
+
+if TYPE_CHECKING:
+    from remnant.engine.audit_base import Figure
 
 
 @dataclass(frozen=True)
@@ -179,16 +183,33 @@ def direction_figures(
     ]
 
 
+def result_figure(
+    state: str, r: UDSResult | JAccessResult, anchors: Anchors | None = None
+) -> LatentFigure | None:
+    """:func:`uds_figure` or :func:`jaccess_figure`, whichever ``r`` is."""
+    return uds_figure(state, r, anchors) if isinstance(r, UDSResult) else jaccess_figure(state, r, anchors)
+
+
+def figure_reading(
+    label: str, state: str, r: UDSResult | JAccessResult, anchors: Anchors, details: dict[str, Any]
+) -> Figure:
+    """A registered audit's reading of ``r`` with the counts and settings behind it (``details``, C-H7b); with no
+    figure, the fields it would have compared and :func:`no_figure_note` in ``details``."""
+    from remnant.engine.audit_base import blank_fields
+
+    fig = result_figure(state, r, anchors)
+    if fig is None:
+        details["no_figure"] = no_figure_note(label, state, r)
+        return (None, *blank_fields(anchors, state), None, details)
+    return (fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)
+
+
 def _result_entries(label: str, group: StateResults) -> list[Entry]:
     out = []
     for state, r in group.results.items():
-        role = group.roles.get(state, "")
-        fig = (
-            uds_figure(state, r, group.anchors)
-            if isinstance(r, UDSResult)
-            else jaccess_figure(state, r, group.anchors)
-        )
-        out.append(Entry(label, role, fig, None if fig is not None else no_figure_note(label, state, r)))
+        fig = result_figure(state, r, group.anchors)
+        note = None if fig is not None else no_figure_note(label, state, r)
+        out.append(Entry(label, group.roles.get(state, ""), fig, note))
     return out
 
 
@@ -216,9 +237,11 @@ __all__ = [
     "Anchors",
     "StateResults",
     "direction_figures",
+    "figure_reading",
     "jaccess_figure",
     "last_layer_text",
     "latent_block",
     "no_figure_note",
+    "result_figure",
     "uds_figure",
 ]

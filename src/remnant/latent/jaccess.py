@@ -97,16 +97,12 @@ class Probe:
     level: str = "unspecified"
 
 
-def concept_token_ids(
-    tokenizer: Any, names: Sequence[str], prompt_ids: Sequence[int], *, all_tokens: bool = False
+def piece_token_ids(
+    tokenizer: Any, pieces: Iterable[str], prompt_ids: Sequence[int], *, all_tokens: bool, min_chars: int = 1
 ) -> frozenset[int]:
-    """remnant's answer-level C_i: first token (or all tokens) of each given string and its whitespace pieces,
-    with a leading-space variant, minus special, prompt, stop-word and digit-only tokens. The paper's identity
-    level (all tokens of the entity's name and name pieces, short tokens dropped) is
-    :func:`remnant.latent.jaccess_probes.identity_concept_ids`."""
-    pieces: list[str] = []
-    for name in names:
-        pieces += [name, *name.split()]
+    """The tokens (every one, or the first) of each piece, tokenised bare and with a leading space, kept if the
+    decoded text, stripped, has at least ``min_chars`` characters and is no stop word, digits only, special token
+    or token of the prompt: the one tokenisation rule of both concept-set levels."""
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     in_prompt = set(prompt_ids)
     out: set[int] = set()
@@ -115,12 +111,23 @@ def concept_token_ids(
             ids = list(tokenizer(variant, add_special_tokens=False)["input_ids"])
             for tid in ids if all_tokens else ids[:1]:
                 text = tokenizer.decode([tid]).strip()
-                if tid in special or tid in in_prompt or not text or text.isdigit():
+                if tid in special or tid in in_prompt or len(text) < min_chars:
                     continue
-                if text.lower() in STOP_WORDS:
+                if text.isdigit() or text.lower() in STOP_WORDS:
                     continue
                 out.add(int(tid))
     return frozenset(out)
+
+
+def concept_token_ids(
+    tokenizer: Any, names: Sequence[str], prompt_ids: Sequence[int], *, all_tokens: bool = False
+) -> frozenset[int]:
+    """remnant's answer-level C_i: first token (or all tokens) of each given string and its whitespace pieces,
+    with a leading-space variant, minus special, prompt, stop-word and digit-only tokens. The paper's identity
+    level (all tokens of the entity's name and name pieces, short tokens dropped) is
+    :func:`remnant.latent.jaccess_probes.identity_concept_ids`."""
+    pieces = [p for name in names for p in (name, *name.split())]
+    return piece_token_ids(tokenizer, pieces, prompt_ids, all_tokens=all_tokens)
 
 
 class FirstPieceScreen:
@@ -693,6 +700,7 @@ __all__ = [
     "make_probe",
     "mcnemar_greater",
     "paired_cells",
+    "piece_token_ids",
     "raw_access",
     "read_access",
     "read_access_many",

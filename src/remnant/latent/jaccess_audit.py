@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.engine.audit_base import Audit, AuditInputs, Figure, blank_fields
+from remnant.engine.audit_base import Audit, AuditInputs, Figure
 from remnant.errors import ConfigError
 from remnant.latent.jaccess import (
     AccessConfig,
@@ -124,22 +124,45 @@ class JAccessAudit(Audit):
         cache_dir: Path | str | None = None,
     ) -> JAccessResult:
         """J-Access of one audited model (:meth:`run_many` with one model; its p-value is unadjusted)."""
-        grid = self.run_many(
-            {"audited": audited},
-            original,
-            retain,
-            tokenizer,
-            probes,
-            lens_prompts,
-            decoys=decoys,
-            calibration=calibration,
-            lens=lens,
-            cache_dir=cache_dir,
+        return (
+            self.run_many(
+                {"audited": audited},
+                original,
+                retain,
+                tokenizer,
+                probes,
+                lens_prompts,
+                decoys=decoys,
+                calibration=calibration,
+                lens=lens,
+                cache_dir=cache_dir,
+            )
+            .rows[0]
+            .result
         )
-        return grid.rows[0].result
 
-    def read(self, state: Any, references: Mapping[str, object], inputs: AuditInputs) -> list[Figure]:
-        return _read(self, state, references, inputs)
+    def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
+        """The audited state and both anchors through one lens (the J-Access paper)."""
+        from remnant.latent.block import figure_reading
+
+        full, ref, d = references["full"], references["retain"], inputs.data
+        r = self.run(
+            state.model,
+            full.model,
+            ref.model,
+            inputs.tokenizer,
+            d["probes"],
+            d["lens_prompts"],
+            decoys=d.get("decoys", ()),
+            calibration=d.get("calibration", ()),
+            cache_dir=inputs.cache_dir,
+        )
+        update = {"audited_model": state.digest, "original_model": full.digest, "retain_model": ref.digest}
+        r = r.model_copy(update=update)
+        details: dict[str, Any] = {k: getattr(r, k) for k in DETAILS}
+        if r.band_selection is not None:
+            details["band_selection"] = r.band_selection.model_dump(mode="json")
+        return [figure_reading(self.registry_name, state.role, r, inputs.labels, details)]
 
     def run_many(
         self,
@@ -265,36 +288,6 @@ DETAILS = (
     "probe_level",
     "provenance",
 )
-
-
-def _read(
-    audit: JAccessAudit, state: Any, references: Mapping[str, Any], inputs: AuditInputs
-) -> list[Figure]:
-    """:meth:`JAccessAudit.read`: the audited state and both anchors through one lens (the J-Access paper)."""
-    from remnant.latent.block import jaccess_figure, no_figure_note
-
-    full, ref, d = references["full"], references["retain"], inputs.data
-    r = audit.run(
-        state.model,
-        full.model,
-        ref.model,
-        inputs.tokenizer,
-        d["probes"],
-        d["lens_prompts"],
-        decoys=d.get("decoys", ()),
-        calibration=d.get("calibration", ()),
-        cache_dir=inputs.cache_dir,
-    )
-    update = {"audited_model": state.digest, "original_model": full.digest, "retain_model": ref.digest}
-    r = r.model_copy(update=update)
-    fig = jaccess_figure(state.role, r, inputs.labels)
-    details: dict[str, Any] = {k: getattr(r, k) for k in DETAILS}
-    if r.band_selection is not None:
-        details["band_selection"] = r.band_selection.model_dump(mode="json")
-    if fig is None:
-        details["no_figure"] = no_figure_note(audit.registry_name, state.role, r)
-        return [(None, *blank_fields(inputs.labels, state.role), None, details)]
-    return [(fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)]
 
 
 @register("audit", "j_access_refit", "1.0")

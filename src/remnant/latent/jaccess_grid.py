@@ -114,14 +114,11 @@ def read_grid(
     """Read the anchors once and every audited model, each through ``lens_for(model)`` (the original's lens for
     all: the paper's fixed decoder; each model's own: the refit variant; None: the logit lens), then
     :func:`holm_grid`. ``update`` sets result fields the readouts do not know (band selection, probe level)."""
-    reads = {
-        name: read_access(model, tokenizer, probes, lens_for(model), cfg)
-        for name, model in (("original", original), ("retain", retain))
-    }
+    anchors = [read_access(model, tokenizer, probes, lens_for(model), cfg) for model in (original, retain)]
     results = {}
     for label, model in audited.items():
         read = read_access(model, tokenizer, probes, lens_for(model), cfg)
-        results[label] = j_occ(read, reads["original"], reads["retain"]).model_copy(update=dict(update or {}))
+        results[label] = j_occ(read, *anchors).model_copy(update=dict(update or {}))
     grid = holm_grid(results, alpha)
     lens = lens_for(original)
     fixed = {r.result.decoder for r in grid.rows} == {"fixed"}

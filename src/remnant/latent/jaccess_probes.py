@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError, PackError
-from remnant.latent.jaccess import STOP_WORDS, Probe
+from remnant.latent.jaccess import STOP_WORDS, Probe, piece_token_ids
 from remnant.packs.schema import Entity, Pack
 
 if TYPE_CHECKING:
@@ -128,20 +128,9 @@ def identity_concept_ids(
 ) -> frozenset[int]:
     """C_i at the identity level: ``name``'s tokens under ``rule`` (:class:`ConceptRule`)."""
     rule = rule or ConceptRule()
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    in_prompt = set(prompt_ids)
-    out: set[int] = set()
-    for piece in name_pieces(name):
-        for variant in (piece, " " + piece):
-            ids = list(tokenizer(variant, add_special_tokens=False)["input_ids"])
-            for tid in ids if rule.all_tokens else ids[:1]:
-                text = tokenizer.decode([tid]).strip()
-                if tid in special or tid in in_prompt or len(text) < rule.min_chars:
-                    continue
-                if text.isdigit() or text.lower() in STOP_WORDS:
-                    continue
-                out.add(int(tid))
-    return frozenset(out)
+    return piece_token_ids(
+        tokenizer, name_pieces(name), prompt_ids, all_tokens=rule.all_tokens, min_chars=rule.min_chars
+    )
 
 
 def identity_probe(

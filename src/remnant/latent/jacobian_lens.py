@@ -32,6 +32,7 @@ from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.models.arch import resolve_parts
 from remnant.models.grads import grad_required
+from remnant.models.hooks import _hidden, _replace
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -74,22 +75,9 @@ class JacobianLens:
     key: str
     deltas: tuple[float, ...]
 
-    def transport(self, layer: int, h: torch.Tensor) -> torch.Tensor:
-        """``J_l h`` for rows ``h`` of shape [..., d]."""
-        return h.float() @ self.matrices[layer].T
-
 
 class _Stop(Exception):
     """Raised by the target-layer hook: nothing after block T is needed."""
-
-
-def _hidden(out: Any) -> torch.Tensor:
-    hidden: torch.Tensor = out[0] if isinstance(out, tuple) else out
-    return hidden
-
-
-def _replace(out: Any, new: torch.Tensor) -> Any:
-    return (new, *out[1:]) if isinstance(out, tuple) else new
 
 
 def _forward_graph(

@@ -19,8 +19,9 @@ import torch
 
 from remnant.latent.cache import model_digest
 from remnant.latent.inputs import EncodedExample, EntityExample, encode_examples
+from remnant.latent.jacobian_lens import readout
+from remnant.latent.patching import mean_entity_logprob
 from remnant.latent.uds import UDSConfig, UDSExampleResult, UDSResult, n_blocks, summary_fields
-from remnant.models.arch import resolve_parts
 from remnant.models.hooks import capture_blocks
 
 if TYPE_CHECKING:
@@ -31,18 +32,15 @@ if TYPE_CHECKING:
 def layer_logprobs(
     decoder: Any, model: PreTrainedModel, ex: EncodedExample, layers: Sequence[int]
 ) -> list[float]:
-    """Per layer: mean entity log-prob of ``model``'s block outputs decoded through ``decoder``'s norm and head."""
-    parts = resolve_parts(decoder)
+    """Per layer: mean entity log-prob of ``model``'s block outputs decoded through ``decoder``'s norm and head
+    (:func:`~remnant.latent.jacobian_lens.readout` with J = I)."""
     ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
     with capture_blocks(model, layers) as captured:
         model(input_ids=ids)
-    target = torch.tensor(ex.targets, dtype=torch.long)
-    out = []
-    for layer in layers:
-        h = captured[layer][0, ex.eval_start : ex.eval_end]
-        logits = parts.unembed(parts.final_norm(h.to(next(decoder.parameters()).dtype))).float()
-        out.append(float(torch.log_softmax(logits, -1).gather(-1, target[:, None]).mean()))
-    return out
+    window = slice(ex.eval_start, ex.eval_end)
+    return [
+        mean_entity_logprob(readout(decoder, captured[la][0, window]), ex, ex.eval_start) for la in layers
+    ]
 
 
 def logit_lens_uds(

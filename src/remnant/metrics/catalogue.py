@@ -146,25 +146,32 @@ def _normalised(name: str, correct: str, wrong: str) -> MetricDef:
     return MetricDef(name, "probability_w_options", pre_compute=((correct, "correct"), (wrong, "wrong")))
 
 
-def _mia(name: str, params: Mapping[str, object] | None = None) -> MetricDef:
-    return MetricDef(
-        name,
-        name,
-        dict(params or {}),
-        source=Source(FORGET, "answer"),
-        holdout=Source(HOLDOUT, "answer", "question"),
-    )
+#: The membership attacks (handler = log key) and their parameters, in their configs' order (both suites).
+MIA_PARAMS: tuple[tuple[str, Mapping[str, object]], ...] = (
+    ("mia_loss", {}),
+    ("mia_zlib", {}),
+    ("mia_min_k", {"k": 0.4}),
+    ("mia_min_k_plus_plus", {"k": 0.4}),
+    ("mia_gradnorm", {"p": 2}),
+    ("mia_reference", {}),
+)
 
 
-def _privleak() -> MetricDef:
-    """privleak over min-k's AUC; the retain model's ``mia_min_k`` AUC is read from its log (both suites)."""
-    return MetricDef(
-        "privleak",
-        "privleak",
-        {"ref_value": 0.5},
-        pre_compute=(("mia_min_k", "forget"),),
-        retain_key="mia_min_k",
-    )
+def _memorization_and_privacy(items: Source, forget: Source, holdout: Source) -> list[MetricDef]:
+    """What both suites define alike on their own splits: ES and EM on ``items``, the membership attacks (forget
+    against holdout) and privleak over min-k's AUC, the retain model's ``mia_min_k`` AUC read from its log."""
+    return [
+        MetricDef("extraction_strength", "extraction_strength", source=items),
+        MetricDef("exact_memorization", "exact_memorization", source=items),
+        *(MetricDef(name, name, dict(params), source=forget, holdout=holdout) for name, params in MIA_PARAMS),
+        MetricDef(
+            "privleak",
+            "privleak",
+            {"ref_value": 0.5},
+            pre_compute=(("mia_min_k", "forget"),),
+            retain_key="mia_min_k",
+        ),
+    ]
 
 
 def _tofu() -> dict[str, MetricDef]:
@@ -198,15 +205,9 @@ def _tofu() -> dict[str, MetricDef]:
         _rouge("wf_Q_A_ROUGE", WF, "answer", "question"),
         _tr("wf_Truth_Ratio", "true_better", "wf_Q_A_Prob", "wf_Q_A_PERT_Prob"),
         MetricDef("model_utility", "hm_aggregate", pre_compute=tuple((p, p) for p in MODEL_UTILITY_PARTS)),
-        MetricDef("extraction_strength", "extraction_strength", source=Source(FORGET, "answer")),
-        MetricDef("exact_memorization", "exact_memorization", source=Source(FORGET, "answer")),
-        _mia("mia_loss"),
-        _mia("mia_zlib"),
-        _mia("mia_min_k", {"k": 0.4}),
-        _mia("mia_min_k_plus_plus", {"k": 0.4}),
-        _mia("mia_gradnorm", {"p": 2}),
-        _mia("mia_reference"),
-        _privleak(),
+        *_memorization_and_privacy(
+            Source(FORGET, "answer"), Source(FORGET, "answer"), Source(HOLDOUT, "answer", "question")
+        ),
     ]
     return {d.name: d for d in defs}
 
@@ -238,20 +239,7 @@ def _muse() -> dict[str, MetricDef]:
             {"rouge_type": "rougeL_f1", "max_new_tokens": 128},
             source=VERBMEM,
         ),
-        MetricDef("extraction_strength", "extraction_strength", source=VERBMEM),
-        MetricDef("exact_memorization", "exact_memorization", source=VERBMEM),
-        *(
-            MetricDef(name, name, params, source=MIA_FORGET, holdout=MIA_HOLDOUT)
-            for name, params in (
-                ("mia_loss", {}),
-                ("mia_zlib", {}),
-                ("mia_min_k", {"k": 0.4}),
-                ("mia_min_k_plus_plus", {"k": 0.4}),
-                ("mia_gradnorm", {"p": 2}),
-                ("mia_reference", {}),
-            )
-        ),
-        _privleak(),
+        *_memorization_and_privacy(VERBMEM, MIA_FORGET, MIA_HOLDOUT),
     ]
     return {d.name: d for d in defs}
 

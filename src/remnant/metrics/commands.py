@@ -120,18 +120,17 @@ def _manifest(
     loaded: tuple[ModelState, ModelState | None],
     data: TofuFolder | MuseFolder,
     prompt: PromptSetting,
-    ran: Ran,
+    ran: dict[str, Any],
 ) -> dict[str, Any]:
-    """The provenance of one evaluation (R23, R24, R25), every metric's part read from its cell record."""
+    """The provenance of one evaluation (R23, R24, R25), with ``ran``, the part its cells give
+    (:func:`_run_cells`)."""
     from remnant import __version__
-    from remnant.metrics.evallog import summarize
 
     state, ref = loaded
     tofu = {k: getattr(settings, k) for k in TOFU_OPTIONS} if settings.suite == "tofu" else {}
     return {
         "tool": "remnant eval",
         "remnant_version": __version__,
-        "run_id": ran.run_id,
         "model": {"source": state.source, "identity": state.identity.model_dump(mode="json")},
         "reference": None
         if ref is None
@@ -147,19 +146,7 @@ def _manifest(
             "dtype": args.dtype,
             "device": args.device,
         },
-        "metrics": {
-            cell.metric: {
-                "requested": cell.metric in ran.names,
-                "component": cell.component,
-                "sources": cell.params.get("sources", {}),
-                "cell_key": cell.cell_key,
-            }
-            for cell in sorted(ran.cells, key=lambda c: c.metric)
-        },
-        "records": ran.chain,
-        "cells": {"computed": ran.computed, "reused": ran.reused},
-        "notes": [str(n) for c in ran.cells for n in c.params.get("notes", [])],
-        "summary": summarize(ran.logs, ran.names),
+        **ran,
     }
 
 
@@ -199,20 +186,6 @@ def _check_prompt(args: argparse.Namespace, names: list[str], suite: Suite) -> N
                 "which only OpenUnlearning's prompt format lays out: drop --prompt remnant",
                 requirement="R23",
             )
-
-
-@dataclass(frozen=True)
-class Ran:
-    """What the cells of one evaluation gave: every computed metric's log entry and cell record (dependencies
-    included), the requested names, and what the runner did."""
-
-    run_id: str
-    names: tuple[str, ...]
-    logs: dict[str, dict[str, Any]]
-    cells: tuple[CellRecord, ...]
-    computed: int
-    reused: int
-    chain: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -373,7 +346,7 @@ def _evaluate(
         roles=("post_removal",),
         log_digest=True,
     )
-    ran = _run_cells(suite, state, out, before_cell)
+    logs, ran = _run_cells(suite, state, out, before_cell)
     manifest = _manifest(args, settings, (state, ref), data, prompt, ran)
     if args.dtype != "fp32":
         manifest["notes"].append(
@@ -382,14 +355,16 @@ def _evaluate(
     from remnant.atomic import write_atomic
 
     write_atomic(out / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    return Evaluation(logs=ran.logs, names=tuple(names), manifest=manifest)
+    return Evaluation(logs=logs, names=tuple(names), manifest=manifest)
 
 
 def _run_cells(
     suite: MetricSuite, state: ModelState, out: Path, before_cell: Callable[[str], None] | None
-) -> Ran:
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every metric's cell through the one runner into ``out/records.jsonl``; the log and the summary are
-    rewritten after each cell, so a killed run's finished cells are in both and are reused when it runs again."""
+    rewritten after each cell, so a killed run's finished cells are in both and are reused when it runs again.
+    Returns every computed metric's log entry (dependencies included) and the manifest's part the cells give:
+    each metric's cell (R23), the records' chain head, what the runner did, the notes and the summary."""
     from remnant.atomic import write_atomic
     from remnant.engine.measurement import StateView, run_measurement
     from remnant.engine.runner import CellRunner
@@ -425,8 +400,22 @@ def _run_cells(
         cells.append(record)
         write_atomic(log_path, eval_log_json(logs))
         write_atomic(summary_path, eval_log_json(summarize(logs, suite.metrics)))
-    chain = RecordsChain.of(store.read_chain()[1]).model_dump(mode="json")
-    return Ran(runner.run_id, suite.metrics, logs, tuple(cells), runner.computed, runner.reused, chain)
+    return logs, {
+        "run_id": runner.run_id,
+        "metrics": {
+            cell.metric: {
+                "requested": cell.metric in suite.metrics,
+                "component": cell.component,
+                "sources": cell.params.get("sources", {}),
+                "cell_key": cell.cell_key,
+            }
+            for cell in sorted(cells, key=lambda c: c.metric)
+        },
+        "records": RecordsChain.of(store.read_chain()[1]).model_dump(mode="json"),
+        "cells": {"computed": runner.computed, "reused": runner.reused},
+        "notes": [str(n) for c in cells for n in c.params.get("notes", [])],
+        "summary": summarize(logs, suite.metrics),
+    }
 
 
 def _old_log(path: Path) -> dict[str, Any]:
@@ -516,4 +505,4 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     p.set_defaults(handler=_run)
 
 
-__all__ = ["Evaluation", "Ran", "add_commands", "run_eval"]
+__all__ = ["Evaluation", "add_commands", "run_eval"]

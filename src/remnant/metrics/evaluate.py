@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from remnant import registry
+from remnant.engine.measurement import ModelLike
 from remnant.errors import ConfigError
 from remnant.metrics.base import MODEL_READS, Metric, Readings, Reads, RetainLog, reads_of
 from remnant.metrics.catalogue import MetricDef, ResolvedSource, Suite, with_dependencies
@@ -39,15 +40,7 @@ from remnant.registry import ComponentSpec
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-
-class ModelLike(Protocol):
-    """A loaded model and its tokenizer (a :class:`remnant.models.load.ModelState` is one)."""
-
-    @property
-    def model(self) -> Any: ...
-
-    @property
-    def tokenizer(self) -> Any: ...
+    from remnant.metrics.forward import ScoredSequence
 
 
 @dataclass(frozen=True)
@@ -247,23 +240,30 @@ def _check_reference(declared: Declared, target: ModelLike, reference: ModelLike
         )
 
 
-def _pass(
-    model_like: ModelLike, run: _Run, keys: list[int], *, stats_keys: set[int], desc: str
-) -> dict[int, TokenScores]:
-    from remnant.metrics.forward import ScoredSequence, teacher_forced_pass
+def _sequences(run: _Run, keys: Sequence[int], tok: Any) -> tuple[list[ScoredSequence], int]:
+    """The bank's sequences of ``keys`` as a pass scores them, and ``tok``'s pad id (its EOS, else 0, if none)."""
+    from remnant.metrics.forward import ScoredSequence
 
-    tok = model_like.tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     seqs = [
         ScoredSequence(run.bank.sequences[k].full_ids, max(1, run.bank.sequences[k].label_start))
         for k in keys
     ]
+    return seqs, int(pad)
+
+
+def _pass(
+    model_like: ModelLike, run: _Run, keys: list[int], *, stats_keys: set[int], desc: str
+) -> dict[int, TokenScores]:
+    from remnant.metrics.forward import teacher_forced_pass
+
+    seqs, pad = _sequences(run, keys, model_like.tokenizer)
     scores = teacher_forced_pass(
         model_like.model,
         seqs,
         batch_size=run.settings.batch_size,
         vocab_stats=[k in stats_keys for k in keys],
-        pad_id=int(pad),
+        pad_id=pad,
         progress=run.settings.progress,
         desc=desc,
     )
@@ -346,7 +346,6 @@ def _gradnorms(
 ) -> tuple[dict[int, float], dict[int, TokenScores]]:
     """Gradient-norm scores by bank key, and the teacher-forced readings its forward gave for the same keys (the
     scoring pass then skips them: one forward serves both)."""
-    from remnant.metrics.forward import ScoredSequence
     from remnant.metrics.gradnorm import gradnorm_pass
 
     readers = _readers(declared, Reads.GRADIENT_NORMS)
@@ -354,18 +353,13 @@ def _gradnorms(
     if not keys:
         return {}, {}
     p = metrics[readers[0]].gradient_p  # one backward pass per sequence: the first reader's p (one per suite)
-    seqs = [
-        ScoredSequence(run.bank.sequences[k].full_ids, max(1, run.bank.sequences[k].label_start))
-        for k in keys
-    ]
-    tok = run.target.tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    seqs, pad = _sequences(run, keys, run.target.tokenizer)
     scores, readings = gradnorm_pass(
         run.target.model,
         seqs,
         p=float(p),
         batch_size=run.settings.batch_size,
-        pad_id=int(pad),
+        pad_id=pad,
         vocab_stats=[k in stats_keys for k in keys],
         progress=run.settings.progress,
     )

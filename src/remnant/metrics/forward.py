@@ -84,6 +84,13 @@ def _right_padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Ten
     return ids, mask
 
 
+def logits_kept(model: PreTrainedModel, width: int, first_label: int) -> dict[str, int]:
+    """The model's ``logits_to_keep`` keyword, where it takes one: only the logits from the one predicting position
+    ``first_label`` of a ``width``-wide batch onward are projected to the vocabulary."""
+    name = logits_keep_kwarg(model)
+    return {} if name is None else {name: width - (first_label - 1)}
+
+
 def token_scores(logits: torch.Tensor, labels: torch.Tensor, vocab_stats: bool) -> TokenScores:
     """One sequence's readings from the logits that predict its ``labels`` (one row of logits per label)."""
     logp = torch.log_softmax(logits.float(), dim=-1)
@@ -104,10 +111,7 @@ def _score_batch(
     ids, mask = _right_padded([s.input_ids for s in batch], pad_id)
     width = ids.shape[1]
     device = _device(model)
-    kwargs: dict[str, int] = {"use_cache": False}
-    keep_name = logits_keep_kwarg(model)
-    if keep_name is not None:
-        kwargs[keep_name] = width - (min(s.label_start for s in batch) - 1)
+    kwargs = {"use_cache": False, **logits_kept(model, width, min(s.label_start for s in batch))}
     with torch.inference_mode():
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs).logits
         offset = width - logits.shape[1]  # logits[:, j] predicts the token at position offset + j + 1

@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from remnant.metrics.forward import ScoredSequence, TokenScores, token_scores
+from remnant.metrics.forward import ScoredSequence, TokenScores, _right_padded, logits_kept, token_scores
 from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
-from remnant.models.forward_keywords import logits_keep_kwarg
 from remnant.models.grads import grad_required
 
 if TYPE_CHECKING:
@@ -56,10 +55,8 @@ def _one_norms(
     n = len(seq.input_ids)
     device = params[0].device
     ids = torch.tensor([seq.input_ids], dtype=torch.long, device=device)
-    kwargs: dict[str, int] = {"use_cache": False}
-    keep_name = logits_keep_kwarg(model)
-    if keep_name is not None:  # the output head (forward and backward) only where the loss reads it
-        kwargs[keep_name] = n - (seq.label_start - 1)
+    # the output head (forward and backward) only where the loss reads it
+    kwargs = {"use_cache": False, **logits_kept(model, n, seq.label_start)}
     with grad_required(params, True), torch.enable_grad():
         logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), **kwargs).logits
         loss = _batch_losses([seq])(logits, n - logits.shape[1])[0]
@@ -122,17 +119,10 @@ def _batched_norms(
 
     The batch is laid out as the teacher-forced pass lays out a plain batch (right padding, the output head from
     the earliest labelled position), so readings taken here are the ones that pass would give."""
-    width = max(len(s.input_ids) for s in batch)
+    ids, mask = _right_padded([s.input_ids for s in batch], pad_id)  # no real position attends to a pad
+    width = ids.shape[1]
     device = next(model.parameters()).device
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(batch), width), dtype=torch.long)
-    for r, s in enumerate(batch):  # right padding: no real position attends to a pad
-        ids[r, : len(s.input_ids)] = torch.tensor(s.input_ids, dtype=torch.long)
-        mask[r, : len(s.input_ids)] = 1
-    forward: dict[str, int] = {}
-    keep_name = logits_keep_kwarg(model)
-    if keep_name is not None:
-        forward[keep_name] = width - (min(s.label_start for s in batch) - 1)
+    forward = logits_kept(model, width, min(s.label_start for s in batch))
     losses = _batch_losses(batch, readings)
     table = per_sample_sq_norms(model, ids.to(device), mask.to(device), losses, **forward)
     return [[math.sqrt(v) for v in row] for row in table]

@@ -73,20 +73,21 @@ ITEM_FIELDS = ("score", "prob")
 DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
+def _sha256(value: object) -> str:
+    from remnant.statement.canonical import canonical_json
+
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
 def rows_digest(rows: Sequence[Any]) -> str:
     """sha256 of a split's rows (every field, in order) as canonical JSON: changes with any row or its order.
     TOFU rows are dataclasses, MUSE rows mappings."""
-    from remnant.statement.canonical import canonical_json
-
-    plain = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
-    return hashlib.sha256(canonical_json(plain)).hexdigest()
+    return _sha256([asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows])
 
 
 def log_sha256(entry: Mapping[str, object]) -> str:
     """sha256 of one evaluation-log entry (its JSON form) as canonical JSON (the ``log_sha256`` param)."""
-    from remnant.statement.canonical import canonical_json
-
-    return hashlib.sha256(canonical_json(dict(entry))).hexdigest()
+    return _sha256(dict(entry))
 
 
 def _state_digest(state: Any) -> str:
@@ -278,7 +279,6 @@ class MetricMeasurement(Measurement):
 
     def key_inputs(self) -> dict[str, object]:
         from remnant.metrics.evaluate import required_splits
-        from remnant.statement.canonical import canonical_json
 
         suite, defs = self.suite, self._defs()
         # the retain log and the reference model are inputs only of the metrics that read them
@@ -294,9 +294,7 @@ class MetricMeasurement(Measurement):
             "prompt": {"setting": type(suite.prompt).__name__, **asdict(suite.prompt)},
             "batch_size": suite.settings.batch_size,
             "dtype": suite.dtype,
-            "retain_log": None
-            if retain is None
-            else hashlib.sha256(canonical_json(dict(retain.data))).hexdigest(),
+            "retain_log": None if retain is None else _sha256(dict(retain.data)),
             "reference": None if reference is None else _state_digest(reference),
             "checkpoint": self.checkpoint,
         }
@@ -400,28 +398,19 @@ def _aggregate_record(
     elapsed: float,
 ) -> CellRecord:
     """A metric's aggregate as a cell record: ``k = 0`` and a nominal ``n`` (module docstring), or not run."""
-    if log.agg_value is None:
-        reason = "; ".join(params["notes"]) or f"{metric}: no item had a value"
-        return cell_record(
-            target,
-            metric=metric,
-            checkpoint=checkpoint,
-            fields={"component": spec},
-            params=params,
-            elapsed=elapsed,
-            status="not_run",
-            reason=reason,
-        )
+    ran = log.agg_value is not None
     n = sum(len(table) for _, table in _by_index_tables(log))
     return cell_record(
         target,
         metric=metric,
         k=0,
-        n=max(n, 1),
+        n=max(n, 1) if ran else 0,
         checkpoint=checkpoint,
         fields={"component": spec},
         params=params,
         elapsed=elapsed,
+        status="run" if ran else "not_run",
+        reason=None if ran else "; ".join(params["notes"]) or f"{metric}: no item had a value",
     )
 
 

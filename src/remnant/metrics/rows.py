@@ -19,23 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from remnant.errors import ConfigError
 
 #: The fields a metric may read from a row, by name.
 ANSWER_KEYS = ("answer", "paraphrased_answer", "perturbed_answer")
 QUESTION_KEYS = ("question", "paraphrased_question")
-
-
-class QALike(Protocol):
-    """What a TOFU reader's row must offer (extra attributes are ignored)."""
-
-    @property
-    def question(self) -> str: ...
-
-    @property
-    def answer(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -76,12 +66,11 @@ def as_row(source: object, *, split: str, index: int) -> QARow:
             raise ConfigError(f"split {split!r} row {index}: field {name!r} is missing", requirement="R2")
     perturbed = _field(source, "perturbed_answer")
     if perturbed is not None:
-        if isinstance(perturbed, str) or not isinstance(perturbed, Sequence):
-            raise ConfigError(
-                f"split {split!r} row {index}: field 'perturbed_answer' must be a list of strings",
-                requirement="R2",
-            )
-        if not all(isinstance(p, str) for p in perturbed):
+        if (
+            isinstance(perturbed, str)
+            or not isinstance(perturbed, Sequence)
+            or not all(isinstance(p, str) for p in perturbed)
+        ):
             raise ConfigError(
                 f"split {split!r} row {index}: field 'perturbed_answer' must be a list of strings",
                 requirement="R2",
@@ -95,23 +84,24 @@ def as_rows(sources: Sequence[object], *, split: str) -> list[QARow]:
     return [as_row(s, split=split, index=i) for i, s in enumerate(sources)]
 
 
-def question_of(row: QARow, key: str, *, split: str, index: int) -> str:
-    """The question a metric asks: ``row.question`` or ``row.paraphrased_question``; ConfigError when absent."""
-    if key not in QUESTION_KEYS:
-        raise ConfigError(f"question key {key!r} is not one of {list(QUESTION_KEYS)}", requirement="R2")
+def _read(row: QARow, key: str, keys: tuple[str, ...], kind: str, split: str, index: int) -> Any:
+    """``row``'s field ``key``, one of ``keys`` (a ``kind`` key); ConfigError when it is not one, or absent."""
+    if key not in keys:
+        raise ConfigError(f"{kind} key {key!r} is not one of {list(keys)}", requirement="R2")
     value = getattr(row, key)
     if value is None:
         raise ConfigError(f"split {split!r} row {index}: field {key!r} is missing", requirement="R2")
-    return str(value)
+    return value
+
+
+def question_of(row: QARow, key: str, *, split: str, index: int) -> str:
+    """The question a metric asks: ``row.question`` or ``row.paraphrased_question``; ConfigError when absent."""
+    return str(_read(row, key, QUESTION_KEYS, "question", split, index))
 
 
 def answers_of(row: QARow, key: str, *, split: str, index: int) -> str | tuple[str, ...]:
     """The answer(s) a metric scores: one string, or the tuple of perturbed answers; ConfigError when absent."""
-    if key not in ANSWER_KEYS:
-        raise ConfigError(f"answer key {key!r} is not one of {list(ANSWER_KEYS)}", requirement="R2")
-    value = getattr(row, key)
-    if value is None:
-        raise ConfigError(f"split {split!r} row {index}: field {key!r} is missing", requirement="R2")
+    value = _read(row, key, ANSWER_KEYS, "answer", split, index)
     if isinstance(value, tuple) and not value:
         raise ConfigError(f"split {split!r} row {index}: field {key!r} is an empty list", requirement="R2")
     return value  # type: ignore[no-any-return]
@@ -141,7 +131,6 @@ def completion_of(
 __all__ = [
     "ANSWER_KEYS",
     "QUESTION_KEYS",
-    "QALike",
     "QARow",
     "answers_of",
     "as_row",

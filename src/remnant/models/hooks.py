@@ -30,8 +30,11 @@ def _replace(output: Any, new: torch.Tensor) -> Any:
 
 
 @contextmanager
-def capture_blocks(model: torch.nn.Module, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
-    """Record the (detached) output of each listed block during forwards run inside the context."""
+def capture_blocks(
+    model: torch.nn.Module, layers: Sequence[int], *, detach: bool = True
+) -> Iterator[dict[int, torch.Tensor]]:
+    """Record the (detached) output of each listed block during forwards run inside the context; ``detach=False``
+    keeps each one with its graph (a training penalty on it)."""
     blocks = resolve_parts(model).blocks
     captured: dict[int, torch.Tensor] = {}
     handles = []
@@ -39,7 +42,7 @@ def capture_blocks(model: torch.nn.Module, layers: Sequence[int]) -> Iterator[di
         for layer in layers:
 
             def hook(_m: object, _i: object, out: Any, layer: int = layer) -> None:
-                captured[layer] = _hidden(out).detach().clone()
+                captured[layer] = _hidden(out).detach().clone() if detach else _hidden(out)
 
             handles.append(blocks[layer].register_forward_hook(hook))
         yield captured

@@ -281,6 +281,12 @@ def render_markdown(table: AuditorTable) -> str:
     """The seed's two tables (greedy; sampled mean/max), κ beside them, and the components that ran."""
     cols, sampled = table.columns, table.sampled_columns
     n = len(table.probes)
+
+    def states(columns: list[str], value: Callable[[Cell], str]) -> list[str]:
+        """One row per state, one cell per column of ``columns``."""
+        rows = [f"| {r.state} | " + " | ".join(value(r.cells[c]) for c in columns) + " |" for r in table.rows]
+        return ["| Model | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns), *rows]
+
     lines = [
         "# Seed 003 auditors: ROUGE-L recall (non-adjudicating)",
         "",
@@ -288,11 +294,8 @@ def render_markdown(table: AuditorTable) -> str:
         "",
         "## Greedy decoding (seed 003 Table 1)",
         "",
-        "| Model | " + " | ".join(cols) + " |",
-        "|---|" + "---|" * len(cols),
+        *states(cols, lambda c: fmt(c.rouge_greedy)),
     ]
-    for row in table.rows:
-        lines.append(f"| {row.state} | " + " | ".join(fmt(row.cells[c].rouge_greedy) for c in cols) + " |")
     if sampled and table.sampling is not None:
         s = table.sampling
         lines += [
@@ -300,26 +303,14 @@ def render_markdown(table: AuditorTable) -> str:
             f"## Sampled decoding, mean/max over {s['n_samples']} samples (seed 003 Table 2: T = "
             f"{s['temperature']:g}, top-k {s['top_k']}, at most {s['max_new_tokens']} new tokens)",
             "",
-            "| Model | " + " | ".join(sampled) + " |",
-            "|---|" + "---|" * len(sampled),
+            *states(sampled, lambda c: f"{fmt(c.rouge_sampled_mean)}/{fmt(c.rouge_sampled_max)}"),
         ]
-        for row in table.rows:
-            vals = [
-                f"{fmt(row.cells[c].rouge_sampled_mean)}/{fmt(row.cells[c].rouge_sampled_max)}"
-                for c in sampled
-            ]
-            lines.append(f"| {row.state} | " + " | ".join(vals) + " |")
     lines += [
         "",
         "## κ of the greedy generation (items whose answer contains an accepted answer, k/n)",
         "",
-        "| Model | " + " | ".join(cols) + " |",
-        "|---|" + "---|" * len(cols),
+        *states(cols, lambda c: f"{c.kappa_k}/{c.n}"),
     ]
-    for row in table.rows:
-        lines.append(
-            f"| {row.state} | " + " | ".join(f"{row.cells[c].kappa_k}/{row.cells[c].n}" for c in cols) + " |"
-        )
     lines += ["", "## Components", "", "| Column | Attack | Version | Parameters |", "|---|---|---|---|"]
     if table.rows:
         for c in cols:

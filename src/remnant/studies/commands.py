@@ -22,7 +22,10 @@ studies and the readmission decision from ``--cells`` need no model (the pure co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,12 +36,14 @@ STUDY_KINDS = ("meta-eval", "recovery", "readmission", "goodhart")
 
 
 def _write(out: Path, stem: str, result: Any, doc: Any) -> None:
+    """``OUT/<stem>.json`` (the result; None: none), ``.md`` and ``.html`` (the document), and the folder marked."""
     from remnant.atomic import write_atomic
     from remnant.cli_paths import mark_output
     from remnant.studies.document import to_html, to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / f"{stem}.json", result.model_dump_json(indent=1) + "\n")
+    if result is not None:
+        write_atomic(out / f"{stem}.json", result.model_dump_json(indent=1) + "\n")
     write_atomic(out / f"{stem}.md", to_markdown(doc))
     write_atomic(out / f"{stem}.html", to_html(doc))
     mark_output(out, "study")
@@ -106,48 +111,36 @@ def _preregister(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pool_out(args: argparse.Namespace, kind: str) -> Path:
-    return Path(args.out) if args.out else Path(args.pool) / "studies" / kind
-
-
-def _meta_eval(args: argparse.Namespace) -> int:
+def _pool_study(kind: str, args: argparse.Namespace) -> int:
+    """``meta-eval`` or ``recovery`` over the pool folder: registered (R14), then the finished pools it reads."""
     from remnant.results import load_pool, require_finished, require_spec
+    from remnant.studies import report
     from remnant.studies.meta_eval import meta_eval
-    from remnant.studies.report import meta_eval_document
-
-    out = _pool_out(args, "meta-eval")
-    cfg, reg = _registered("meta-eval", args, {"seed": args.seed}, out)
-    require_spec(args.pool, cfg.pool_spec, "meta-evaluation")
-    table = load_pool(args.pool)
-    require_finished(table, ("target", "never_saw"), "meta-evaluation")  # faithfulness compares the two
-    result = meta_eval(table, cfg, registration=reg.to_json())
-    _write(out, "meta-eval", result, meta_eval_document(result))
-    print(out / "meta-eval.md")
-    return 0
-
-
-def _recovery(args: argparse.Namespace) -> int:
-    from remnant.results import load_pool, require_finished, require_spec
     from remnant.studies.recovery import recovery
-    from remnant.studies.report import recovery_document
 
-    out = _pool_out(args, "recovery")
-    overrides = {"seed": args.seed, "outcome": args.outcome, "outcome_kind": args.outcome_kind}
-    cfg, reg = _registered("recovery", args, overrides, out)
-    require_spec(args.pool, cfg.pool_spec, "recovery study")
+    out = Path(args.out) if args.out else Path(args.pool) / "studies" / kind
+    overrides: dict[str, object] = {"seed": args.seed}
+    if kind == "recovery":
+        overrides |= {"outcome": args.outcome, "outcome_kind": args.outcome_kind}
+    cfg, reg = _registered(kind, args, overrides, out)
+    # faithfulness compares the target and never-saw pools; recovery's outcomes are the unlearned models'
+    studies: dict[str, tuple[str, tuple[str, ...], Any, Any]] = {
+        "meta-eval": ("meta-evaluation", ("target", "never_saw"), meta_eval, report.meta_eval_document),
+        "recovery": ("recovery study", ("unlearned",), recovery, report.recovery_document),
+    }
+    what, pools, study, document = studies[kind]
+    require_spec(args.pool, cfg.pool_spec, what)
     table = load_pool(args.pool)
-    require_finished(table, ("unlearned",), "recovery study")  # its outcomes are the unlearned models'
-    result = recovery(table, cfg, registration=reg.to_json())
-    _write(out, "recovery", result, recovery_document(result))
-    print(out / "recovery.md")
+    require_finished(table, pools, what)
+    result = study(table, cfg, registration=reg.to_json())
+    _write(out, kind, result, document(result))
+    print(out / f"{kind}.md")
     return 0
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from remnant.atomic import write_atomic
-    from remnant.cli_paths import mark_output, out_folder
+    from remnant.cli_paths import out_folder
     from remnant.jsonio import read_json
-    from remnant.studies.document import to_html, to_markdown
     from remnant.studies.meta_eval import MetaEvalResult
     from remnant.studies.recovery import RecoveryResult
     from remnant.studies.report import summary_document
@@ -164,11 +157,7 @@ def _summary(args: argparse.Namespace) -> int:
         rec = RecoveryResult.model_validate(
             read_json(Path(args.recovery) / "recovery.json", requirement="R22")
         )
-    doc = summary_document(meta, rec)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "summary.md", to_markdown(doc))
-    write_atomic(out / "summary.html", to_html(doc))
-    mark_output(out, "study")
+    _write(out, "summary", None, summary_document(meta, rec))
     print(out / "summary.md")
     return 0
 
@@ -199,6 +188,19 @@ def _states(args: argparse.Namespace, out: str | Path, models: list[str]) -> Che
     return open_store(args.states, option="--states", inputs={f"the model {m}": m for m in models})
 
 
+@contextlib.contextmanager
+def _recorded(
+    args: argparse.Namespace, out: str | Path, name: str, models: list[str]
+) -> Iterator[dict[str, Any]]:
+    """A model study's run settings: its log, the ``--states`` store, progress, and its records file in the study
+    folder, held locked for this process while the study runs and writes (R23)."""
+    from remnant.studies.run_cells import recording
+
+    states = _states(args, out, models)
+    with recording(Path(out), name) as records:
+        yield {"log": _log(args, name), "states": states, "progress": not args.quiet, "records": records}
+
+
 def _readmission(args: argparse.Namespace) -> int:
     from remnant.errors import ConfigError
     from remnant.jsonio import read_json
@@ -222,19 +224,9 @@ def _readmission(args: argparse.Namespace) -> int:
     else:
         from remnant.atomic import write_atomic
         from remnant.studies.readmission_run import design_config, run_cells
-        from remnant.studies.run_cells import recording
 
-        states = _states(args, out, list(design_config(cfg).models))
-        with recording(out, "readmission") as records:
-            run_id = f"readmission-{reg.prereg.digest[:12]}"
-            data = run_cells(
-                cfg,
-                log=_log(args, "readmission"),
-                states=states,
-                records=records,
-                run_id=run_id,
-                progress=not args.quiet,
-            )
+        with _recorded(args, out, "readmission", list(design_config(cfg).models)) as run:
+            data = run_cells(cfg, run_id=f"readmission-{reg.prereg.digest[:12]}", **run)
             write_atomic(out / "readmission-cells.json", data.model_dump_json(indent=1) + "\n")
     result = decide(data, cfg, registration=reg.to_json())
     _write(out, "readmission", result, readmission_document(result))
@@ -252,21 +244,10 @@ def _goodhart(args: argparse.Namespace) -> int:
     overrides["seeds"] = args.seeds
     cfg, reg = _registered("goodhart", args, overrides, out)
     from remnant.studies.goodhart import run_goodhart
-    from remnant.studies.run_cells import recording
 
-    states = _states(args, out, [args.model])
-    with recording(out, "goodhart") as records:
+    with _recorded(args, out, "goodhart", [args.model]) as run:
         run_id = f"goodhart-{reg.prereg.digest[:12]}"
-        result = run_goodhart(
-            cfg,
-            args.model,
-            pack=args.pack,
-            log=_log(args, "goodhart"),
-            states=states,
-            progress=not args.quiet,
-            records=records,
-            run_id=run_id,
-        )
+        result = run_goodhart(cfg, args.model, pack=args.pack, run_id=run_id, **run)
     result = result.model_copy(update={"registration": reg.to_json()})
     _write(out, "goodhart", result, goodhart_document(result))
     print(result.finding)
@@ -301,7 +282,6 @@ def _latent_probe(args: argparse.Namespace) -> int:
     from remnant.cli_paths import out_folder
     from remnant.jsonio import read_toml
     from remnant.studies.latent_probe import render_markdown, resolve_config, run_study
-    from remnant.studies.run_cells import recording
 
     inputs = {"the config": args.config, **{f"the model {m}": m for m in args.model or []}}
     out_folder(args.out, requirement="C-H7", kind="study", inputs=inputs)  # before the study runs, not after
@@ -311,11 +291,9 @@ def _latent_probe(args: argparse.Namespace) -> int:
     if args.methods:
         overrides["methods"] = args.methods
     cfg = resolve_config(args.model or [], preset=args.preset, overrides=overrides)
-    states = _states(args, args.out, list(cfg.models))
     out = Path(args.out)
-    with recording(out, "latent-probe") as records:
-        log = _log(args, "latent-probe")
-        result, _ = run_study(cfg, log=log, states=states, progress=not args.quiet, records=records)
+    with _recorded(args, args.out, "latent-probe", list(cfg.models)) as run:
+        result, _ = run_study(cfg, **run)
         text = render_markdown(result)
         write_atomic(out / "latent-probe.json", result.model_dump_json(indent=1))
         write_atomic(out / "latent-probe.md", text)
@@ -336,14 +314,14 @@ def _auditors(args: argparse.Namespace) -> int:
 
 
 def _add_pool_study(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_: str, handler: Any
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_: str
 ) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_)
     p.add_argument("pool", metavar="POOL_DIR", help="sweep folder with results.parquet (or .csv) and items")
     p.add_argument("--config", help="study config (TOML; fields of the study's config, docs/studies.md)")
     p.add_argument("--out", help=f"output folder (default POOL_DIR/studies/{name})")
     p.add_argument("--seed", type=int, help="pre-registered seed every bootstrap derives from")
-    p.set_defaults(handler=handler)
+    p.set_defaults(handler=partial(_pool_study, name))
     return p
 
 
@@ -357,10 +335,10 @@ def add_study_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     pre.add_argument("--out", required=True, help="the study's output folder")
     pre.set_defaults(handler=_preregister)
     _add_pool_study(
-        sub, "meta-eval", "faithfulness (AUC) and robustness (Q, R, HM) of every metric of a pool", _meta_eval
+        sub, "meta-eval", "faithfulness (AUC) and robustness (Q, R, HM) of every metric of a pool"
     )
     rec = _add_pool_study(
-        sub, "recovery", "does a pre-attack metric predict relearning recovery (ρ, partial, items)", _recovery
+        sub, "recovery", "does a pre-attack metric predict relearning recovery (ρ, partial, items)"
     )
     rec.add_argument("--outcome", help="metric recovery is read on (default: auto)")
     rec.add_argument("--outcome-kind", choices=["revival", "shift"], help="item revival or model-level shift")

@@ -8,7 +8,11 @@ and names each figure (figures live in the HTML).
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
 
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
@@ -43,6 +47,13 @@ class Document:
 
     title: str
     sections: list[Section] = field(default_factory=list)
+
+
+def column_table(
+    items: Iterable[T], columns: Sequence[tuple[str, Callable[[T], str]]], paper: frozenset[int] = frozenset()
+) -> Table:
+    """A table with one row per item, from (header, cell) pairs: each column's header beside what fills it."""
+    return Table([h for h, _ in columns], [[cell(x) for _, cell in columns] for x in items], paper)
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -114,4 +125,4 @@ def to_html(doc: Document) -> str:
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["Document", "Section", "Table", "fmt", "fmt_ci", "to_html", "to_markdown"]
+__all__ = ["Document", "Section", "Table", "column_table", "fmt", "fmt_ci", "to_html", "to_markdown"]

@@ -19,7 +19,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from remnant.states.builder import Made
 from remnant.studies.config import GoodhartConfig
 from remnant.studies.goodhart_core import GoodhartResult, GoodhartRow, summarise
 from remnant.studies.latent_probe_states import (
@@ -27,7 +26,10 @@ from remnant.studies.latent_probe_states import (
     load_study,
     p_items,
     rate_of,
-    relearn_criterion,
+    recovery,
+    relearned,
+    removal_method,
+    removal_state,
 )
 
 if TYPE_CHECKING:
@@ -67,34 +69,23 @@ class _Setup:
         states: CheckpointStore | None,
         progress: bool = True,
     ) -> None:
-        from remnant.train.data import removal_data
+        from remnant.packs.schema import load_pack
 
         self.design = d = _design(cfg, model)
-        pack = None
-        if pack_dir is not None:
-            from remnant.packs.schema import load_pack
-
-            pack = load_pack(pack_dir)
+        pack = load_pack(pack_dir) if pack_dir is not None else None
         self.study = study = load_study(model, d, pack, states, progress)
-        self.tokenizer, self.control, self.fmt, self.pack = (
-            study.tokenizer,
-            study.control,
-            study.fmt,
-            study.pack,
-        )
+        self.tokenizer, self.control, self.fmt = study.tokenizer, study.control, study.fmt
+        self.pack = study.pack
         self.p_items = p_items(self.pack, d)
         self.forget_items = [it for it in self.pack.split("removal") if it.attribute in set(d.attributes)]
-        self.p_set, self.relearn_set = study.p_set, study.relearn_set
-        self.data = removal_data(self.pack, d.attributes)
-        self.score_p, self.score_retain = study.score_p, study.score_retain
         self.lens: JacobianLens | None = None  # the installed model's Jacobian lens, fitted on first use
 
     def install(self, seed: int) -> None:
         """The pack installed into the control (R2) at ``seed``, with its κ on P and on the retained items."""
         self.installed_state = installed_state(self.study, seed)
         self.installed = self.installed_state.model
-        self.installed_p = rate_of(self.score_p(self.installed))
-        self.installed_r = rate_of(self.score_retain(self.installed))
+        self.installed_p = rate_of(self.study.score_p(self.installed))
+        self.installed_r = rate_of(self.study.score_retain(self.installed))
 
 
 def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[Any, str]:
@@ -149,7 +140,7 @@ def _lens(s: _Setup, params: dict[str, object]) -> JacobianLens | None:
         from remnant.latent.jacobian_lens import LensConfig, fit_lens
         from remnant.models.prompts import render_prompt_ids
 
-        prompts = [render_prompt_ids(s.tokenizer, q.question, s.fmt) for q in s.data.retain]
+        prompts = [render_prompt_ids(s.tokenizer, q.question, s.fmt) for q in s.study.data.retain]
         s.lens = fit_lens(s.installed, prompts, LensConfig())
     return s.lens
 
@@ -182,37 +173,24 @@ def _one_run(
 ) -> GoodhartRow:
     import torch
 
-    from remnant import registry
     from remnant.studies.goodhart_objective import AuditPenalty
-    from remnant.studies.relearn_criterion import relearn_attack
 
-    d = s.design
-    method_params = {**d.method_params.get(cfg.base_method, {}), **cfg.method_params}
-    if d.trainable is not None:
-        method_params.setdefault("trainable", list(d.trainable))
-    base = registry.create("method", cfg.base_method, method_params)
+    base_params = {**s.design.method_params.get(cfg.base_method, {}), **cfg.method_params}
+    base = removal_method(s.study, cfg.base_method, base_params)
     method = AuditPenalty(base, weight, surrogate, cfg.audit)
-    builder = s.study.builder
-
-    def removal() -> Made:
-        model, result = builder.removal(method, s.installed_state, s.data, seed=seed)
-        return Made(
-            model, {"removal": result.to_dict()}, f"removal {cfg.base_method} with the {cfg.audit} penalty"
-        )
-
-    recipe = builder.origin.recipe(
-        "removal", {"method": method.spec.to_dict(), "seed": seed}, s.installed_state
+    what = f"removal {cfg.base_method} with the {cfg.audit} penalty"
+    state = removal_state(
+        s.study, method, s.installed_state, seed, "removed", f"goodhart-{weight:g}-s{seed}", what
     )
-    state = builder.state(recipe, "removed", f"goodhart-{weight:g}-s{seed}", removal, keep=False)
     removed, status = state.model, str(cast(dict[str, Any], state.record["removal"])["outcome"]["status"])
-    removed_p = rate_of(s.score_p(removed))
+    removed_p = rate_of(s.study.score_p(removed))
     row: dict[str, Any] = {
         "weight": weight,
         "seed": seed,
         "status": status,
         "kappa_forget": removed_p,
         "kappa_forget_installed": s.installed_p,
-        "kappa_retain": rate_of(s.score_retain(removed)),
+        "kappa_retain": rate_of(s.study.score_retain(removed)),
         "kappa_retain_installed": s.installed_r,
         "audit": None,
         "surrogate_final": None,
@@ -225,13 +203,8 @@ def _one_run(
     row["audit"] = _audit(cfg, s, removed, params)
     with torch.no_grad():
         row["surrogate_final"] = float(surrogate(removed, range(len(s.forget_items))))
-    spec = relearn_criterion(d, len(s.relearn_set), seed)
-    attack = relearn_attack(removed, s.control, s.tokenizer, s.relearn_set, s.p_set, spec, fmt=s.fmt)
-    last = attack.budgets[-1]
-    row["relearned"] = max(p.rate for p in last.post_removal.points)
-    row["control_relearned"] = max(p.rate for p in last.control.points)
-    gap = s.installed_p - removed_p
-    row["recovery"] = (row["relearned"] - removed_p) / gap if gap > 0 else None
+    row["relearned"], row["control_relearned"] = relearned(s.study, s.design, removed, seed)
+    row["recovery"] = recovery(s.installed_p, removed_p, row["relearned"])
     return GoodhartRow(**row)
 
 

@@ -24,8 +24,7 @@ that no registered method is it (C-H6: a latent audit is never a removal criteri
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.models.arch import resolve_parts
+from remnant.models.hooks import capture_blocks, patch_block
 from remnant.registry import ComponentSpec
 from remnant.train.methods.base import COMMON_DEFAULTS, LossTerms, MethodBatch, RemovalMethod, StepContext
 
@@ -43,25 +43,6 @@ if TYPE_CHECKING:
 
 Surrogate = Callable[[Any, Sequence[int]], torch.Tensor]
 LOG_FLOOR = math.log(1e-6)
-
-
-@contextmanager
-def keep_blocks(model: PreTrainedModel, layers: Sequence[int]) -> Iterator[dict[int, torch.Tensor]]:
-    """Block outputs of ``layers`` during forwards inside the context, *with* their graph (for a penalty)."""
-    blocks = resolve_parts(model).blocks
-    kept: dict[int, torch.Tensor] = {}
-    handles = []
-    try:
-        for layer in layers:
-
-            def hook(_m: Any, _i: Any, out: Any, layer: int = layer) -> None:
-                kept[layer] = out[0] if isinstance(out, tuple) else out
-
-            handles.append(blocks[layer].register_forward_hook(hook))
-        yield kept
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def lens_logits(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
@@ -91,7 +72,7 @@ class AccessSurrogate:
                 continue
             ids = torch.tensor([list(probe.prompt_ids)], dtype=torch.long)
             concepts = torch.tensor(sorted(probe.concept_ids), dtype=torch.long)
-            with keep_blocks(model, self.layers) as kept:
+            with capture_blocks(model, self.layers, detach=False) as kept:
                 model(input_ids=ids)
             n = min(self.positions, ids.shape[1])
             cells = []
@@ -118,8 +99,6 @@ class PatchSurrogate:
     _blocks: Any = field(default=None, repr=False)
 
     def __call__(self, model: PreTrainedModel, indices: Sequence[int]) -> torch.Tensor:
-        from remnant.models.hooks import patch_block
-
         terms = []
         for i in indices:
             ex = self.examples[i]
@@ -128,7 +107,7 @@ class PatchSurrogate:
             ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
             window = list(range(ex.eval_start, ex.eval_end))
             target = torch.tensor(ex.targets, dtype=torch.long)
-            with keep_blocks(model, self.layers) as kept:
+            with capture_blocks(model, self.layers, detach=False) as kept:
                 model(input_ids=ids)
             for layer in self.layers:
                 with patch_block(self.full, layer, kept[layer], positions=window):
@@ -182,4 +161,4 @@ class AuditPenalty(RemovalMethod):
         return LossTerms(loss=terms.loss + self.weight * penalty, parts=parts)
 
 
-__all__ = ["AccessSurrogate", "AuditPenalty", "PatchSurrogate", "keep_blocks", "lens_logits"]
+__all__ = ["AccessSurrogate", "AuditPenalty", "PatchSurrogate", "lens_logits"]

@@ -29,8 +29,8 @@ from pydantic import Field, ValidationError, model_validator
 from remnant.config.fields import Patterns
 from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
 from remnant.studies.config import StudyModel
-from remnant.studies.document import fmt
-from remnant.studies.readmission import Decision, NullReading, tally
+from remnant.studies.document import fmt, fmt_ci
+from remnant.studies.readmission import Decision, MethodNulls, NullReading, b4_decision, null_row, overall
 
 if TYPE_CHECKING:
     from remnant.states.store import CheckpointStore
@@ -226,15 +226,10 @@ class RunResult(StudyModel):
     direction: DirectionResult = Field(description="The full direction-survival measurement.")
 
 
-class MethodRow(StudyModel):
-    """One row of the Annex-shaped table (B.6)."""
+class MethodRow(MethodNulls):
+    """One row of the Annex-shaped table (B.6): counts over the method's evaluable cells (models, seeds, layers and
+    positions), each null held if in ≥ pass_fraction of them."""
 
-    method: str = Field(description="Removal method.")
-    evaluable_cells: int = Field(description="Evaluable cells over models, seeds, layers and positions.")
-    content_held: int = Field(description="Evaluable cells where the content null held.")
-    procedure_held: int = Field(description="Evaluable cells where the procedure null held.")
-    content_null: NullReading = Field(description="held if in ≥ pass_fraction of evaluable cells.")
-    procedure_null: NullReading = Field(description="held if in ≥ pass_fraction of evaluable cells.")
     design_stable: bool = Field(description="Each null's reading is the same in every evaluable cell (C-H4).")
 
 
@@ -291,44 +286,24 @@ def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[Meth
     rows = []
     for method in cfg.methods:
         cells = [c for r in runs if r.method == method for c in r.cells if c.evaluable]
-        content, procedure = (sum(getattr(c, k).held for c in cells) for k in _NULLS)
+        nulls = null_row(method, [(c.content.held, c.procedure.held) for c in cells], cfg.pass_fraction)
         stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in _NULLS)
-        rows.append(
-            MethodRow(
-                method=method,
-                evaluable_cells=len(cells),
-                content_held=content,
-                procedure_held=procedure,
-                content_null=tally(content, len(cells), cfg.pass_fraction),
-                procedure_null=tally(procedure, len(cells), cfg.pass_fraction),
-                design_stable=stable,
-            )
-        )
+        rows.append(MethodRow(**nulls.model_dump(), design_stable=stable))
     return rows
-
-
-def _overall(values: Sequence[NullReading]) -> NullReading:
-    if not values or all(v == "not evaluable" for v in values):
-        return "not evaluable"
-    return "held" if all(v == "held" for v in values) else "failed"
 
 
 def _overall_nulls(table: Sequence[MethodRow]) -> tuple[NullReading, NullReading]:
     """(content, procedure) over every method of the table: each held only if it held for every method."""
-    return _overall([r.content_null for r in table]), _overall([r.procedure_null for r in table])
+    return overall([r.content_null for r in table], every=True), overall(
+        [r.procedure_null for r in table], every=True
+    )
 
 
 def decide(table: Sequence[MethodRow], rho: float | None, cfg: LatentProbeConfig) -> Decision:
     """B.4: demote if either null fails or the conclusion is design-sensitive; promote only if survival also
     predicts recovery (ρ ≥ rho_min); otherwise retain as admissible but non-predictive."""
-    content, procedure = _overall_nulls(table)
-    if content == "not evaluable" and procedure == "not evaluable":
-        return "not evaluable"
-    if "failed" in (content, procedure) or not all(r.design_stable for r in table if r.evaluable_cells):
-        return "demote"
-    if rho is not None and rho >= cfg.rho_min:
-        return "promote"
-    return "retain (admissible, non-predictive)"
+    stable = all(r.design_stable for r in table if r.evaluable_cells)
+    return b4_decision(*_overall_nulls(table), stable, None, rho is not None and rho >= cfg.rho_min)[0]
 
 
 def cells_from(direction: DirectionResult, evaluable_run: bool, margin: float) -> list[CellReading]:
@@ -490,6 +465,10 @@ def _primary(direction: DirectionResult) -> tuple[int, str]:
 def render_markdown(result: StudyResult) -> str:
     """The study's tables in markdown: the B.6 table, the per-run survival/recovery table and the cells."""
     cfg = result.config
+
+    def null(n: NullCell) -> str:
+        return f"{fmt_ci(n.survival, n.ci95)} {'held' if n.held else 'failed'}"
+
     lines = [
         "# Latent-probe study (Standard Annex B design, small scale) — non-adjudicating (C-H6, C-H9)",
         "",
@@ -538,11 +517,8 @@ def render_markdown(result: StudyResult) -> str:
         for c in run.cells:
             lines.append(
                 f"| {Path(run.model).name} | {run.method} | {run.seed} | {c.layer} | {c.position} "
-                f"| {c.signature:.3g} / {c.floor:.3g} | {c.survival_removed:.3f} "
-                f"| {c.procedure.survival:.3f} [{c.procedure.ci95[0]:.3f}, {c.procedure.ci95[1]:.3f}] "
-                f"{'held' if c.procedure.held else 'failed'} "
-                f"| {c.content.survival:.3f} [{c.content.ci95[0]:.3f}, {c.content.ci95[1]:.3f}] "
-                f"{'held' if c.content.held else 'failed'} | {'yes' if c.evaluable else 'no'} |"
+                f"| {c.signature:.3g} / {c.floor:.3g} | {c.survival_removed:.3f} | {null(c.procedure)} "
+                f"| {null(c.content)} | {'yes' if c.evaluable else 'no'} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from remnant.packs.schema import Item, Pack
     from remnant.studies.latent_probe import LatentProbeConfig
     from remnant.train.install import InstallSpec
-    from remnant.train.methods.base import QA
+    from remnant.train.methods.base import QA, RemovalData
     from remnant.train.relearn import RelearnSpec, Scorer
 
 
@@ -93,6 +93,7 @@ class Study:
     trainable: tuple[str, ...] | None
     p_set: tuple[QA, ...]
     relearn_set: tuple[QA, ...]
+    data: RemovalData
     score_p: Scorer
     score_retain: Scorer
     prompts: tuple[tuple[int, ...], ...]
@@ -125,7 +126,7 @@ def load_study(
     from remnant.models import load_model
     from remnant.models.prompts import PromptFormat
     from remnant.packs import ClassDSpec, mint_class_d
-    from remnant.train.data import as_qa, retain_training_qa, split_qa
+    from remnant.train.data import as_qa, removal_data, retain_training_qa, split_qa
     from remnant.train.install import InstallSpec
     from remnant.train.relearn import greedy_scorer
 
@@ -161,6 +162,7 @@ def load_study(
         trainable=trainable,
         p_set=p_set,
         relearn_set=relearn_set,
+        data=removal_data(pack, attrs),
         score_p=score_p,
         score_retain=score_retain,
         prompts=prompts,
@@ -181,40 +183,32 @@ def _loader(dtype: str, progress: bool) -> Loader:
     return load
 
 
-def installed_state(study: Study, seed: int) -> LoadedState:
-    """The control with the pack's install split installed (R2) for ``seed``, from the states builder."""
+def installed_state(study: Study, seed: int, items: str = "install") -> LoadedState:
+    """The control with the pack's install split installed (R2) for ``seed``, from the states builder;
+    ``items="content_control"``: its content-shuffled twin (C-H3b), installed under the identical recipe."""
+    from dataclasses import asdict
+
     from remnant.train.data import split_qa
 
     builder, spec = study.builder, study.install_spec
 
     def installed() -> Made:
-        items = split_qa(study.pack, "install", study.attributes)
-        model, result = builder.install(items, spec, seed=seed)
+        if items == "content_control":
+            return builder.twin(spec, seed=seed)
+        model, result = builder.install(split_qa(study.pack, "install", study.attributes), spec, seed=seed)
         return Made(model, {"install": result.to_dict()}, "the pack installed into the control")
 
-    recipe = builder.origin.recipe("install", {**_install_params(study, seed), "items": "install"})
-    return builder.state(recipe, "installed", "installed", installed)
-
-
-def _install_params(study: Study, seed: int) -> dict[str, object]:
-    from dataclasses import asdict
-
-    return {"install": asdict(study.install_spec), "seed": seed}
+    recipe = builder.origin.recipe("install", {"install": asdict(spec), "seed": seed, "items": items})
+    role = "installed" if items == "install" else items
+    return builder.state(recipe, role, role, installed)
 
 
 def _install(study: Study, seed: int) -> _Installed:
     """The installed model and the content-shuffled twin (C-H3b) for ``seed``."""
-    builder = study.builder
     model = installed_state(study, seed)
-    content = builder.state(
-        builder.origin.recipe("install", {**_install_params(study, seed), "items": "content_control"}),
-        "content_control",
-        "content_control",
-        lambda: builder.twin(study.install_spec, seed=seed),
-    )
     return _Installed(
         model=model,
-        content=content,
+        content=installed_state(study, seed, "content_control"),
         kappa_p=rate_of(study.score_p(model.model)),
         kappa_retain=rate_of(study.score_retain(model.model)),
     )
@@ -235,54 +229,70 @@ def relearn_criterion(cfg: LatentProbeConfig, n_relearn: int, seed: int) -> Rele
     )
 
 
+def removal_method(study: Study, name: str, params: dict[str, Any]) -> Any:
+    """The registered method ``name`` with ``params`` (and its ``.spec``), training the design's trainable
+    parameters."""
+    from remnant import registry
+
+    params = {**params}
+    if study.trainable is not None:
+        params.setdefault("trainable", list(study.trainable))
+    return registry.create("method", name, params)
+
+
+def removal_state(
+    study: Study, method: Any, start: LoadedState | None, seed: int, role: str, name: str, what: str
+) -> LoadedState:
+    """``method`` at ``seed`` applied to ``start`` (None: the never-installed control, C-H3a) by the states
+    builder, not kept in memory past its run; ``what`` describes it in the state's record."""
+    builder = study.builder
+
+    def make() -> Made:
+        model, result = builder.removal(method, start, study.data, seed=seed)
+        return Made(model, {"removal": result.to_dict()}, what)
+
+    recipe = builder.origin.recipe("removal", {"method": method.spec.to_dict(), "seed": seed}, start)
+    return builder.state(recipe, role, name, make, keep=False)
+
+
+def relearned(
+    study: Study, cfg: LatentProbeConfig, removed: PreTrainedModel, seed: int
+) -> tuple[float, float]:
+    """The relearning criterion on ``removed`` and the control (C-W5): each one's best κ_P at the last budget."""
+    from remnant.studies.relearn_criterion import relearn_attack
+
+    spec = relearn_criterion(cfg, len(study.relearn_set), seed)
+    attack = relearn_attack(
+        removed, study.control, study.tokenizer, study.relearn_set, study.p_set, spec, fmt=study.fmt
+    )
+    last = attack.budgets[-1]
+    return max(p.rate for p in last.post_removal.points), max(p.rate for p in last.control.points)
+
+
+def recovery(installed_p: float, removed_p: float, relearned_p: float) -> float | None:
+    """The share of the removed gap relearning restored (None: removal left no gap)."""
+    gap = installed_p - removed_p
+    return (relearned_p - removed_p) / gap if gap > 0 else None
+
+
 def _method_run(
     cfg: LatentProbeConfig, study: Study, seed: int, installed: _Installed, name: str
 ) -> RunStates:
     """Method ``name`` on the installed model and on the never-installed control (C-H3a), then relearning of
     θ_U and the control on R: one run's states and measured κ."""
-    from remnant import registry
-    from remnant.studies.relearn_criterion import relearn_attack
-    from remnant.train.data import removal_data
-
-    tok, fmt, control, builder = study.tokenizer, study.fmt, study.control, study.builder
-    params = {**cfg.method_params.get(name, {})}
-    if study.trainable is not None:
-        params.setdefault("trainable", list(study.trainable))
-    method = registry.create("method", name, params)
-    data = removal_data(study.pack, study.attributes)
-    recipe = {"method": method.spec.to_dict(), "seed": seed}
-
-    def removal(start: LoadedState | None) -> Callable[[], Made]:
-        def make() -> Made:
-            model, result = builder.removal(method, start, data, seed=seed)
-            return Made(model, {"removal": result.to_dict()}, f"removal {name}")
-
-        return make
-
-    rem = builder.state(
-        builder.origin.recipe("removal", recipe, installed.model),
-        "removed",
-        name,
-        removal(installed.model),
-        keep=False,
-    )
-    proc = builder.state(
-        builder.origin.recipe("removal", recipe), "procedure_control", name, removal(None), keep=False
-    )
+    method = removal_method(study, name, cfg.method_params.get(name, {}))
+    rem = removal_state(study, method, installed.model, seed, "removed", name, f"removal {name}")
+    proc = removal_state(study, method, None, seed, "procedure_control", name, f"removal {name}")
     removed, procedure = rem.model, proc.model
     removed_p = rate_of(study.score_p(removed))
-    spec = relearn_criterion(cfg, len(study.relearn_set), seed)
-    relearn = relearn_attack(removed, control, tok, study.relearn_set, study.p_set, spec, fmt=fmt)
-    last = relearn.budgets[-1]
-    best_removed = max(p.rate for p in last.post_removal.points)
-    gap = installed.kappa_p - removed_p
+    best_removed, control_relearned = relearned(study, cfg, removed, seed)
     removal_record = cast(dict[str, Any], rem.record["removal"])
     return RunStates(
         method=name,
         seed=seed,
-        tokenizer=tok,
+        tokenizer=study.tokenizer,
         pack=study.pack,
-        control=control,
+        control=study.control,
         installed=installed.model.model,
         removed=removed,
         procedure=procedure,
@@ -297,8 +307,8 @@ def _method_run(
         },
         kappa_retain={"installed": installed.kappa_retain, "removed": rate_of(study.score_retain(removed))},
         removal_status=str(removal_record["outcome"]["status"]),
-        recovery=(best_removed - removed_p) / gap if gap > 0 else None,
-        control_relearned_p=max(p.rate for p in last.control.points),
+        recovery=recovery(installed.kappa_p, removed_p, best_removed),
+        control_relearned_p=control_relearned,
         records={
             "install": installed.model.record["install"],
             "twin": installed.content.record["install"],
@@ -364,5 +374,9 @@ __all__ = [
     "p_items",
     "planned_runs",
     "rate_of",
+    "recovery",
     "relearn_criterion",
+    "relearned",
+    "removal_method",
+    "removal_state",
 ]

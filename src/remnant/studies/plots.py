@@ -12,7 +12,7 @@ or a reader can find the lines the paper's figures carry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from remnant.report.plots import _RC, _render
@@ -20,19 +20,33 @@ from remnant.report.plots import _RC, _render
 PALETTE = ("#b8352a", "#2766a8", "#3b8a3e", "#8a5a9e", "#c07a12", "#4a4a4a", "#0f8b8d", "#a23b72")
 
 
-def _figure(width: float, height: float) -> Any:
+def _svg(size: tuple[float, float], plot_id: str, title: str, draw: Callable[[Any], None]) -> str:
+    """A figure of ``size`` inches, ``draw`` on its one axes, rendered as the reports' plots are (their rc)."""
+    import matplotlib
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height))
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=size)
+        draw(fig.add_subplot())
+        fig.tight_layout()
+        return _render(fig, plot_id, title)
+
+
+def _scatter(ax: Any, points: Sequence[tuple[float, float, str]], size: float) -> list[str]:
+    """The points, one colour per group (their third field), in order of first appearance; the groups."""
+    groups = list(dict.fromkeys(p[2] for p in points))
+    for i, group in enumerate(groups):
+        mine = [p for p in points if p[2] == group]
+        ax.scatter(
+            [p[0] for p in mine], [p[1] for p in mine], s=size, color=PALETTE[i % len(PALETTE)], label=group
+        )
+    return groups
 
 
 def roc_svg(curves: Mapping[str, Sequence[tuple[float, float]]], *, plot_id: str, title: str) -> str:
     """One ROC curve per metric (label → points), with the chance diagonal."""
-    import matplotlib
 
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.8, 4.2)
-        ax = fig.add_subplot()
+    def draw(ax: Any) -> None:
         (diag,) = ax.plot([0, 1], [0, 1], color="#999999", linewidth=1, linestyle=":", label="chance")
         diag.set_gid(f"{plot_id}-chance")
         for i, (label, points) in enumerate(curves.items()):
@@ -50,8 +64,8 @@ def roc_svg(curves: Mapping[str, Sequence[tuple[float, float]]], *, plot_id: str
         ax.set_xlabel("false positive rate (never-saw called target)")
         ax.set_ylabel("true positive rate (target called target)")
         ax.legend(loc="lower right", frameon=False, fontsize=8)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return _svg((4.8, 4.2), plot_id, title, draw)
 
 
 def scatter_svg(
@@ -64,11 +78,8 @@ def scatter_svg(
     shift: float | None = None,
 ) -> str:
     """Before (x) against after (y) per model, coloured by method, with y = x and optionally y = x + shift."""
-    import matplotlib
 
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.8, 4.2)
-        ax = fig.add_subplot()
+    def draw(ax: Any) -> None:
         xs = [p[0] for p in points] or [0.0, 1.0]
         ys = [p[1] for p in points] or [0.0, 1.0]
         lo = min(min(xs), min(ys), min(xs) + (shift or 0.0))
@@ -87,43 +98,30 @@ def scatter_svg(
                 label=f"y = x + Δ_ret ({shift:+.3f})",
             )
             ref.set_gid(f"{plot_id}-shift")
-        groups = list(dict.fromkeys(p[2] for p in points))
-        for i, group in enumerate(groups):
-            mine = [p for p in points if p[2] == group]
-            ax.scatter(
-                [p[0] for p in mine], [p[1] for p in mine], s=14, color=PALETTE[i % len(PALETTE)], label=group
-            )
+        _scatter(ax, points, 14)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.legend(loc="upper left", frameon=False, fontsize=8)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return _svg((4.8, 4.2), plot_id, title, draw)
 
 
 def xy_svg(
     points: Sequence[tuple[float, float, str]], *, plot_id: str, title: str, xlabel: str, ylabel: str
 ) -> str:
     """A scatter of y against x, coloured by group (no reference line)."""
-    import matplotlib
 
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.8, 3.6)
-        ax = fig.add_subplot()
-        groups = list(dict.fromkeys(p[2] for p in points))
-        for i, group in enumerate(groups):
-            mine = [p for p in points if p[2] == group]
-            ax.scatter(
-                [p[0] for p in mine], [p[1] for p in mine], s=16, color=PALETTE[i % len(PALETTE)], label=group
-            )
+    def draw(ax: Any) -> None:
+        groups = _scatter(ax, points, 16)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(color="#eeeeee", linewidth=0.6)
         if groups:
             ax.legend(loc="best", frameon=False, fontsize=8)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return _svg((4.8, 3.6), plot_id, title, draw)
 
 
 __all__ = ["roc_svg", "scatter_svg", "xy_svg"]

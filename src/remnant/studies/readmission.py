@@ -168,24 +168,34 @@ def tally(count: int, evaluable: int, pass_fraction: float) -> NullReading:
     return "held" if count >= pass_fraction * evaluable else "failed"
 
 
-def _overall(values: Sequence[NullReading]) -> NullReading:
+def overall(values: Sequence[NullReading], *, every: bool = False) -> NullReading:
+    """A null over every method: held when it held for each method it could be read on (``every``: for each
+    method, the latent-probe study's stricter reading), not evaluable when it could be read on none."""
     if not values or all(v == "not evaluable" for v in values):
         return "not evaluable"
-    return "held" if all(v in ("held", "not evaluable") for v in values) else "failed"
+    return "held" if all(v == "held" or (v == "not evaluable" and not every) for v in values) else "failed"
+
+
+def null_row(method: str, held_in: Sequence[tuple[bool, bool]], pass_fraction: float) -> MethodNulls:
+    """Step 2 over a method's evaluable cells, ``held_in`` saying per cell whether (content, procedure) held."""
+    content, procedure = (sum(h[i] for h in held_in) for i in (0, 1))
+    return MethodNulls(
+        method=method,
+        evaluable_cells=len(held_in),
+        content_held=content,
+        procedure_held=procedure,
+        content_null=tally(content, len(held_in), pass_fraction),
+        procedure_null=tally(procedure, len(held_in), pass_fraction),
+    )
 
 
 def _nulls(method: str, cells: Sequence[Cell], rule: ReadmissionRule) -> MethodNulls:
     """Steps 1-2 over ``cells``: evaluable cells, the cells each null held in, and each null's reading."""
     ev = [c for c in cells if c.evaluable]
-    content = sum(held(c.content, rule.margin) for c in ev)
-    procedure = sum(held(c.procedure, rule.margin) for c in ev)
-    return MethodNulls(
-        method=method,
-        evaluable_cells=len(ev),
-        content_held=content,
-        procedure_held=procedure,
-        content_null=tally(content, len(ev), rule.pass_fraction),
-        procedure_null=tally(procedure, len(ev), rule.pass_fraction),
+    return null_row(
+        method,
+        [(held(c.content, rule.margin), held(c.procedure, rule.margin)) for c in ev],
+        rule.pass_fraction,
     )
 
 
@@ -267,9 +277,10 @@ def primary_cell(data: Cells, rule: ReadmissionRule) -> PrimaryCell | None:
     )
 
 
-def _decide(
-    content: NullReading, procedure: NullReading, stable: bool, cover: Coverage, predictive: bool
+def b4_decision(
+    content: NullReading, procedure: NullReading, stable: bool, cover: Coverage | None, predictive: bool
 ) -> tuple[Decision, list[str]]:
+    """Step 5 (B.4) and its reasons; ``cover`` None: no C-H4 coverage asked for (the latent-probe study)."""
     if content == "not evaluable" and procedure == "not evaluable":
         return "not evaluable", ["no evaluable cell: no run cleared its gates with a signature"]
     failed = [name for name, r in (("content", content), ("procedure", procedure)) if r == "failed"]
@@ -278,7 +289,7 @@ def _decide(
         if not stable:
             reasons.append("the conclusion differs across configurations: design-sensitive (C-H4)")
         return "demote", reasons
-    if not cover.complete:
+    if cover is not None and not cover.complete:
         return "not evaluable", [
             "both nulls held, but the design does not reach C-H4's coverage: " + "; ".join(cover.missing)
         ]
@@ -297,8 +308,8 @@ def decide(
     """The B.4 decision over ``data`` under the pre-registered rule."""
     rule = config.rule
     methods = method_nulls(data, rule)
-    content = _overall([m.content_null for m in methods])
-    procedure = _overall([m.procedure_null for m in methods])
+    content = overall([m.content_null for m in methods])
+    procedure = overall([m.procedure_null for m in methods])
     confs = configurations(data, rule)
     stable = len({(c.content_null, c.procedure_null) for c in confs if c.evaluable_cells}) <= 1
     cover = coverage(data, rule)
@@ -314,7 +325,7 @@ def decide(
     if rule.require_significance:
         predictive = predictive and p_one is not None and p_one < rule.alpha
     readings = {c.rho >= rule.rho_min for c in confs if c.rho is not None}
-    decision, reasons = _decide(content, procedure, stable, cover, predictive)
+    decision, reasons = b4_decision(content, procedure, stable, cover, predictive)
     return ReadmissionResult(
         estimator=data.estimator,
         config=config,
@@ -348,11 +359,14 @@ __all__ = [
     "ReadmissionResult",
     "Reading",
     "RunOutcome",
+    "b4_decision",
     "configurations",
     "coverage",
     "decide",
     "held",
     "method_nulls",
+    "null_row",
+    "overall",
     "primary_cell",
     "tally",
 ]

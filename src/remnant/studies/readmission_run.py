@@ -39,14 +39,14 @@ from remnant.studies.latent_probe_states import RunStates, p_items
 from remnant.studies.readmission import Cell, Cells, Reading
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedTokenizerBase
 
     from remnant.latent.jaccess import Probe
     from remnant.latent.jacobian_lens import JacobianLens
     from remnant.packs.schema import Pack
     from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe import CellReading, LatentProbeConfig
-    from remnant.studies.run_cells import Estimated
+    from remnant.studies.run_cells import Estimate
 
 Log = Callable[[str], None]
 UDS_TAUS = (0.03, 0.05, 0.1)
@@ -66,19 +66,25 @@ def design_config(cfg: ReadmissionConfig) -> LatentProbeConfig:
     return resolve_config(models, preset=cfg.preset, overrides=overrides)
 
 
-def _ci(draws: Sequence[float]) -> tuple[float, float]:
+def _bootstrap(
+    stat: Callable[[np.ndarray], float], n: int, rng: np.random.Generator
+) -> tuple[float, tuple[float, float]]:
+    """``stat`` over all ``n`` examples (by index) and its percentile 95 % interval over N_RESAMPLES resamples of
+    them, NaN draws left out (NaN bounds when every draw is NaN)."""
+    draws = [stat(rng.integers(0, n, size=n)) for _ in range(N_RESAMPLES)]
     kept = np.asarray([d for d in draws if not math.isnan(d)], dtype=np.float64)
-    if kept.size == 0:
-        return (math.nan, math.nan)
-    lo, hi = np.quantile(kept, [0.025, 0.975])
-    return float(lo), float(hi)
+    lo, hi = np.quantile(kept, [0.025, 0.975]) if kept.size else (math.nan, math.nan)
+    return stat(np.arange(n)), (float(lo), float(hi))
 
 
 # -- direction ---------------------------------------------------------------------------------------------------
 
 
-def direction_cells(states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool) -> list[Cell]:
-    """The latent-probe study's own cells, as readmission cells (no fitted hyper-parameter: setting '-')."""
+def direction_cells(
+    states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool, params: dict[str, Any]
+) -> list[Cell]:
+    """The latent-probe study's own cells, as readmission cells (no parameter, no fitted hyper-parameter:
+    setting '-')."""
     from remnant.studies.latent_probe import cells_from, measure_run
 
     readings = cells_from(measure_run(states, mcfg), gated, mcfg.margin)
@@ -87,17 +93,30 @@ def direction_cells(states: RunStates, mcfg: LatentProbeConfig, model: str, gate
 
 def direction_cell(c: CellReading, model: str, method: str, seed: int, gated: bool) -> Cell:
     """One latent-probe cell as a readmission cell."""
-    return Cell(
-        model=model,
-        method=method,
-        seed=seed,
+    return _cell(
+        model,
+        method,
+        seed,
+        (gated, c.evaluable, "signature below its floor"),
         layer=c.layer,
         position=c.position,
         removed=c.survival_removed,
         procedure=Reading(value=c.procedure.survival, ci95=c.procedure.ci95),
         content=Reading(value=c.content.survival, ci95=c.content.ci95),
-        evaluable=c.evaluable,
-        note=None if c.evaluable else ("run failed its gates" if not gated else "signature below its floor"),
+    )
+
+
+def _cell(model: str, method: str, seed: int, why: tuple[bool, bool, str], **at: Any) -> Cell:
+    """One run's cell at ``at`` (layer, position, setting and the readings), ``why`` = (the run cleared its
+    gates, the estimator has a signature there, what to say when it has none): evaluable when both hold."""
+    gated, signature, no_signature = why
+    return Cell(
+        model=model,
+        method=method,
+        seed=seed,
+        **at,
+        evaluable=gated and signature,
+        note=None if gated and signature else ("run failed its gates" if not gated else no_signature),
     )
 
 
@@ -113,8 +132,8 @@ def _uds_reading(
     if n < 2:
         return None, None, n
     ler = np.clip(d2[ke] / d1[ke], 0.0, 1.0)
-    draws = [1.0 - float(ler[rng.integers(0, n, size=n)].mean()) for _ in range(N_RESAMPLES)]
-    return 1.0 - float(ler.mean()), _ci(draws), n
+    value, ci = _bootstrap(lambda i: 1.0 - float(ler[i].mean()), n, rng)
+    return value, ci, n
 
 
 def uds_cells(
@@ -155,22 +174,18 @@ def uds_cells(
                 )
                 readings[role] = _uds_reading(d1[:, j], values[:, j], tau, rng)
             value, _, n_ke = readings["removed"]
-            signature = n_ke >= 2
             cells.append(
-                Cell(
-                    model=model,
-                    method=states.method,
-                    seed=states.seed,
+                _cell(
+                    model,
+                    states.method,
+                    states.seed,
+                    (gated, n_ke >= 2, f"{n_ke} KE example(s)"),
                     layer=layer,
                     position="entity span",
                     setting=f"tau={tau:g}",
                     removed=value,
                     procedure=_reading(readings["procedure"]),
                     content=_reading(readings["content"]),
-                    evaluable=gated and signature,
-                    note=None
-                    if gated and signature
-                    else ("run failed its gates" if not gated else f"{n_ke} KE example(s)"),
                 )
             )
     return cells
@@ -230,16 +245,11 @@ def _jaccess_role_reading(
     """One state's JOcc over its silent probes, with a bootstrap interval over probes seeded from the run's
     seed and the cell (``setting`` = layer, positions, k)."""
     silent = np.asarray([not e and len(p.concept_ids) > 0 for e, p in zip(said, probes, strict=True)])
-    everything = np.arange(len(probes))
-    value = _jocc(hits[role], silent, hits["installed"], hits["control"], everything)
     rng = np.random.default_rng(derive_seed(states.seed, "readmission", "j_access", role, *setting))
-    draws = [
-        _jocc(
-            hits[role], silent, hits["installed"], hits["control"], rng.integers(0, len(probes), len(probes))
-        )
-        for _ in range(N_RESAMPLES)
-    ]
-    return (None if math.isnan(value) else value, _ci(draws))
+    value, ci = _bootstrap(
+        lambda i: _jocc(hits[role], silent, hits["installed"], hits["control"], i), len(probes), rng
+    )
+    return (None if math.isnan(value) else value, ci)
 
 
 def _jaccess_cell(
@@ -253,19 +263,17 @@ def _jaccess_cell(
     on the removed model's silent probes."""
     layer, positions, k = setting
     removed = readings["removed"][0]
-    signature = removed is not None
-    return Cell(
-        model=model,
-        method=states.method,
-        seed=states.seed,
+    return _cell(
+        model,
+        states.method,
+        states.seed,
+        (gated, removed is not None, "anchors tie"),
         layer=layer,
         position=f"last {positions}",
         setting=f"k={k}",
         removed=removed,
         procedure=_jreading(readings["procedure"]),
         content=_jreading(readings["content"]),
-        evaluable=gated and signature,
-        note=None if gated and signature else ("run failed its gates" if not gated else "anchors tie"),
     )
 
 
@@ -274,13 +282,14 @@ def jaccess_cells(
 ) -> list[Cell]:
     """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
     from remnant.latent.jaccess import AccessConfig, emitted_flags, read_access
+    from remnant.studies.latent_probe import direction_config
 
     tokenizer = states.tokenizer
     probes = _jaccess_probes(mcfg, states.pack, tokenizer)
     lens = _jaccess_lens(states, params)
     models = {role: getattr(states, role) for role in JACCESS_ROLES}
     said = {role: emitted_flags(m, tokenizer, probes) for role, m in models.items()}
-    layers = list(mcfg.layers) if mcfg.layers is not None else _default_layers(states.installed)
+    layers = direction_config(mcfg, states.seed).resolve_layers(states.installed)  # 25/50/75 % unless given
     cells = []
     for layer in layers:
         for positions in params.get("positions", JACCESS_POSITIONS):
@@ -311,33 +320,9 @@ def _jreading(r: tuple[float | None, tuple[float, float]]) -> Reading | None:
     return Reading(value=value, ci95=ci)
 
 
-def _default_layers(model: PreTrainedModel) -> list[int]:
-    from remnant.latent.uds import n_blocks
-
-    n = n_blocks(model)
-    return sorted({max(0, min(n - 1, round(f * (n - 1)))) for f in (0.25, 0.5, 0.75)})
-
-
 # -- the run -----------------------------------------------------------------------------------------------------
 
 FITTED = {"direction": [], "uds": ["tau"], "j_access": ["k"]}
-
-
-def _estimator(
-    estimator: str, mcfg: LatentProbeConfig, model: str, params: dict[str, Any]
-) -> Callable[[RunStates, dict[str, bool]], Estimated]:
-    """The configured estimator's cells of one run (given its gates)."""
-    from remnant.studies.run_cells import Estimated
-
-    def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
-        gated = all(gates.values())
-        if estimator == "direction":
-            return Estimated(direction_cells(run, mcfg, model, gated))
-        if estimator == "uds":
-            return Estimated(uds_cells(run, mcfg, model, gated, params))
-        return Estimated(jaccess_cells(run, mcfg, model, gated, params))
-
-    return estimate
 
 
 def run_cells(
@@ -352,15 +337,15 @@ def run_cells(
     """Read the configured estimator on every run of the latent-probe design, one engine cell per run
     (:mod:`remnant.studies.run_cells`): its states are built (kept in and reused from ``states`` when given) only
     when its cell is not in ``records`` (a records file, appended to; None: memory only)."""
-    from remnant.studies.run_cells import cells_from_readings, record_cells, study_runs
+    from remnant.studies.run_cells import Estimated, cells_from_readings, record_cells, study_runs
 
     lp = design_config(cfg)
     params = dict(cfg.estimator_params)
+    cells_of = {"direction": direction_cells, "uds": uds_cells, "j_access": jaccess_cells}[cfg.estimator]
 
-    def estimate_for(
-        mcfg: LatentProbeConfig, model: str
-    ) -> Callable[[RunStates, dict[str, bool]], Estimated]:
-        return _estimator(cfg.estimator, mcfg, model, params)
+    def estimate_for(mcfg: LatentProbeConfig, model: str) -> Estimate:
+        """The configured estimator's cells of one of ``model``'s runs (given its gates)."""
+        return lambda run, gates: Estimated(cells_of(run, mcfg, model, all(gates.values()), params))
 
     cells = study_runs(
         "readmission", cfg.estimator, params, lp, estimate_for, log=log, states=states, progress=progress

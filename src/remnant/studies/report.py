@@ -8,11 +8,12 @@ deviation in force (R14, R15). Every report says the measurements are non-adjudi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from remnant.studies.document import Document, Section, Table, fmt, fmt_ci
+from remnant.studies.document import Document, Section, Table, column_table, fmt, fmt_ci
 from remnant.studies.goodhart_core import GoodhartResult
-from remnant.studies.meta_eval import MetaEvalResult, MetricResult
+from remnant.studies.meta_eval import MetaEvalResult, MetricResult, PaperRow
 from remnant.studies.published import (
     ANNEX_B6_DECISION,
     ANNEX_B6_METHODS,
@@ -23,7 +24,7 @@ from remnant.studies.published import (
     UDS_PAPER_SOURCE,
 )
 from remnant.studies.readmission import ReadmissionResult
-from remnant.studies.recovery import Correlation, RecoveryResult
+from remnant.studies.recovery import Correlation, PredictorResult, RecoveryResult, WithinMethod
 
 NON_ADJUDICATING = (
     "Non-adjudicating: these figures rank and validate measurements; none of them moves a verdict or a tier "
@@ -47,15 +48,8 @@ def registration_section(registration: dict[str, Any] | None, config: Any) -> Se
         )
         deviations = registration.get("deviations") or []
         if deviations:
-            section.tables.append(
-                Table(
-                    ["field", "old", "new", "reason", "stage"],
-                    [
-                        [str(d["field"]), str(d["old"]), str(d["new"]), str(d["reason"]), str(d["stage"])]
-                        for d in deviations
-                    ],
-                )
-            )
+            keys = ["field", "old", "new", "reason", "stage"]
+            section.tables.append(Table(keys, [[str(d[k]) for k in keys] for d in deviations]))
         else:
             section.text.append("Deviations: none.")
     values = config.model_dump(mode="json")
@@ -66,8 +60,13 @@ def registration_section(registration: dict[str, Any] | None, config: Any) -> Se
 # -- meta-eval ---------------------------------------------------------------------------------------------------
 
 
+def _paper_cells(p: PaperRow | None, fields: tuple[str, ...]) -> list[str]:
+    """A metric's published figures (``fields`` of its UDS paper row), an em dash where the paper has none."""
+    return [fmt(getattr(p, f)) if p else "—" for f in fields]
+
+
 def _meta_row(r: MetricResult) -> list[str]:
-    f, rb, p = r.faithfulness, r.robustness, r.paper
+    f, rb = r.faithfulness, r.robustness
     return [
         str(r.rank) if r.rank is not None else "—",
         r.metric,
@@ -77,11 +76,7 @@ def _meta_row(r: MetricResult) -> list[str]:
         f"{fmt(rb.relearning.value)} (n={rb.relearning.n})",
         fmt(rb.hm),
         fmt(r.overall),
-        fmt(p.auc) if p else "—",
-        fmt(p.q) if p else "—",
-        fmt(p.r) if p else "—",
-        fmt(p.hm) if p else "—",
-        fmt(p.overall) if p else "—",
+        *_paper_cells(r.paper, ("auc", "q", "r", "hm", "overall")),
     ]
 
 
@@ -156,31 +151,24 @@ def meta_eval_document(result: MetaEvalResult) -> Document:
     )
     filters = Section("Robustness filters and counts")
     filters.tables.append(
-        Table(
+        column_table(
+            result.metrics,
             [
-                "metric",
-                "threshold (m ≤ it: unlearned)",
-                "candidates",
-                "no utility",
-                "utility < floor",
-                "not unlearned",
-                "Δ_ret (n)",
-                "NF4 rose/fell",
-                "relearn over/under",
-            ],
-            [
-                [
-                    r.metric,
-                    fmt(r.faithfulness.threshold),
-                    str(r.robustness.candidates),
-                    str(r.robustness.excluded["no_utility"]),
-                    str(r.robustness.excluded["utility"]),
-                    str(r.robustness.excluded["faithfulness"]),
-                    f"{fmt(r.robustness.reference_shift)} ({r.robustness.n_reference})",
-                    f"{r.robustness.quantization.rose}/{r.robustness.quantization.fell}",
-                    f"{r.robustness.relearning.rose}/{r.robustness.relearning.fell}",
-                ]
-                for r in result.metrics
+                ("metric", lambda r: r.metric),
+                ("threshold (m ≤ it: unlearned)", lambda r: fmt(r.faithfulness.threshold)),
+                ("candidates", lambda r: str(r.robustness.candidates)),
+                ("no utility", lambda r: str(r.robustness.excluded["no_utility"])),
+                ("utility < floor", lambda r: str(r.robustness.excluded["utility"])),
+                ("not unlearned", lambda r: str(r.robustness.excluded["faithfulness"])),
+                ("Δ_ret (n)", lambda r: f"{fmt(r.robustness.reference_shift)} ({r.robustness.n_reference})"),
+                (
+                    "NF4 rose/fell",
+                    lambda r: f"{r.robustness.quantization.rose}/{r.robustness.quantization.fell}",
+                ),
+                (
+                    "relearn over/under",
+                    lambda r: f"{r.robustness.relearning.rose}/{r.robustness.relearning.fell}",
+                ),
             ],
         )
     )
@@ -278,30 +266,23 @@ def _recovery_outcome(result: RecoveryResult, kind: str) -> Section:
 
 def _recovery_predictors(result: RecoveryResult) -> Section:
     """One row per pre-attack metric: its correlations with recovery and its item-level AUROC."""
-    rows = []
-    for p in result.predictors:
-        item = p.item_level
-        rows.append(
-            [
-                p.metric,
-                _corr(p.pooled),
-                _corr(p.partial),
-                fmt_ci(p.within_method.rho, p.within_method.ci95)
-                + (f" (p_Holm {fmt(p.within_method.p_holm)})" if p.within_method.rho is not None else ""),
-                _corr(p.steps),
-                f"{fmt(item.median_auroc)} (n={item.n_models})" if item else "—",
-            ]
-        )
     covariates = ", ".join(result.predictors[0].covariates) if result.predictors else ""
-    header = [
-        "metric (m read before the attack)",
-        f"Spearman ρ(m, {recovery_kind(result)})",
-        f"partial ρ given {covariates or 'no covariate'}",
-        "within-method ρ, Fisher-z pooled [95% CI]",
-        "Spearman ρ(m, steps to recover)",
-        "item-level AUROC of revival (median over n models)",
+
+    def within(w: WithinMethod) -> str:
+        return fmt_ci(w.rho, w.ci95) + (f" (p_Holm {fmt(w.p_holm)})" if w.rho is not None else "")
+
+    columns: list[tuple[str, Callable[[PredictorResult], str]]] = [
+        ("metric (m read before the attack)", lambda p: p.metric),
+        (f"Spearman ρ(m, {recovery_kind(result)})", lambda p: _corr(p.pooled)),
+        (f"partial ρ given {covariates or 'no covariate'}", lambda p: _corr(p.partial)),
+        ("within-method ρ, Fisher-z pooled [95% CI]", lambda p: within(p.within_method)),
+        ("Spearman ρ(m, steps to recover)", lambda p: _corr(p.steps)),
+        (
+            "item-level AUROC of revival (median over n models)",
+            lambda p: f"{fmt(i.median_auroc)} (n={i.n_models})" if (i := p.item_level) else "—",
+        ),
     ]
-    return Section("Predictors", [], [Table(header, rows)])
+    return Section("Predictors", [], [column_table(result.predictors, columns)])
 
 
 def _recovery_published(result: RecoveryResult) -> Section:
@@ -412,18 +393,6 @@ def _readmission_decision(result: ReadmissionResult) -> Section:
 def _readmission_nulls(result: ReadmissionResult) -> Section:
     """Each method's nulls in Annex B.6's table shape, beside B.6's own row for the direction probe."""
     b6 = ANNEX_B6_METHODS
-    rows = [
-        [
-            m.method,
-            str(m.evaluable_cells),
-            str(m.content_held),
-            str(m.procedure_held),
-            m.content_null,
-            m.procedure_null,
-            "/".join("—" if v is None else str(v) for v in b6.get(m.method, (None, None, None))),
-        ]
-        for m in result.methods
-    ]
     return Section(
         "Nulls per method (Annex B.6's table shape)",
         [
@@ -432,17 +401,22 @@ def _readmission_nulls(result: ReadmissionResult) -> Section:
             f"ρ ≈ {ANNEX_B6_RHO}."
         ],
         [
-            Table(
+            column_table(
+                result.methods,
                 [
-                    "method",
-                    "evaluable",
-                    "content held",
-                    "procedure held",
-                    "content null",
-                    "procedure null",
-                    "B.6 evaluable/content/procedure",
+                    ("method", lambda m: m.method),
+                    ("evaluable", lambda m: str(m.evaluable_cells)),
+                    ("content held", lambda m: str(m.content_held)),
+                    ("procedure held", lambda m: str(m.procedure_held)),
+                    ("content null", lambda m: m.content_null),
+                    ("procedure null", lambda m: m.procedure_null),
+                    (
+                        "B.6 evaluable/content/procedure",
+                        lambda m: "/".join(
+                            "—" if v is None else str(v) for v in b6.get(m.method, (None,) * 3)
+                        ),
+                    ),
                 ],
-                rows,
                 frozenset({6}),
             )
         ],
@@ -463,19 +437,16 @@ def _readmission_configurations(result: ReadmissionResult) -> Section:
             f"same reading at every configuration: {'yes' if result.predictive_stable else 'no'}.",
         ],
         [
-            Table(
-                ["layer", "position", "setting", "evaluable", "content null", "procedure null", "ρ (n)"],
+            column_table(
+                result.configurations,
                 [
-                    [
-                        str(c.layer),
-                        c.position,
-                        c.setting,
-                        str(c.evaluable_cells),
-                        c.content_null,
-                        c.procedure_null,
-                        f"{fmt(c.rho)} ({c.n_rho})",
-                    ]
-                    for c in result.configurations
+                    ("layer", lambda c: str(c.layer)),
+                    ("position", lambda c: c.position),
+                    ("setting", lambda c: c.setting),
+                    ("evaluable", lambda c: str(c.evaluable_cells)),
+                    ("content null", lambda c: c.content_null),
+                    ("procedure null", lambda c: c.procedure_null),
+                    ("ρ (n)", lambda c: f"{fmt(c.rho)} ({c.n_rho})"),
                 ],
             )
         ],
@@ -489,33 +460,22 @@ def _readmission_cells(result: ReadmissionResult) -> Section:
         "Cells",
         [],
         [
-            Table(
+            column_table(
+                result.cells.cells,
                 [
-                    "model",
-                    "method",
-                    "seed",
-                    "layer",
-                    "position",
-                    "setting",
-                    "removed",
-                    "procedure [CI]",
-                    "content [CI]",
-                    "evaluable",
-                ],
-                [
-                    [
-                        c.model,
-                        c.method,
-                        str(c.seed),
-                        str(c.layer),
-                        c.position,
-                        c.setting,
-                        fmt(c.removed),
-                        fmt_ci(c.procedure.value, c.procedure.ci95) if c.procedure else "—",
-                        fmt_ci(c.content.value, c.content.ci95) if c.content else "—",
-                        "yes" if c.evaluable else f"no ({c.note or ''})",
-                    ]
-                    for c in result.cells.cells
+                    ("model", lambda c: c.model),
+                    ("method", lambda c: c.method),
+                    ("seed", lambda c: str(c.seed)),
+                    ("layer", lambda c: str(c.layer)),
+                    ("position", lambda c: c.position),
+                    ("setting", lambda c: c.setting),
+                    ("removed", lambda c: fmt(c.removed)),
+                    (
+                        "procedure [CI]",
+                        lambda c: fmt_ci(c.procedure.value, c.procedure.ci95) if c.procedure else "—",
+                    ),
+                    ("content [CI]", lambda c: fmt_ci(c.content.value, c.content.ci95) if c.content else "—"),
+                    ("evaluable", lambda c: "yes" if c.evaluable else f"no ({c.note or ''})"),
                 ],
             )
         ],
@@ -558,49 +518,36 @@ def _goodhart_reading(result: GoodhartResult, audit: str) -> Section:
 
 def _goodhart_weights(result: GoodhartResult, audit: str) -> Table:
     """One row per penalty weight λ: the audit, recovery and κ over its runs."""
-    return Table(
-        ["λ", "runs", audit, "recovery", "κ_P removed", "retain κ"],
+    return column_table(
+        result.by_weight,
         [
-            [
-                f"{w.weight:g}",
-                str(w.n),
-                fmt(w.audit),
-                fmt(w.recovery),
-                fmt(w.kappa_forget),
-                fmt(w.kappa_retain),
-            ]
-            for w in result.by_weight
+            ("λ", lambda w: f"{w.weight:g}"),
+            ("runs", lambda w: str(w.n)),
+            (audit, lambda w: fmt(w.audit)),
+            ("recovery", lambda w: fmt(w.recovery)),
+            ("κ_P removed", lambda w: fmt(w.kappa_forget)),
+            ("retain κ", lambda w: fmt(w.kappa_retain)),
         ],
     )
 
 
 def _goodhart_runs(result: GoodhartResult, audit: str) -> Table:
     """One row per (λ, seed) run: its status, audit, κ before and after removal, and relearning."""
-    return Table(
+    return column_table(
+        result.rows,
         [
-            "λ",
-            "seed",
-            "status",
-            audit,
-            "κ_P installed→removed",
-            "retain κ installed→removed",
-            "relearned κ_P",
-            "recovery",
-            "control relearned",
-        ],
-        [
-            [
-                f"{r.weight:g}",
-                str(r.seed),
-                r.status,
-                fmt(r.audit),
-                f"{fmt(r.kappa_forget_installed)}→{fmt(r.kappa_forget)}",
-                f"{fmt(r.kappa_retain_installed)}→{fmt(r.kappa_retain)}",
-                fmt(r.relearned),
-                fmt(r.recovery),
-                fmt(r.control_relearned),
-            ]
-            for r in result.rows
+            ("λ", lambda r: f"{r.weight:g}"),
+            ("seed", lambda r: str(r.seed)),
+            ("status", lambda r: r.status),
+            (audit, lambda r: fmt(r.audit)),
+            ("κ_P installed→removed", lambda r: f"{fmt(r.kappa_forget_installed)}→{fmt(r.kappa_forget)}"),
+            (
+                "retain κ installed→removed",
+                lambda r: f"{fmt(r.kappa_retain_installed)}→{fmt(r.kappa_retain)}",
+            ),
+            ("relearned κ_P", lambda r: fmt(r.relearned)),
+            ("recovery", lambda r: fmt(r.recovery)),
+            ("control relearned", lambda r: fmt(r.control_relearned)),
         ],
     )
 
@@ -642,23 +589,22 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
     metrics = [r.metric for r in meta.metrics] if meta else list(rho)
     by_meta = {r.metric: r for r in meta.metrics} if meta else {}
     jaccess = {c.analysis: c.value for c in JACCESS_RECOVERY}
+    header = ["metric", "AUC", "Q", "R", "HM", "overall"]
+    header += [f"Spearman ρ(m, {recovery_kind(rec)})" if rec else "ρ with recovery"]
+    header += ["paper AUC", "paper Q", "paper R", "paper HM", "paper ρ"]
     rows = []
     for m in metrics:
         r = by_meta.get(m)
-        p = r.paper if r else None
+        ours: list[float | None] = [None] * 5  # fmt: an em dash for each
+        if r:
+            rb = r.robustness
+            ours = [r.faithfulness.auc, rb.quantization.value, rb.relearning.value, rb.hm, r.overall]
         rows.append(
             [
                 m,
-                fmt(r.faithfulness.auc) if r else "—",
-                fmt(r.robustness.quantization.value) if r else "—",
-                fmt(r.robustness.relearning.value) if r else "—",
-                fmt(r.robustness.hm) if r else "—",
-                fmt(r.overall) if r else "—",
+                *map(fmt, ours),
                 _corr(rho[m]) if m in rho else "—",
-                fmt(p.auc) if p else "—",
-                fmt(p.q) if p else "—",
-                fmt(p.r) if p else "—",
-                fmt(p.hm) if p else "—",
+                *_paper_cells(r.paper if r else None, ("auc", "q", "r", "hm")),
                 f"{jaccess['pooled ρ with excess revival']:+.2f}" if m == "j_access" else "—",
             ]
         )
@@ -673,26 +619,7 @@ def summary_document(meta: MetaEvalResult | None, rec: RecoveryResult | None) ->
                 *([_meta_ranking(meta)] if meta else []),
                 NON_ADJUDICATING,
             ],
-            [
-                Table(
-                    [
-                        "metric",
-                        "AUC",
-                        "Q",
-                        "R",
-                        "HM",
-                        "overall",
-                        f"Spearman ρ(m, {recovery_kind(rec)})" if rec else "ρ with recovery",
-                        "paper AUC",
-                        "paper Q",
-                        "paper R",
-                        "paper HM",
-                        "paper ρ",
-                    ],
-                    rows,
-                    frozenset(range(7, 12)),
-                )
-            ],
+            [Table(header, rows, frozenset(range(7, 12)))],
         )
     )
     return doc

@@ -84,6 +84,16 @@ class _StudyCell(Measurement):
             **fields,
         )
 
+    def _run_figure(
+        self, target: CellTarget, value: float | None, details: dict[str, object], why: str
+    ) -> Figure:
+        """The ``run`` reading: the run's headline figure (``why`` there is none) and what it recorded."""
+        figure = _finite(value)
+        reason = None if figure is not None else why
+        return self._figure(
+            target, RUN, layer="-", position="-", value=figure, details=details, reason=reason
+        )
+
 
 class RunMeasurement(_StudyCell):
     """One study run (module docstring): builds the run's states only when its cell is not recorded."""
@@ -141,15 +151,7 @@ class RunMeasurement(_StudyCell):
         details: dict[str, object] = {"run": outcome.model_dump_json()}
         if result is not None:
             details["result"] = result
-        return self._figure(
-            target,
-            RUN,
-            layer="-",
-            position="-",
-            value=_finite(outcome.recovery),
-            details=details,
-            reason=None if outcome.recovery is not None else "no removed gap: recovery undefined",
-        )
+        return self._run_figure(target, outcome.recovery, details, "no removed gap: recovery undefined")
 
     def _readings(self, target: CellTarget, cell: Cell) -> list[Figure]:
         """The cell's three readings; the post-removal one carries what the cell says beyond its figures."""
@@ -202,12 +204,7 @@ class RowMeasurement(_StudyCell):
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         value, text = self._row()
-        figure = _finite(value)
-        reason = None if figure is not None else "no figure on this run"
-        details = {"result": text}
-        return [
-            self._figure(target, RUN, layer="-", position="-", value=figure, details=details, reason=reason)
-        ]
+        return [self._run_figure(target, value, {"result": text}, "no figure on this run")]
 
 
 def _finite(value: float | None) -> float | None:

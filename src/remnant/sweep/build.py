@@ -40,7 +40,6 @@ class BuildResult:
     models: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
-    detail: dict[str, object] = field(default_factory=dict)
     pins: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
@@ -55,7 +54,8 @@ def _install_items(ctx: WorkerContext, share: float) -> tuple[QA, ...]:
     return as_qa(items, ctx.attributes)
 
 
-def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra: object) -> dict[str, Any]:
+def _meta(ctx: WorkerContext, job: Job, point: str, **extra: object) -> dict[str, Any]:
+    """The meta of ``job``'s checkpoint at ``point`` (its parent: the state the job starts from)."""
     from pathlib import Path
 
     from remnant.records import RECORDS_FILE
@@ -68,7 +68,7 @@ def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra:
         "key": model.state,
         "job": job.key,
         "checkpoint": point,
-        "parent": parent,
+        "parent": None if job.parent is None else ctx.pool.model(job.parent).state,
         "model": model.id,
         **({"built_by": built_by} if ctx.ws.token else {}),
         **extra,
@@ -77,7 +77,7 @@ def _meta(ctx: WorkerContext, job: Job, point: str, parent: str | None, **extra:
 
 def _build_install(ctx: WorkerContext, job: Job) -> dict[str, str]:
     from remnant.states.builder import train_install
-    from remnant.sweep.weights import changed_tensors, save_checkpoint, weights_digest
+    from remnant.sweep.weights import changed_tensors
     from remnant.train.install import InstallSpec
 
     recipe = dict(job.recipe)
@@ -90,14 +90,8 @@ def _build_install(ctx: WorkerContext, job: Job) -> dict[str, str]:
     built = {k: v for k, v in result.to_dict().items() if k not in ("outcome", "curve")}
     built.update(items=len(items), steps=result.steps, outcome_status=result.outcome.status)
     if result.outcome.diverged:
-        ctx.store.write_meta_only(
-            _meta(ctx, job, "final", None)["key"],
-            _meta(ctx, job, "final", None, status="diverged", reason=result.outcome.reason, build=built),
-        )
-        return {"final": "diverged"}
-    meta = _meta(ctx, job, "final", None, status="ok", weights_digest=weights_digest(model), build=built)
-    save_checkpoint(ctx.store, meta["key"], meta, changed_tensors(model, before), "delta")
-    return {"final": "ok"}
+        return {"final": _diverged(ctx, job, "final", result.outcome.reason, build=built)}
+    return {"final": _keep(ctx, job, "final", model, changed_tensors(model, before), build=built)}
 
 
 @dataclass
@@ -127,23 +121,31 @@ def _trainable_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().to("cpu").clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def _store_weights(
+def _diverged(ctx: WorkerContext, job: Job, point: str, reason: str | None, **extra: object) -> str:
+    """Store the diverged outcome of ``job`` at ``point``: a meta without weights (Annex B.6)."""
+    meta = _meta(ctx, job, point, status="diverged", reason=reason, **extra)
+    ctx.store.write_meta_only(meta["key"], meta)
+    return "diverged"
+
+
+def _keep(
     ctx: WorkerContext,
     job: Job,
     point: str,
-    parent: str,
-    tensors: Any,
-    lora: Mapping[str, object] | None,
     model: torch.nn.Module,
-) -> None:
-    """Store a removal checkpoint: its adapter (LoRA) or what differs from the parent."""
+    tensors: Any,
+    lora: Mapping[str, object] | None = None,
+    **extra: object,
+) -> str:
+    """Store ``model`` as ``job``'s checkpoint at ``point``: ``tensors``, its adapter (``lora``: the adapter's
+    configuration) or what differs from the parent, with the digest of ``model``'s weights."""
     from remnant.sweep.weights import save_checkpoint, weights_digest
 
-    meta = _meta(ctx, job, point, parent, status="ok", weights_digest=weights_digest(model))
+    meta = _meta(ctx, job, point, status="ok", weights_digest=weights_digest(model), **extra)
     if lora is not None:
-        save_checkpoint(ctx.store, meta["key"], {**meta, "lora": lora}, tensors, "lora")
-    else:
-        save_checkpoint(ctx.store, meta["key"], meta, tensors, "delta")
+        meta["lora"] = lora
+    save_checkpoint(ctx.store, meta["key"], meta, tensors, "delta" if lora is None else "lora")
+    return "ok"
 
 
 def _removal_inputs(ctx: WorkerContext, job: Job) -> tuple[Any, Any, Any, Any]:
@@ -163,7 +165,6 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
     from remnant.sweep.weights import changed_tensors
 
     method, start, control, data = _removal_inputs(ctx, job)
-    parent_state = ctx.pool.model(str(job.parent)).state
     before = {k: v.detach().clone() for k, v in start.state_dict().items()}
     marks = {m: float(m.split("=")[1]) for m in job.recipe["checkpoints"]}
     lora_spec = None
@@ -191,33 +192,25 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
     statuses: dict[str, str] = {}
     for mark in marks:
         if mark not in snap.taken:
-            key = _meta(ctx, job, mark, parent_state)["key"]
             why = f"the run ended at step {result.outcome.steps} before {mark} ({result.outcome.status})"
-            ctx.store.write_meta_only(key, _meta(ctx, job, mark, parent_state, status="diverged", reason=why))
-            statuses[mark] = "diverged"
+            statuses[mark] = _diverged(ctx, job, mark, why)
             continue
         snapshot = snap.taken[mark]
         if lora_spec is not None:
             # rebuild the checkpoint's merged weights from its adapter for the digest: what loading will give
             from remnant.sweep.weights import merge_adapter, wrap_lora
 
-            ckpt = merge_adapter(wrap_lora(copy.deepcopy(start), lora_spec), snapshot)
-            _store_weights(ctx, job, mark, parent_state, snapshot, lora_spec, ckpt)
+            ckpt, tensors = merge_adapter(wrap_lora(copy.deepcopy(start), lora_spec), snapshot), snapshot
         else:
             ckpt = copy.deepcopy(start)
             ckpt.load_state_dict(snapshot, strict=False)
-            _store_weights(ctx, job, mark, parent_state, changed_tensors(ckpt, before), None, ckpt)
-        statuses[mark] = "ok"
+            tensors = changed_tensors(ckpt, before)
+        statuses[mark] = _keep(ctx, job, mark, ckpt, tensors, lora_spec)
     if result.outcome.diverged:
-        key = _meta(ctx, job, "final", parent_state)["key"]
-        ctx.store.write_meta_only(
-            key, _meta(ctx, job, "final", parent_state, status="diverged", reason=result.outcome.reason)
-        )
-        statuses["final"] = "diverged"
+        statuses["final"] = _diverged(ctx, job, "final", result.outcome.reason)
         return statuses
-    tensors = snap.last_adapter if lora_spec is not None else changed_tensors(model, before)
-    _store_weights(ctx, job, "final", parent_state, tensors, lora_spec, model)
-    statuses["final"] = "ok"
+    last = snap.last_adapter if lora_spec is not None else changed_tensors(model, before)
+    statuses["final"] = _keep(ctx, job, "final", model, last, lora_spec)
     return statuses
 
 

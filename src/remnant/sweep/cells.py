@@ -56,10 +56,6 @@ class PlannedCell:
     entry: str
 
 
-def pool_measurement(entry: str, inner: Measurement, model: str, perturbation: str) -> PoolMeasurement:
-    return PoolMeasurement(entry, inner, model, perturbation)
-
-
 def model_cells(
     spec: GeneratedSpec | ExistingSpec,
     model: PoolModel,
@@ -71,7 +67,7 @@ def model_cells(
     for perturbation in perturbations(spec):
         view = StateView(role=perturbation, digest=perturbed_digest(spec, model, perturbation, pack_digest))
         for entry, inner in measurements:
-            pm = pool_measurement(entry, inner, model.id, perturbation)
+            pm = PoolMeasurement(entry, inner, model.id, perturbation)
             out.append((PlannedCell(cell_key_of(pm, view), model.id, perturbation, entry), pm))
     return out
 

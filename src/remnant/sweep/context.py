@@ -22,7 +22,7 @@ from remnant.sweep.pool import Pool, PoolModel
 from remnant.sweep.spec import ExistingSpec, GeneratedSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Mapping
 
     from transformers import PreTrainedTokenizerBase
 
@@ -57,6 +57,21 @@ class Workspace:
     #: This run's token (32 hex digits; empty outside a run): a checkpoint whose meta names it was built by this
     #: run, whose driver pins it from the build result.
     token: str = ""
+
+    @classmethod
+    def of_plan(cls, plan: Mapping[str, Any], out: Path, **run: Any) -> Workspace:
+        """The workspace of the sweep in ``out`` planned as ``plan`` (``plan.json``'s values); ``run``: what a run
+        adds (``fault``, ``pins``, ``token``)."""
+        return cls(
+            spec=plan["spec"],
+            pool=plan["pool"],
+            inputs=sweep_inputs(out),  # tasks get the pack and TOFU view as bytes: no node reads this folder
+            store=str(plan["store"]),
+            out=str(out),  # a name in messages and checkpoint metas, never opened by a task
+            run_id=str(plan["run_id"]),
+            base_path=plan.get("base_path"),
+            **run,
+        )
 
     def open(self) -> WorkerContext:
         from remnant.packs import load_pack
@@ -157,22 +172,22 @@ class WorkerContext:
         scope = (self.ws.run_id, self.ws.token, self.ws.store)
         return worker_cache().get(scope, (*key, self.dtype, self.ws.device), load)
 
-    def _base_state(self) -> ModelState:
+    def _folder(self, kind: str, path: Path) -> ModelState:
+        """The model folder ``path`` (the base, or a pool's own folder), loaded once per worker process; the
+        task's tokenizer is the first folder's."""
         from remnant.models import load_model
 
-        if self.ws.base_path is None:
-            raise ValueError("this pool has no base model")
-        path = Path(self.ws.base_path)
         state: ModelState = self._cached(
-            ("base", str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
+            (kind, str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
         )
-        self._take_tokenizer(state)
+        if self._tokenizer is None:  # a copy: the cached state is shared, and a tokenizer has settable state
+            self._tokenizer = copy.deepcopy(state.tokenizer)
         return state
 
-    def _take_tokenizer(self, state: ModelState) -> None:
-        # a copy: the cached state is shared by the worker's later tasks, and a tokenizer has settable state
-        if self._tokenizer is None:
-            self._tokenizer = copy.deepcopy(state.tokenizer)
+    def _base_state(self) -> ModelState:
+        if self.ws.base_path is None:
+            raise ValueError("this pool has no base model")
+        return self._folder("base", Path(self.ws.base_path))
 
     def load_base(self) -> Any:
         """The base model, a copy of its own (builds train it, a chain applies its deltas to it), on the task's
@@ -196,15 +211,8 @@ class WorkerContext:
     def load_model(self, model: PoolModel) -> Any:
         """The weights of ``model`` (a folder of an existing pool, or a stored checkpoint's chain checked against
         its pin), loaded once per worker process and shared: read them only (:meth:`own_model` to change them)."""
-        from remnant.models import load_model
-
         if model.path is not None:
-            path = Path(model.path)
-            state = self._cached(
-                ("folder", str(path)), lambda: load_model(path, dtype=self.dtype, device=self.ws.device)
-            )
-            self._take_tokenizer(state)
-            return state.model
+            return self._folder("folder", Path(model.path)).model
         if model.pool == "base":
             return self._base_state().model
         from remnant.sweep.weights import load_chain

@@ -69,14 +69,10 @@ def _failed_records(
     prepared: Prepared, model_id: str, keys: set[str], reason: str
 ) -> list[tuple[PlannedCell, list[Record]]]:
     from remnant.engine.cell import CellTarget
-    from remnant.sweep.cells import reference_states
-    from remnant.sweep.suite import suite_measurements
 
-    refs = reference_states(prepared.pool) if prepared.spec.suite.audits else {}
-    dtype = getattr(getattr(prepared.spec, "base", None), "dtype", "fp32")
-    plain = suite_measurements(prepared.spec.suite, prepared.data, refs, dtype)
+    model = prepared.pool.model(model_id)
     out = []
-    for cell, pm in model_cells(prepared.spec, prepared.pool.model(model_id), plain, prepared.pack.digest):
+    for cell, pm in model_cells(prepared.spec, model, prepared.measurements, prepared.pack.digest):
         if cell.key in keys:
             target = CellTarget(prepared.run_id, cell.key, cell.perturbation, pm.name, pm.surface)
             out.append((cell, pm.status(target, "failed", reason)))
@@ -112,22 +108,9 @@ def workspace(
     ``token`` marks the checkpoints this run builds (remnant.sweep.pins)."""
     import json
 
-    from remnant.sweep.context import sweep_inputs
-    from remnant.sweep.spec import spec_dump
-
-    pool = json.loads(json.dumps(prepared.pool.to_dict()))
-    return Workspace(
-        spec=spec_dump(prepared.spec),
-        pool=pool,
-        inputs=sweep_inputs(out),  # tasks get the pack and TOFU view as bytes: no node reads this folder
-        store=prepared.store.uri,
-        out=str(out.resolve()),  # a name in messages and checkpoint metas, never opened by a task
-        run_id=prepared.run_id,
-        base_path=None if prepared.base_path is None else str(prepared.base_path),
-        fault=fault,
-        pins={k: v.model_dump(mode="json") for k, v in (pins or {}).items()},
-        token=token,
-    )
+    plan = json.loads(json.dumps(prepared.plan_dict()))  # plain JSON values, as plan.json holds them
+    pinned = {k: v.model_dump(mode="json") for k, v in (pins or {}).items()}
+    return Workspace.of_plan(plan, out.resolve(), fault=fault, pins=pinned, token=token)
 
 
 def _trusted_pins(prepared: Prepared, store: RecordStore, say: Callable[[str], None]) -> dict[str, Pin]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from remnant.sweep.cells import NF4, RELEARN, perturbations
-from remnant.sweep.pool import Pool, PoolModel
+from remnant.sweep.pool import Job
 
 if TYPE_CHECKING:
     from remnant.sweep.prepare import Prepared
@@ -65,17 +66,25 @@ class Work:
 
     flops: float = 0.0
     steps: int = 0
-    parts: dict[str, float] = field(default_factory=dict)
 
-    def add(self, name: str, flops: float, steps: int = 0) -> None:
+    def add(self, flops: float, steps: int = 0) -> None:
         self.flops += flops
         self.steps += steps
-        self.parts[name] = self.parts.get(name, 0.0) + flops
+
+    def train(
+        self, sizes: Sizes, items: int, epochs: float, batch: int, share: float, mult: float = 1.0
+    ) -> None:
+        """``epochs`` over ``items`` in batches of ``batch``, training ``share`` of the parameters."""
+        steps = math.ceil(epochs * math.ceil(max(items, 1) / batch))
+        self.add(mult * (2 + 4 * share) * sizes.params * sizes.tokens * batch * steps, steps)
+
+    def seconds(self, rate: float, overhead: float) -> float:
+        return self.flops / rate + overhead * self.steps
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """What the work depends on: parameters, trained share, item counts and tokens per item."""
+    """What the work depends on: parameters (counts and 2-D shapes by name), item counts and tokens per item."""
 
     params: int
     weights_bytes: int
@@ -89,35 +98,29 @@ class Sizes:
     probes: int
     retain_probes: int
     examples: int
+    counts: dict[str, int]
+    matrices: dict[str, tuple[int, int]]
+
+    def share(self, patterns: list[str] | None) -> float:
+        """The share of the parameters that ``patterns`` (regexes; None: all) train."""
+        total = sum(self.counts.values()) or 1
+        if not patterns:
+            return 1.0
+        regexes = [re.compile(p) for p in patterns]
+        return sum(n for name, n in self.counts.items() if any(r.search(name) for r in regexes)) / total
 
 
-def _share(shapes: dict[str, int], patterns: list[str] | None) -> float:
-    total = sum(shapes.values()) or 1
-    if not patterns:
-        return 1.0
-    regexes = [re.compile(p) for p in patterns]
-    return sum(n for name, n in shapes.items() if any(r.search(name) for r in regexes)) / total
+def _trained(job: Job, sizes: Sizes) -> tuple[float, int]:
+    """The share of the parameters ``job`` trains and its LoRA rank (0: none)."""
+    if job.kind == "install":
+        return sizes.share(job.recipe["trainable"]), 0
+    p = job.recipe["method"]["params"]
+    rank = int(p["lora_rank"]) if p.get("lora_rank") else 0
+    return (0.01 if rank else sizes.share(p.get("trainable"))), rank
 
 
-def _train(
-    work: Work,
-    name: str,
-    sizes: Sizes,
-    items: int,
-    epochs: float,
-    batch: int,
-    share: float,
-    mult: float = 1.0,
-) -> None:
-    steps = math.ceil(epochs * math.ceil(max(items, 1) / batch))
-    work.add(name, mult * (2 + 4 * share) * sizes.params * sizes.tokens * batch * steps, steps)
-
-
-def _build_work(
-    pool: Pool, model: PoolModel, spec: GeneratedSpec | ExistingSpec, sizes: Sizes, shapes: dict[str, int]
-) -> Work:
+def _build_work(job: Job, sizes: Sizes) -> Work:
     work = Work()
-    job = pool.jobs[model.job]
     if job.kind == "install":
         r = job.recipe
         items = (
@@ -126,69 +129,51 @@ def _build_work(
             else sizes.retain_train + round(float(r["share"]) * sizes.forget)
         )
         batch = int(r["batch_size"]) * int(r["grad_accum"])
-        _train(work, "install", sizes, items, int(r["max_epochs"]), batch, _share(shapes, r["trainable"]))
-        work.add("install scoring", 2 * sizes.params * sizes.tokens * items * int(r["max_epochs"]))
+        work.train(sizes, items, int(r["max_epochs"]), batch, _trained(job, sizes)[0])
+        work.add(2 * sizes.params * sizes.tokens * items * int(r["max_epochs"]))
     elif job.kind == "removal":
         p = job.recipe["method"]["params"]
         if p.get("vector_source") == "install":  # task arithmetic on stored weights: nothing trains
             return work
         batch = int(p.get("batch_size", 8)) * int(p.get("grad_accum", 1))
-        share = 0.01 if p.get("lora_rank") else _share(shapes, p.get("trainable"))
         epochs = float(p.get("epochs", 1) or 1)
         # forget and retain batches and a frozen reference's forward: about 2.5 training batches a step
-        _train(work, "removal", sizes, sizes.forget, epochs, batch, share, 2.5)
+        work.train(sizes, sizes.forget, epochs, batch, _trained(job, sizes)[0], 2.5)
     return work
 
 
-def _measure_work(spec: GeneratedSpec | ExistingSpec, sizes: Sizes, shapes: dict[str, int]) -> Work:
+def _measure_work(spec: GeneratedSpec | ExistingSpec, sizes: Sizes) -> Work:
     suite = spec.suite
     work = Work()
     fwd = 2 * sizes.params * sizes.tokens
     gen = 2 * sizes.params * GENERATION_FACTOR * suite.max_new_tokens
     for p in perturbations(spec):
         if suite.metrics:
-            work.add("metrics", fwd * sizes.sequences + gen * sizes.rouge_rows)
+            work.add(fwd * sizes.sequences + gen * sizes.rouge_rows)
         if suite.kappa:
-            work.add("kappa", gen * sizes.probes)
+            work.add(gen * sizes.probes)
         if suite.utility == "retain_kappa":
-            work.add("utility", gen * sizes.retain_probes)
+            work.add(gen * sizes.retain_probes)
         for name in suite.audits:
             layers = suite.audit_params.get(name, {}).get("layers") or range(sizes.blocks)
-            work.add("audits", fwd * sizes.examples * (len(layers) + 2))  # one patched pass a layer
-        work.add("attacks", gen * sizes.probes * 2 * len(suite.attacks))
+            work.add(fwd * sizes.examples * (len(layers) + 2))  # one patched pass a layer
+        work.add(gen * sizes.probes * 2 * len(suite.attacks))
         if p == RELEARN:
             r = spec.perturbations.relearn
-            _train(
-                work,
-                "relearn",
-                sizes,
-                sizes.forget,
-                r.epochs,
-                r.batch_size * r.grad_accum,
-                _share(shapes, r.trainable),
-            )
+            work.train(sizes, sizes.forget, r.epochs, r.batch_size * r.grad_accum, sizes.share(r.trainable))
         if p == NF4:
-            work.add("nf4", 20 * sizes.params)
+            work.add(20 * sizes.params)
     return work
 
 
-def _lora_bytes(shapes2d: dict[str, tuple[int, int]], rank: int) -> int:
-    return 4 * rank * sum(a + b for name, (a, b) in shapes2d.items() if ".layers." in name)
-
-
-def checkpoint_bytes(
-    pool: Pool, model: PoolModel, sizes: Sizes, shapes: dict[str, int], shapes2d: dict[str, tuple[int, int]]
-) -> int:
-    """What storing ``model``'s checkpoint writes: the trained parameters (a delta) or its LoRA adapter."""
-    job = pool.jobs[model.job]
-    if job.kind == "install":
-        return int(_share(shapes, job.recipe["trainable"]) * sizes.weights_bytes)
-    if job.kind == "removal":
-        p = job.recipe["method"]["params"]
-        if p.get("lora_rank"):
-            return _lora_bytes(shapes2d, int(p["lora_rank"]))
-        return int(_share(shapes, p.get("trainable")) * sizes.weights_bytes)
-    return 0
+def checkpoint_bytes(job: Job, sizes: Sizes) -> int:
+    """What storing a checkpoint of ``job`` writes: the trained parameters (a delta) or its LoRA adapter."""
+    if job.kind not in ("install", "removal"):
+        return 0
+    share, rank = _trained(job, sizes)
+    if rank:
+        return 4 * rank * sum(a + b for name, (a, b) in sizes.matrices.items() if ".layers." in name)
+    return int(share * sizes.weights_bytes)
 
 
 @dataclass(frozen=True)
@@ -206,42 +191,31 @@ class ModelEstimate:
     disk: int
 
 
-def _seconds(work: Work, rate: float, overhead: float) -> float:
-    return work.flops / rate + overhead * work.steps
-
-
-def estimate_models(
-    prepared: Prepared,
-    sizes: Sizes,
-    shapes: dict[str, int],
-    shapes2d: dict[str, tuple[int, int]],
-    rate: float,
-) -> list[ModelEstimate]:
+def estimate_models(prepared: Prepared, sizes: Sizes, rate: float) -> list[ModelEstimate]:
     """Per-model estimates (module docstring) at ``rate`` FLOP/s of this CPU."""
     spec, pool = prepared.spec, prepared.pool
-    measure = _measure_work(spec, sizes, shapes)
+    measure = _measure_work(spec, sizes)
     load = LOAD_SECONDS_PER_GB * sizes.weights_bytes / 1e9 * (3 if spec.suite.audits else 1)
-    cells_of: dict[str, int] = {}
-    for cell in prepared.cells:
-        cells_of[cell.model] = cells_of.get(cell.model, 0) + 1
+    cells_of = Counter(cell.model for cell in prepared.cells)
     out: list[ModelEstimate] = []
     jobs_seen: set[str] = set()
     for model in pool.models:
         stored = model.path is not None or model.pool == "base" or prepared.store.has(model.state)
         first = model.job not in jobs_seen
         jobs_seen.add(model.job)
-        build = _build_work(pool, model, spec, sizes, shapes) if (first and not stored) else Work()
+        job = pool.jobs[model.job]
+        build = _build_work(job, sizes) if (first and not stored) else Work()
         out.append(
             ModelEstimate(
                 model=model.id,
                 pool=model.pool,
                 stored=stored,
-                cells=cells_of.get(model.id, 0),
-                cpu_build=_seconds(build, rate * CPU_EFFICIENCY, 0.0),
-                cpu_measure=_seconds(measure, rate * CPU_EFFICIENCY, 0.0) + load,
-                gpu_build=_seconds(build, GPU_FLOPS, GPU_STEP_OVERHEAD),
-                gpu_measure=_seconds(measure, GPU_FLOPS, GPU_STEP_OVERHEAD) + load / 4,
-                disk=0 if stored else checkpoint_bytes(pool, model, sizes, shapes, shapes2d),
+                cells=cells_of[model.id],
+                cpu_build=build.seconds(rate * CPU_EFFICIENCY, 0.0),
+                cpu_measure=measure.seconds(rate * CPU_EFFICIENCY, 0.0) + load,
+                gpu_build=build.seconds(GPU_FLOPS, GPU_STEP_OVERHEAD),
+                gpu_measure=measure.seconds(GPU_FLOPS, GPU_STEP_OVERHEAD) + load / 4,
+                disk=0 if stored else checkpoint_bytes(job, sizes),
             )
         )
     return out
@@ -308,16 +282,15 @@ def sizes_of(prepared: Prepared, shapes: dict[str, tuple[int, ...]]) -> Sizes:
         probes=len(data.probes),
         retain_probes=len(data.retain_probes),
         examples=len(data.examples),
+        counts={name: math.prod(shape) for name, shape in shapes.items()},
+        matrices={n: (s[0], s[1]) for n, s in shapes.items() if len(s) == 2},
     )
 
 
 def estimate(prepared: Prepared, *, rate: float | None = None) -> tuple[list[ModelEstimate], float]:
     """Per-model estimates and the CPU rate they assume (measured now unless given)."""
-    shapes = model_shapes(prepared)
-    counts = {name: math.prod(shape) for name, shape in shapes.items()}
-    shapes2d = {n: (s[0], s[1]) for n, s in shapes.items() if len(s) == 2}
     rate = rate if rate is not None else cpu_flops()
-    return estimate_models(prepared, sizes_of(prepared, shapes), counts, shapes2d, rate), rate
+    return estimate_models(prepared, sizes_of(prepared, model_shapes(prepared)), rate), rate
 
 
 def _size(n: int) -> str:
@@ -347,9 +320,7 @@ def _unfetched_note(prepared: Prepared) -> list[str]:
 def render_plan(prepared: Prepared, models: list[ModelEstimate], rate: float, threads: int) -> str:
     """``remnant sweep plan``'s text: the pool, its cells, time on this CPU and a GPU, disk."""
     pool, spec = prepared.pool, prepared.spec
-    by_pool: dict[str, int] = {}
-    for m in pool.models:
-        by_pool[m.pool] = by_pool.get(m.pool, 0) + 1
+    by_pool = Counter(m.pool for m in pool.models)
     perts = perturbations(spec)
     entries = len(prepared.cells) // max(len(pool.models) * len(perts), 1)
     building = sum(1 for m in models if not m.stored)

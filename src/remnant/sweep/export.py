@@ -50,21 +50,13 @@ def export_inputs(sweep_dir: Path) -> dict[str, str | Path | None]:
 
 def _workspace(sweep_dir: Path) -> Workspace:
     from remnant.records import RECORDS_FILE
-    from remnant.sweep.context import Workspace, sweep_inputs
+    from remnant.sweep.context import Workspace
     from remnant.sweep.pins import read_pins
 
-    plan = _plan(sweep_dir)
     # only what the sweep's own records pin is exported, checked against the pin: never the store's word (R23)
     pins = read_pins(sweep_dir / RECORDS_FILE)
-    return Workspace(
-        spec=plan["spec"],
-        pool=plan["pool"],
-        inputs=sweep_inputs(sweep_dir),
-        store=str(plan["store"]),
-        out=str(sweep_dir),
-        run_id=str(plan["run_id"]),
-        base_path=plan.get("base_path"),
-        pins={k: v.model_dump(mode="json") for k, v in pins.items()},
+    return Workspace.of_plan(
+        _plan(sweep_dir), sweep_dir, pins={k: v.model_dump(mode="json") for k, v in pins.items()}
     )
 
 

@@ -1,8 +1,8 @@
-"""The sweep page's per-metric figures, one set for every measured column of the results table (R23: the table
-the records gave, nothing recomputed): the P (target) against N (never-saw) distribution the UDS paper's
-faithfulness figures show, the forget-against-utility trade-off of each method across its strengths, and the
-sentence that stands in for a figure when a column holds no value. The before/after-perturbation scatter is
-:func:`remnant.sweep.html.perturbation_svg`, drawn for every column too.
+"""The sweep page's figures, one set for every measured column of the results table (R23: the table the records
+gave, nothing recomputed): metric against metric, the spread per method, the P (target) against N (never-saw)
+distribution the UDS paper's faithfulness figures show, the forget-against-utility trade-off of each method
+across its strengths and each column after a perturbation against before it; every one inline SVG drawn by
+matplotlib without pyplot (:func:`draw`). :mod:`remnant.sweep.html` says in words where a column gets none.
 
 The figures plot values as the table holds them (the metric's own orientation); the AUC, Q, R and their filters
 are the meta-evaluation study's (``remnant study meta-eval``), not this page's. Research output: nothing here
@@ -12,13 +12,15 @@ adjudicates (C-H6).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+#: Colours of the pools in every plot.
+POOL_COLOURS = {"target": "#b8352a", "never_saw": "#2766a8", "unlearned": "#6b6b6b", "base": "#2b8a3e"}
 #: The pools the faithfulness figure compares (the studies' P and N pools, remnant.studies.faithfulness).
 P_POOL, N_POOL = "target", "never_saw"
 P_COLOUR, N_COLOUR = "#b8352a", "#2766a8"
-#: Method lines avoid the pools' colours (remnant.sweep.html.POOL_COLOURS), so a method never reads as a pool.
+#: Method lines avoid the pools' colours (:data:`POOL_COLOURS`), so a method never reads as a pool.
 METHOD_COLOURS = ("#8a5a9e", "#c07a12", "#0f8b8d", "#a23b72", "#4a4a4a", "#7a6a00")
 
 
@@ -36,6 +38,88 @@ def measured(rows: Sequence[dict[str, Any]], col: str) -> bool:
     return any(number(r.get(col)) is not None for r in rows)
 
 
+def draw(width: float, height: float, plot_id: str, title: str, paint: Callable[[Any], None]) -> str:
+    """One figure of ``width`` × ``height`` inches in remnant's plot style, ``paint(ax)`` drawing on its one axes,
+    laid out tight and rendered as an inline SVG with ``plot_id`` and ``title``."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from remnant.report.plots import _RC, _render
+
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width, height))
+        paint(fig.add_subplot())
+        fig.tight_layout()
+        return _render(fig, plot_id, title)
+
+
+def _series(rows: Sequence[dict[str, Any]], col: str, perturbation: str = "none") -> dict[str, float]:
+    return {
+        r["model"]: v
+        for r in rows
+        if r["perturbation"] == perturbation and (v := number(r.get(col))) is not None
+    }
+
+
+def _pool_scatter(
+    rows: Sequence[dict[str, Any]],
+    xs: dict[str, float],
+    ys: dict[str, float],
+    labels: tuple[str, str],
+    plot_id: str,
+    title: str,
+    *,
+    diagonal: bool = False,
+) -> str:
+    """``ys`` against ``xs`` per model, coloured by pool; with ``diagonal``, the line of no change."""
+    pools = {r["model"]: r["pool"] for r in rows}
+
+    def paint(ax: Any) -> None:
+        for pool, colour in POOL_COLOURS.items():
+            models = [m for m in xs if m in ys and pools[m] == pool]
+            ax.scatter([xs[m] for m in models], [ys[m] for m in models], s=18, color=colour, label=pool)
+        values = [*xs.values(), *ys.values()]
+        if diagonal and values:
+            lo, hi = min(values), max(values)
+            ax.plot([lo, hi], [lo, hi], color="#999999", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(labels[0])
+        ax.set_ylabel(labels[1])
+        ax.legend(fontsize=7, frameon=False)
+
+    return draw(4.2, 3.4, plot_id, title, paint)
+
+
+def scatter_svg(rows: Sequence[dict[str, Any]], x: str, y: str, plot_id: str) -> str:
+    """``y`` against ``x`` over the unperturbed models, coloured by pool."""
+    return _pool_scatter(rows, _series(rows, x), _series(rows, y), (x, y), plot_id, f"{y} against {x}")
+
+
+def perturbation_svg(rows: Sequence[dict[str, Any]], col: str, perturbation: str, plot_id: str) -> str:
+    """``col`` after ``perturbation`` against before it, per model, with the line of no change."""
+    before, after = _series(rows, col), _series(rows, col, perturbation)
+    labels = (f"{col} (none)", f"{col} ({perturbation})")
+    title = f"{col}: {perturbation} against none"
+    return _pool_scatter(rows, before, after, labels, plot_id, title, diagonal=True)
+
+
+def spread_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str:
+    """``col`` per method (unlearned models) beside the reference pools: the spread of each group."""
+    groups: dict[str, list[float]] = {}
+    for r in rows:
+        value = number(r.get(col))
+        if r["perturbation"] == "none" and value is not None:
+            groups.setdefault(r["method"] or r["pool"], []).append(value)
+    names = sorted(groups)
+
+    def paint(ax: Any) -> None:
+        for i, name in enumerate(names):
+            ax.scatter(groups[name], [i] * len(groups[name]), s=14, color="#444444")
+        ax.set_yticks(range(len(names)), names)
+        ax.set_xlabel(col)
+
+    return draw(4.2, 0.8 + 0.3 * max(len(names), 1), plot_id, f"{col} by method", paint)
+
+
 def _unperturbed(rows: Sequence[dict[str, Any]], col: str, pool: str) -> list[float]:
     return [
         v
@@ -47,11 +131,6 @@ def _unperturbed(rows: Sequence[dict[str, Any]], col: str, pool: str) -> list[fl
 def distribution_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str | None:
     """``col`` over the P pool against the N pool (unperturbed rows), as histograms with each model marked; None
     when either pool has no value (the caller says so in words)."""
-    import matplotlib
-
-    from remnant.report.plots import _RC, _render
-    from remnant.sweep.html import _figure
-
     pos, neg = _unperturbed(rows, col, P_POOL), _unperturbed(rows, col, N_POOL)
     if not pos or not neg:
         return None
@@ -60,19 +139,18 @@ def distribution_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> 
         lo, hi = lo - 0.5, hi + 0.5
     span = hi - lo
     bins = [lo - 0.05 * span + i * 1.1 * span / 12 for i in range(13)]
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.2, 3.0)
-        ax = fig.add_subplot()
+    title = f"{col}: target (P) against never-saw (N)"
+
+    def paint(ax: Any) -> None:
         for values, colour, label in ((pos, P_COLOUR, "P: target"), (neg, N_COLOUR, "N: never-saw")):
             ax.hist(values, bins=bins, color=colour, alpha=0.35, label=f"{label} (n={len(values)})")
             ax.plot(values, [0.0] * len(values), "|", color=colour, markersize=12)
         ax.set_xlabel(col)
         ax.set_ylabel("models")
         ax.legend(fontsize=7, frameon=False)
-        title = f"{col}: target (P) against never-saw (N)"
         ax.set_title(title, fontsize=9)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return draw(4.2, 3.0, plot_id, title, paint)
 
 
 def _strength_key(value: Any) -> tuple[int, float, str]:
@@ -86,11 +164,6 @@ def _strength_key(value: Any) -> tuple[int, float, str]:
 def tradeoff_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str | None:
     """Utility against ``col`` per method, its models joined in order of strength, the reference pools as
     markers; None when no unperturbed row has both values."""
-    import matplotlib
-
-    from remnant.report.plots import _RC, _render
-    from remnant.sweep.html import POOL_COLOURS, _figure
-
     both = [
         (r, x, y)
         for r in rows
@@ -104,9 +177,8 @@ def tradeoff_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str 
     for r, x, y in both:
         if r["pool"] == "unlearned":
             methods.setdefault(r["method"] or "—", []).append((r.get("strength"), x, y))
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.2, 3.4)
-        ax = fig.add_subplot()
+
+    def paint(ax: Any) -> None:
         for i, (method, points) in enumerate(sorted(methods.items())):
             points.sort(key=lambda p: _strength_key(p[0]))
             (line,) = ax.plot(
@@ -128,10 +200,19 @@ def tradeoff_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str 
         ax.set_xlabel(f"{col} (forget side)")
         ax.set_ylabel("utility")
         ax.legend(fontsize=7, frameon=False)
-        title = f"{col} against utility per method across strengths"
         ax.set_title(f"{col} against utility\nper method across strengths", fontsize=9)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return draw(4.2, 3.4, plot_id, f"{col} against utility per method across strengths", paint)
 
 
-__all__ = ["distribution_svg", "measured", "number", "tradeoff_svg"]
+__all__ = [
+    "POOL_COLOURS",
+    "distribution_svg",
+    "draw",
+    "measured",
+    "number",
+    "perturbation_svg",
+    "scatter_svg",
+    "spread_svg",
+    "tradeoff_svg",
+]

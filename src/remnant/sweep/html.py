@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from remnant.sweep.figures import (
+    distribution_svg,
+    perturbation_svg,
+    scatter_svg,
+    spread_svg,
+    tradeoff_svg,
+)
+from remnant.sweep.figures import measured as has_value
+from remnant.sweep.figures import number as _num
 
-#: Colours of the pools in every plot.
-POOL_COLOURS = {"target": "#b8352a", "never_saw": "#2766a8", "unlearned": "#6b6b6b", "base": "#2b8a3e"}
 MAX_COLUMNS = 4
-
-
-def _num(value: object) -> float | None:
-    from remnant.sweep.figures import number
-
-    return number(value)
 
 
 def _fmt(value: object) -> str:
@@ -30,97 +29,6 @@ def _fmt(value: object) -> str:
     if number is not None:
         return f"{number:.3f}"
     return "—" if value is None else html.escape(str(value))
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height))
-
-
-def _svg(fig: Figure, plot_id: str, title: str) -> str:
-    from remnant.report.plots import _render
-
-    return _render(fig, plot_id, title)
-
-
-def _series(rows: Sequence[dict[str, Any]], col: str, perturbation: str = "none") -> dict[str, float]:
-    return {
-        r["model"]: v
-        for r in rows
-        if r["perturbation"] == perturbation and (v := _num(r.get(col))) is not None
-    }
-
-
-def scatter_svg(rows: Sequence[dict[str, Any]], x: str, y: str, plot_id: str) -> str:
-    """``y`` against ``x`` over the unperturbed models, coloured by pool."""
-    import matplotlib
-
-    from remnant.report.plots import _RC
-
-    pools = {r["model"]: r["pool"] for r in rows}
-    xs, ys = _series(rows, x), _series(rows, y)
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.2, 3.4)
-        ax = fig.add_subplot()
-        for pool, colour in POOL_COLOURS.items():
-            models = [m for m in xs if m in ys and pools[m] == pool]
-            ax.scatter([xs[m] for m in models], [ys[m] for m in models], s=18, color=colour, label=pool)
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        ax.legend(fontsize=7, frameon=False)
-        fig.tight_layout()
-        return _svg(fig, plot_id, f"{y} against {x}")
-
-
-def spread_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str:
-    """``col`` per method (unlearned models) beside the reference pools: the spread of each group."""
-    import matplotlib
-
-    from remnant.report.plots import _RC
-
-    groups: dict[str, list[float]] = {}
-    for r in rows:
-        value = _num(r.get(col))
-        if r["perturbation"] == "none" and value is not None:
-            groups.setdefault(r["method"] or r["pool"], []).append(value)
-    names = sorted(groups)
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.2, 0.8 + 0.3 * max(len(names), 1))
-        ax = fig.add_subplot()
-        for i, name in enumerate(names):
-            ax.scatter(groups[name], [i] * len(groups[name]), s=14, color="#444444")
-        ax.set_yticks(range(len(names)), names)
-        ax.set_xlabel(col)
-        fig.tight_layout()
-        return _svg(fig, plot_id, f"{col} by method")
-
-
-def perturbation_svg(rows: Sequence[dict[str, Any]], col: str, perturbation: str, plot_id: str) -> str:
-    """``col`` after ``perturbation`` against before it, per model, with the line of no change."""
-    import matplotlib
-
-    from remnant.report.plots import _RC
-
-    pools = {r["model"]: r["pool"] for r in rows}
-    before, after = _series(rows, col), _series(rows, col, perturbation)
-    with matplotlib.rc_context(_RC):
-        fig = _figure(4.2, 3.4)
-        ax = fig.add_subplot()
-        for pool, colour in POOL_COLOURS.items():
-            models = [m for m in before if m in after and pools[m] == pool]
-            ax.scatter(
-                [before[m] for m in models], [after[m] for m in models], s=18, color=colour, label=pool
-            )
-        values = list(before.values()) + list(after.values())
-        if values:
-            lo, hi = min(values), max(values)
-            ax.plot([lo, hi], [lo, hi], color="#999999", linewidth=0.8, linestyle=":")
-        ax.set_xlabel(f"{col} (none)")
-        ax.set_ylabel(f"{col} ({perturbation})")
-        ax.legend(fontsize=7, frameon=False)
-        fig.tight_layout()
-        return _svg(fig, plot_id, f"{col}: {perturbation} against none")
 
 
 def _leaderboard(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -153,8 +61,6 @@ def _per_column_sections(
     rows: Sequence[dict[str, Any]], measured: Sequence[str], empty: Sequence[str], declared: Sequence[str]
 ) -> dict[str, str]:
     """The figures drawn once for every measured column: spread, P vs N, trade-off, before/after."""
-    from remnant.sweep.figures import distribution_svg, tradeoff_svg
-
     metrics = [c for c in measured if c != "utility"]
     no_value = _missing(empty, "no value in any row, so no figure")
     spreads = "".join(spread_svg(rows, c, f"spread-{i}") for i, c in enumerate(measured))
@@ -194,8 +100,6 @@ def render_page(
     name: str, rows: Sequence[dict[str, Any]], columns: Sequence[str], perturbations: Sequence[str], note: str
 ) -> str:
     """The whole page (module docstring)."""
-    from remnant.sweep.figures import measured as has_value
-
     every = list(dict.fromkeys(("utility", *columns)))
     measured = [c for c in every if has_value(rows, c)]
     empty = [c for c in every if c not in measured]
@@ -237,4 +141,4 @@ svg.plot{{width:420px;display:inline-block;margin:4px}}p.missing{{color:#8a5a00}
 """
 
 
-__all__ = ["perturbation_svg", "render_page", "scatter_svg", "spread_svg"]
+__all__ = ["render_page"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from remnant.errors import ConfigError
 from remnant.states.recipe import BUILD_VERSION, Recipe, Step, checkpoint_key, digest
-from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid
+from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid, Strength, local_path
 
 
 @dataclass(frozen=True)
@@ -108,11 +108,15 @@ def strength_label(point: Mapping[str, object]) -> str:
     return ",".join(f"{k}={number_label(point[k])}" for k in sorted(point)) or "default"
 
 
-def _id_part(point: Mapping[str, object]) -> str:
+def _safe(text: str) -> str:
+    """``text`` in lower case, each run of characters a model id may not hold (a spec ``Label``) one ``-``."""
     import re
 
-    text = "-".join(f"{k}{number_label(point[k])}" for k in sorted(point)) or "default"
     return re.sub(r"[^a-z0-9_.=-]+", "-", text.lower())
+
+
+def _id_part(point: Mapping[str, object]) -> str:
+    return _safe("-".join(f"{k}{number_label(point[k])}" for k in sorted(point)) or "default")
 
 
 @dataclass
@@ -151,26 +155,25 @@ class _Builder:
             self.models.append(PoolModel(job=key, checkpoint=point, state=job.at(point).digest, **e))
         return key
 
-    def install(self, pool: str, model_id: str, recipe: dict[str, object], strength: str, seed: int) -> str:
-        entry = {"id": model_id, "pool": pool, "method": None, "strength": strength, "seed": seed}
-        params = {k: v for k, v in recipe.items() if k not in ("seed",)}
-        return self.add("install", None, recipe, [{**entry, "hyperparameters": params, "parent": "base"}])
 
-
-def _installs(b: _Builder) -> dict[str, str]:
-    """P-pool then N-pool installs; returns the job key of each target model id."""
+def _installs(b: _Builder) -> None:
+    """P-pool then N-pool installs: one job and one model per recipe variant and seed (an N-pool install
+    trains the retained people only: share 0)."""
     spec = b.spec
-    keys: dict[str, str] = {}
-    for strength in spec.target.strengths:
-        for seed in spec.target.seeds:
-            recipe = {**strength.recipe(spec.install).model_dump(), "share": strength.share, "seed": seed}
-            model_id = f"target-{strength.label}-s{seed}"
-            keys[model_id] = b.install("target", model_id, recipe, strength.label, seed)
-    for variant in spec.never_saw.variants:
-        for seed in spec.never_saw.seeds:
-            recipe = {**variant.recipe(spec.install).model_dump(), "share": 0.0, "seed": seed}
-            b.install("never_saw", f"never-{variant.label}-s{seed}", recipe, variant.label, seed)
-    return keys
+    pools = (
+        ("target", "target", spec.target.strengths, spec.target.seeds),
+        ("never_saw", "never", spec.never_saw.variants, spec.never_saw.seeds),
+    )
+    for pool, prefix, variants, seeds in pools:
+        for variant in variants:
+            share = variant.share if isinstance(variant, Strength) else 0.0
+            for seed in seeds:
+                recipe = {**variant.recipe(spec.install).model_dump(), "share": share, "seed": seed}
+                model_id = f"{prefix}-{variant.label}-s{seed}"
+                params = {k: v for k, v in recipe.items() if k != "seed"}
+                labels = {"pool": pool, "method": None, "strength": variant.label, "seed": seed}
+                entry = {"id": model_id, **labels, "hyperparameters": params, "parent": "base"}
+                b.add("install", None, recipe, [entry])
 
 
 def _removal_parent(spec: GeneratedSpec) -> str:
@@ -258,18 +261,11 @@ def _folders(entry: Any, root: Path, where: str) -> list[tuple[Path, dict[str, o
         folder, pin = pinned_hub_model(entry.hub, entry.revision, where=where)
         return [(folder, dict(pin))]
     if entry.path is not None:
-        path = Path(entry.path).expanduser()
-        return [(path if path.is_absolute() else root / path, {})]
+        return [(local_path(entry.path, root), {})]
     found = sorted(p for p in root.glob(entry.glob) if p.is_dir())
     if not found:
         raise ConfigError(f"models glob {entry.glob!r} matches no folder under {root}", requirement="R2")
     return [(folder, {}) for folder in found]
-
-
-def _folder_id(folder: Path) -> str:
-    import re
-
-    return re.sub(r"[^a-z0-9_.=-]+", "-", folder.name.lower()).strip("-") or "model"
 
 
 def existing_pool(
@@ -287,7 +283,7 @@ def existing_pool(
             if pin or state not in pins:  # one job per state: a folder of the same files keeps the hub's pin
                 pins[state] = pin
             named = Path(entry.hub.split("/")[-1]) if entry.hub is not None else folder
-            model_id = entry.id or _folder_id(named)
+            model_id = entry.id or _safe(named.name).strip("-") or "model"
             models.append(
                 PoolModel(
                     id=model_id,

@@ -26,10 +26,12 @@ from remnant.states.remote import is_uri
 from remnant.states.store import CheckpointStore, default_root
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
 from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
-from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, spec_dump
+from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, local_path, spec_dump
 
 if TYPE_CHECKING:
+    from remnant.engine.measurement import Measurement
     from remnant.packs.schema import Pack
+    from remnant.sweep.suite import SuiteData
 
 PLAN_FILE = "plan.json"
 PACK_DIR = "pack"
@@ -49,7 +51,9 @@ class Prepared:
     store: CheckpointStore
     base_path: Path | None
     run_id: str
-    data: Any = None
+    #: The suite's inputs and its measurements without models (what the cell keys hash, remnant.sweep.suite).
+    data: SuiteData
+    measurements: list[tuple[str, Measurement]]
 
     def plan_dict(self) -> dict[str, Any]:
         plan = {
@@ -135,8 +139,7 @@ def _base_path(spec: GeneratedSpec, source: Path, fetch: bool) -> Path | None:
 
         return pinned_hub_model(spec.base.hub, spec.base.revision, where=f"{source}: field 'base.hub'")[0]
     assert spec.base.model is not None  # BaseSpec: exactly one of model and hub
-    path = Path(spec.base.model).expanduser()
-    path = path if path.is_absolute() else source.resolve().parent / path
+    path = local_path(spec.base.model, source.resolve().parent)
     if path.is_dir():
         return path
     if spec.base.model in zoo.ZOO:
@@ -155,8 +158,7 @@ def _pack(spec: GeneratedSpec | ExistingSpec, root: Path) -> Pack:
 
     if spec.pack.mint is not None:
         return mint_class_d(ClassDSpec(**spec.pack.mint))
-    path = Path(spec.pack.path or "").expanduser()
-    return load_pack(path if path.is_absolute() else root / path)
+    return load_pack(local_path(spec.pack.path or "", root))
 
 
 def _store(spec: GeneratedSpec | ExistingSpec, root: Path, source: Path) -> CheckpointStore:
@@ -167,8 +169,7 @@ def _store(spec: GeneratedSpec | ExistingSpec, root: Path, source: Path) -> Chec
             return CheckpointStore(spec.resources.store)
         except ConfigError as exc:
             raise ConfigError(f"{source}: field 'resources.store': {exc}") from None
-    path = Path(spec.resources.store).expanduser()
-    return CheckpointStore(path if path.is_absolute() else root / path)
+    return CheckpointStore(local_path(spec.resources.store, root))
 
 
 def _pool(
@@ -249,7 +250,7 @@ def _prepare(spec: GeneratedSpec | ExistingSpec, path: Path, out: Path | None, f
         )
         raise ConfigError(f"{path}: field 'suite': {exc}{hint}", requirement=exc.requirement) from None
     cells = plan_cells(spec, pool, measurements, pack.digest)
-    prepared = Prepared(spec, path, pool, pack, cells, store, base, f"sweep:{spec.name}", data)
+    prepared = Prepared(spec, path, pool, pack, cells, store, base, f"sweep:{spec.name}", data, measurements)
     if out is not None:
         _write_inputs(prepared, out)
     return prepared
@@ -275,10 +276,7 @@ def _input_paths(spec: GeneratedSpec | ExistingSpec, spec_path: Path) -> dict[st
     root = spec_path.resolve().parent
 
     def local(given: str | None) -> Path | None:
-        if given is None:
-            return None
-        path = Path(given).expanduser()
-        return path if path.is_absolute() else root / path
+        return None if given is None else local_path(given, root)
 
     found: dict[str, Path | None] = {
         "the spec": spec_path,

@@ -403,6 +403,12 @@ def load_spec(path: str | Path) -> GeneratedSpec | ExistingSpec:
     return parse_spec(read_toml(path, requirement=SPEC_RULE), source=str(path))
 
 
+def local_path(given: str, root: Path) -> Path:
+    """A path the spec gives, ``~`` expanded; a relative one is under the spec's folder ``root``."""
+    path = Path(given).expanduser()
+    return path if path.is_absolute() else root / path
+
+
 def spec_dump(spec: GeneratedSpec | ExistingSpec) -> dict[str, Any]:
     """The spec as JSON values (for plan.json and the checkpoint keys)."""
     return spec.model_dump(mode="json")
@@ -433,4 +439,5 @@ __all__ = [
     "load_spec",
     "parse_spec",
     "spec_dump",
+    "local_path",
 ]

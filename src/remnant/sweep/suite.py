@@ -255,7 +255,6 @@ def suite_measurements(
             "retain_kappa",
             {"max_new_tokens": suite.max_new_tokens, "batch_size": suite.batch_size},
         )
-        fmt = runtime.fmt if runtime is not None else None
         out.append(
             (
                 "utility",

@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from remnant import __version__
-from remnant.assess.manifest import (
+from remnant.errors import ConfigError
+from remnant.models.identity import ModelIdentity
+from remnant.packs import ClassDSpec, mint_class_d
+from remnant.registry import ComponentSpec
+from remnant.report.curves import CurvePoint, RelearningCurve
+from remnant.report.redact import canary_strings
+from remnant.run_manifest import (
     ModelRecord,
     PrecisionReduction,
     PreregRecord,
@@ -33,12 +39,6 @@ from remnant.assess.manifest import (
     precision_warnings,
     write_manifest,
 )
-from remnant.errors import ConfigError
-from remnant.models.identity import ModelIdentity
-from remnant.packs import ClassDSpec, mint_class_d
-from remnant.registry import ComponentSpec
-from remnant.report.curves import CurvePoint, RelearningCurve
-from remnant.report.redact import canary_strings
 from remnant.statement.absent import Absent
 from remnant.statement.build import build_statement, cells_from_facts
 from remnant.statement.example import EXAMPLE_DATE, example_facts, example_statement
@@ -202,7 +202,7 @@ def test_environment_records_interpreter_and_packages() -> None:
 
 
 def test_manifest_module_imports_no_torch() -> None:
-    code = "import sys, remnant.assess.manifest\nprint('torch' in sys.modules)"
+    code = "import sys, remnant.run_manifest\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

@@ -34,7 +34,6 @@ CORE_MODULES = (
     "remnant.assess.finalize",
     "remnant.assess.facts",
     "remnant.assess.runfiles",
-    "remnant.assess.manifest",
 )
 
 #: Modules of core packages whose functions do model work (binding a pack to a model, R10): importing them needs

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from remnant import __version__
-from remnant.assess.manifest import (
+from remnant.report.curves import CurvePoint, RelearningCurve
+from remnant.run_manifest import (
     ModelRecord,
     PackRecord,
     PrecisionReduction,
@@ -16,7 +17,6 @@ from remnant.assess.manifest import (
     build_manifest,
     capture_environment,
 )
-from remnant.report.curves import CurvePoint, RelearningCurve
 from remnant.statement.absent import Absent
 from remnant.statement.build import build_statement
 from remnant.statement.example import EXAMPLE_DATE, example_facts, example_statement

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from report_helpers import hidden_facts, make_curve, make_manifest, make_statement
 
-from remnant.assess.manifest import pack_record, write_manifest
 from remnant.cli import main
 from remnant.packs import Pack, write_pack
 from remnant.report.redact import Redactor, canary_strings
+from remnant.run_manifest import pack_record, write_manifest
 
 
 def make_run(folder: Path, pack: Pack, pack_dir: Path) -> Path:
