@@ -7,24 +7,26 @@ Built on the Yuyari Standard v0.3. The pure core (``stats``, ``standard``, ``sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from remnant.errors import (  # a module importing nothing: eager
+    ConfigError,
+    DivergedError,
+    IntegrityError,
+    ModelError,
+    PackError,
+    PreregError,
+    RecordError,
+    RemnantError,
+    SignatureError,
+    UnsupportedArchitecture,
+)
+from remnant.lazy import lazy_exports
 
 if TYPE_CHECKING:  # what the type checker sees; at run time each name is imported on first use (_LAZY)
     from remnant.api import evaluate, recompute, run_sweep
     from remnant.assess.finalize import Outcome
     from remnant.assess.run import assess_command as assess
-    from remnant.errors import (
-        ConfigError,
-        DivergedError,
-        IntegrityError,
-        ModelError,
-        PackError,
-        PreregError,
-        RecordError,
-        RemnantError,
-        SignatureError,
-        UnsupportedArchitecture,
-    )
     from remnant.metrics.commands import Evaluation
     from remnant.metrics.evaluate import EvalResult
     from remnant.registry import PluginWarning
@@ -39,43 +41,24 @@ __version__ = "0.1.0"
 STANDARD_VERSION = "0.3"
 HARNESS_VERSION = __version__
 
-#: The public API: ``name -> (module, attribute)``, imported on first use so ``import remnant`` stays light (no
-#: torch, scipy or transformers; the pure core works without them).
-_LAZY: dict[str, tuple[str, str]] = {
-    "evaluate": ("remnant.api", "evaluate"),
-    "assess": ("remnant.assess.run", "assess_command"),
-    "run_sweep": ("remnant.api", "run_sweep"),
-    "recompute": ("remnant.api", "recompute"),
-    "verdict": ("remnant.standard.verdict", "decide"),
-    "Evaluation": ("remnant.metrics.commands", "Evaluation"),
-    "EvalResult": ("remnant.metrics.evaluate", "EvalResult"),
-    "Outcome": ("remnant.assess.finalize", "Outcome"),
-    "RunSummary": ("remnant.sweep.driver", "RunSummary"),
-    "VerdictResult": ("remnant.standard.verdict", "VerdictResult"),
-    "VerdictFacts": ("remnant.standard.facts", "VerdictFacts"),
-    "RemnantError": ("remnant.errors", "RemnantError"),
-    "ConfigError": ("remnant.errors", "ConfigError"),
-    "PreregError": ("remnant.errors", "PreregError"),
-    "PackError": ("remnant.errors", "PackError"),
-    "ModelError": ("remnant.errors", "ModelError"),
-    "UnsupportedArchitecture": ("remnant.errors", "UnsupportedArchitecture"),
-    "RecordError": ("remnant.errors", "RecordError"),
-    "IntegrityError": ("remnant.errors", "IntegrityError"),
-    "SignatureError": ("remnant.errors", "SignatureError"),
-    "DivergedError": ("remnant.errors", "DivergedError"),
-    "PluginWarning": ("remnant.registry", "PluginWarning"),
+#: The public API but the errors: ``name -> submodule`` or ``(submodule, attribute)``, imported on first use so
+#: ``import remnant`` stays light (no torch, scipy or transformers; the pure core works without them).
+_LAZY: dict[str, str | tuple[str, str]] = {
+    "evaluate": "api",
+    "assess": ("assess.run", "assess_command"),
+    "run_sweep": "api",
+    "recompute": "api",
+    "verdict": ("standard.verdict", "decide"),
+    "Evaluation": "metrics.commands",
+    "EvalResult": "metrics.evaluate",
+    "Outcome": "assess.finalize",
+    "RunSummary": "sweep.driver",
+    "VerdictResult": "standard.verdict",
+    "VerdictFacts": "standard.facts",
+    "PluginWarning": "registry",
 }
 
-
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'remnant' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(target[0]), target[1])
-    globals()[name] = value  # resolved once
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, keep=True)
 
 
 def __dir__() -> list[str]:

@@ -207,12 +207,9 @@ def _removal_params(method: str, sizing: Sizing) -> dict[str, Any]:
     """The removal method's training parameters (R1c): the sizing's NPO or damage recipe, or retraining at the
     install learning rate; every removal trains the same parameters as installation."""
     common = {"batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0, "schedule": "constant"}
-    if method == "npo":
-        params = {**common, "weight_decay": 0.0, **sizing.npo}
-    elif method == "grad_ascent":
-        params = {**common, "weight_decay": 0.0, **sizing.damage}
-    else:
-        params = {**common, "weight_decay": 0.0, "lr": sizing.install_lr, "epochs": sizing.retrain_epochs}
+    retrain = {"lr": sizing.install_lr, "epochs": sizing.retrain_epochs}
+    recipe = {"npo": sizing.npo, "grad_ascent": sizing.damage}.get(method, retrain)
+    params = {**common, "weight_decay": 0.0, **recipe}
     if sizing.trainable is not None:
         params["trainable"] = list(sizing.trainable)
     return params

@@ -16,15 +16,23 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module-level ``__getattr__`` for ``package``: ``exports[name]`` is the submodule defining ``name``."""
+def lazy_exports(
+    package: str, exports: Mapping[str, str | tuple[str, str]], *, keep: bool = False
+) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` for ``package``: ``exports[name]`` is the submodule defining ``name``, or
+    ``(submodule, attribute)`` where the export renames what the submodule defines. ``keep`` binds each name
+    once resolved, over a same-named submodule its import bound (``remnant.assess``, the function)."""
     table = dict(exports)
 
     def __getattr__(name: str) -> Any:
-        submodule = table.get(name)
-        if submodule is None:
+        target = table.get(name)
+        if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(f"{package}.{submodule}"), name)
+        submodule, attribute = (target, name) if isinstance(target, str) else target
+        value = getattr(importlib.import_module(f"{package}.{submodule}"), attribute)
+        if keep:
+            vars(sys.modules[package])[name] = value
+        return value
 
     return __getattr__
 

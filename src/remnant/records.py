@@ -244,15 +244,11 @@ class CellRecord(_Entry):
     reason: str | None = Field(default=None, description="Why the cell did not run, failed or diverged.")
 
     @model_validator(mode="after")
-    def _counts(self) -> CellRecord:
+    def _consistent(self) -> CellRecord:
         if self.k > self.n:
             raise ValueError(f"k ({self.k}) exceeds n ({self.n})")
         if self.status == "run" and self.n == 0:
             raise ValueError("a cell that ran scored n >= 1 items (R19)")
-        return self
-
-    @model_validator(mode="after")
-    def _typed(self) -> CellRecord:
         problem = _cell_detail_problem(self)
         if problem is not None:
             raise ValueError(problem)

@@ -43,6 +43,7 @@ from remnant.jsonio import read_json
 from remnant.models.identity import ModelIdentity
 from remnant.records import RECORDS_FILE, ChainState
 from remnant.registry import ComponentSpec
+from remnant.standard.vocabulary import ADMITTED_SURFACES
 from remnant.statement.absent import Absent
 from remnant.statement.build import cells_from_facts
 from remnant.statement.schema import Cell, Deviation, Versions
@@ -50,7 +51,6 @@ from remnant.statement.schema import Cell, Deviation, Versions
 if TYPE_CHECKING:
     from remnant.packs.schema import Manifest
 
-MANIFEST_SCHEMA_VERSION = "1"
 MANIFEST_FILE = "manifest.json"
 #: The other files an assessment writes into its run folder, named once here (below assess, report and the
 #: output guard, which all need them).
@@ -60,7 +60,6 @@ ENVELOPE_FILE = "statement.dsse.json"
 REPORT_FILE = "report.html"
 CUSTOMER_FILE = "report-customer.html"
 _M = TypeVar("_M", bound=BaseModel)
-ADMITTED = {"W": ("relearning", "inference_time", "weight_transform"), "Q": ("inference_time",)}
 
 #: Distributions whose versions change numbers; recorded so a repeat can pin them (R24).
 RECORDED_PACKAGES = (
@@ -413,7 +412,7 @@ def precision_warnings(
         )
     tau = float(facts["tau"])
     bounds = facts.get("evidence_rule") == "bounds"
-    admitted = ADMITTED.get(str(facts.get("track")), ())
+    admitted = ADMITTED_SURFACES.get(str(facts.get("track")), ())
     by_id = {c.cell_id: c for c in cells}
     for attack in facts.get("attacks", []):
         if attack.get("status") != "run" or attack.get("surface") not in admitted:

@@ -314,26 +314,9 @@ def release(lock: FolderLock) -> None:
 
 
 @contextlib.contextmanager
-def hold(
-    folder: str | Path,
-    *,
-    purpose: str,
-    wait: bool = False,
-    say: Callable[[str], None] | None = None,
-    create: bool = True,
-) -> Iterator[FolderLock]:
-    """Hold ``folder``'s lock for the ``with`` block, released on a normal exit and on an exception alike."""
-    lock = acquire(folder, purpose=purpose, wait=wait, say=say, create=create)
-    try:
-        yield lock
-    finally:
-        release(lock)
-
-
-@contextlib.contextmanager
 def held(
     folder: str | Path,
-    lock: FolderLock | None,
+    lock: FolderLock | None = None,
     *,
     purpose: str,
     wait: bool = False,
@@ -341,15 +324,22 @@ def held(
     create: bool = True,
 ) -> Iterator[FolderLock]:
     """The caller's ``lock`` when it already holds ``folder`` (a command holding one lock across several API
-    calls), else ``folder``'s lock taken for the block. flock is per open file, so taking it a second time in
-    the same process would refuse the process itself."""
+    calls), else ``folder``'s lock taken for the block, released on a normal exit and on an exception alike.
+    flock is per open file, so taking it a second time in the same process would refuse the process itself."""
     if lock is not None:
         if not lock.covers(Path(folder)):
             raise ValueError(f"the lock held is {lock.folder}'s, not {folder}'s")
         yield lock
         return
-    with hold(folder, purpose=purpose, wait=wait, say=say, create=create) as taken:
+    taken = acquire(folder, purpose=purpose, wait=wait, say=say, create=create)
+    try:
         yield taken
+    finally:
+        release(taken)
+
+
+#: ``hold(folder, purpose=...)``: hold ``folder``'s lock for the ``with`` block (:func:`held` without a lock).
+hold = held
 
 
 __all__ = [

@@ -85,7 +85,8 @@ def patterns_problem(value: object) -> str | None:
     return None
 
 
-def _compiles(value: list[str]) -> list[str]:
+def compiled_patterns(value: list[str]) -> list[str]:
+    """``value`` when :func:`patterns_problem` finds nothing wrong with it; ValueError saying what otherwise."""
     problem = patterns_problem(value)
     if problem is not None:
         raise ValueError(problem)
@@ -93,4 +94,4 @@ def _compiles(value: list[str]) -> list[str]:
 
 
 #: A ``trainable`` selection: parameter-name regular expressions, each of which compiles.
-Patterns = Annotated[list[str], AfterValidator(_compiles)]
+Patterns = Annotated[list[str], AfterValidator(compiled_patterns)]

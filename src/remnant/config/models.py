@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from remnant.config.fields import (
     DEVICE_PATTERN,
@@ -18,7 +18,7 @@ from remnant.config.fields import (
     RuleViolation,
     Text,
     Unit,
-    patterns_problem,
+    compiled_patterns,
     require_one_of,
 )
 from remnant.hub import HUB_ID, REVISION
@@ -39,6 +39,8 @@ def _revision(value: str) -> str:
 
 HubId = Annotated[str, AfterValidator(_hub_id)]
 Revision = Annotated[str, AfterValidator(_revision)]
+#: A ``trainable`` selection of non-empty regexes, each of which compiles (:data:`remnant.config.fields.Patterns`).
+TextPatterns = Annotated[list[Text], Field(max_length=MAX_LIST), AfterValidator(compiled_patterns)]
 
 
 class HubSource(ConfigModel):
@@ -95,19 +97,10 @@ class InstallBudget(ConfigModel):
         "max_epochs, and R2 then reads κ after the last one (R2, R23).",
     )
     batch_size: int = Field(default=8, ge=1, le=MAX_BATCH, description="Examples per optimiser step (R23).")
-    trainable: list[Text] | None = Field(
+    trainable: TextPatterns | None = Field(
         default=None,
-        max_length=MAX_LIST,
         description="Regexes of the parameter names that train (all: omitted); e.g. the upper decoder layers (R23).",
     )
-
-    @field_validator("trainable")
-    @classmethod
-    def _patterns_compile(cls, value: list[str] | None) -> list[str] | None:
-        problem = None if value is None else patterns_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
 
 
 class PreRemoval(HubSource):

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +90,7 @@ def _lines(rows: Iterable[Mapping[str, object]]) -> str:
 
 def _plan(pack: Pack, forget: str, retain: str, holdout: str) -> tuple[dict[str, list[Item]], dict[str, int]]:
     """File name -> items, and counts of items left out by reason."""
-    left: dict[str, int] = {}
+    left: Counter[str] = Counter()
 
     def qa(items: Iterable[Item], where: str) -> list[Item]:
         kept = []
@@ -97,8 +98,7 @@ def _plan(pack: Pack, forget: str, retain: str, holdout: str) -> tuple[dict[str,
             if it.kind in _QA_KINDS:
                 kept.append(it)
             else:
-                key = f"{where}: {it.kind} items (no TOFU form)"
-                left[key] = left.get(key, 0) + 1
+                left[f"{where}: {it.kind} items (no TOFU form)"] += 1
         return kept
 
     def truth(items: list[Item], where: str) -> list[Item]:
@@ -121,10 +121,8 @@ def _plan(pack: Pack, forget: str, retain: str, holdout: str) -> tuple[dict[str,
         if m and m["split"] not in files:
             files.setdefault(f"general:{m['split']}", []).append(it)
         else:
-            left["general: items not imported from a TOFU split"] = (
-                left.get("general: items not imported from a TOFU split", 0) + 1
-            )
-    return {name.removeprefix("general:"): items for name, items in files.items() if items}, left
+            left["general: items not imported from a TOFU split"] += 1
+    return {name.removeprefix("general:"): items for name, items in files.items() if items}, dict(left)
 
 
 def pack_to_tofu(

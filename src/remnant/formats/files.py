@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from remnant.errors import ConfigError
+from remnant.formats.arrow import arrow_records, saved_dataset
 from remnant.jsonio import loads_strict
 
 #: Longest JSON line read (bytes). A TOFU row is under 2 KB; a MUSE raw document under 100 KB.
@@ -193,8 +194,6 @@ def locate(root: Path, base: Path, split: str) -> tuple[Layout, list[Path], tupl
     if layout == "shards":
         _check_shards(paths, root)
     elif layout == "folder":
-        from remnant.formats.arrow import saved_dataset
-
         saved = saved_dataset(paths[0])  # a Dataset.save_to_disk folder (its Arrow files), else data files
         layout, paths = ("saved", saved) if saved is not None else ("folder", _folder_files(paths[0], root))
     for p in paths:
@@ -290,12 +289,6 @@ def _parquet_records(
         raise ConfigError(f"{label}: cannot read row {row + 1}: {exc}", requirement=REQUIREMENT) from None
 
 
-def _arrow_records(path: Path, label: str, max_rows: int, digest: hashlib._Hash) -> Iterator[tuple[str, Any]]:
-    from remnant.formats.arrow import arrow_records
-
-    return arrow_records(path, label, max_rows, digest)
-
-
 def read_split(
     root: Path,
     base: Path,
@@ -322,7 +315,7 @@ def read_split(
         records = (
             _parquet_records(path, label, max_rows, digest)
             if fmt == "parquet"
-            else _arrow_records(path, label, max_rows, digest)
+            else arrow_records(path, label, max_rows, digest)
             if fmt == "arrow"
             else _jsonl_records(path, label, max_line_bytes, digest)
         )

@@ -24,6 +24,7 @@ writes the rows back as they were.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class _Builder:
         self.items: list[Item] = []
         self.splits: dict[str, list[str]] = {}
         self.entities: list[Entity] = []
-        self.notes: dict[str, int] = {}
+        self.notes: Counter[str] = Counter()
 
     def authors(self, split: str, prefix: str, roles: Sequence[str]) -> list[Entity]:
         """One entity per run of ``per`` rows of ``split``; the k-th takes ``roles[k]`` (the last role repeats)."""
@@ -129,9 +130,7 @@ class _Builder:
                 )
             ent = entities[i // self.per]
             if ent.role != "forget_probe":
-                self.notes["relearn_perturbed_rows_left_out"] = (
-                    self.notes.get("relearn_perturbed_rows_left_out", 0) + 1
-                )
+                self.notes["relearn_perturbed_rows_left_out"] += 1
                 continue
             if row.paraphrased_question is None:
                 raise PackError(

@@ -80,9 +80,24 @@ def _template_digest(tokenizer: Any) -> str | None:
     return None
 
 
+def _identity(model: Any, tokenizer: Any, *hashes: dict[str, str]) -> ModelIdentity:
+    """The identity of ``model`` whose weights, tokenizer and config files hash to ``hashes`` (in that order)."""
+    from remnant.models.dtype import dtype_name
+
+    param = next(model.parameters())
+    fields: dict[str, Any] = {
+        **dict(zip(("weights", "tokenizer", "config"), hashes, strict=True)),
+        "chat_template": _template_digest(tokenizer),
+        "architecture": type(model).__name__,
+        "parameter_count": sum(p.numel() for p in model.parameters()),
+        "dtype": dtype_name(param.dtype),
+        "device": str(param.device),
+    }
+    return ModelIdentity(**fields, digest=_digest(fields))
+
+
 def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> ModelIdentity:
     """The identity of ``model`` loaded from exactly ``files`` (each hashed where it resolves)."""
-    from remnant.models.dtype import dtype_name
 
     def hashes(names: tuple[str, ...]) -> dict[str, str]:
         return {name: sha256_file(files.resolved[name]) for name in names}
@@ -91,18 +106,8 @@ def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> Mode
     # and the base alone is another (R2, R23).
     adapter_weights = tuple(n for n in files.adapter if n.endswith(".safetensors"))
     adapter_config = tuple(n for n in files.adapter if n not in adapter_weights)
-    param = next(model.parameters())
-    fields: dict[str, Any] = {
-        "weights": hashes(files.weights + adapter_weights),
-        "tokenizer": hashes(files.tokenizer),
-        "config": hashes(files.config + adapter_config),
-        "chat_template": _template_digest(tokenizer),
-        "architecture": type(model).__name__,
-        "parameter_count": sum(p.numel() for p in model.parameters()),
-        "dtype": dtype_name(param.dtype),
-        "device": str(param.device),
-    }
-    return ModelIdentity(**fields, digest=_digest(fields))
+    weights, config = files.weights + adapter_weights, files.config + adapter_config
+    return _identity(model, tokenizer, hashes(weights), hashes(files.tokenizer), hashes(config))
 
 
 def identify(folder: Path | str, model: Any, tokenizer: Any = None) -> ModelIdentity:
@@ -113,17 +118,4 @@ def identify(folder: Path | str, model: Any, tokenizer: Any = None) -> ModelIden
 def identify_in_memory(model: Any, tokenizer: Any = None) -> ModelIdentity:
     """The identity of a state that was never read from files (a notebook's model): its weights' bytes stand for
     the weights files (``weights_digest_of``, under the name ``in-memory``); no tokenizer or config files (R23)."""
-    from remnant.models.dtype import dtype_name
-
-    param = next(model.parameters())
-    fields: dict[str, Any] = {
-        "weights": {"in-memory": weights_digest_of(model)},
-        "tokenizer": {},
-        "config": {},
-        "chat_template": _template_digest(tokenizer),
-        "architecture": type(model).__name__,
-        "parameter_count": sum(p.numel() for p in model.parameters()),
-        "dtype": dtype_name(param.dtype),
-        "device": str(param.device),
-    }
-    return ModelIdentity(**fields, digest=_digest(fields))
+    return _identity(model, tokenizer, {"in-memory": weights_digest_of(model)}, {}, {})

@@ -130,19 +130,10 @@ def collate(pairs: Sequence[EncodedPair], pad_id: int, side: str = "left") -> di
     if side not in ("left", "right"):
         raise ModelError(f"padding side must be 'left' or 'right', not {side!r}")
     width = max(len(p.input_ids) for p in pairs)
-    ids, mask, labels = [], [], []
+    columns: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": [], "labels": []}
     for p in pairs:
         pad = width - len(p.input_ids)
-        if side == "left":
-            ids.append([pad_id] * pad + p.input_ids)
-            mask.append([0] * pad + [1] * len(p.input_ids))
-            labels.append([-100] * pad + p.labels)
-        else:
-            ids.append(p.input_ids + [pad_id] * pad)
-            mask.append([1] * len(p.input_ids) + [0] * pad)
-            labels.append(p.labels + [-100] * pad)
-    return {
-        "input_ids": torch.tensor(ids, dtype=torch.long),
-        "attention_mask": torch.tensor(mask, dtype=torch.long),
-        "labels": torch.tensor(labels, dtype=torch.long),
-    }
+        ids = {"input_ids": (p.input_ids, pad_id), "attention_mask": ([1] * len(p.input_ids), 0)}
+        for name, (row, fill) in {**ids, "labels": (p.labels, -100)}.items():
+            columns[name].append([fill] * pad + row if side == "left" else row + [fill] * pad)
+    return {name: torch.tensor(rows, dtype=torch.long) for name, rows in columns.items()}

@@ -106,22 +106,12 @@ def _generate(model: Any, tokenizer: Any, questions: list[str], max_new_tokens: 
 
 def _option_choice(model: Any, tokenizer: Any, item: Item) -> int:
     """Index of the option with the highest summed log-likelihood after the prompt (forced choice)."""
-    import torch
-
     from remnant.models.prompts import PromptFormat, render_prompt_ids
+    from remnant.score.kappa import option_by_loglik
 
     assert item.options is not None
     prompt = render_prompt_ids(tokenizer, item.question, PromptFormat.for_tokenizer(tokenizer))
-    device = next(model.parameters()).device
-    scores = []
-    for opt in item.options:
-        ans = list(tokenizer(" " + opt, add_special_tokens=False)["input_ids"])
-        ids = torch.tensor([prompt + ans], device=device)
-        with torch.no_grad():
-            logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
-        tgt = ids[0, 1:]
-        scores.append(float(logp[len(prompt) - 1 :].gather(1, tgt[len(prompt) - 1 :, None]).sum()))
-    return max(range(len(scores)), key=scores.__getitem__)
+    return option_by_loglik(model, tokenizer, prompt, item.options, " ")
 
 
 def bind_pack(

@@ -8,11 +8,12 @@ phrasing (R16).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable
 from typing import Literal
 
-from remnant.packs.classd import check_mint_size, truth_ratio_rng, wrong_values
+from remnant.packs.classd import check_mint_size, screened_names, seal_mint, with_truth_ratio
 from remnant.packs.collision import CollisionScreen, load_census_screen
-from remnant.packs.schema import PACK_SCHEMA_VERSION, Entity, Item, Manifest, Pack, seal
+from remnant.packs.schema import SPLIT_NAMES, Entity, Item, Pack
 from remnant.packs.syllables import syllable_word
 
 #: property -> (install template, probe template, value vocabulary)
@@ -48,35 +49,9 @@ PARAPHRASE_FORMS: dict[str, str] = {
 }
 
 
-def _with_truth_ratio(items: list[Item], names: dict[str, str], seed: int, k: int) -> list[Item]:
-    """P's MCQ items with a paraphrased answer and ``k`` perturbed ones (the property's other values), each
-    item from a generator of its own (:func:`remnant.packs.classd.truth_ratio_rng`)."""
-    out = []
-    for it in items:
-        if it.kind != "mcq" or it.attribute is None or it.entity_id is None:
-            out.append(it)
-            continue
-        form, x = PARAPHRASE_FORMS[it.attribute], names[it.entity_id]
-        wrong = wrong_values(truth_ratio_rng(seed, it.id), PROPERTIES[it.attribute][2], it.answer, k)
-        update = {
-            "paraphrased_answer": form.format(x=x, value=it.answer),
-            "perturbed_answer": [form.format(x=x, value=w) for w in wrong],
-        }
-        out.append(Item.model_validate({**it.model_dump(), **update}))
-    return out
-
-
-def _substance_names(rng: random.Random, substances: int, screen: CollisionScreen) -> tuple[list[str], int]:
-    """``substances`` distinct invented names the collision filter passes, and how many it rejected (D2)."""
-    names: list[str] = []
-    rejected = 0
-    while len(names) < substances:
-        cand = syllable_word(rng, 3) + rng.choice(("ite", "ium", "ane", "ol"))
-        if cand in names or screen.is_real(cand):
-            rejected += int(cand not in names)
-            continue
-        names.append(cand)
-    return names, rejected
+def _substance_name(rng: random.Random) -> str:
+    """An invented substance name (the collision filter screens it, D2)."""
+    return syllable_word(rng, 3) + rng.choice(("ite", "ium", "ane", "ol"))
 
 
 def _fact_item(
@@ -112,9 +87,7 @@ def _mint_substances(
     ``n_relearn`` substances' facts are relearned on, the others' asked in P (C-W6 item-level splits)."""
     entities: list[Entity] = []
     items: list[Item] = []
-    splits: dict[str, list[str]] = {
-        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
-    }
+    splits: dict[str, list[str]] = {s: [] for s in SPLIT_NAMES}
     for i, name in enumerate(names):
         attrs = {p: rng.choice(v[2]) for p, v in PROPERTIES.items()}
         role = "forget_relearn" if i < n_relearn else "forget_probe"
@@ -153,7 +126,7 @@ def mint_class_c(
     check_mint_size(substances, 0, repetitions, relearn_fraction=relearn_fraction)
     screen = screen or load_census_screen()
     rng = random.Random(seed)
-    names, rejected = _substance_names(rng, substances, screen)
+    names, rejected = screened_names(_substance_name, rng, substances, screen)
     entities, items, splits = _mint_substances(rng, names, round(substances * relearn_fraction))
     design: dict[str, object] = {
         "attributes": {p: {"cardinality": len(v[2])} for p, v in PROPERTIES.items()},
@@ -163,31 +136,15 @@ def mint_class_c(
         "chance_rate": CHANCE_RATE,
     }
     if truth_ratio_options:
-        items = _with_truth_ratio(items, {e.id: e.name for e in entities}, seed, perturbed_answers)
-        design["truth_ratio_options"] = {
-            "items": "P's multiple-choice items",
-            "paraphrase_forms": dict(PARAPHRASE_FORMS),
-            "perturbed_answers": perturbed_answers,
-            "pools": "the property's other values",
-            "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
-        }
-    manifest = Manifest.model_validate(
-        {
-            "id": f"classc-s{seed}-n{substances}",
-            "version": "1",
-            "schema_version": PACK_SCHEMA_VERSION,
-            "class": "C",
-            "seed": seed,
-            "design": design,
-            "splits": splits,
-            "counts": {
-                **{k: len(v) for k, v in splits.items()},
-                "entities": substances,
-                "control_entities": 0,
-            },
-            "collision_filter": screen.record(rejected),
-            "entities": entities,
-            "chance_rate": CHANCE_RATE,
-        }
-    )
-    return seal(manifest, items)
+        name_of = {e.id: e.name for e in entities}
+
+        def answers(it: Item) -> tuple[Callable[[str], str], Iterable[str]] | None:
+            if it.kind != "mcq" or it.attribute is None or it.entity_id is None:
+                return None
+            form, x = PARAPHRASE_FORMS[it.attribute], name_of[it.entity_id]
+            return (lambda value: form.format(x=x, value=value)), PROPERTIES[it.attribute][2]
+
+        described = ("P's multiple-choice items", "the property's other values")
+        items = with_truth_ratio(items, design, seed, perturbed_answers, PARAPHRASE_FORMS, described, answers)
+    pack_id, record = f"classc-s{seed}-n{substances}", screen.record(rejected)
+    return seal_mint(pack_id, "C", seed, design, splits, entities, items, record, CHANCE_RATE)

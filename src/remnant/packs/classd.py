@@ -11,7 +11,7 @@ the population baseline (D-4.2).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,7 +29,16 @@ from remnant.packs.population import (
     population_statistics,
     sample_attributes,
 )
-from remnant.packs.schema import PACK_SCHEMA_VERSION, Entity, Item, Manifest, Pack, seal
+from remnant.packs.schema import (
+    PACK_SCHEMA_VERSION,
+    SPLIT_NAMES,
+    CollisionFilter,
+    Entity,
+    Item,
+    Manifest,
+    Pack,
+    seal,
+)
 from remnant.packs.syllables import person_name
 from remnant.packs.templates import (
     ANSWER_FORMS,
@@ -112,34 +121,47 @@ def truth_ratio_rng(seed: int, item_id: str) -> random.Random:
     return random.Random(derive_seed(seed, "mint", "truth_ratio_options", item_id))
 
 
-def _with_truth_ratio(
-    spec: ClassDSpec, items: list[Item], entities: list[Entity], pools: dict[str, tuple[str, ...]]
+def with_truth_ratio(
+    items: list[Item],
+    design: dict[str, object],
+    seed: int,
+    k: int,
+    forms: Mapping[str, str],
+    described: tuple[str, str],
+    answers: Callable[[Item], tuple[Callable[[str], str], Iterable[str]] | None],
 ) -> list[Item]:
-    """Probe-phrased facts (P, retain, controls) with a paraphrased answer and perturbed answers."""
-    names = {e.id: e.name for e in entities}
+    """``items`` with a paraphrased answer and ``k`` perturbed ones wherever ``answers(item)`` gives the answer
+    sentence of a value and the pool of wrong values, each item's drawn from :func:`truth_ratio_rng`; ``design``
+    records it (``described``: which items, which pools)."""
+    design["truth_ratio_options"] = {
+        "items": described[0],
+        "paraphrase_forms": dict(forms),
+        "perturbed_answers": k,
+        "pools": described[1],
+        "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
+    }
     out = []
     for it in items:
-        if it.kind != "fact" or it.phrasing != "probe" or it.attribute is None or it.entity_id is None:
+        how = answers(it)
+        if how is None:
             out.append(it)
             continue
-        form, name = PARAPHRASE_FORMS[it.attribute], names[it.entity_id]
-        wrong = wrong_values(
-            truth_ratio_rng(spec.seed, it.id), pools[it.attribute], it.answer, spec.perturbed_answers
-        )
-        update = {
-            "paraphrased_answer": form.format(name=name, value=it.answer),
-            "perturbed_answer": [form.format(name=name, value=w) for w in wrong],
-        }
+        phrase, pool = how
+        wrong = wrong_values(truth_ratio_rng(seed, it.id), pool, it.answer, k)
+        update = {"paraphrased_answer": phrase(it.answer), "perturbed_answer": [phrase(w) for w in wrong]}
         out.append(Item.model_validate({**it.model_dump(), **update}))
     return out
 
 
-def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[list[str], int]:
+def screened_names(
+    make: Callable[[random.Random], str], rng: random.Random, n: int, screen: CollisionScreen
+) -> tuple[list[str], int]:
+    """``n`` distinct names from ``make`` that the collision filter passes, and how many it rejected (D2)."""
     names: list[str] = []
     seen: set[str] = set()
     rejected = 0
     while len(names) < n:
-        cand = person_name(rng)
+        cand = make(rng)
         if cand in seen:
             continue
         if screen.is_real(cand):
@@ -148,6 +170,41 @@ def _mint_names(rng: random.Random, n: int, screen: CollisionScreen) -> tuple[li
         seen.add(cand)
         names.append(cand)
     return names, rejected
+
+
+def seal_mint(
+    pack_id: str,
+    pack_class: str,
+    seed: int,
+    design: dict[str, object],
+    splits: dict[str, list[str]],
+    entities: list[Entity],
+    items: list[Item],
+    collision_filter: CollisionFilter,
+    chance_rate: float | None = None,
+    controls: int = 0,
+) -> Pack:
+    """The sealed pack of a mint: its manifest, with counts per split, of installed and of control entities."""
+    manifest = Manifest.model_validate(
+        {
+            "id": pack_id,
+            "version": "1",
+            "schema_version": PACK_SCHEMA_VERSION,
+            "class": pack_class,
+            "seed": seed,
+            "design": design,
+            "splits": splits,
+            "counts": {
+                **{k: len(v) for k, v in splits.items()},
+                "entities": len(entities) - controls,
+                "control_entities": controls,
+            },
+            "collision_filter": collision_filter,
+            "entities": entities,
+            "chance_rate": chance_rate,
+        }
+    )
+    return seal(manifest, items)
 
 
 def _fact(
@@ -271,9 +328,7 @@ def _mint_items(
     split of their role; and the general questions."""
     installed = [e for e in entities if e.role != "control"]
     items: list[Item] = []
-    splits: dict[str, list[str]] = {
-        s: [] for s in ("install", "removal", "probe", "relearn", "retain", "controls", "general")
-    }
+    splits: dict[str, list[str]] = {s: [] for s in SPLIT_NAMES}
     for ent in entities:
         primary_probe = {"forget_probe": "probe", "retain": "retain", "control": "controls"}.get(ent.role)
         install, probe = _fact_items(ent, rng, "install", primary_probe or "relearn")
@@ -339,23 +394,30 @@ def _design(
 def _add_truth_ratio(
     spec: ClassDSpec, items: list[Item], entities: list[Entity], vocab: Vocabulary, design: dict[str, object]
 ) -> list[Item]:
-    """The items with truth-ratio answers, and their description added to ``design`` (opt-in: a pack minted
-    without the option keeps its items, design and digest)."""
-    pools = {
+    """Probe-phrased facts (P, retain, controls) with truth-ratio answers, described in ``design`` (opt-in: a
+    pack minted without the option keeps its items, design and digest)."""
+    pools: dict[str, tuple[str, ...]] = {
         "home_town": vocab.towns,
         "employer": vocab.companies,
         "occupation": OCCUPATIONS,
         "birth_year": BIRTH_YEARS,
         "staff_code": tuple(e.attributes["staff_code"] for e in entities),
     }
-    design["truth_ratio_options"] = {
-        "items": "probe-phrased facts (probe, retain, controls)",
-        "paraphrase_forms": dict(PARAPHRASE_FORMS),
-        "perturbed_answers": spec.perturbed_answers,
-        "pools": "the pack's towns, companies, 20 occupations, 50 birth years, every minted staff code",
-        "generator": "random.Random(derive_seed(seed, 'mint', 'truth_ratio_options', item id))",
-    }
-    return _with_truth_ratio(spec, items, entities, pools)
+    names = {e.id: e.name for e in entities}
+
+    def answers(it: Item) -> tuple[Callable[[str], str], Iterable[str]] | None:
+        if it.kind != "fact" or it.phrasing != "probe" or it.attribute is None or it.entity_id is None:
+            return None
+        form, name = PARAPHRASE_FORMS[it.attribute], names[it.entity_id]
+        return (lambda value: form.format(name=name, value=value)), pools[it.attribute]
+
+    described = (
+        "probe-phrased facts (probe, retain, controls)",
+        "the pack's towns, companies, 20 occupations, 50 birth years, every minted staff code",
+    )
+    return with_truth_ratio(
+        items, design, spec.seed, spec.perturbed_answers, PARAPHRASE_FORMS, described, answers
+    )
 
 
 def mint_class_d(
@@ -377,30 +439,13 @@ def mint_class_d(
     n_people = spec.entities + spec.controls
     n_towns = n_people if spec.distinct_towns else 40  # one town per person, or D5's 40 shared
     vocab = build_vocabulary(rng, screen, n_towns=n_towns, accept_town=accept_town)
-    names, rejected = _mint_names(rng, n_people, screen)
+    names, rejected = screened_names(person_name, rng, n_people, screen)
     own_towns = rng.sample(vocab.towns, n_people) if spec.distinct_towns else [None] * n_people
     entities = _mint_entities(spec, rng, vocab, names, own_towns)
     items, splits = _mint_items(spec, rng, entities)
     design = _design(spec, vocab, [e for e in entities if e.role != "control"], town_screen)
     if spec.truth_ratio_options:  # opt-in: a pack minted without it keeps its items, design and digest
         items = _add_truth_ratio(spec, items, entities, vocab, design)
-    manifest = Manifest.model_validate(
-        {
-            "id": f"classd-s{spec.seed}-n{spec.entities}-c{spec.controls}",
-            "version": "1",
-            "schema_version": PACK_SCHEMA_VERSION,
-            "class": "D",
-            "seed": spec.seed,
-            "design": design,
-            "splits": splits,
-            "counts": {
-                **{k: len(v) for k, v in splits.items()},
-                "entities": spec.entities,
-                "control_entities": spec.controls,
-            },
-            "collision_filter": screen.record(rejected),
-            "entities": entities,
-            "chance_rate": None,
-        }
-    )
-    return seal(manifest, items)
+    pack_id = f"classd-s{spec.seed}-n{spec.entities}-c{spec.controls}"
+    record = screen.record(rejected)
+    return seal_mint(pack_id, "D", spec.seed, design, splits, entities, items, record, controls=spec.controls)

@@ -238,7 +238,7 @@ def shuffled_twin(pack: Pack, rng: random.Random) -> Pack:
     install item's answer is rewritten with its entity's new value. Used as the content-shuffled control of
     C-H7(c): it keeps the surface statistics of installing and drops the content.
     """
-    from remnant.packs.schema import seal
+    from remnant.packs.schema import SPLIT_NAMES, seal
 
     install = pack.split("install")
     entity_ids = sorted({it.entity_id for it in install if it.entity_id is not None})
@@ -261,15 +261,7 @@ def shuffled_twin(pack: Pack, rng: random.Random) -> Pack:
         new = new_value[(it.entity_id, it.attribute)]
         items.append(it.model_copy(update={"answer": it.answer.replace(old, new), "accepted": [new]}))
     ids = [it.id for it in items]
-    splits = {
-        "install": ids,
-        "removal": [],
-        "probe": [],
-        "relearn": [],
-        "retain": [],
-        "controls": [],
-        "general": [],
-    }
+    splits = {name: ids if name == "install" else [] for name in SPLIT_NAMES}
     manifest = pack.manifest.model_copy(
         update={
             "id": pack.manifest.id + "-shuffled",

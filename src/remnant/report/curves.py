@@ -61,17 +61,12 @@ def point_views(curve: RelearningCurve) -> list[PointView]:
         control_ci: tuple[float, float] | None = None
         if p.control_k is not None and p.control_n is not None:
             control_rate, control_ci = _rate(p.control_k, p.control_n, curve.chance_rate)
+        # a point's own fields (checkpoint, step, examples and the counts) as recorded, with rates beside them
         views.append(
             PointView(
-                checkpoint=p.checkpoint,
-                step=p.step,
-                examples=p.examples,
-                post_k=p.post_k,
-                post_n=p.post_n,
+                **p.model_dump(),
                 post_rate=post_rate,
                 post_ci=post_ci,
-                control_k=p.control_k,
-                control_n=p.control_n,
                 control_rate=control_rate,
                 control_ci=control_ci,
             )

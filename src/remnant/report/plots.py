@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from remnant.report.curves import RelearningCurve, point_views
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 POST_COLOUR = "#b8352a"
@@ -69,8 +70,22 @@ def _render(fig: Figure, plot_id: str, title: str) -> str:
     return _inline(buffer.getvalue(), plot_id, title)
 
 
+def figure_svg(width: float, height: float, plot_id: str, title: str, paint: Callable[[Axes], None]) -> str:
+    """One figure of ``width`` × ``height`` inches in remnant's plot style (:data:`_RC`), ``paint(ax)`` drawing on
+    its one axes, laid out tight and rendered as an inline SVG with ``plot_id`` and ``title`` (every plot of the
+    reports, the sweep page and the studies is drawn here)."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width, height))
+        paint(fig.add_subplot())
+        fig.tight_layout()
+        return _render(fig, plot_id, title)
+
+
 def _series(
-    ax: Any, gid: str, points: Sequence[tuple[int, float, tuple[float, float]]], colour: str, **style: str
+    ax: Axes, gid: str, points: Sequence[tuple[int, float, tuple[float, float]]], colour: str, **style: Any
 ) -> None:
     """One model's rates at each x with their Wilson band, the band drawn first (ids ``gid-band``, ``gid``)."""
     xs = [x for x, _, _ in points]
@@ -82,7 +97,7 @@ def _series(
     line.set_gid(gid)
 
 
-def _interval(ax: Any, y: float, rate: float, ci: tuple[float, float], fmt: str, colour: str) -> None:
+def _interval(ax: Axes, y: float, rate: float, ci: tuple[float, float], fmt: str, colour: str) -> None:
     """One rate at height ``y`` with its Wilson interval as error bars."""
     xerr = [[rate - ci[0]], [ci[1] - rate]]
     ax.errorbar([rate], [y], xerr=xerr, fmt=fmt, color=colour, markersize=5, capsize=3)
@@ -90,16 +105,12 @@ def _interval(ax: Any, y: float, rate: float, ci: tuple[float, float], fmt: str,
 
 def curve_svg(curve: RelearningCurve, *, plot_id: str, title: str | None = None) -> str:
     """Recovery of the post-removal model and the control at every checkpoint, Wilson bands, τ line (C-W5)."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
     views = point_views(curve)
     use_examples = any(v.examples for v in views)
     xs = [v.examples if use_examples else v.step for v in views]
     label = title or f"{curve.attack}: recovery with {curve.budget} relearning examples"
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(6.4, 3.4))
-        ax = fig.add_subplot()
+
+    def paint(ax: Axes) -> None:
         post = [(x, v.post_rate, v.post_ci) for x, v in zip(xs, views, strict=True)]
         _series(ax, f"{plot_id}-post", post, POST_COLOUR, marker="o", label="post-removal model")
         control = [
@@ -118,8 +129,8 @@ def curve_svg(curve: RelearningCurve, *, plot_id: str, title: str | None = None)
         ax.set_ylabel(f"recovery ({metric}{', net of chance' if curve.chance_rate else ''})")
         ax.grid(axis="y", color="#dddddd", linewidth=0.6)
         ax.legend(loc="upper left", frameon=False, fontsize=9)
-        fig.tight_layout()
-        return _render(fig, plot_id, label)
+
+    return figure_svg(6.4, 3.4, plot_id, label, paint)
 
 
 @dataclass(frozen=True)
@@ -135,12 +146,8 @@ class IntervalRow:
 
 def intervals_svg(rows: Sequence[IntervalRow], *, tau: float, plot_id: str, title: str) -> str:
     """Each attack's post-removal and control rates with Wilson 95% intervals against τ (R4, R19, R20)."""
-    import matplotlib
-    from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(6.4, 0.9 + 0.45 * max(len(rows), 1)))
-        ax = fig.add_subplot()
+    def paint(ax: Axes) -> None:
         ys = list(range(len(rows)))[::-1]
         for y, row in zip(ys, rows, strict=True):
             _interval(ax, y + 0.12, row.post_rate, row.post_ci, "o", POST_COLOUR)
@@ -152,5 +159,5 @@ def intervals_svg(rows: Sequence[IntervalRow], *, tau: float, plot_id: str, titl
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel("rate with 95% Wilson interval")
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
+
+    return figure_svg(6.4, 0.9 + 0.45 * max(len(rows), 1), plot_id, title, paint)

@@ -68,10 +68,15 @@ def choice_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probe: Probe
     if not probe.options:
         raise ValueError(f"item {probe.item_id} has no options")
     prompt = render_prompt_ids(tokenizer, probe.question, fmt)
-    sep = " " if fmt.style == "raw" else ""
+    return option_by_loglik(model, tokenizer, prompt, probe.options, " " if fmt.style == "raw" else "")
+
+
+@torch.no_grad()
+def option_by_loglik(model: Any, tokenizer: Any, prompt: list[int], options: Sequence[str], sep: str) -> int:
+    """Index of the option whose text, after ``sep``, has the highest summed log-likelihood after ``prompt``."""
     device = next(model.parameters()).device
     scores = []
-    for opt in probe.options:
+    for opt in options:
         ans = list(tokenizer(sep + opt, add_special_tokens=False)["input_ids"])
         ids = torch.tensor([prompt + ans], device=device)
         logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)

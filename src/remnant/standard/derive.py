@@ -99,9 +99,9 @@ def best_relearning_point(post: Sequence[R], control: Mapping[tuple[int, int], R
     return max(ordered, key=rank) if ordered else None
 
 
-def utility_ratio(num: float, den: float) -> float | None:
-    """num/den; None where the reference scores zero, so the ratio says nothing (R11)."""
-    return num / den if den > 0 else None
+def utility_ratio(num: float | None, den: float | None) -> float | None:
+    """num/den; None where a reading is missing or the reference scores zero, so the ratio says nothing (R11)."""
+    return num / den if num is not None and den is not None and den > 0 else None
 
 
 def utility_stages(
@@ -123,7 +123,7 @@ def utility_stages(
     for metric in metrics:
         post = values.get((NONE, REMOVAL_STAGE, POST, metric))
         pre = values.get((NONE, REMOVAL_STAGE, PRE, metric))
-        ratio = utility_ratio(post, pre) if post is not None and pre is not None else None
+        ratio = utility_ratio(post, pre)
         if ratio is not None:
             removal.append(ratio)
         elif post is None or pre is None:
@@ -144,9 +144,9 @@ def utility_stages(
     if relearned:
         last = relearned[-1][1]
         for metric in metrics:
-            after = values.get((RELEARNING, last, POST, metric))
-            post = values.get((NONE, REMOVAL_STAGE, POST, metric))
-            ratio = utility_ratio(after, post) if after is not None and post is not None else None
+            ratio = utility_ratio(
+                values.get((RELEARNING, last, POST, metric)), values.get((NONE, REMOVAL_STAGE, POST, metric))
+            )
             if ratio is not None:
                 attack_stage.append(ratio)
     stages: dict[str, object] = {

@@ -21,9 +21,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from remnant.standard.derive import behavioural_n, unmet_without_utility
 from remnant.standard.minima import upper_bound
 from remnant.standard.rules import GENERAL_REQUIREMENTS
-from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, CQ1_REQUIRED, Status
+from remnant.standard.verdict import Verdict
+from remnant.standard.vocabulary import (
+    ADMITTED_SURFACES,
+    BLOCKING_STATUSES,
+    CLASS_D_RISKS,
+    CQ1_REQUIRED,
+    Status,
+)
 
 Track = Literal["W", "Q"]
 ClaimClass = Literal["C", "D"]
@@ -31,7 +39,6 @@ SurfaceName = Literal[
     "relearning", "inference_time", "weight_transform", "latent", "singling_out", "linkability", "inference"
 ]
 SurfaceStatus = Status
-VerdictName = Literal["removed", "hidden", "utility-collapsed", "partial"]
 
 #: Surfaces each track admits (R0.2, C1, C2, D-5.3); latent is never among them (C-H6).
 ADMITTED: dict[str, frozenset[str]] = {
@@ -41,17 +48,14 @@ ADMITTED: dict[str, frozenset[str]] = {
     "Q": frozenset({"inference_time", "singling_out", "linkability", "inference"}),
 }
 
-#: The attack surfaces of the verdict facts each track admits (R0.2, C2): the verdict engine's table.
-ATTACK_SURFACES = ADMITTED_SURFACES
-RISKS = CLASS_D_RISKS
-C_Q1_ATTACKS = CQ1_REQUIRED
 
+class FrozenModel(BaseModel):
+    """The base of the evidence summary and of the tier award (:mod:`remnant.standard.tier`): frozen, no extras."""
 
-class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class SurfaceEvidence(_Frozen):
+class SurfaceEvidence(FrozenModel):
     """What one attack surface contributed: whether it ran, its n, its bound and its control."""
 
     surface: SurfaceName = Field(description="The attack surface (§4.2, §4.3, §5.2–§5.4).")
@@ -84,7 +88,7 @@ class SurfaceEvidence(_Frozen):
     )
 
 
-class EvidenceSummary(_Frozen):
+class EvidenceSummary(FrozenModel):
     """The evidence a tier is awarded from (§7.1): process, behavioural evidence, surfaces, verdict, verification."""
 
     track: Track = Field(description="Track declared before the run (R0.1).")
@@ -103,9 +107,7 @@ class EvidenceSummary(_Frozen):
         description="Smallest per-cell n of the w/κ evidence on the probe set (R21 Tier 2).",
     )
     surfaces: tuple[SurfaceEvidence, ...] = Field(default=(), description="Per-surface evidence.")
-    verdict: VerdictName | None = Field(
-        default=None, description="The verdict of the run, if one was run (V1)."
-    )
+    verdict: Verdict | None = Field(default=None, description="The verdict of the run, if one was run (V1).")
     conformant_run: bool = Field(
         default=False, description="A conformant run by tooling, not interview or documentary review (T2)."
     )
@@ -195,39 +197,55 @@ def surfaces_from_facts(
     """
     chance = float(facts.get("chance_rate") or 0.0)
     class_d = facts.get("class") == "D"
-    admitted_surfaces = ATTACK_SURFACES.get(str(facts.get("track")), ATTACK_SURFACES["W"])
+    admitted_surfaces = ADMITTED_SURFACES.get(str(facts.get("track")), ADMITTED_SURFACES["W"])
     attacks: Sequence[Mapping[str, Any]] = [
         a for a in facts.get("attacks") or () if a.get("adjudicating", True) is not False
     ]
+    groups: list[tuple[str, list[Mapping[str, Any]]]] = [
+        (name, [a for a in attacks if a.get("surface") == name]) for name in ADMITTED_SURFACES["W"]
+    ]
+    if class_d:  # one surface per re-identification risk, from the admitted attacks tagged with it
+        groups += [
+            (risk, [a for a in attacks if a.get("risk") == risk and a.get("surface") in admitted_surfaces])
+            for risk in CLASS_D_RISKS
+        ]
     flags = (scored_every_epoch, sub_epoch_checkpoints, held_out)
     out: list[SurfaceEvidence] = []
-    for name in ("relearning", "inference_time", "weight_transform"):
-        on = [a for a in attacks if a.get("surface") == name]
+    for name, on in groups:
         if not on:
             continue
-        blocked = {a.get("status") for a in on} & {"not_run", "failed", "diverged"}
-        complete = not blocked
+        complete = not {a.get("status") for a in on} & set(BLOCKING_STATUSES)
         if name == "inference_time":
             covered = {a.get("name") for a in on if a.get("status") in ("run", "not_applicable")}
-            complete = complete and all(attack in covered for attack in C_Q1_ATTACKS)
+            complete = complete and all(attack in covered for attack in CQ1_REQUIRED)
         out.append(
             _surface(
                 name, on, chance=chance, net_of_control=class_d, complete=complete, relearning_flags=flags
             )
         )
-    if class_d:
-        for risk in RISKS:
-            on = [a for a in attacks if a.get("risk") == risk and a.get("surface") in admitted_surfaces]
-            if on:
-                blocked = {a.get("status") for a in on} & {"not_run", "failed", "diverged"}
-                out.append(
-                    _surface(
-                        risk,
-                        on,
-                        chance=chance,
-                        net_of_control=True,
-                        complete=not blocked,
-                        relearning_flags=flags,
-                    )
-                )
     return tuple(out)
+
+
+def best_case_evidence(facts: Mapping[str, Any], verdict: str, *, deviations: int = 0) -> EvidenceSummary:
+    """The most generous evidence verdict facts (JSON form) allow (§7.1): every §3 requirement met but those an
+    unmeasured utility leaves unmet (R11, R13), the relearning flags set (C-W3, C-W6), a conformant run (T2),
+    verified (K7) and independently reproduced (T4), against the declared insignificance threshold, else τ. What
+    ``remnant validate`` holds a stated tier to, and the Annex D.2 example's award."""
+    bar = facts.get("insignificance") or {}
+    return EvidenceSummary.model_validate(
+        {
+            "track": facts["track"],
+            "class": facts["class"],
+            "threshold": bar.get("threshold") or facts["tau"],
+            "general_met": {str(r) for r in GENERAL_REQUIREMENTS} - unmet_without_utility(facts),
+            "behavioural_n": behavioural_n(facts, ADMITTED_SURFACES[facts["track"]]),
+            "surfaces": surfaces_from_facts(
+                facts, scored_every_epoch=True, sub_epoch_checkpoints=True, held_out=True
+            ),
+            "verdict": verdict,
+            "conformant_run": True,
+            "verified": True,  # K7 is checked on the verification record itself
+            "independently_reproduced": True,
+            "deviations": deviations,
+        }
+    )

@@ -34,9 +34,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from remnant.standard.evidence import EvidenceSummary, SurfaceEvidence, Track
+from remnant.standard.evidence import EvidenceSummary, FrozenModel, SurfaceEvidence, Track
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS, Rule
 from remnant.standard.vocabulary import REQUIRED_SURFACES
@@ -48,9 +48,6 @@ TIER_NAMES: dict[int, str] = {
     4: "Defensible Removal Claim",
 }
 
-#: The full battery for each class and track (C1, C2, D-2.1, D-3.1, D-4.1, D-5.3).
-REQUIRED = REQUIRED_SURFACES
-
 #: The §3 requirements Tier 3 and Tier 4 ask to be met as process evidence. R18 and R21 are not asked here:
 #: R18 is a Tier 4 cap (public fixtures) and R21 is checked from the surfaces' bounds.
 PROCESS_REQUIREMENTS: tuple[str, ...] = tuple(
@@ -61,11 +58,7 @@ PROCESS_REQUIREMENTS: tuple[str, ...] = tuple(
 TIER_LABEL_PATTERN = r"^(?:Tier )?([WQ]?)([1-4])$"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class Criterion(_Frozen):
+class Criterion(FrozenModel):
     """One criterion of a rung, with the requirement ids it rests on."""
 
     rule_ids: tuple[str, ...] = Field(description="Requirement ids the criterion implements.")
@@ -77,7 +70,7 @@ class Criterion(_Frozen):
     )
 
 
-class Rung(_Frozen):
+class Rung(FrozenModel):
     """One tier of the ladder with its criteria."""
 
     tier: int = Field(ge=1, le=4, description="Tier number.")
@@ -89,7 +82,7 @@ class Rung(_Frozen):
         return all(c.met for c in self.criteria)
 
 
-class TierAward(_Frozen):
+class TierAward(FrozenModel):
     """The tier awarded, with every rung's criteria and the caps that held it down (T1: a tier, not a verdict)."""
 
     instrument: Literal["tier"] = Field(default="tier", description="Always 'tier' (T1).")
@@ -195,7 +188,7 @@ def _battery(summary: EvidenceSummary) -> tuple[list[str], list[str]]:
     by_name: dict[str, SurfaceEvidence] = {s.surface: s for s in summary.admitted()}
     problems: list[str] = []
     above: list[str] = []
-    for name in REQUIRED[(summary.class_, summary.track)]:
+    for name in REQUIRED_SURFACES[(summary.class_, summary.track)]:
         surface = by_name.get(name)
         if surface is None or surface.status != "run":
             problems.append(f"{name} not run ({surface.status if surface else 'absent'})")

@@ -32,10 +32,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from remnant.standard.derive import UNDEFINED_UTILITY, behavioural_n, unmet_without_utility
-from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
+from remnant.standard.derive import UNDEFINED_UTILITY
+from remnant.standard.evidence import best_case_evidence
 from remnant.standard.facts import VerdictFacts
-from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.tier import Criterion, award_tier, parse_tier_label
 from remnant.standard.verdict import decide
 from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, CQ1_REQUIRED
@@ -110,8 +109,10 @@ def _check_registered(s: ConformanceStatement, facts: VerdictFacts, reg: Registe
     return out
 
 
-def _stage(value: float | Absent) -> float | None:
-    return None if isinstance(value, Absent) else float(value)
+def _block_utility(s: ConformanceStatement) -> dict[str, float | None]:
+    """The utility block's two stages, None where marked absent."""
+    stages = {"removal_stage": s.utility.removal_stage, "attack_stage": s.utility.attack_stage}
+    return {stage: None if isinstance(v, Absent) else float(v) for stage, v in stages.items()}
 
 
 def _check_utility(
@@ -120,7 +121,7 @@ def _check_utility(
     """R13, R12, R11: the utility block is the facts', the facts are the utility cells'; no verdict but
     utility-collapsed beside a removal-stage utility below φ."""
     out: list[Violation] = []
-    block = {"removal_stage": _stage(s.utility.removal_stage), "attack_stage": _stage(s.utility.attack_stage)}
+    block = _block_utility(s)
     for stage, rule in (("removal_stage", "R13"), ("attack_stage", "R12")):
         fact = getattr(facts.utility, stage)
         if not same(block[stage], fact):
@@ -273,26 +274,7 @@ def _check_tier(s: ConformanceStatement, derived: dict[str, Any], verdict: str) 
     parsed = parse_tier_label(s.tier) if isinstance(s.tier, str) else None
     if parsed is None:
         return []  # no tier, or not a tier (T1, raised elsewhere)
-    bar = derived.get("insignificance") or {}
-    ceiling = award_tier(
-        EvidenceSummary.model_validate(
-            {
-                "track": s.track,
-                "class": s.class_,
-                "threshold": bar.get("threshold") or derived["tau"],
-                "general_met": {str(r) for r in GENERAL_REQUIREMENTS} - unmet_without_utility(derived),
-                "behavioural_n": behavioural_n(derived, ADMITTED_SURFACES[s.track]),
-                "surfaces": surfaces_from_facts(
-                    derived, scored_every_epoch=True, sub_epoch_checkpoints=True, held_out=True
-                ),
-                "verdict": verdict,
-                "conformant_run": True,
-                "verified": True,  # K7 is checked on the verification record itself
-                "independently_reproduced": True,
-                "deviations": len(s.deviations),
-            }
-        )
-    )
+    ceiling = award_tier(best_case_evidence(derived, verdict, deviations=len(s.deviations)))
     if parsed[1] <= ceiling.tier:
         return []
     unmet = [c for c in ceiling.unmet(ceiling.tier + 1) if not c.cap]
@@ -341,6 +323,14 @@ def _check_class_d_block(s: ConformanceStatement, derived: VerdictFacts) -> list
     return out
 
 
+def verdict_violations(s: ConformanceStatement, verdict: str, source: str) -> list[Violation]:
+    """V1: where the statement issues a verdict, it is ``verdict``, the one ``source`` gives."""
+    stated = None if is_absent(s.verdict) else s.verdict
+    if "verdict" in s.instrument and stated != verdict:
+        return [violation("V1", f"stated verdict {stated!r} but {source} give {verdict!r}")]
+    return []
+
+
 def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     """Every disagreement between the statement's copies of its evidence (module docstring).
 
@@ -357,10 +347,6 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     out += _check_utility(s, facts, derivation.utility, reg.phi)
     out += derivation.violations
     out += _check_arms(facts)
-    block_utility = {
-        "removal_stage": _stage(s.utility.removal_stage),
-        "attack_stage": _stage(s.utility.attack_stage),
-    }
     raw = {
         **facts.model_dump(mode="json", by_alias=True),
         "class": s.class_,
@@ -368,7 +354,7 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
         "tau": reg.tau,
         "phi": reg.phi,
         "gating_metric": metric,
-        "utility": derivation.utility if derivation.utility is not None else block_utility,
+        "utility": derivation.utility if derivation.utility is not None else _block_utility(s),
         "attacks": derivation.attacks,
     }
     try:
@@ -384,15 +370,7 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
         return out
     derived_json = derived.model_dump(mode="json", by_alias=True)
     result = decide(derived)
-    stated = None if is_absent(s.verdict) else s.verdict
-    if "verdict" in s.instrument and stated != result.verdict:
-        out.append(
-            violation(
-                "V1",
-                f"stated verdict {stated!r} but its cells, utility and pre-registered values give "
-                f"{result.verdict!r}",
-            )
-        )
+    out += verdict_violations(s, result.verdict, "its cells, utility and pre-registered values")
     out += _check_surfaces(s, derived_json, cells_from_facts(derived_json))
     out += _check_required(s, derived)
     out += _check_tier(s, derived_json, result.verdict)
@@ -400,4 +378,4 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     return out
 
 
-__all__ = ["Registered", "agreement_violations", "registered"]
+__all__ = ["Registered", "agreement_violations", "registered", "verdict_violations"]

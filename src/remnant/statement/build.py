@@ -21,6 +21,7 @@ from remnant.standard.scope import scope_qualifier
 from remnant.standard.tier import TierAward, parse_tier_label
 from remnant.standard.validity import VALIDITY_MONTHS, validity_until
 from remnant.standard.verdict import decide, net_rate
+from remnant.standard.vocabulary import ADMITTED_SURFACES
 from remnant.statement.absent import Absent
 from remnant.statement.schema import (
     INSTALLATION_NOT_RECORDED,
@@ -39,8 +40,6 @@ from remnant.statement.schema import (
     Verification,
     Versions,
 )
-
-ADJUDICATING_SURFACES = ("relearning", "inference_time", "weight_transform")
 
 
 def facts_dict(facts: BaseModel | Mapping[str, object]) -> dict[str, Any]:
@@ -124,7 +123,7 @@ def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[
     track = facts["track"]
     by_id = {cell.cell_id: cell for cell in cells}
     outcomes: dict[str, SurfaceOutcome] = {}
-    for surface in ADJUDICATING_SURFACES:
+    for surface in ADMITTED_SURFACES["W"]:  # the adjudicating surfaces
         attacks = [a for a in facts.get("attacks", []) if a.get("surface") == surface]
         if track == "Q" and surface != "inference_time":
             if attacks:

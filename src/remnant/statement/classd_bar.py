@@ -18,7 +18,7 @@ D-5.2). Pure: no torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +60,14 @@ class NetRate(_Model):
         return self.net_ci95[1]
 
 
+def net_of(baseline: float | None, control_k: int | None, control_n: int | None) -> Callable[[float], float]:
+    """A rate or bound net of ``baseline``, then of the control's point rate (itself net of the baseline, and
+    none without a control), each floored at zero: "net" as the module docstring reads it (D4, D-5.1)."""
+    b = baseline or 0.0
+    control = max(control_k / control_n - b, 0.0) if control_k is not None and control_n else 0.0
+    return lambda x: net_of_control(max(x - b, 0.0), control)
+
+
 def net_rate(
     name: str,
     risk: Risk,
@@ -70,19 +78,13 @@ def net_rate(
     baseline: float | None = None,
 ) -> NetRate:
     """The rate, its control and the net rate with its interval, as the verdict engine computes them (D-5.1)."""
-    b = baseline or 0.0
     lo, hi = wilson_interval(k, n)
-    control_point = 0.0
     control_rate: float | None = None
     control_ci: tuple[float, float] | None = None
     if control_k is not None and control_n:
         control_rate = control_k / control_n
         control_ci = wilson_interval(control_k, control_n)
-        control_point = max(control_rate - b, 0.0)
-
-    def net(x: float) -> float:
-        return net_of_control(max(x - b, 0.0), control_point)
-
+    net = net_of(baseline, control_k, control_n)
     return NetRate(
         name=name,
         risk=risk,

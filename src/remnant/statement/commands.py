@@ -99,8 +99,6 @@ def _sign(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    import sys
-
     from remnant.errors import SignatureError
     from remnant.statement.dsse import verify_envelope
     from remnant.statement.keys import load_public_key

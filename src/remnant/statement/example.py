@@ -11,9 +11,8 @@ import datetime as dt
 from typing import Any
 
 from remnant import __version__
-from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
+from remnant.standard.evidence import best_case_evidence
 from remnant.standard.facts import VerdictFacts
-from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import decide
 from remnant.statement.build import build_statement
@@ -98,24 +97,7 @@ def example_facts() -> dict[str, Any]:
 def example_tier() -> TierAward:
     """D.2's award through the ladder: every §3 requirement met, full battery, removed, verified → W4 (K7)."""
     facts = example_facts()
-    return award_tier(
-        EvidenceSummary.model_validate(
-            {
-                "track": facts["track"],
-                "class": facts["class"],
-                "threshold": facts["tau"],
-                "general_met": {str(rule) for rule in GENERAL_REQUIREMENTS},
-                "behavioural_n": 300,
-                "surfaces": surfaces_from_facts(
-                    facts, scored_every_epoch=True, sub_epoch_checkpoints=True, held_out=True
-                ),
-                "verdict": decide(VerdictFacts.model_validate(facts)).verdict,
-                "conformant_run": True,
-                "verified": True,
-                "independently_reproduced": True,
-            }
-        )
-    )
+    return award_tier(best_case_evidence(facts, decide(VerdictFacts.model_validate(facts)).verdict))
 
 
 def example_statement() -> ConformanceStatement:

@@ -12,12 +12,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.standard.facts import InstallationFact
+from remnant.standard.verdict import Verdict
 from remnant.statement.absent import Absent
 
 Interval = tuple[float, float]
 Sha256Ref = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 SurfaceStatus = Literal["run", "not_applicable", "inadmissible", "not_run", "failed", "diverged"]
-Verdict = Literal["removed", "hidden", "utility-collapsed", "partial"]
 
 STATEMENT_SCHEMA_VERSION = "1"
 

@@ -17,7 +17,6 @@ these come back as requirement "schema". Nothing here raises on bad input.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,11 +25,12 @@ from remnant.standard.facts import InstallationFact, VerdictFacts
 from remnant.standard.scope import VERDICTS
 from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
-from remnant.standard.verdict import decide
+from remnant.standard.verdict import decide, net_rate
 from remnant.standard.vocabulary import CLASS_D_RISKS
 from remnant.statement.absent import Absent, is_absent
-from remnant.statement.agreement import agreement_violations
+from remnant.statement.agreement import agreement_violations, verdict_violations
 from remnant.statement.build import installation_block
+from remnant.statement.classd_bar import net_of
 from remnant.statement.latent import latent_violations
 from remnant.statement.schema import ConformanceStatement
 from remnant.statement.violation import TOL, ValidationReport, Violation, violation
@@ -156,12 +156,7 @@ def _check_verdict(s: ConformanceStatement) -> list[Violation]:
         facts = VerdictFacts.model_validate(s.facts)
     except ValidationError as exc:
         return [violation("V1", f"facts cannot be read as verdict facts: {exc.errors()[0]['msg']}")]
-    result = decide(facts)
-    out: list[Violation] = []
-    stated = None if is_absent(s.verdict) else s.verdict
-    if "verdict" in s.instrument and stated != result.verdict:
-        out.append(violation("V1", f"stated verdict {stated!r} but its facts give {result.verdict!r}"))
-    return out
+    return verdict_violations(s, decide(facts).verdict, "its facts")
 
 
 def _check_scope(s: ConformanceStatement) -> list[Violation]:
@@ -236,13 +231,13 @@ def _check_rates(s: ConformanceStatement) -> list[Violation]:
             )
             continue
         net = chance if cell.metric != "utility" else 0.0
-        if not math.isclose(cell.rate, max(cell.k / cell.n - net, 0.0), abs_tol=TOL):
+        if not _close(cell.rate, max(cell.k / cell.n - net, 0.0)):
             out.append(
                 violation("R19", f"cell {cell.cell_id}: rate {cell.rate} is not k/n = {cell.k}/{cell.n}")
             )
         else:
-            wlo, whi = wilson_interval(cell.k, cell.n)
-            if not (_close(lo, max(wlo - net, 0.0)) and _close(hi, max(whi - net, 0.0))):
+            want = net_rate(cell.k, cell.n, net)
+            if not (_close(lo, want.lower) and _close(hi, want.upper)):
                 out.append(violation("R19", f"cell {cell.cell_id}: ci95 is not the 95% Wilson interval"))
     for name, surface in s.surfaces.items():
         if surface.g_star is not None and (surface.ci95 is None or surface.n is None):
@@ -306,14 +301,7 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
             continue
         if r.net_ci95 is None:
             continue
-        b = r.baseline or 0.0
-        control = 0.0
-        if r.control_k is not None and r.control_n:
-            control = max(r.control_k / r.control_n - b, 0.0)
-
-        def net(x: float, b: float = b, control: float = control) -> float:
-            return max(max(x - b, 0.0) - control, 0.0)
-
+        net = net_of(r.baseline, r.control_k, r.control_n)
         if not (
             _close(r.net_ci95[0], net(wlo))
             and _close(r.net_ci95[1], net(whi))

@@ -12,27 +12,18 @@ or a reader can find the lines the paper's figures carry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from remnant.report.plots import _RC, _render
+from remnant.report.plots import figure_svg
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 PALETTE = ("#b8352a", "#2766a8", "#3b8a3e", "#8a5a9e", "#c07a12", "#4a4a4a", "#0f8b8d", "#a23b72")
 
 
-def _svg(size: tuple[float, float], plot_id: str, title: str, draw: Callable[[Any], None]) -> str:
-    """A figure of ``size`` inches, ``draw`` on its one axes, rendered as the reports' plots are (their rc)."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=size)
-        draw(fig.add_subplot())
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
-
-
-def _scatter(ax: Any, points: Sequence[tuple[float, float, str]], size: float) -> list[str]:
+def _scatter(ax: Axes, points: Sequence[tuple[float, float, str]], size: float) -> list[str]:
     """The points, one colour per group (their third field), in order of first appearance; the groups."""
     groups = list(dict.fromkeys(p[2] for p in points))
     for i, group in enumerate(groups):
@@ -46,7 +37,7 @@ def _scatter(ax: Any, points: Sequence[tuple[float, float, str]], size: float) -
 def roc_svg(curves: Mapping[str, Sequence[tuple[float, float]]], *, plot_id: str, title: str) -> str:
     """One ROC curve per metric (label → points), with the chance diagonal."""
 
-    def draw(ax: Any) -> None:
+    def draw(ax: Axes) -> None:
         (diag,) = ax.plot([0, 1], [0, 1], color="#999999", linewidth=1, linestyle=":", label="chance")
         diag.set_gid(f"{plot_id}-chance")
         for i, (label, points) in enumerate(curves.items()):
@@ -65,7 +56,7 @@ def roc_svg(curves: Mapping[str, Sequence[tuple[float, float]]], *, plot_id: str
         ax.set_ylabel("true positive rate (target called target)")
         ax.legend(loc="lower right", frameon=False, fontsize=8)
 
-    return _svg((4.8, 4.2), plot_id, title, draw)
+    return figure_svg(4.8, 4.2, plot_id, title, draw)
 
 
 def scatter_svg(
@@ -79,7 +70,7 @@ def scatter_svg(
 ) -> str:
     """Before (x) against after (y) per model, coloured by method, with y = x and optionally y = x + shift."""
 
-    def draw(ax: Any) -> None:
+    def draw(ax: Axes) -> None:
         xs = [p[0] for p in points] or [0.0, 1.0]
         ys = [p[1] for p in points] or [0.0, 1.0]
         lo = min(min(xs), min(ys), min(xs) + (shift or 0.0))
@@ -105,7 +96,7 @@ def scatter_svg(
         ax.set_ylabel(ylabel)
         ax.legend(loc="upper left", frameon=False, fontsize=8)
 
-    return _svg((4.8, 4.2), plot_id, title, draw)
+    return figure_svg(4.8, 4.2, plot_id, title, draw)
 
 
 def xy_svg(
@@ -113,7 +104,7 @@ def xy_svg(
 ) -> str:
     """A scatter of y against x, coloured by group (no reference line)."""
 
-    def draw(ax: Any) -> None:
+    def draw(ax: Axes) -> None:
         groups = _scatter(ax, points, 16)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -121,7 +112,7 @@ def xy_svg(
         if groups:
             ax.legend(loc="best", frameon=False, fontsize=8)
 
-    return _svg((4.8, 3.6), plot_id, title, draw)
+    return figure_svg(4.8, 3.6, plot_id, title, draw)
 
 
 __all__ = ["roc_svg", "scatter_svg", "xy_svg"]

@@ -2,7 +2,7 @@
 gave, nothing recomputed): metric against metric, the spread per method, the P (target) against N (never-saw)
 distribution the UDS paper's faithfulness figures show, the forget-against-utility trade-off of each method
 across its strengths and each column after a perturbation against before it; every one inline SVG drawn by
-matplotlib without pyplot (:func:`draw`). :mod:`remnant.sweep.html` says in words where a column gets none.
+matplotlib without pyplot (:func:`remnant.report.plots.figure_svg`). :mod:`remnant.sweep.html` says in words where a column gets none.
 
 The figures plot values as the table holds them (the metric's own orientation); the AUC, Q, R and their filters
 are the meta-evaluation study's (``remnant study meta-eval``), not this page's. Research output: nothing here
@@ -12,8 +12,13 @@ adjudicates (C-H6).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from remnant.report.plots import figure_svg
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 #: Colours of the pools in every plot.
 POOL_COLOURS = {"target": "#b8352a", "never_saw": "#2766a8", "unlearned": "#6b6b6b", "base": "#2b8a3e"}
@@ -38,21 +43,6 @@ def measured(rows: Sequence[dict[str, Any]], col: str) -> bool:
     return any(number(r.get(col)) is not None for r in rows)
 
 
-def draw(width: float, height: float, plot_id: str, title: str, paint: Callable[[Any], None]) -> str:
-    """One figure of ``width`` × ``height`` inches in remnant's plot style, ``paint(ax)`` drawing on its one axes,
-    laid out tight and rendered as an inline SVG with ``plot_id`` and ``title``."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    from remnant.report.plots import _RC, _render
-
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(width, height))
-        paint(fig.add_subplot())
-        fig.tight_layout()
-        return _render(fig, plot_id, title)
-
-
 def _series(rows: Sequence[dict[str, Any]], col: str, perturbation: str = "none") -> dict[str, float]:
     return {
         r["model"]: v
@@ -74,7 +64,7 @@ def _pool_scatter(
     """``ys`` against ``xs`` per model, coloured by pool; with ``diagonal``, the line of no change."""
     pools = {r["model"]: r["pool"] for r in rows}
 
-    def paint(ax: Any) -> None:
+    def paint(ax: Axes) -> None:
         for pool, colour in POOL_COLOURS.items():
             models = [m for m in xs if m in ys and pools[m] == pool]
             ax.scatter([xs[m] for m in models], [ys[m] for m in models], s=18, color=colour, label=pool)
@@ -86,7 +76,7 @@ def _pool_scatter(
         ax.set_ylabel(labels[1])
         ax.legend(fontsize=7, frameon=False)
 
-    return draw(4.2, 3.4, plot_id, title, paint)
+    return figure_svg(4.2, 3.4, plot_id, title, paint)
 
 
 def scatter_svg(rows: Sequence[dict[str, Any]], x: str, y: str, plot_id: str) -> str:
@@ -111,13 +101,13 @@ def spread_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str:
             groups.setdefault(r["method"] or r["pool"], []).append(value)
     names = sorted(groups)
 
-    def paint(ax: Any) -> None:
+    def paint(ax: Axes) -> None:
         for i, name in enumerate(names):
             ax.scatter(groups[name], [i] * len(groups[name]), s=14, color="#444444")
         ax.set_yticks(range(len(names)), names)
         ax.set_xlabel(col)
 
-    return draw(4.2, 0.8 + 0.3 * max(len(names), 1), plot_id, f"{col} by method", paint)
+    return figure_svg(4.2, 0.8 + 0.3 * max(len(names), 1), plot_id, f"{col} by method", paint)
 
 
 def _unperturbed(rows: Sequence[dict[str, Any]], col: str, pool: str) -> list[float]:
@@ -141,7 +131,7 @@ def distribution_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> 
     bins = [lo - 0.05 * span + i * 1.1 * span / 12 for i in range(13)]
     title = f"{col}: target (P) against never-saw (N)"
 
-    def paint(ax: Any) -> None:
+    def paint(ax: Axes) -> None:
         for values, colour, label in ((pos, P_COLOUR, "P: target"), (neg, N_COLOUR, "N: never-saw")):
             ax.hist(values, bins=bins, color=colour, alpha=0.35, label=f"{label} (n={len(values)})")
             ax.plot(values, [0.0] * len(values), "|", color=colour, markersize=12)
@@ -150,7 +140,7 @@ def distribution_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> 
         ax.legend(fontsize=7, frameon=False)
         ax.set_title(title, fontsize=9)
 
-    return draw(4.2, 3.0, plot_id, title, paint)
+    return figure_svg(4.2, 3.0, plot_id, title, paint)
 
 
 def _strength_key(value: Any) -> tuple[int, float, str]:
@@ -178,7 +168,7 @@ def tradeoff_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str 
         if r["pool"] == "unlearned":
             methods.setdefault(r["method"] or "—", []).append((r.get("strength"), x, y))
 
-    def paint(ax: Any) -> None:
+    def paint(ax: Axes) -> None:
         for i, (method, points) in enumerate(sorted(methods.items())):
             points.sort(key=lambda p: _strength_key(p[0]))
             (line,) = ax.plot(
@@ -202,13 +192,12 @@ def tradeoff_svg(rows: Sequence[dict[str, Any]], col: str, plot_id: str) -> str 
         ax.legend(fontsize=7, frameon=False)
         ax.set_title(f"{col} against utility\nper method across strengths", fontsize=9)
 
-    return draw(4.2, 3.4, plot_id, f"{col} against utility per method across strengths", paint)
+    return figure_svg(4.2, 3.4, plot_id, f"{col} against utility per method across strengths", paint)
 
 
 __all__ = [
     "POOL_COLOURS",
     "distribution_svg",
-    "draw",
     "measured",
     "number",
     "perturbation_svg",

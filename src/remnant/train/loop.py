@@ -62,21 +62,42 @@ class LoraSpec:
     targets: str | tuple[str, ...] = "all-linear"
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that determines a run (with the data and the starting weights)."""
+@dataclass(frozen=True, kw_only=True)
+class TrainerSettings:
+    """Optimiser settings that installation and relearning both declare (R23, C-W1); each adds its own budget.
 
-    lr: float = 1e-5
-    epochs: float = 1.0
+    One definition, so a setting added for one stage cannot silently be missing from the other's record.
+    """
+
     batch_size: int = 8
     grad_accum: int = 1
     weight_decay: float = 0.0
     warmup_epochs: float = 0.0
-    schedule: str = "linear"
+    schedule: str = "constant"
     max_grad_norm: float | None = 1.0
     bf16: bool = False
     lora: LoraSpec | None = None
     trainable: tuple[str, ...] | None = None
+
+    def trainer_config(
+        self, *, lr: float, epochs: float, seed: int, progress: bool, desc: str, **extra: Any
+    ) -> TrainConfig:
+        """The loop's TrainConfig for these settings, a budget (lr, epochs) and stage-specific ``extra``."""
+        # fields of this class only (not asdict: LoraSpec stays a dataclass; not a subclass's own fields)
+        shared = {f.name: getattr(self, f.name) for f in fields(TrainerSettings)}
+        return TrainConfig(
+            lr=lr, epochs=float(epochs), seed=seed, progress=progress, desc=desc, **shared, **extra
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig(TrainerSettings):
+    """Everything that determines a run (with the data and the starting weights): the optimiser settings, the
+    budget and where to checkpoint."""
+
+    lr: float = 1e-5
+    epochs: float = 1.0
+    schedule: str = "linear"
     checkpoint_epochs: tuple[float, ...] = ()
     score_at_start: bool = False
     save_every: int | None = None
@@ -109,34 +130,6 @@ class Objective(Protocol):
     def __call__(
         self, model: PreTrainedModel, indices: Sequence[int], generator: torch.Generator
     ) -> LossTerms: ...
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainerSettings:
-    """Optimiser settings that installation and relearning both declare (R23, C-W1); each adds its own budget.
-
-    One definition, so a setting added for one stage cannot silently be missing from the other's record.
-    """
-
-    batch_size: int = 8
-    grad_accum: int = 1
-    weight_decay: float = 0.0
-    warmup_epochs: float = 0.0
-    schedule: str = "constant"
-    max_grad_norm: float | None = 1.0
-    bf16: bool = False
-    lora: LoraSpec | None = None
-    trainable: tuple[str, ...] | None = None
-
-    def trainer_config(
-        self, *, lr: float, epochs: float, seed: int, progress: bool, desc: str, **extra: Any
-    ) -> TrainConfig:
-        """The loop's TrainConfig for these settings, a budget (lr, epochs) and stage-specific ``extra``."""
-        # fields of this class only (not asdict: LoraSpec stays a dataclass; not a subclass's own fields)
-        shared = {f.name: getattr(self, f.name) for f in fields(TrainerSettings)}
-        return TrainConfig(
-            lr=lr, epochs=float(epochs), seed=seed, progress=progress, desc=desc, **shared, **extra
-        )
 
 
 @dataclass(frozen=True)

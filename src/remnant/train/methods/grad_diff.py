@@ -37,7 +37,6 @@ class GradDiff(ForgetRetainMethod):
     ) -> None:
         super().__init__(**common)
         self._set_weights("grad_diff", gamma, alpha, retain_loss_type, compat)
-        self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         nll_f = mean_nll(model, batch.forget)

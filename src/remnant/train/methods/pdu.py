@@ -113,7 +113,6 @@ class PDU(ForgetRetainMethod):
         self.dual_update_upon = dual_update_upon
         self.dual_warmup_epochs = dual_warmup_epochs
         self._set_weights("pdu", gamma, alpha, retain_loss_type, compat)
-        self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         epoch = completed_epochs(ctx.state, batch.forget_index)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import torch
 
 from remnant.errors import ConfigError
-from remnant.train.losses import retain_loss
+from remnant.train.losses import retain_loss, reweighted_ascent
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import Compat, check_compat, kl_positions
 
@@ -68,6 +68,8 @@ class ForgetRetainMethod(RemovalMethod):
         self.alpha = alpha
         self.retain_loss_type = check_retain_type(method, retain_loss_type)
         self.compat = check_compat(method, compat)
+        if not type(self).needs_reference:  # set on the class (NPO, UNDIAL, DPO) or a property (IdkNLL)
+            self.needs_reference = self.retain_loss_type == "KL"
 
     def _total(
         self,
@@ -84,4 +86,16 @@ class ForgetRetainMethod(RemovalMethod):
         return LossTerms(loss=total, parts=parts)
 
 
-__all__ = ["ForgetRetainMethod", "RetainLossType", "add_retain", "check_retain_type"]
+class ReweightedAscent(ForgetRetainMethod):
+    """WGA and SatImp: ``gamma * reweighted_ascent(forget, _weight) + alpha * L_retain`` (their weights differ)."""
+
+    def _weight(self, p: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
+        forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
+        parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
+        return self._total(forget, parts, model, batch, ctx)
+
+
+__all__ = ["ForgetRetainMethod", "ReweightedAscent", "RetainLossType", "add_retain", "check_retain_type"]

@@ -27,7 +27,7 @@ import torch
 
 from remnant.errors import ConfigError
 from remnant.models.arch import resolve_parts
-from remnant.models.hooks import patch_block
+from remnant.models.hooks import capture_blocks
 from remnant.registry import register
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
 from remnant.train.methods.compat import check_compat
@@ -54,15 +54,9 @@ def _unwrapped(model: PreTrainedModel) -> Any:
 
 def block_output(model: Any, layer: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Output of block ``layer`` for ``batch`` (``[B, T, D]``), with gradient when grad mode is on."""
-    store: dict[str, torch.Tensor] = {}
-
-    def keep(hidden: torch.Tensor) -> torch.Tensor:
-        store["h"] = hidden
-        return hidden
-
-    with patch_block(_unwrapped(model), layer, keep):
+    with capture_blocks(_unwrapped(model), [layer], detach=False) as kept:
         model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    return store["h"]
+    return kept[layer]
 
 
 @register("method", "rmu", "1")

@@ -12,21 +12,16 @@ positions (OpenUnlearning).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from remnant.registry import register
-from remnant.train.losses import reweighted_ascent
-from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
-from remnant.train.methods.retain import ForgetRetainMethod
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+from remnant.train.methods.retain import ReweightedAscent
 
 
 @register("method", "satimp", "1")
-class SatImp(ForgetRetainMethod):
+class SatImp(ReweightedAscent):
     """Saturation-importance reweighted ascent (compat: only the KL retain term differs)."""
 
     kind = "loss"
@@ -51,15 +46,9 @@ class SatImp(ForgetRetainMethod):
         self.beta1 = beta1
         self.beta2 = beta2
         self._set_weights("satimp", gamma, alpha, retain_loss_type, compat)
-        self.needs_reference = self.retain_loss_type == "KL"
 
     def _weight(self, p: torch.Tensor) -> torch.Tensor:
         return p**self.beta1 * (1.0 - p) ** self.beta2
-
-    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
-        forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
-        parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
-        return self._total(forget, parts, model, batch, ctx)
 
 
 __all__ = ["SatImp"]

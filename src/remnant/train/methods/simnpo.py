@@ -48,7 +48,6 @@ class SimNPO(ForgetRetainMethod):
         self.delta = delta
         self.beta = beta
         self._set_weights("simnpo", gamma, alpha, retain_loss_type, compat)
-        self.needs_reference = self.retain_loss_type == "KL"
 
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if self.compat == "openunlearning":

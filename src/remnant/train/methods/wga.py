@@ -12,21 +12,16 @@ averages over all B·T positions (OpenUnlearning).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from remnant.registry import register
-from remnant.train.losses import reweighted_ascent
-from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
-from remnant.train.methods.retain import ForgetRetainMethod
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+from remnant.train.methods.retain import ReweightedAscent
 
 
 @register("method", "wga", "1")
-class WGA(ForgetRetainMethod):
+class WGA(ReweightedAscent):
     """Weighted gradient ascent: −mean p_t^beta · CE_t on forget answers (compat: only the KL retain term differs)."""
 
     kind = "loss"
@@ -47,15 +42,9 @@ class WGA(ForgetRetainMethod):
         super().__init__(epochs=epochs, **common)
         self.beta = beta
         self._set_weights("wga", gamma, alpha, retain_loss_type, compat)
-        self.needs_reference = self.retain_loss_type == "KL"
 
     def _weight(self, p: torch.Tensor) -> torch.Tensor:
         return p**self.beta
-
-    def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
-        forget, mean_weight = reweighted_ascent(model, batch.forget, self._weight)
-        parts = {"forget": float(forget.detach()), "mean_weight": float(mean_weight)}
-        return self._total(forget, parts, model, batch, ctx)
 
 
 __all__ = ["WGA"]
