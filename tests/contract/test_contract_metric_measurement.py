@@ -35,7 +35,7 @@ SUITE = [*DEFAULT_TOFU, "mia_loss", "exact_memorization", "forget_Q_A_PERT_ROUGE
 
 def _measurement(world: World, names: list[str], **kw: Any) -> MetricSuite:
     prompt = OpenUnlearningPrompt.for_tokenizer(world.state.tokenizer)
-    return MetricSuite(names, world.rows, prompt, dtype="fp32", settings=SETTINGS, **kw)
+    return MetricSuite(names, world.rows, prompt, dtype="fp32", **{"settings": SETTINGS, **kw})
 
 
 def _cell(suite: MetricSuite, metric: str) -> MetricMeasurement:
@@ -223,11 +223,11 @@ def test_every_named_metric_runs_through_the_engine(world: World, tmp_path: Path
     assert all(isinstance(c, CellRecord) and c.status == "run" for c in cells)
 
 
-def test_the_shared_pass_computes_only_the_metrics_expected_on_a_state(
+def test_the_shared_pass_covers_the_whole_suite_and_only_the_expected_cells_read_it(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A resumed state (a sweep task whose other metric cells are recorded) asks the pass for its pending metrics
-    only: ``MetricSuite.expect``; the values equal a full pass's."""
+    """A resumed state (a sweep task whose other metric cells are recorded, ``MetricSuite.expect``) makes one pass
+    over the whole suite, as a fresh run does, and its pending cell records the values a fresh run records."""
     import remnant.metrics.evaluate as evaluate_module
 
     asked: list[tuple[str, ...]] = []
@@ -247,7 +247,30 @@ def test_the_shared_pass_computes_only_the_metrics_expected_on_a_state(
     resumed.expect(["forget_Q_A_ROUGE"])  # forget_Q_A_Prob recorded already
     rouge = _cell(resumed, "forget_Q_A_ROUGE")
     again = run_measurement(CellRunner(MemoryStore(), "r"), rouge, world.state)
-    assert asked[1:] == [("forget_Q_A_ROUGE",)]
+    assert asked[1:] == [("forget_Q_A_Prob", "forget_Q_A_ROUGE")]
     assert [r.model_dump(exclude={"elapsed_s"}) for r in again] == [
         r.model_dump(exclude={"elapsed_s"}) for r in whole["forget_Q_A_ROUGE"]
     ]
+
+
+def test_a_resumed_state_records_what_a_fresh_run_records_when_its_metrics_share_batches(
+    world: World,
+) -> None:
+    """R23, DESIGN §8: a sweep task retried after its worker died, or a resumed ``remnant eval``, has some of a
+    state's metric cells recorded already. The teacher-forced metrics share one batched pass, and a row's float32
+    log-probabilities depend on the rows batched (and padded) with it, so the pass always covers the whole
+    suite: the cells still to run get the values a fresh run gives them, bit for bit."""
+    from remnant.engine.runner import MemoryStore
+
+    names = ["forget_Q_A_Prob", "forget_Q_A_PARA_Prob", "forget_Q_A_PERT_Prob", "forget_truth_ratio"]
+    settings = replace(SETTINGS, batch_size=3)  # batches of rows from several metrics, unequal lengths
+    full = _measurement(world, names, settings=settings)
+    whole = {c.metric: run_measurement(CellRunner(MemoryStore(), "r"), c, world.state) for c in full.cells()}
+    resumed = _measurement(world, names, settings=settings)
+    later = [m for m in resumed.computed if m != "forget_Q_A_Prob"]  # forget_Q_A_Prob recorded already
+    resumed.expect(later)
+    for metric in later:
+        again = run_measurement(CellRunner(MemoryStore(), "r"), _cell(resumed, metric), world.state)
+        assert [r.model_dump(exclude={"elapsed_s"}) for r in again] == [
+            r.model_dump(exclude={"elapsed_s"}) for r in whole[metric]
+        ], metric

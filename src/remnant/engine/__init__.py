@@ -24,7 +24,7 @@ The measurement kinds, one module each:
 - :mod:`~remnant.engine.classd` (``classd``): a Class D risk under one method, and the battery's relearning
   (D-2 to D-5.3);
 - :mod:`~remnant.metrics.measurement` (``metric``): the field's metrics (TOFU, MUSE, MIA), one cell per metric,
-  the pending ones computed in one shared pass (it lives beside the metrics it runs: the engine imports no metric);
+  the pending ones read from one shared pass (it lives beside the metrics it runs: the engine imports no metric);
 - :mod:`~remnant.engine.audit` (``audit``): a white-box audit, written as readings that never adjudicate (C-H6,
   C-H7).
 

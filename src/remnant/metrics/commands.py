@@ -9,7 +9,7 @@ samples (prompt, answer, generation, scores) from the log, collapsed (:mod:`remn
 
 Run again into the same ``DIR``, every cell the records hold is reused and nothing is computed (as OpenUnlearning
 skips metrics already in its log); a changed parameter recomputes that metric's cell and the cells that depend on
-it, all pending cells in one shared pass; a killed run resumes. The folder is locked while it runs
+it, read from one shared pass over the whole suite (the values a fresh run gives); a killed run resumes. The folder is locked while it runs
 (:mod:`remnant.runlock`).
 
 The suite follows the data folder (``--suite auto``, the default): a folder holding any MUSE config folder

@@ -1,4 +1,4 @@
-"""Field-metric measurements: one cell per metric, every pending cell on a state computed in one shared pass.
+"""Field-metric measurements: one cell per metric, every pending cell on a state read from one shared pass.
 
 The metrics themselves: docs/metrics.md.
 
@@ -8,7 +8,7 @@ TOFU- or MUSE-style rows they read and the run's settings; :meth:`MetricSuite.ce
 :class:`MetricMeasurement` per computed metric (requested ones and their dependencies, dependencies first), so each
 metric is its own cell of the one cell runner (cache, ``--resume``, one record store: ``remnant eval``, a sweep's
 pool). The first pending cell computed on a state calls :func:`remnant.metrics.evaluate.evaluate` once for every
-pending metric — one teacher-forced pass over the deduplicated sequences, one greedy generation per prompt — and
+metric of the suite (recorded ones too: :class:`SharedPass` says why) — one teacher-forced pass over the deduplicated sequences, one greedy generation per prompt — and
 the others read its result (:class:`SharedPass`). Results are rebuilt from the records
 (:func:`readings_from_records`). Research measurements: none adjudicates a verdict or moves a tier.
 
@@ -114,11 +114,14 @@ class PassReading:
 
 
 class SharedPass:
-    """One :func:`~remnant.metrics.evaluate.evaluate` call per state for every pending metric cell of a suite.
+    """One :func:`~remnant.metrics.evaluate.evaluate` call per state over the whole suite, read by its pending cells.
 
-    ``pending`` starts as every computed metric (a fresh run: one pass); :meth:`MetricSuite.narrow` shrinks it to
-    the cells a runner has not recorded. The result is kept until every metric it computed has been read, so a
-    model state is not held alive beyond its cells (a sweep moves from state to state)."""
+    The pass always computes every metric of the suite, recorded or not (R23): the teacher-forced metrics, the
+    MIAs and the generations share batches, and a row's float32 scores depend on the rows batched and padded with
+    it, so a pass over only the cells a resumed run or a retried sweep task still lacks would record values a
+    fresh run does not. ``pending`` (every computed metric until :meth:`MetricSuite.narrow` shrinks it to the
+    cells a runner has not recorded) says which cells will read the result: it is kept until each has, so a model
+    state is not held alive beyond its cells (a sweep moves from state to state)."""
 
     def __init__(self, suite: MetricSuite) -> None:
         self.suite = suite
@@ -130,8 +133,7 @@ class SharedPass:
         self.logs: dict[str, MetricLog] = {}
 
     def read(self, state: ModelLike, metric: str) -> PassReading:
-        """``metric`` on ``state``: from the pass already made on it, or from a pass made now over the pending
-        metrics (``metric`` alone when it is not pending)."""
+        """``metric`` on ``state``: from the pass already made on it, or from a pass over the whole suite made now."""
         from remnant.metrics.evaluate import evaluate
 
         elapsed = 0.0
@@ -139,20 +141,20 @@ class SharedPass:
         if self._state is not state or metric not in self._unread or result is None:
             s = self.suite
             start = time.perf_counter()
-            asked = self.pending if metric in self.pending else (metric,)
             self._result = result = evaluate(
                 state,
                 s.data.__getitem__,
-                asked,
+                s.computed,
                 prompt=s.prompt,
                 settings=s.settings,
                 retain_log=s.retain_log,
                 reference=s.reference,
             )
             elapsed = time.perf_counter() - start
-            # only the metrics asked for are read later (a dependency computed on the way is not): once they
-            # are, the state is let go
-            self._state, self._unread = state, set(result.logs) & set(asked)
+            # only the pending cells read it (a recorded metric, or a dependency computed on the way, does not):
+            # once they have, the state is let go
+            readers = self.pending if metric in self.pending else (metric,)
+            self._state, self._unread = state, set(result.logs) & set(readers)
             self.logs = dict(result.logs)
         self._unread.discard(metric)
         if not self._unread:  # every metric of the pass read: let the state go
@@ -222,15 +224,15 @@ class MetricSuite:
         return [MetricMeasurement(metric, self) for metric in self.computed]
 
     def narrow(self, recorded: set[str], state: StateKey | None) -> list[MetricMeasurement]:
-        """The cells a runner that has ``recorded`` still computes on ``state``; the shared pass computes those
-        (and only those) when the first of them runs."""
+        """The cells a runner that has ``recorded`` still computes on ``state``; the shared pass runs when the first
+        of them does (over the whole suite, :class:`SharedPass`)."""
         cells = [c for c in self.cells() if cell_key_of(c, state) not in recorded]
         self.expect(c.metric for c in cells)
         return cells
 
     def expect(self, metrics: Iterable[str]) -> None:
-        """The metrics whose cells will run on the next state: the shared pass computes those and no others (a
-        resumed run does not recompute recorded metrics)."""
+        """The metrics whose cells will run on the next state: the shared pass is read by those and no others (a
+        resumed run records no metric twice)."""
         wanted = set(metrics)
         self.shared.pending = tuple(m for m in self.computed if m in wanted)
 
@@ -342,8 +344,8 @@ class MetricMeasurement(Measurement):
 def run_metrics(
     runner: CellRunner, suite: MetricSuite, state: State, *, role: str | None = None
 ) -> list[CellRecord]:
-    """Every cell of ``suite`` on ``state`` through ``runner``: the recorded ones reused, the pending ones computed
-    in one shared pass. Their cell records, dependencies first."""
+    """Every cell of ``suite`` on ``state`` through ``runner``: the recorded ones reused, the pending ones read
+    from one shared pass. Their cell records, dependencies first."""
     suite.narrow(runner.recorded(), state)
     return [r for cell in suite.cells() for r in run_measurement(runner, cell, state, role=role)]
 

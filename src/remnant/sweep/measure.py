@@ -214,8 +214,8 @@ def _task(ws: Workspace, model_id: str, done: frozenset[str]) -> Iterator[BuildR
 def _expect_metrics(
     measurements: Mapping[str, Measurement], cells: list[tuple[PlannedCell, PoolMeasurement]]
 ) -> None:
-    """Tell each metric suite which of its metrics are pending on this state, so its one shared pass computes
-    those and not the metrics a resumed sweep already recorded."""
+    """Tell each metric suite which of its metrics are pending on this state: those read its one shared pass
+    (over the whole suite), and the state is let go once they have."""
     from remnant.metrics.measurement import MetricMeasurement
 
     metric_cells = [m for c, _ in cells if isinstance(m := measurements[c.entry], MetricMeasurement)]
