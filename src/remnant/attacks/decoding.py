@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from remnant.score.capability import _pad_id as pad_id
+from remnant.score.capability import pad_id
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -61,9 +61,9 @@ class GenerationInput:
 
 def eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
     """The ids that end a generation: the model's generation config, else the tokenizer's EOS."""
-    from remnant.models.greedy import _eos_ids
+    from remnant.models.greedy import eos_ids as _model_eos_ids
 
-    return set(_eos_ids(model, tokenizer.eos_token_id))
+    return set(_model_eos_ids(model, tokenizer.eos_token_id))
 
 
 def forward_cached(

@@ -21,7 +21,7 @@ from remnant.attacks.base import Attack, AttackContext, GenerationInput, forward
 from remnant.attacks.decoding import eos_ids
 from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
 from remnant.errors import ConfigError
-from remnant.models.greedy import _shared_length as shared_prefix_len  # common prefix, one token left
+from remnant.models.greedy import shared_length as shared_prefix_len  # common prefix, one token left
 from remnant.models.prompts import PromptFormat
 from remnant.registry import register
 from remnant.score.normalise import answer_matches

@@ -32,7 +32,7 @@ from remnant.errors import ConfigError
 from remnant.latent.cache import DigestCache, digest_inputs, model_digest
 from remnant.models.arch import resolve_parts
 from remnant.models.grads import grad_required
-from remnant.models.hooks import _hidden, _replace
+from remnant.models.hooks import block_hidden, with_hidden
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -91,11 +91,11 @@ def _forward_graph(
 
     def make(layer: int) -> Any:
         def hook(_m: Any, _i: Any, out: Any) -> Any:
-            h = _hidden(out)
+            h = block_hidden(out)
             if layer == lowest:
                 h = h.detach().float().requires_grad_(True)
                 captured[layer] = h
-                return _replace(out, h.to(_hidden(out).dtype))
+                return with_hidden(out, h.to(block_hidden(out).dtype))
             captured[layer] = h
             if layer == target:
                 raise _Stop

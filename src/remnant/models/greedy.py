@@ -88,7 +88,7 @@ def pruned_decoding_applies(model: PreTrainedModel) -> bool:
     return all(key in _NEUTRAL_FIELDS or default.get(key) == value for key, value in ours.items())
 
 
-def _eos_ids(model: PreTrainedModel, fallback: int | None) -> frozenset[int]:
+def eos_ids(model: PreTrainedModel, fallback: int | None) -> frozenset[int]:
     """The ids that end a row: the generation config's, as ``generate`` reads them, else ``fallback`` (None: no
     id ends a row, as in ``generate`` without one)."""
     config = getattr(model, "generation_config", None)
@@ -149,7 +149,7 @@ def _ended(
 MIN_SHARED = 4
 
 
-def _shared_length(prompts: Sequence[Sequence[int]]) -> int:
+def shared_length(prompts: Sequence[Sequence[int]]) -> int:
     """How many tokens every prompt starts with, short of the shortest prompt's last (each row keeps one to feed)."""
     first, shortest = prompts[0], min(len(p) for p in prompts)
     n = 0
@@ -170,7 +170,7 @@ def _prompt_pass(
     and values are repeated to every row, and the rest of each prompt is fed left-padded after it: the padding is a
     masked hole between the two, and the positions go on from the prefix. Otherwise the prompts run left-padded."""
     keep = keep_last_logits(model)
-    shared = _shared_length(prompts) if len(prompts) > 1 else 0
+    shared = shared_length(prompts) if len(prompts) > 1 else 0
     shared = shared if shared >= min_shared else 0
     cache: Any = None
     if shared:
@@ -217,7 +217,7 @@ def greedy_pruned(
     cache_name = cache_kwarg(model)
     if cache_name is None:
         raise ValueError("this model's forward takes no position ids or cache: use generate")
-    eos = _eos_ids(model, eos_token_id)
+    eos = eos_ids(model, eos_token_id)
     device = next(model.parameters()).device
     prompts = [row[m.bool()].tolist() for row, m in zip(ids.cpu(), mask.cpu(), strict=True)]
     rows = list(range(ids.shape[0]))  # the original row of each live batch row
@@ -266,4 +266,4 @@ def greedy_pruned(
     return new
 
 
-__all__ = ["draft", "greedy_pruned", "left_padded", "pruned_decoding_applies"]
+__all__ = ["draft", "eos_ids", "greedy_pruned", "left_padded", "pruned_decoding_applies", "shared_length"]

@@ -16,7 +16,7 @@ from remnant.errors import UnsupportedArchitecture
 from remnant.models.arch import resolve_parts
 
 
-def _hidden(output: Any) -> torch.Tensor:
+def block_hidden(output: Any) -> torch.Tensor:
     hidden = output[0] if isinstance(output, tuple) else output
     if not isinstance(hidden, torch.Tensor):
         raise UnsupportedArchitecture(
@@ -25,7 +25,7 @@ def _hidden(output: Any) -> torch.Tensor:
     return hidden
 
 
-def _replace(output: Any, new: torch.Tensor) -> Any:
+def with_hidden(output: Any, new: torch.Tensor) -> Any:
     return (new, *output[1:]) if isinstance(output, tuple) else new
 
 
@@ -42,7 +42,7 @@ def capture_blocks(
         for layer in layers:
 
             def hook(_m: object, _i: object, out: Any, layer: int = layer) -> None:
-                captured[layer] = _hidden(out).detach().clone() if detach else _hidden(out)
+                captured[layer] = block_hidden(out).detach().clone() if detach else block_hidden(out)
 
             handles.append(blocks[layer].register_forward_hook(hook))
         yield captured
@@ -64,7 +64,7 @@ def patch_block(
     block = resolve_parts(model).blocks[layer]
 
     def hook(_m: object, _i: object, out: Any) -> Any:
-        hidden = _hidden(out)
+        hidden = block_hidden(out)
         new = value(hidden) if callable(value) else value.to(hidden.dtype)
         if positions is None:
             patched = new if callable(value) or new.shape == hidden.shape else new.expand_as(hidden)
@@ -72,7 +72,7 @@ def patch_block(
             patched = hidden.clone()
             idx = list(positions)
             patched[:, idx] = new[:, idx] if new.shape == hidden.shape else new
-        return _replace(out, patched)
+        return with_hidden(out, patched)
 
     handle = block.register_forward_hook(hook)
     try:

@@ -26,7 +26,7 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return device
 
 
-def _pad_id(tokenizer: Any) -> int:
+def pad_id(tokenizer: Any) -> int:
     pid = tokenizer.pad_token_id
     return int(pid if pid is not None else tokenizer.eos_token_id)
 
@@ -88,7 +88,7 @@ def generate_greedy(
     the generation config's end-of-sequence ids only, as ``generate`` does); otherwise ``generate`` runs."""
     from remnant.models.greedy import greedy_pruned, left_padded, pruned_decoding_applies
 
-    pad = _pad_id(tokenizer)
+    pad = pad_id(tokenizer)
     device = model_device(model)
     pruned = pruned_decoding_applies(model)
     texts: list[str] = []
@@ -125,6 +125,6 @@ def generate_greedy_ids(
         attention_mask=torch.ones_like(ids),
         max_new_tokens=max_new_tokens,
         do_sample=False,
-        pad_token_id=_pad_id(tokenizer),
+        pad_token_id=pad_id(tokenizer),
     )
     return [int(t) for t in gen[0, ids.shape[1] :]]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair
+from remnant.score.capability import pad_id
 from remnant.train.loop import (
     CheckpointCallback,
     TrainConfig,
@@ -53,11 +54,6 @@ class RemovalResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"method": dict(self.method), "seed": self.seed, "outcome": self.outcome.to_dict()}
-
-
-def pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
-    pid = tokenizer.pad_token_id
-    return int(pid if pid is not None else tokenizer.eos_token_id)
 
 
 def encode_data(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, data: RemovalData) -> EncodedData:

@@ -194,7 +194,7 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
 
     tok = tiny_llama.tokenizer
     prompts = _prompts(tok)[:8]
-    shared = greedy._shared_length(prompts)
+    shared = greedy.shared_length(prompts)
     assert shared >= greedy.MIN_SHARED and len({len(p) for p in prompts}) > 1
     model = _fresh(tiny_llama_dir)
     fed: list[tuple[int, int]] = []
@@ -235,7 +235,7 @@ def test_prompts_sharing_a_short_or_long_start_give_generate_s_tokens(
     prompts = [[*start, *p[-k:]] for p, k in zip(_prompts(tok)[:6], (3, 5, 4, 7, 2, 6), strict=True)]
     if shared == 0:
         prompts[1][0] = prompts[0][0] + 1  # no common first token
-    assert greedy._shared_length(prompts) == shared
+    assert greedy.shared_length(prompts) == shared
     ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))
     fed: list[list[list[int]]] = []
     hook = model.model.register_forward_pre_hook(
