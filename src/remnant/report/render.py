@@ -25,10 +25,9 @@ from remnant.report.redact import Redactor
 from remnant.report.samples import SampleTable
 from remnant.run_manifest import RunManifest
 from remnant.standard.derive import UNDEFINED_UTILITY
+from remnant.standard.vocabulary import ADMITTED_SURFACES
 from remnant.statement.absent import Absent
 from remnant.statement.schema import Cell, ConformanceStatement
-
-ADMITTED = {"W": ("relearning", "inference_time", "weight_transform"), "Q": ("inference_time",)}
 
 SURFACE_NAMES = {
     "relearning": "Relearning",
@@ -207,7 +206,7 @@ def attack_rows(statement: ConformanceStatement) -> list[AttackRow]:
     """Every attack in the statement's facts, with both models' rates from its cells and its role in the verdict."""
     facts = statement.facts
     tau = float(statement.pre_registration.tau)
-    admitted = ADMITTED[statement.track]
+    admitted = ADMITTED_SURFACES[statement.track]
     by_id = {c.cell_id: c for c in statement.cells}
     rows: list[AttackRow] = []
     for attack in facts.get("attacks", []):
