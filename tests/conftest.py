@@ -19,8 +19,11 @@ from fixtures_models import *  # noqa
 def pytest_configure(config: pytest.Config) -> None:
     """One intra-op thread per xdist worker: `make test` runs two workers on two cores, and torch's default of
     one thread per core in each worker oversubscribes the machine (calibrated:
-    docs/calibration.md#test-threads). Torch is only imported here when a worker would import it anyway."""
+    docs/calibration.md#test-threads). The processes a test starts (the command line, the demo, a killed
+    training run) inherit one thread too, through ``OMP_NUM_THREADS``, for the same reason. Torch is only
+    imported here when a worker would import it anyway."""
     if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
         import torch
 
         torch.set_num_threads(1)

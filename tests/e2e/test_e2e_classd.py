@@ -1,6 +1,8 @@
 """A Class D assessment of SmolLM2-135M-Instruct with installed and NPO-removed canaries, end to end from a config:
 the statement carries the three rates (singling out, linkability, inference), each net of
-never-installed control entities with its Wilson interval, the declared threshold and the verdict (D-5.1, D-5.2).
+never-installed control entities with its Wilson interval, the declared threshold and the verdict (D-5.1, D-5.2);
+and the white-box audits in the same run, UDS and J-Access, reach the statement labelled non-adjudicating, each
+figure with its reference, states, layer and position (C-H6, C-H7).
 
 The states come from the shared ``canary_states`` fixture (control, installed, NPO-removed), named in the config as
 folders, so the assessment installs and removes nothing. Those states installed only ``canary_states.attributes``
@@ -9,6 +11,17 @@ staff codes, employers and occupations as §5 defines its three risks; its rates
 these states never installed, and the point of the test is the pipeline, not the size of a leak. Sizes are the
 smallest that still exercise every path: P = 3 items, the pack's probe and control entities per risk (4 and 8 in
 the recipe of this writing), one battery attack (prefill), one relearning budget for the main surface and D-5.3.
+
+One assessment serves both halves: the audits are non-adjudicating (C-H6), so adding them cannot change what the
+Class D half asserts, and the C-H6 test below proves it from the records. A claimant's folders carry no install
+recipe or removal method, so the Annex B control states cannot be built and the statement says the controls were
+not run (C-H7c); the integration test (``tests/integration/test_assess_audits.py``) builds them on the tiny model.
+The audits: UDS patched into the installed model (θ) over the trained blocks 15-29 with the never-modified control
+as the retain model, in the chat format the states were trained in; J-Access in remnant's answer-level, fixed-band
+variant (P's questions, C_i the home town's first tokens, band 25-90 % of depth, k = 10) read through a Jacobian lens
+fitted once on θ from one generic paragraph (``lens_prompts = 1``, 48 tokens: the smallest lens that keeps this test
+inside its time; docs/latent.md measures 2-12). The lens and UDS's stage 1 are cached beside the canary states, so
+with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
 
 Run: ``REMNANT_TEST_STATES=/tmp/remnant-states flock /tmp/remnant-cpu.lock .venv/bin/python -m pytest
 tests/e2e/test_e2e_classd.py -m slow -s``.
@@ -38,6 +51,16 @@ pytestmark = [
 
 THRESHOLD = 0.05
 TRAINABLE = r"model\.layers\.(1[5-9]|2\d)\."
+TRAINED_BLOCKS = list(range(15, 30))
+AUDITS = """
+[audits.uds]
+params = {{ layers = {layers} }}
+
+[audits.jaccess]
+probes = "answer"
+lens_prompts = 1
+params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 48, dim_batch = 64 }}
+"""
 BATTERY = """justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
 
 [class_d.battery]
@@ -48,9 +71,9 @@ max_new_tokens = 12
 
 
 def write_classd_config(path: Path, states: Any) -> Path:
-    """The assessment config: the integration tests' config with the three states as folders, SmolLM2's sizes
-    and a small battery (TOML)."""
-    return write_config(
+    """The assessment config: the integration tests' config with the three states as folders, SmolLM2's sizes,
+    a small battery and the two audits (TOML)."""
+    write_config(
         path,
         pack=states.pack_dir,
         control=states.control_dir,
@@ -86,26 +109,40 @@ def write_classd_config(path: Path, states: Any) -> Path:
             'justification = "A test threshold."\n': BATTERY,
         },
     )
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(AUDITS.format(layers=json.dumps(TRAINED_BLOCKS)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def classd_run(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
+    """The one assessment both tests read: its run folder, statement, outcome and seconds."""
+    from remnant.assess.run import Session, assess
+    from remnant.config import load_config
+    from remnant.prereg import freeze
+    from remnant.states.store import CheckpointStore
+
+    tmp = tmp_path_factory.mktemp("classd")
+    cfg = load_config(write_classd_config(tmp / "classd.toml", canary_states))
+    run = tmp / "run"
+    freeze(cfg, run)
+    # the lens and UDS's stage 1 are cached beside the canary states: a rerun with REMNANT_TEST_STATES reuses them
+    session = Session(states=CheckpointStore(canary_states.root.parent / "audit-states"), progress=False)
+    started = time.perf_counter()
+    outcome = assess(cfg, run, session=session)
+    seconds = time.perf_counter() - started
+    statement = json.loads((run / "statement.json").read_text())
+    return {"run": run, "statement": statement, "outcome": outcome, "seconds": seconds}
 
 
 def test_class_d_assessment_of_npo_removed_canaries(
-    canary_states: Any,  # noqa: F811
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    classd_run: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from remnant.assess.run import Session, assess
     from remnant.cli import main
-    from remnant.config import load_config
-    from remnant.prereg import freeze
     from remnant.records import CellRecord, RecordStore
 
-    cfg = load_config(write_classd_config(tmp_path / "classd.toml", canary_states))
-    run = tmp_path / "run"
-    freeze(cfg, run)
-    started = time.perf_counter()
-    outcome = assess(cfg, run, session=Session(progress=False))
-    seconds = time.perf_counter() - started
-    statement = json.loads((run / "statement.json").read_text())
+    run, outcome, seconds = classd_run["run"], classd_run["outcome"], classd_run["seconds"]
+    statement = json.loads(json.dumps(classd_run["statement"]))
     block = statement["class_d"]
     design = block.pop("canary_design", None) if isinstance(block, dict) else None
     risky = [a for a in statement["facts"]["attacks"] if a.get("risk")]
@@ -157,3 +194,51 @@ def test_class_d_assessment_of_npo_removed_canaries(
     capsys.readouterr()
     assert main(["validate", str(run / "statement.json")]) == 0
     assert json.loads(capsys.readouterr().out)["conformant"] is True
+
+
+def test_audits_reach_the_statement_of_the_same_assessment(
+    classd_run: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Asserted: the latent block carries a ``uds`` and a ``j_access`` figure on ``post_removal``, computed against
+    ``pre_removal`` and ``control`` (named with their digests), with their layers (blocks 15-29; the band) and
+    positions; UDS lies in [0, 1] and scored at least half the examples (the install taught them, so they have KE
+    layers); the not-run statement names both; the verdict, tier, facts and Class D block are those of the same
+    run recomputed from its records with the readings removed (C-H6)."""
+    from remnant.assess.finalize import finalize
+    from remnant.records import Reading, RecordStore
+
+    run, statement = classd_run["run"], classd_run["statement"]
+    block = statement["latent"]
+    readings = [r for r in RecordStore(run / "records.jsonl").read() if isinstance(r, Reading)]
+    with capsys.disabled():
+        for r in readings:
+            print(
+                f"\nREADING {r.measurement} on {r.model_state}: {r.value} ({r.elapsed_s:.0f} s) | {r.layer} | "
+                f"{r.position[:160]} | details {json.dumps({k: v for k, v in r.details.items() if k != 'examples'})[:600]}"
+            )
+        print("LATENT-STATEMENT " + block["controls_statement"])
+
+    figures = {f["name"]: f for f in block["figures"]}
+    assert set(figures) == {"uds", "j_access"} and block["adjudicating"] is False
+    control_digest = statement["model"]["control_identity"].split("sha256:")[1][:12]
+    for f in figures.values():
+        assert f["states"] == ["post_removal", "pre_removal", "control"]
+        assert f"control {control_digest}" in f["reference"] and f["position"]
+    uds, jacc = figures["uds"], figures["j_access"]
+    assert uds["layer"].startswith("blocks 15-29, KE layers") and 0.0 <= uds["value"] <= 1.0
+    scored = next(r for r in readings if r.measurement == "uds").details
+    assert scored["n_scored"] >= scored["n_examples"] / 2  # the install taught P: its examples have KE layers
+    assert jacc["layer"].startswith("band [") and "top-10" in jacc["position"]
+    assert "were not run for UDS (uds), J-Access (j_access)" in block["controls_statement"]
+
+    # C-H6: the same records without their readings give the same facts, verdict, tier and Class D block
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in ("prereg.json", "config.toml"):
+        (plain / name).write_bytes((run / name).read_bytes())
+    others = [r for r in RecordStore(run / "records.jsonl").read() if not isinstance(r, Reading)]
+    RecordStore(plain / "records.jsonl").extend(others)
+    without = finalize(plain, reports=False).statement.model_dump(mode="json", by_alias=True)
+    for key in ("facts", "verdict", "tier", "cells", "surfaces", "class_d"):
+        assert without[key] == statement[key], key
+    assert without["latent"]["absent"] is True
