@@ -56,7 +56,7 @@ def generate(model: Any, ids: Any, mask: Any, new: int, eos: int | None, pad: in
 
 
 def main() -> None:
-    from remnant.models.greedy import _shared_length, left_padded
+    from remnant.models.greedy import left_padded, shared_length
 
     args = parser(__doc__ or "").parse_args()
     rows = []
@@ -78,7 +78,7 @@ def main() -> None:
             [
                 label,
                 f"{n} × ≤{new}",
-                f"{_shared_length(prompts)} of {min(map(len, prompts))}–{max(map(len, prompts))}",
+                f"{shared_length(prompts)} of {min(map(len, prompts))}–{max(map(len, prompts))}",
                 f"{against_generate.base:.2f} s",
                 f"{against_unshared.base:.2f} s",
                 f"{against_generate.fast:.2f} s",

@@ -348,13 +348,12 @@ class DemoResult:
 def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None) -> list[DemoResult]:
     """The main job: three removals of one installed canary pack, three assessments, one comparison report."""
     from remnant.assess.cells import CellCache
-    from remnant.assess.facts import smallest_n
     from remnant.assess.run import Session, assess
     from remnant.config import load_config
     from remnant.models import zoo
     from remnant.prereg import freeze
     from remnant.report.runs import report_runs
-    from remnant.standard.minima import best_tier_supportable
+    from remnant.standard.derive import behavioural_n, r21_ceiling
     from remnant.statement.keys import generate_keypair
     from remnant.states.store import CheckpointStore
 
@@ -388,8 +387,7 @@ def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None
         outcome = assess(cfg, run, resume=(run / "records.jsonl").exists(), session=session)
         for key in [k for k in session.memo if k.startswith("post_removal:")]:
             del session.memo[key]  # θ_U is not shared between removals; free its memory
-        n = smallest_n(outcome.facts)
-        threshold = cfg.class_d.insignificance_threshold if cfg.class_d else cfg.tau
+        n = behavioural_n(outcome.facts)
         results.append(
             DemoResult(
                 name=name,
@@ -400,7 +398,7 @@ def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None
                 decisive=outcome.verdict.decisive_attacks,
                 removal_stage_utility=outcome.facts["utility"]["removal_stage"],
                 smallest_n=n,
-                r21_ceiling=f"W{best_tier_supportable(n, threshold)}" if n else "W1",
+                r21_ceiling=r21_ceiling(outcome.facts, n or 0),
                 seconds=time.perf_counter() - t0,
             )
         )

@@ -25,8 +25,6 @@ from remnant.jsonio import read_json
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from remnant.standard.facts import VerdictFacts
-
 #: The published conformance test vectors, package data (docs/vectors.md): the one copy, read by the tests and by
 #: ``remnant demo --vectors`` from a checkout and from an installed wheel alike.
 PACKAGED_VECTORS = Path(__file__).resolve().parent / "data" / "vectors"
@@ -65,26 +63,12 @@ def find_vectors(directory: Path | None = None) -> Path:
     return path
 
 
-def _smallest_n(facts: VerdictFacts) -> int | None:
-    """The smallest n over admitted, adjudicating attacks that ran, post-removal and control (R19, R21)."""
-    from remnant.standard.vocabulary import ADMITTED_SURFACES
-
-    ns = [
-        n
-        for attack in facts.attacks
-        if attack.status == "run" and attack.adjudicating and attack.surface in ADMITTED_SURFACES[facts.track]
-        for n in (attack.n, attack.control_n)
-        if n is not None
-    ]
-    return min(ns) if ns else None
-
-
 def _row(path: Path) -> VectorRow:
     from pydantic import ValidationError
 
+    from remnant.standard.derive import behavioural_n, r21_ceiling
     from remnant.standard.facts import VerdictFacts
     from remnant.standard.gloss import gloss
-    from remnant.standard.minima import best_tier_supportable
     from remnant.standard.verdict import decide
 
     data = read_json(path)
@@ -112,12 +96,10 @@ def _row(path: Path) -> VectorRow:
             licenses="Nothing: the facts are refused, so no verdict is drawn.",
         )
     result = decide(facts)
-    n = _smallest_n(facts)
-    ceiling = None
-    # Class D's bar is the declared insignificance threshold (D-5.1), not τ.
-    bar = facts.insignificance.threshold if facts.insignificance is not None else facts.tau
-    if n is not None:
-        ceiling = f"{facts.track}{best_tier_supportable(n, bar, chance_rate=facts.chance_rate or 0.0)}"
+    # the facts as validated, read by the rules the tier reads them with (R21; Class D's bar is D-5.1's)
+    validated = facts.model_dump(by_alias=True)
+    n = behavioural_n(validated)
+    ceiling = r21_ceiling(validated, n) if n is not None else None
     g = gloss(result.verdict)
     return VectorRow(
         vector=path.stem,

@@ -13,7 +13,6 @@ chain of recorded deviations (field, old, new, reason, stage) in ``RUN/deviation
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +26,8 @@ from remnant.config import AssessmentConfig, preregistered
 from remnant.errors import ConfigError, PackError, PreregError
 from remnant.jsonio import read_json
 from remnant.records import DEVIATIONS_FILE, Deviation, RecordStore, utc_now
-from remnant.statement.canonical import canonical_json
+from remnant.standard.derive import follow_deviations
+from remnant.statement.canonical import canonical_json, canonical_sha256
 
 PREREG_FILE = "prereg.json"
 
@@ -74,8 +74,7 @@ class PreRegistration(BaseModel):
 
 def prereg_digest(values: Mapping[str, object], pack_digest: str | None) -> str:
     """``sha256:`` + hex sha256 of ``canonical_json({"pack_digest": ..., "values": ...})`` (RFC 8785)."""
-    body = canonical_json({"pack_digest": pack_digest, "values": values})
-    return "sha256:" + hashlib.sha256(body).hexdigest()
+    return "sha256:" + canonical_sha256({"pack_digest": pack_digest, "values": values})
 
 
 def _pack_digest_of(cfg: AssessmentConfig) -> str | None:
@@ -256,11 +255,7 @@ def check_values(
     used: list[Deviation] = []
     refused: list[str] = []
     for field, old, new in _changes(prereg, values, pack_digest):
-        value, applied = old, []
-        for dev in recorded:
-            if dev.field == field and _same(dev.old, value):
-                value = dev.new
-                applied.append(dev)
+        value, applied = follow_deviations(field, old, recorded, _same)
         if _same(value, new):
             used += applied
         else:

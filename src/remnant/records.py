@@ -59,7 +59,7 @@ from remnant.errors import IntegrityError, RecordError, RemnantError
 from remnant.jsonio import loads_strict
 from remnant.standard.derive import label_budget, parse_checkpoint
 from remnant.standard.vocabulary import Risk, Status
-from remnant.statement.canonical import canonical_json
+from remnant.statement.canonical import canonical_json, canonical_sha256
 
 RECORDS_FILE = "records.jsonl"
 DEVIATIONS_FILE = "deviations.jsonl"
@@ -100,7 +100,7 @@ def utc_now() -> str:
 
 def cell_key(**inputs: object) -> str:
     """Content hash of a cell's inputs: hex sha256 of their canonical JSON (same inputs, same key; --resume)."""
-    return hashlib.sha256(canonical_json(inputs)).hexdigest()
+    return canonical_sha256(inputs)
 
 
 class _Entry(BaseModel):
@@ -542,6 +542,11 @@ class ChainState:
     def head(self) -> str | None:
         """Digest of the last line (hex), None for an empty file."""
         return self.digests[-1] if self.digests else None
+
+    @property
+    def head_ref(self) -> str | None:
+        """The head as manifests, statements and pins cite it (``sha256:<hex>``, R23), None for an empty file."""
+        return f"sha256:{self.head}" if self.head is not None else None
 
     @property
     def chained(self) -> bool:

@@ -397,20 +397,27 @@ def require_finished(table: PoolTable, pools: Sequence[str], study: str) -> None
             )
 
 
+def csv_text(rows: Iterable[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """``rows`` as CSV with ``columns`` in order (None or a missing key as an empty field; a key not among
+    ``columns`` is not written): the one CSV form of the results and items tables."""
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(c) is None else row[c] for c in columns])
+    return buffer.getvalue()
+
+
 def write_csv_table(
     path: str | Path, records: Iterable[Mapping[str, object]], columns: Iterable[str]
 ) -> None:
-    """Write records as CSV through :func:`remnant.atomic.write_atomic` (tests and examples build pools so)."""
-    import io
-
+    """Write records as CSV (:func:`csv_text`) through :func:`remnant.atomic.write_atomic` (tests and examples
+    build pools so)."""
     from remnant.atomic import write_atomic
 
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: ("" if v is None else v) for k, v in rec.items()})
-    write_atomic(path, buffer.getvalue())
+    write_atomic(path, csv_text(records, list(columns)))
 
 
 __all__ = [
@@ -428,5 +435,6 @@ __all__ = [
     "require_finished",
     "require_spec",
     "SPEC_COPY",
+    "csv_text",
     "write_csv_table",
 ]

@@ -216,7 +216,7 @@ class RecordsChain(_Model):
         """The record of a chain :meth:`remnant.records.RecordStore.read_chain` verified."""
         return cls(
             lines=chain.lines,
-            head=f"sha256:{chain.head}" if chain.head is not None else None,
+            head=chain.head_ref,
             chained=chain.chained,
             unchained_lines=chain.unchained,
         )
@@ -273,9 +273,9 @@ def file_ref(path: str | Path) -> str:
 
 def canonical_digest(value: object) -> str:
     """``sha256:`` of a JSON value's canonical form (RFC 8785), e.g. the parsed config."""
-    from remnant.statement.canonical import canonical_json
+    from remnant.statement.canonical import canonical_sha256
 
-    return "sha256:" + sha256_hex(canonical_json(value))
+    return "sha256:" + canonical_sha256(value)
 
 
 def component_record(spec: ComponentSpec | Mapping[str, object], role: str) -> ComponentRecord:

@@ -190,3 +190,15 @@ def test_plan_counts_cells_and_says_the_r21_ceiling(cfg: Any, capsys: pytest.Cap
     assert main(["plan", str(source), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cells"] == plan.cells and data["minutes_cpu_measured_basis"] > 0
+
+
+def test_relearning_reports_its_worst_status_whatever_the_record_order(cfg: Any) -> None:
+    """C-Q2: an arm whose cells failed and diverged reports the failure, the worse status, as every other attack
+    does, though the control's divergence was recorded before the post-removal model's failure."""
+    records = [
+        *hidden_run(),
+        cell("relearning", "relearning", "control", 0, 0, "budget=8/diverged", budget=8, status="diverged"),
+        cell("relearning", "relearning", "post_removal", 0, 0, status="failed", reason="out of memory"),
+    ]
+    rel = F.build_facts(cfg, records)["attacks"][0]
+    assert (rel["name"], rel["status"], rel["reason"]) == ("relearning", "failed", "out of memory")

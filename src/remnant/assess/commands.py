@@ -24,7 +24,7 @@ WAIT_HELP = (
 
 
 def _summary(outcome: Any, run: Path) -> dict[str, object]:
-    from remnant.assess.facts import smallest_n
+    from remnant.standard.derive import behavioural_n
 
     return {
         "verdict": outcome.verdict.verdict,
@@ -33,7 +33,7 @@ def _summary(outcome: Any, run: Path) -> dict[str, object]:
         "decisive_attacks": list(outcome.verdict.decisive_attacks),
         "tier": outcome.tier.display,
         "removal_stage_utility": outcome.facts["utility"]["removal_stage"],
-        "smallest_n": smallest_n(outcome.facts),
+        "smallest_n": behavioural_n(outcome.facts),
         "manifest_ref": outcome.manifest_ref,
         "files": [str(p) for p in outcome.files],
         "run": str(run),

@@ -52,11 +52,13 @@ from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.facts import InstallationFact
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import net_rate
-from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS
+from remnant.standard.vocabulary import CLASS_D_RISKS, worst_status
+from remnant.standard.vocabulary import CONTROL as CONTROL
 from remnant.standard.vocabulary import CONTROL_ENTITIES as CONTROL_ENTITIES
+from remnant.standard.vocabulary import POST as POST
+from remnant.standard.vocabulary import PRE as PRE
 from remnant.statement.schema import Cell
 
-POST, CONTROL, PRE = "post_removal", "control", "pre_removal"
 RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
 NONE = "none"
 
@@ -120,12 +122,13 @@ def _relearning_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dic
     fact: dict[str, object] = {"name": name, "surface": "relearning"}
     if name == SCORED_ARM:
         fact["adjudicating"] = False  # C-W6: relearning on the scored items never decides
-    bad = [c for c in mine if c.status in ("failed", "diverged", "not_applicable", "not_run")]
+    # the worst status any of the arm's cells reports, whichever state and order it was recorded in (C-Q2)
+    worst = worst_status(c.status for c in mine)
     post = relearn_points(cells, name, POST, metric)
     control = {(p.budget, p.step): p for p in relearn_points(cells, name, CONTROL, metric)}
-    if bad:
-        first = bad[0]
-        return {**fact, "status": first.status, "reason": first.reason or first.status}
+    if worst is not None:
+        first = next(c for c in mine if c.status == worst)
+        return {**fact, "status": worst, "reason": first.reason or worst}
     if not post:
         return {**fact, "status": "not_run", "reason": "no relearning checkpoint was scored"}
 
@@ -150,10 +153,10 @@ def _attack_fact(cells: Sequence[CellRecord], name: str, metric: str) -> dict[st
     risk = next((c.risk for c in mine if c.risk), None)
     if risk is not None:
         fact["risk"] = risk
-    for status in ("failed", "diverged", "not_run", "not_applicable"):
-        hit = next((c for c in mine if c.status == status), None)
-        if hit is not None:
-            return {**fact, "status": status, "reason": hit.reason or status}
+    worst = worst_status(c.status for c in mine)
+    if worst is not None:
+        hit = next(c for c in mine if c.status == worst)
+        return {**fact, "status": worst, "reason": hit.reason or worst}
     by_state = {c.model_state: c for c in mine if c.metric == metric and c.checkpoint == "final"}
     post = by_state.get(POST)
     if post is None:
@@ -187,11 +190,12 @@ def _battery_fact(cells: Sequence[CellRecord], name: str) -> dict[str, object]:
     risk = next(r for c in mine if (r := c.risk) is not None)
     surface = mine[0].surface
     fact: dict[str, object] = {"name": name, "surface": surface, "risk": risk}
-    for status in ("failed", "diverged", "not_run", "not_applicable"):
-        hit = next((c for c in mine if c.status == status and c.model_state == POST), None)
-        hit = hit or next((c for c in mine if c.status == status), None)
-        if hit is not None:
-            return {**fact, "status": status, "reason": hit.reason or status}
+    worst = worst_status(c.status for c in mine)
+    if worst is not None:
+        # the post-removal model's cell gives the reason where it has that status (D-5.1)
+        hit = next((c for c in mine if c.status == worst and c.model_state == POST), None)
+        hit = hit or next(c for c in mine if c.status == worst)
+        return {**fact, "status": worst, "reason": hit.reason or worst}
     post = [c for c in mine if c.model_state == POST and c.status == "run"]
     target = {c.checkpoint: c for c in post if c.metric == "kappa"}
     control = {c.checkpoint: c for c in post if c.metric == CONTROL_ENTITIES}
@@ -501,14 +505,13 @@ def evidence(
 ) -> EvidenceSummary:
     """The tier evidence (§7.1) from the same facts the verdict read."""
     rel = cfg.attacks.relearning
-    threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
     return EvidenceSummary.model_validate(
         {
             "track": cfg.track,
             "class": cfg.claim_class,
-            "threshold": threshold,
+            "threshold": cfg.bar_threshold,
             "general_met": general_met(cfg, facts, minted_canaries=minted_canaries),
-            "behavioural_n": behavioural_n(facts, ADMITTED_SURFACES[cfg.track]),
+            "behavioural_n": behavioural_n(facts),
             "surfaces": surfaces_from_facts(
                 facts,
                 scored_every_epoch=rel is not None and rel.enabled,
@@ -521,18 +524,6 @@ def evidence(
             "deviations": deviations,
         }
     )
-
-
-def smallest_n(facts: Mapping[str, Any]) -> int | None:
-    """The smallest per-cell n behind the adjudicating evidence (R19, R21)."""
-    ns = [
-        n
-        for a in facts.get("attacks", [])
-        if a.get("status") == "run" and a.get("adjudicating", True) is not False
-        for n in (a.get("n"), a.get("control_n"))
-        if n
-    ]
-    return min(ns) if ns else None
 
 
 __all__ = [
@@ -553,7 +544,6 @@ __all__ = [
     "general_met",
     "installation_fact",
     "relearn_points",
-    "smallest_n",
     "utility_facts",
 ]
 

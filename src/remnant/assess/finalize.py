@@ -151,8 +151,8 @@ def without_pins(statement: dict[str, object]) -> dict[str, object]:
 
 def records_head(chain: ChainState) -> str | Absent:
     """The statement's ``records_head``: the chain head, or absent saying the records are not chained (R23)."""
-    if chain.chained and chain.head is not None:
-        return f"sha256:{chain.head}"
+    if chain.chained and chain.head_ref is not None:
+        return chain.head_ref
     if chain.head is None:
         return Absent(reason=f"records not chained: {RECORDS_FILE} is empty")
     return Absent(

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 #: Generation length of unattacked scoring (baselines, relearning checkpoints) unless the config sets one.
 SCORING_TOKENS = 24
-ATTACK_KEYS = ("implementation", "max_new_tokens", "batch_size")
 RELEARN_TRAINER_KEYS = (
     "grad_accum",
     "weight_decay",
@@ -515,7 +514,6 @@ def prepare_inputs(cfg: AssessmentConfig, pack: Pack, *, minted: bool, location:
 
 
 __all__ = [
-    "ATTACK_KEYS",
     "AttackSlot",
     "Inputs",
     "SCORING_TOKENS",

@@ -290,7 +290,7 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
     steps = _state_steps(cfg, pack, overhead)
     steps += _measurement_steps(cfg, probes, retain, general, overhead)
     steps += _relearning_steps(cfg, pack, probes, overhead, notes)
-    threshold = cfg.class_d.insignificance_threshold if cfg.class_d is not None else cfg.tau
+    threshold = cfg.bar_threshold
     battery = cfg.class_d.battery if cfg.class_d is not None else None
     if battery is not None:
         steps += _battery_steps(cfg, pack, battery, overhead, GEN_LEN)

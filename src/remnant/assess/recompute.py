@@ -139,7 +139,7 @@ def check_pins(run: Path, chain: ChainState, *, extra: Sequence[Pin] = ()) -> No
     """The records must be the ones the existing manifest and statement (and any ``extra`` pin) pinned (module
     docstring, step 2)."""
     path = run / RECORDS_FILE
-    head = f"sha256:{chain.head}" if chain.head is not None else None
+    head = chain.head_ref
     for pin in [*read_pins(run), *extra]:
         if pin.chained and not chain.chained:
             raise RecordIntegrityError(

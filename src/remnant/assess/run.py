@@ -131,7 +131,7 @@ def _load_states(
     )
     pre = _pre_removal_state(cfg, inputs, builder, session)
     post, removal = _post_removal_state(cfg, inputs, builder, pre, session)
-    states = {F.CONTROL: control, F.PRE: pre, F.POST: post}
+    states: dict[str, LoadedState] = {F.CONTROL: control, F.PRE: pre, F.POST: post}
     return LoadedStates(inputs, states, removal, builder)
 
 

@@ -23,15 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from remnant.config import AssessmentConfig
 from remnant.errors import ModelError
+from remnant.models.dtype import DTYPE_NAMES
 from remnant.models.identity import ModelIdentity
+
+# ROLES: the config's model states a claimant (or the hub) supplies, by role: each may name ``folder`` or ``hub``
+from remnant.standard.vocabulary import ROLES
 from remnant.states.builder import LoadedState, Made, Origin, StateBuilder
 
 if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
     from remnant.packs.schema import Pack
     from remnant.states.store import CheckpointStore
-
-DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def resolve_device(cfg: AssessmentConfig) -> str:
@@ -53,10 +55,6 @@ def check_model_folder(folder: Path, field_name: str) -> None:
         model_files(folder)
     except ModelError as exc:
         raise ModelError(f"{field_name}: {exc}", requirement=exc.requirement) from None
-
-
-#: The config's model states a claimant (or the hub) supplies, by role: each may name ``folder`` or ``hub``.
-ROLES = ("control", "pre_removal", "post_removal")
 
 
 @dataclass(frozen=True)

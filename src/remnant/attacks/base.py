@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import torch
 
 from remnant.attacks.decoding import GenerationInput, forward_cached, greedy_texts
+from remnant.models.device import model_device
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
@@ -106,8 +107,7 @@ class AttackContext:
 
     @property
     def device(self) -> torch.device:
-        device: torch.device = next(self.model.parameters()).device
-        return device
+        return model_device(self.model)
 
     def derive_seed(self, *keys: str | int) -> int:
         return derive_seed(self.seed, *keys)

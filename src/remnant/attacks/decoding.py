@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from remnant.score.capability import pad_id
+from remnant.models.prompts import pad_id
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -97,24 +97,27 @@ def greedy_ids(
     model: Any, tokenizer: Any, inp: GenerationInput, *, max_new_tokens: int, use_cache: bool | None = None
 ) -> list[int]:
     """Greedy continuation ids of one input (``model.generate``, unpadded, inside the input's steering);
-    ``use_cache`` set overrides the model's generation config."""
-    device = model.get_input_embeddings().weight.device
-    ids = torch.tensor([list(inp.prompt_ids)], dtype=torch.long, device=device)
-    common: dict[str, object] = {
-        "max_new_tokens": max_new_tokens,
-        "do_sample": False,
-        "pad_token_id": pad_id(tokenizer),
-    }
-    if use_cache is not None:
-        common["use_cache"] = use_cache
+    ``use_cache`` set overrides the model's generation config. Token ids go through the harness's one-prompt
+    decoding (:func:`remnant.score.capability.generate_greedy_ids`)."""
+    from remnant.score.capability import generate_greedy_ids
+
     with inp.scope(model):
-        if inp.embeds is not None:
-            embeds = inp.embeds.to(device=device, dtype=model.get_input_embeddings().weight.dtype)[None]
-            mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=device)
-            out = model.generate(inputs_embeds=embeds, attention_mask=mask, **common)
-            return [int(t) for t in out[0]]  # with inputs_embeds alone, generate returns only new tokens
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **common)
-    return [int(t) for t in out[0, ids.shape[1] :]]
+        if inp.embeds is None:
+            return generate_greedy_ids(
+                model, tokenizer, inp.prompt_ids, max_new_tokens=max_new_tokens, use_cache=use_cache
+            )
+        device = model.get_input_embeddings().weight.device
+        common: dict[str, object] = {
+            "max_new_tokens": max_new_tokens,
+            "do_sample": False,
+            "pad_token_id": pad_id(tokenizer),
+        }
+        if use_cache is not None:
+            common["use_cache"] = use_cache
+        embeds = inp.embeds.to(device=device, dtype=model.get_input_embeddings().weight.dtype)[None]
+        mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=device)
+        out = model.generate(inputs_embeds=embeds, attention_mask=mask, **common)
+        return [int(t) for t in out[0]]  # with inputs_embeds alone, generate returns only new tokens
 
 
 def greedy_texts(

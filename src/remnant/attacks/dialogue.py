@@ -10,8 +10,8 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from remnant.errors import ConfigError, ModelError
-from remnant.models.prompts import PromptFormat
+from remnant.errors import ConfigError
+from remnant.models.prompts import PromptFormat, continuation, render_prompt_ids
 from remnant.packs.templates import answer_stem
 from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
@@ -35,56 +35,20 @@ def leaks(text: str, probe: Probe) -> bool:
     return answer_matches(text, accepted)
 
 
-def pick_demonstrations(demos: Sequence[Probe], probe: Probe, k: int, rng: random.Random) -> list[Probe]:
-    """``k`` demonstrations for ``probe``, drawn by ``rng`` from those that are not the probe and do not leak."""
-    pool = [
+def eligible_demonstrations(demos: Sequence[Probe], probe: Probe) -> list[Probe]:
+    """The ``demos`` that may be shown with ``probe``, in order: not the probe itself, and not leaking its answer
+    (in the question or the demonstration's answer)."""
+    return [
         d
         for d in demos
         if d.item_id != probe.item_id and not leaks(f"{d.rendered_question()} {demo_answer(d)}", probe)
     ]
+
+
+def pick_demonstrations(demos: Sequence[Probe], probe: Probe, k: int, rng: random.Random) -> list[Probe]:
+    """``k`` demonstrations for ``probe``, drawn by ``rng`` from its :func:`eligible_demonstrations`."""
+    pool = eligible_demonstrations(demos, probe)
     return rng.sample(pool, min(k, len(pool)))
-
-
-def _ids(tokenizer: PreTrainedTokenizerBase, text: str, *, special: bool) -> list[int]:
-    return [int(t) for t in tokenizer(text, add_special_tokens=special)["input_ids"]]
-
-
-def render_text(
-    tokenizer: Any,
-    fmt: PromptFormat,
-    shots: Sequence[tuple[str, str]],
-    question: str,
-    style: Literal["turns", "block"] = "turns",
-) -> str:
-    """The text of :func:`render_dialogue_ids`'s prompt, before tokenisation (raw: with special tokens; chat:
-    without, the template writes them) and without the prefill (:func:`prefill_ids`)."""
-    if fmt.style == "raw" or style == "block":
-        block = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in shots)
-        if fmt.style == "raw":
-            text = f"{block}Question: {question}\nAnswer:"
-            return f"{fmt.system_prompt}\n\n{text}" if fmt.system_prompt else text
-        # chat + block: every demonstration inside the one user message, no earlier turns
-        question = f"{block}Question: {question}\nAnswer:" if block else question
-        shots = []
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
-    messages: list[dict[str, str]] = []
-    if fmt.system_prompt is not None:
-        messages.append({"role": "system", "content": fmt.system_prompt})
-    for q, a in shots:
-        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-    messages.append({"role": "user", "content": question})
-    rendered: str = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return rendered
-
-
-def prefill_ids(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, prefill: str | None) -> list[int]:
-    """The ids of ``prefill`` text opening the answer, placed as ``render_prompt_ids`` places it (inside the
-    assistant turn, no end-of-turn; after a space in the raw format)."""
-    if not prefill:
-        return []
-    raw_space = fmt.style == "raw" and not prefill[0].isspace()
-    return _ids(tokenizer, " " + prefill if raw_space else prefill, special=False)
 
 
 def render_dialogue_ids(
@@ -99,10 +63,10 @@ def render_dialogue_ids(
     """Prompt ids with ``shots`` (question, answer) before ``question``: as earlier chat turns, or one block.
 
     The raw format always writes ``Question: …\\nAnswer: …`` blocks (it has no turns). ``prefill`` text opens
-    the answer (:func:`prefill_ids`).
+    the answer (:func:`~remnant.models.prompts.prefill_ids`). The one renderer of
+    :func:`~remnant.models.prompts.render_prompt_ids`, so a chat template that fails is a ModelError (R2).
     """
-    text = render_text(tokenizer, fmt, shots, question, style)
-    return _ids(tokenizer, text, special=fmt.style == "raw") + prefill_ids(tokenizer, fmt, prefill)
+    return render_prompt_ids(tokenizer, question, fmt, prefill, shots=shots, style=style)
 
 
 def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:
@@ -124,6 +88,4 @@ def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:
 
 def target_ids(tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, text: str) -> list[int]:
     """Target token ids as they follow the prompt: raw answers start with a space (as ``encode_pair``)."""
-    if fmt.style == "raw" and not text[:1].isspace():
-        text = " " + text
-    return _ids(tokenizer, text, special=False)
+    return [int(t) for t in tokenizer(continuation(fmt, text), add_special_tokens=False)["input_ids"]]

@@ -31,7 +31,12 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
-from remnant.attacks.dialogue import demo_answer, leaks, pick_demonstrations, render_dialogue_ids
+from remnant.attacks.dialogue import (
+    demo_answer,
+    eligible_demonstrations,
+    pick_demonstrations,
+    render_dialogue_ids,
+)
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat
 from remnant.registry import register
@@ -58,11 +63,7 @@ def demonstration_pool(
         pool, origin = list(ctx.target_demonstrations), "target_demonstrations"
     else:
         pool, origin = list(probes), "probes"
-    pool = [
-        d
-        for d in pool
-        if d.item_id != probe.item_id and not leaks(f"{d.rendered_question()} {demo_answer(d)}", probe)
-    ]
+    pool = eligible_demonstrations(pool, probe)
     if same_entity and probe.entity:
         own = [d for d in pool if d.entity == probe.entity]
         if own:

@@ -21,6 +21,7 @@ from remnant.attacks.base import Attack, AttackContext, GenerationInput, forward
 from remnant.attacks.decoding import eos_ids
 from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
 from remnant.errors import ConfigError
+from remnant.models.device import model_device
 from remnant.models.greedy import shared_length as shared_prefix_len  # common prefix, one token left
 from remnant.models.prompts import PromptFormat
 from remnant.registry import register
@@ -48,7 +49,7 @@ def greedy_from(
     model: PreTrainedModel, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: set[int]
 ) -> list[int]:
     """Greedy continuation of ``ids`` given a cache already holding the tokens before them (or None)."""
-    device = next(model.parameters()).device
+    device = model_device(model)
     logits, cache = forward_cached(model, torch.tensor([list(ids)], device=device), cache)
     new: list[int] = []
     for _ in range(max_new_tokens):

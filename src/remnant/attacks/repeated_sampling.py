@@ -152,7 +152,7 @@ class RepeatedSamplingAnalytic(_Sampling):
         seqs = answer_sequences(ctx, probe)
         if not seqs:
             return 0.0
-        pairs = [EncodedPair(prompt + s, [-100] * len(prompt) + s, len(prompt), s) for s in seqs]
+        pairs = [EncodedPair.of(prompt, s) for s in seqs]
         batch = collate(pairs, pad_id=0, side="right")
         logits = ctx.model(
             input_ids=batch["input_ids"].to(ctx.device), attention_mask=batch["attention_mask"].to(ctx.device)

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from remnant.attacks.dialogue import prefill_ids, render_text
 from remnant.errors import ModelError
-
-if TYPE_CHECKING:
-    from remnant.models.prompts import PromptFormat
+from remnant.models.prompts import PromptFormat, prefill_ids, render_text
 
 #: A string no question or template contains; the rendered text is split at it.
 PLACEHOLDER = "\x00REMNANT_SUFFIX\x00"
@@ -47,7 +44,7 @@ def suffix_layout(
     ``separator`` goes between the question and the suffix (in ``before``); ``prefill`` text, if any, sits
     inside the assistant turn after the template's generation prompt, exactly as ``render_prompt_ids`` puts it.
     """
-    text = render_text(tokenizer, fmt, (), f"{question}{separator}{PLACEHOLDER}")
+    text = render_text(tokenizer, fmt, f"{question}{separator}{PLACEHOLDER}")
     if fmt.style == "chat" and text.count(PLACEHOLDER) != 1:
         raise ModelError("the chat template does not carry the user's message through verbatim")
     head, tail = text.split(PLACEHOLDER)

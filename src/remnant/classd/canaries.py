@@ -14,12 +14,13 @@ are identical (C-Q4); the outcomes are split back by item id. Nothing here impor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from remnant.errors import PackError
 from remnant.score.probe import Probe
+from remnant.score.rates import count_items
 from remnant.standard.vocabulary import CLASS_D_RISKS, Risk
 
 if TYPE_CHECKING:
@@ -157,26 +158,20 @@ def count(
     if missing:
         raise ValueError(f"{canaries.risk}/{method}: no score for item {missing[0]!r}")
 
-    def tally(probes: Sequence[Probe]) -> tuple[int, float | None]:
-        values = [scores[p.item_id] for p in probes]
-        if any(not isinstance(v, bool) for v in values):
-            expected = float(sum(float(v) for v in values))
-            return min(len(values), round(expected)), expected
-        return sum(bool(v) for v in values), None
-
-    k, expected = tally(canaries.target)
-    ck, control_expected = tally(canaries.control)
+    # the one rule from item results to counts (no willingness on a canary set)
+    target = count_items([scores[p.item_id] for p in canaries.target], ())
+    control = count_items([scores[p.item_id] for p in canaries.control], ())
     return RiskCounts(
         risk=canaries.risk,
         method=method,
         surface=surface,
-        k=k,
+        k=target.k,
         n=len(canaries.target),
-        control_k=ck,
+        control_k=control.k,
         control_n=len(canaries.control),
         baseline=canaries.baseline,
-        expected_k=expected,
-        control_expected_k=control_expected,
+        expected_k=target.expected_k,
+        control_expected_k=control.expected_k,
         hits={p.item_id: scores[p.item_id] for p in canaries.probes},
         detail={**canaries.detail, **(detail or {})},
     )

@@ -24,7 +24,7 @@ from remnant.standard.minima import (
     r21_row,
     upper_bound,
 )
-from remnant.statement.canonical import canonical_text, sha256_text
+from remnant.statement.canonical import canonical_sha256
 
 if TYPE_CHECKING:
     from remnant.packs.schema import Pack
@@ -106,7 +106,7 @@ def design_of(pack: Pack, *, install_epochs: float | None = None) -> CanaryDesig
             "answer_forms": total("answer_forms"),
         },
         surface_forms_digest="sha256:"
-        + sha256_text(canonical_text({k: v for k, v in forms.items() if k != "link_options"})),
+        + canonical_sha256({k: v for k, v in forms.items() if k != "link_options"}),
         link_options=forms.get("link_options"),
         sector_affinity=design.get("population", {}).get("sector_affinity"),
         entities=sum(n for role, n in roles.items() if role != "control"),

@@ -83,34 +83,20 @@ def option_loglikelihoods(
     Each option is encoded as :func:`remnant.models.prompts.encode_pair` encodes a training answer (with the
     end-of-turn), so the likelihood is of exactly that answer in the format the canaries were installed in.
     """
-    import torch
+    from remnant.models.prompts import encode_pair
+    from remnant.score.kappa import answer_loglikelihoods
 
-    from remnant.models.prompts import collate, encode_pair
-
-    pairs = [encode_pair(tokenizer, question, opt, fmt) for opt in options]
-    batch = collate(pairs, pad_id=0, side="right")
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        logits = model(
-            input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)
-        ).logits.float()
-    logp = torch.log_softmax(logits, dim=-1)
-    out: list[float] = []
-    for row, pair in enumerate(pairs):
-        n = len(pair.answer_ids)
-        positions = torch.arange(pair.prompt_len - 1, pair.prompt_len - 1 + n, device=device)
-        target = torch.tensor(pair.answer_ids, device=device)
-        out.append(float(logp[row, positions, target].sum()))
-    return out
+    return answer_loglikelihoods(model, [encode_pair(tokenizer, question, opt, fmt) for opt in options])
 
 
 def option_choice(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, probe: Probe
 ) -> int:
     """The option with the highest likelihood; ties go to the first (deterministic)."""
+    from remnant.score.kappa import best_option
+
     assert probe.options is not None
-    scores = option_loglikelihoods(model, tokenizer, fmt, probe.question, probe.options)
-    return max(range(len(scores)), key=lambda i: (scores[i], -i))
+    return best_option(option_loglikelihoods(model, tokenizer, fmt, probe.question, probe.options))
 
 
 def score_by_likelihood(

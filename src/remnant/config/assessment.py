@@ -155,6 +155,12 @@ class AssessmentConfig(ConfigModel):
         return p if p.is_absolute() else self._base_dir / p
 
     @property
+    def bar_threshold(self) -> float:
+        """The threshold every upper bound is held to: Class D's declared insignificance threshold (D-5.1), else τ
+        (R20, R21); the facts written from this config carry the same (``remnant.standard.derive.bar_threshold``)."""
+        return self.class_d.insignificance_threshold if self.class_d is not None else self.tau
+
+    @property
     def source(self) -> Path | None:
         """The file this config was read from, if any (named in later errors)."""
         return self._source

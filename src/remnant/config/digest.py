@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from remnant import STANDARD_VERSION
 from remnant.config.assessment import AssessmentConfig
-from remnant.statement.canonical import canonical_json
+from remnant.statement.canonical import canonical_sha256
 
 #: Top-level config keys frozen by pre-registration (R14), beside ``target`` less its folder path.
 PREREGISTERED_KEYS: tuple[str, ...] = (
@@ -63,4 +61,4 @@ def preregistered(cfg: AssessmentConfig) -> dict[str, object]:
 
 def config_digest(cfg: AssessmentConfig) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON (RFC 8785) of :func:`preregistered` (R14)."""
-    return "sha256:" + hashlib.sha256(canonical_json(preregistered(cfg))).hexdigest()
+    return "sha256:" + canonical_sha256(preregistered(cfg))

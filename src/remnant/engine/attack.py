@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, ClassVar
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
 from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
 
+# BASELINE: the attack name of the unattacked measurement on every state (R2, R5)
+from remnant.standard.derive import NONE as BASELINE
+
 if TYPE_CHECKING:
     from remnant.attacks.base import Attack, AttackContext, ItemOutcome
     from remnant.score.probe import Probe
-
-BASELINE = "none"
 
 
 def score_outcomes(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -223,16 +223,11 @@ class NotRun(Measurement):
         ]
 
 
-#: A factory the contract tests call to build one instance of a registered measurement kind on the tiny model.
-SmokeFactory = Callable[[State], list[Measurement]]
-
-
 __all__ = [
     "Measurement",
     "ModelLike",
     "NotRun",
     "Record",
-    "SmokeFactory",
     "State",
     "StateKey",
     "StateView",

@@ -17,13 +17,14 @@ from remnant.engine.cell import CellFields, CellTarget, cell_record
 from remnant.engine.measurement import Measurement, Record, State, loaded
 from remnant.records import CellRecord
 
+# the checkpoint of a removal-stage utility measurement (R11), as the Standard's reading rules name it
+from remnant.standard.derive import REMOVAL_STAGE
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from remnant.models.prompts import PromptFormat
     from remnant.score.utility import UtilityMetric
-
-REMOVAL_STAGE = "removal_stage"
 
 
 def metric_spec(name: str, metric: object) -> dict[str, object]:

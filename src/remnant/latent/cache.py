@@ -8,14 +8,13 @@ JSON values are written atomically; tensors go to safetensors (never pickle).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.atomic import write_atomic
 from remnant.registry import jsonable
-from remnant.statement.canonical import canonical_json
+from remnant.statement.canonical import canonical_sha256
 
 if TYPE_CHECKING:
     import torch
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 
 def digest_inputs(inputs: Any) -> str:
     """sha256 of the canonical JSON of ``inputs`` (sorted keys, no whitespace)."""
-    return hashlib.sha256(canonical_json(jsonable(inputs))).hexdigest()
+    return canonical_sha256(jsonable(inputs))
 
 
 def model_digest(model: PreTrainedModel, given: str | None = None) -> str:

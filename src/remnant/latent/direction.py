@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.latent.cache import model_digest
 from remnant.models.arch import resolve_parts
-from remnant.models.hooks import capture_blocks
+from remnant.models.hooks import block_outputs
 from remnant.stats import percentile_bootstrap
 
 if TYPE_CHECKING:
@@ -73,11 +73,10 @@ def activations(
     """Block outputs (hooks) of ``model`` on each prompt at each (layer, position): {cell: [n_prompts, d]}."""
     rows: dict[tuple[int, str], list[np.ndarray]] = {(la, p): [] for la in layers for p in positions}
     for ids in prompts:
-        with capture_blocks(model, layers) as captured:
-            model(input_ids=torch.tensor([list(ids)], dtype=torch.long))
+        captured = block_outputs(model, ids, layers)
         for layer in layers:
             for p in positions:
-                rows[(layer, p)].append(_pick(captured[layer][0].float(), p).numpy().astype(np.float64))
+                rows[(layer, p)].append(_pick(captured[layer][0].float(), p).cpu().numpy().astype(np.float64))
     return {cell: np.stack(v) for cell, v in rows.items()}
 
 
@@ -129,6 +128,11 @@ class DirectionResult(BaseModel):
     provenance: str = Field(description="Procedure provenance.")
 
 
+def within_margin(ci95: tuple[float, float], margin: float) -> bool:
+    """Equivalence to zero (Annex B.3's control null): the whole interval ``ci95`` inside (−margin, margin)."""
+    return -margin < ci95[0] and ci95[1] < margin
+
+
 def _floor(diffs: np.ndarray, rng: np.random.Generator, n: int, level: float) -> float:
     draws = np.empty(n)
     for i in range(n):
@@ -175,7 +179,7 @@ def direction_survival(
         ]:
             proj = (acts[cell] - ref[cell]) @ u / norm2 if norm2 > 0 else np.zeros(len(prompts))
             est, lo, hi = percentile_bootstrap(proj, np.mean, rng, cfg.n_resamples, cfg.level)
-            within = (-cfg.margin < lo and hi < cfg.margin) if role in CONTROL_ROLES else None
+            within = within_margin((lo, hi), cfg.margin) if role in CONTROL_ROLES else None
             figures.append(
                 SurvivalFigure(
                     state=name,
@@ -212,4 +216,5 @@ __all__ = [
     "SurvivalFigure",
     "activations",
     "direction_survival",
+    "within_margin",
 ]

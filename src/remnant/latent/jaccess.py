@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from remnant.latent.cache import model_digest
 from remnant.latent.jacobian_lens import JacobianLens, readout
 from remnant.models.arch import resolve_parts
-from remnant.models.hooks import capture_blocks
+from remnant.models.hooks import block_outputs
 from remnant.models.prompts import render_prompt_ids
 
 if TYPE_CHECKING:
@@ -295,10 +295,8 @@ def _band_logits(
     positions: int,
 ) -> Iterator[torch.Tensor]:
     """One forward pass; per band layer, the lens readout ``z`` [P, V] of the last ``positions`` positions."""
-    ids = torch.tensor([list(prompt_ids)], dtype=torch.long)
-    with capture_blocks(model, layers) as captured:
-        model(input_ids=ids)
-    n_pos = min(positions, ids.shape[1])
+    captured = block_outputs(model, prompt_ids, layers)
+    n_pos = min(positions, len(prompt_ids))
     for layer in layers:
         yield readout(model, captured[layer][0, -n_pos:], lens.matrices[layer] if lens is not None else None)
 
@@ -454,10 +452,8 @@ def _read_variants(
         groups.setdefault(id(lens), []).append(v)
     rows: list[list[ProbeReadout]] = [[] for _ in variants]
     for i, prompt in enumerate(variants[0][0]):
-        ids = torch.tensor([list(prompt.prompt_ids)], dtype=torch.long)
-        with capture_blocks(model, union) as captured:
-            model(input_ids=ids)
-        n_pos = min(cfg.positions, ids.shape[1])
+        captured = block_outputs(model, prompt.prompt_ids, union)
+        n_pos = min(cfg.positions, len(prompt.prompt_ids))
         for members in groups.values():
             lens = variants[members[0]][1]
             tallies = {v: _ProbeTally(variants[v][0][i].concept_ids, cfg.k) for v in members}
@@ -499,9 +495,21 @@ def _read_variants(
     ]
 
 
+def is_silent(emitted: bool, n_concepts: int) -> bool:
+    """Whether a probe is in I(θ): the model emits no concept token (eq. 4) and C_i is not empty (a probe with
+    empty C_i is left out)."""
+    return not emitted and n_concepts > 0
+
+
 def silent_set(readout_: AccessReadout) -> set[str]:
     """I(θ): probes on which the model emits no concept token (eq. 4); probes with empty C_i are left out."""
-    return {p.idx for p in readout_.probes if not p.emitted and p.n_concepts > 0}
+    return {p.idx for p in readout_.probes if is_silent(p.emitted, p.n_concepts)}
+
+
+def jocc_ratio(audited: float, original: float, retain: float) -> float | None:
+    """Eq. 6, unclipped: ``(A(θ) − A(θ_g)) / (A(θ_0) − A(θ_g))`` from the three accesses on one subset; None
+    where the anchors tie (the ratio is undefined)."""
+    return (audited - retain) / (original - retain) if original != retain else None
 
 
 def raw_access(readout_: AccessReadout, subset: set[str]) -> float | None:
@@ -653,9 +661,7 @@ def j_occ(audited: AccessReadout, original: AccessReadout, retain: AccessReadout
         decoder = "own"
     else:
         decoder = "mixed"
-    jocc = None
-    if a is not None and o is not None and r is not None and o != r:
-        jocc = (a - r) / (o - r)
+    jocc = jocc_ratio(a, o, r) if a is not None and o is not None and r is not None else None
     gap, gap_ci, p_above = _retain_gap(audited, retain, subset)
     return JAccessResult(
         measurement="j_access" if audited.lens == "jacobian" else "logit_lens_access",
@@ -695,7 +701,9 @@ __all__ = [
     "drop_generic",
     "emitted_flags",
     "greedy_continuations",
+    "is_silent",
     "j_occ",
+    "jocc_ratio",
     "layer_hits",
     "make_probe",
     "mcnemar_greater",

@@ -294,9 +294,9 @@ def concept_rows(
     return rows
 
 
-@torch.no_grad()
-def readout(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
-    """Vocabulary logits ``W_U · norm_final(J h)`` for rows ``h`` [n, d]; ``matrix=None`` is the logit lens.
+def lens_logits(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
+    """Vocabulary logits ``W_U · norm_final(J h)`` for rows ``h`` [n, d] *with* gradients (the Goodhart arm's
+    J-Access surrogate trains through it); ``matrix=None`` is the logit lens.
 
     A final-logit softcap (Gemma) is monotonic, so it is not applied: ranks are unchanged.
     """
@@ -307,11 +307,19 @@ def readout(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None
     return logits
 
 
+@torch.no_grad()
+def readout(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`lens_logits` without gradients, as an audit reads: vocabulary logits ``W_U · norm_final(J h)`` for
+    rows ``h`` [n, d]; ``matrix=None`` is the logit lens."""
+    return lens_logits(model, h, matrix)
+
+
 __all__ = [
     "JacobianLens",
     "LensConfig",
     "concept_rows",
     "fit_lens",
+    "lens_logits",
     "norm_gain",
     "readout",
     "unembed_rows",

@@ -22,7 +22,7 @@ from remnant.latent.inputs import EncodedExample, EntityExample, encode_examples
 from remnant.latent.jacobian_lens import readout
 from remnant.latent.patching import mean_entity_logprob
 from remnant.latent.uds import UDSConfig, UDSExampleResult, UDSResult, n_blocks, summary_fields
-from remnant.models.hooks import capture_blocks
+from remnant.models.hooks import block_outputs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -34,9 +34,7 @@ def layer_logprobs(
 ) -> list[float]:
     """Per layer: mean entity log-prob of ``model``'s block outputs decoded through ``decoder``'s norm and head
     (:func:`~remnant.latent.jacobian_lens.readout` with J = I)."""
-    ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
-    with capture_blocks(model, layers) as captured:
-        model(input_ids=ids)
+    captured = block_outputs(model, ex.input_ids, layers)
     window = slice(ex.eval_start, ex.eval_end)
     return [
         mean_entity_logprob(readout(decoder, captured[la][0, window]), ex, ex.eval_start) for la in layers

@@ -30,7 +30,7 @@ from remnant.errors import UnsupportedArchitecture
 from remnant.latent.inputs import EncodedExample
 from remnant.models.arch import resolve_parts
 from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
-from remnant.models.hooks import capture_blocks, patch_block
+from remnant.models.hooks import capture_blocks, patch_block, prompt_batch
 
 if TYPE_CHECKING:
     from transformers import Cache, PreTrainedModel
@@ -42,16 +42,18 @@ SourceStates = Mapping[int, torch.Tensor]
 PrefixKV = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 
 
-def _ids(ex: EncodedExample, model: PreTrainedModel) -> torch.Tensor:
-    # on the model's device: a model on a GPU cannot read ids from the CPU (R24: the run records that device)
-    return torch.tensor([list(ex.input_ids)], dtype=torch.long, device=next(model.parameters()).device)
+def entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 0) -> torch.Tensor:
+    """Mean teacher-forced log-prob of the entity tokens as a 0-d tensor (with its graph, where ``logits`` has
+    one: the Goodhart arm's UDS surrogate trains through it); ``logits`` rows start at absolute position
+    ``offset``."""
+    rows = logits[ex.eval_start - offset : ex.eval_end - offset].float()
+    target = torch.tensor(ex.targets, dtype=torch.long, device=rows.device)
+    return torch.log_softmax(rows, dim=-1).gather(-1, target[:, None]).mean()
 
 
 def mean_entity_logprob(logits: torch.Tensor, ex: EncodedExample, offset: int = 0) -> float:
     """Mean teacher-forced log-prob of the entity tokens; ``logits`` rows start at absolute position ``offset``."""
-    rows = logits[ex.eval_start - offset : ex.eval_end - offset].float()
-    target = torch.tensor(ex.targets, dtype=torch.long, device=rows.device)
-    return float(torch.log_softmax(rows, dim=-1).gather(-1, target[:, None]).mean())
+    return float(entity_logprob(logits, ex, offset))
 
 
 #: The most tokens one row of a source forward packs (examples one after another, each reading only itself): packing
@@ -161,7 +163,7 @@ def naive_scores(
     target: PreTrainedModel, ex: EncodedExample, sources: Sequence[SourceStates], layers: Sequence[int]
 ) -> tuple[float, list[list[float]]]:
     """``s_full`` and, per source and layer, the patched mean entity log-prob: one forward per patch."""
-    ids = _ids(ex, target)
+    ids = prompt_batch(target, ex.input_ids)
     s_full = mean_entity_logprob(target(input_ids=ids).logits[0], ex)
     positions = list(range(ex.eval_start, ex.eval_end))
     out: list[list[float]] = []
@@ -214,7 +216,7 @@ def _prefix_kv(
     kept = prefixes.get(target, ex) if prefixes is not None else None
     if kept is not None:
         return kept
-    ids = _ids(ex, target)[:, : ex.eval_start]
+    ids = prompt_batch(target, ex.input_ids)[:, : ex.eval_start]
     cache = output_cache(target(input_ids=ids, use_cache=True, **keep_last_logits(target)))
     layers = [] if cache is None else list(cache.layers)
     kv_layers = [x for x in layers if isinstance(x, DynamicLayer)]

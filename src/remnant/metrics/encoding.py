@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from remnant.errors import ModelError
 
@@ -101,34 +101,21 @@ def _eos(tokenizer: PreTrainedTokenizerBase) -> int:
     return eos
 
 
-# Any: the tokenizer stubs type apply_chat_template's keywords, not the template variables (date_string)
-def _render(tokenizer: Any, chat: list[dict[str, str]], *, generation_prompt: bool, date: str | None) -> str:
-    from jinja2.exceptions import TemplateError
-
-    extra = {"date_string": date} if date is not None else {}
-    try:
-        text = tokenizer.apply_chat_template(
-            chat, tokenize=False, add_generation_prompt=generation_prompt, **extra
-        )
-    except (TemplateError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        where = getattr(tokenizer, "name_or_path", "") or "the tokenizer"
-        raise ModelError(
-            f"{where}: its chat template cannot be rendered ({type(exc).__name__}: {exc})"
-        ) from None
-    return str(text)
-
-
 def _chat_ids(
     tokenizer: PreTrainedTokenizerBase, setting: OpenUnlearningPrompt, qs: Sequence[str], ans: Sequence[str]
 ) -> EncodedQA:
+    from remnant.models.prompts import apply_template  # torch: imported only where a template is rendered
+
     chat: list[dict[str, str]] = []
     if setting.system_prompt:
         chat.append({"role": "system", "content": setting.system_prompt})
     for q, a in zip(qs, ans, strict=True):
         chat += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
     # apply_chat_template(tokenize=True) tokenises the rendered text without adding special tokens.
-    full_text = _render(tokenizer, chat, generation_prompt=False, date=setting.date_string)
-    prompt_text = _render(tokenizer, chat[:-1], generation_prompt=True, date=setting.date_string)
+    full_text = apply_template(tokenizer, chat, generation_prompt=False, date_string=setting.date_string)
+    prompt_text = apply_template(
+        tokenizer, chat[:-1], generation_prompt=True, date_string=setting.date_string
+    )
     full = list(tokenizer(full_text, add_special_tokens=False)["input_ids"])
     prompt = list(tokenizer(prompt_text, add_special_tokens=False)["input_ids"])
     return EncodedQA(full_ids=tuple(full), prompt_ids=tuple(prompt))

@@ -32,7 +32,9 @@ import numpy as np
 import torch
 
 from remnant.metrics.scores import FloatArray, IntArray, TokenScores
-from remnant.models.forward_keywords import cache_kwarg, logits_keep_kwarg, output_cache
+from remnant.models.device import model_device
+from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
+from remnant.models.prompts import padded
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -48,11 +50,6 @@ class ScoredSequence:
     def __post_init__(self) -> None:
         if not 1 <= self.label_start <= len(self.input_ids):
             raise ValueError(f"label_start {self.label_start} outside [1, {len(self.input_ids)}]")
-
-
-def _device(model: PreTrainedModel) -> torch.device:
-    device: torch.device = next(model.parameters()).device
-    return device
 
 
 def _vocab_stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,20 +72,13 @@ def _ints(t: torch.Tensor) -> IntArray:
 
 def _right_padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``rows`` right-padded to the longest, and the attention mask from their lengths."""
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
+    return padded(rows, pad_id, "right")
 
 
 def logits_kept(model: PreTrainedModel, width: int, first_label: int) -> dict[str, int]:
     """The model's ``logits_to_keep`` keyword, where it takes one: only the logits from the one predicting position
     ``first_label`` of a ``width``-wide batch onward are projected to the vocabulary."""
-    name = logits_keep_kwarg(model)
-    return {} if name is None else {name: width - (first_label - 1)}
+    return keep_last_logits(model, width - (first_label - 1))
 
 
 def token_scores(logits: torch.Tensor, labels: torch.Tensor, vocab_stats: bool) -> TokenScores:
@@ -110,7 +100,7 @@ def _score_batch(
 ) -> list[TokenScores]:
     ids, mask = _right_padded([s.input_ids for s in batch], pad_id)
     width = ids.shape[1]
-    device = _device(model)
+    device = model_device(model)
     kwargs = {"use_cache": False, **logits_kept(model, width, min(s.label_start for s in batch))}
     with torch.inference_mode():
         logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs).logits
@@ -158,10 +148,9 @@ def _score_shared(
     ids, mask = _right_padded(conts, pad_id)
     starts = torch.tensor([shared[gi] for gi in owner], dtype=torch.long)
     positions = starts[:, None] + torch.arange(ids.shape[1], dtype=torch.long)[None, :]
-    device = _device(model)
+    device = model_device(model)
     width = pre_ids.shape[1]
-    keep_name = logits_keep_kwarg(model)
-    keep = {keep_name: max(1, width - min(first))} if keep_name is not None else {}
+    keep = keep_last_logits(model, max(1, width - min(first)))
     with torch.inference_mode():
         out = model(input_ids=pre_ids.to(device), attention_mask=pre_mask.to(device), use_cache=True, **keep)
         cache: Any = output_cache(out)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from remnant.metrics.text import decode
-from remnant.models.greedy import greedy_pruned, left_padded, pruned_decoding_applies
+from remnant.models.greedy import greedy_new_ids
+from remnant.models.prompts import pad_id
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, StoppingCriteriaList
@@ -74,47 +75,27 @@ def _generate_batch(
     stopwords: Sequence[str],
 ) -> list[str]:
     eos = int(tokenizer.eos_token_id)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
-    ids, mask = left_padded(prompts, int(pad))
-    width = ids.shape[1]
-    stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
-    rows = None
-    if pruned_decoding_applies(model):
-        rows = greedy_pruned(
-            model,
-            ids,
-            mask,
-            max_new_tokens=max_new_tokens,
-            eos_token_id=eos,
-            stop=_stop_check(tokenizer, stopwords),
-        )
-    if rows is not None:
-        return [
-            cut_generation(decode(tokenizer, row, skip_special_tokens=True, clean_up=True), stops)
-            for row in rows
-        ]
-    device = next(model.parameters()).device
-    extra: dict[str, StoppingCriteriaList] = {}
+    options: dict[str, object] = {
+        "top_p": None,
+        "top_k": None,
+        "temperature": None,
+        "use_cache": True,
+        "pad_token_id": eos,
+    }
     if stopwords:
-        extra["stopping_criteria"] = _stopping(tokenizer, stopwords, width)
-    with torch.inference_mode():
-        out = model.generate(
-            ids.to(device),
-            attention_mask=mask.to(device),
-            do_sample=False,
-            top_p=None,
-            top_k=None,
-            temperature=None,
-            max_new_tokens=max_new_tokens,
-            use_cache=True,
-            pad_token_id=eos,
-            **extra,
-        )
+        options["stopping_criteria"] = _stopping(tokenizer, stopwords, max(len(p) for p in prompts))
+    rows = greedy_new_ids(
+        model,
+        prompts,
+        pad_id=pad_id(tokenizer),
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos,
+        stop=_stop_check(tokenizer, stopwords),
+        generate_options=options,
+    )
+    stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]
     return [
-        cut_generation(
-            decode(tokenizer, row[width:].tolist(), skip_special_tokens=True, clean_up=True), stops
-        )
-        for row in out
+        cut_generation(decode(tokenizer, row, skip_special_tokens=True, clean_up=True), stops) for row in rows
     ]
 
 

@@ -35,6 +35,7 @@ import torch
 
 from remnant.metrics.forward import ScoredSequence, TokenScores, _right_padded, logits_kept, token_scores
 from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
+from remnant.models.device import model_device
 from remnant.models.grads import grad_required
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _batched_norms(
     the earliest labelled position), so readings taken here are the ones that pass would give."""
     ids, mask = _right_padded([s.input_ids for s in batch], pad_id)  # no real position attends to a pad
     width = ids.shape[1]
-    device = next(model.parameters()).device
+    device = model_device(model)
     forward = logits_kept(model, width, min(s.label_start for s in batch))
     losses = _batch_losses(batch, readings)
     table = per_sample_sq_norms(model, ids.to(device), mask.to(device), losses, **forward)

@@ -36,7 +36,6 @@ by :func:`~remnant.engine.measurement.cell_key_of`. Another metric requested bes
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
@@ -53,7 +52,9 @@ from remnant.engine.measurement import (
     run_measurement,
 )
 from remnant.errors import ConfigError
+from remnant.models.dtype import DTYPE_NAMES
 from remnant.records import AnyRecord, CellRecord, Observation
+from remnant.statement.canonical import canonical_sha256
 
 if TYPE_CHECKING:
     from remnant.engine.runner import CellRunner
@@ -69,25 +70,19 @@ SURFACE = "metric"
 SEED = 0
 #: Per-item fields an aggregate averages, in the order they are looked for (ROUGE's is its ``rouge_type``).
 ITEM_FIELDS = ("score", "prob")
-#: Declared dtypes by torch name (``remnant eval --dtype`` spellings are kept as they are).
-DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-
-
-def _sha256(value: object) -> str:
-    from remnant.statement.canonical import canonical_json
-
-    return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
 def rows_digest(rows: Sequence[Any]) -> str:
     """sha256 of a split's rows (every field, in order) as canonical JSON: changes with any row or its order.
     TOFU rows are dataclasses, MUSE rows mappings."""
-    return _sha256([asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows])
+    return canonical_sha256(
+        [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
+    )
 
 
 def log_sha256(entry: Mapping[str, object]) -> str:
     """sha256 of one evaluation-log entry (its JSON form) as canonical JSON (the ``log_sha256`` param)."""
-    return _sha256(dict(entry))
+    return canonical_sha256(dict(entry))
 
 
 def _state_digest(state: Any) -> str:
@@ -96,9 +91,10 @@ def _state_digest(state: Any) -> str:
 
 
 def dtype_name(dtype: str) -> str:
-    """A torch dtype's declared name (``torch.bfloat16`` → ``bf16``; ``remnant eval --dtype`` spellings)."""
+    """A torch dtype's declared name (``torch.bfloat16`` → ``bf16``, :data:`remnant.models.dtype.DTYPE_NAMES`;
+    ``remnant eval --dtype`` spellings are kept as they are)."""
     name = str(dtype).removeprefix("torch.")
-    return DTYPES.get(name, name)
+    return DTYPE_NAMES.get(name, name)
 
 
 @dataclass(frozen=True)
@@ -296,7 +292,7 @@ class MetricMeasurement(Measurement):
             "prompt": {"setting": type(suite.prompt).__name__, **asdict(suite.prompt)},
             "batch_size": suite.settings.batch_size,
             "dtype": suite.dtype,
-            "retain_log": None if retain is None else _sha256(dict(retain.data)),
+            "retain_log": None if retain is None else canonical_sha256(dict(retain.data)),
             "reference": None if reference is None else _state_digest(reference),
             "checkpoint": self.checkpoint,
         }

@@ -5,14 +5,19 @@ A device comes from an option (``remnant eval --device``, ``remnant models ident
 ``cpu``, ``mps``, ``cuda``, ``cuda:N``) and one this machine has: a CUDA index past the last GPU, or ``cuda`` on a
 machine without one, is a one-line :class:`~remnant.errors.ConfigError` naming where it was given, not a torch
 traceback after the data were read. ``auto`` resolves to ``cuda`` where a GPU is visible, else ``cpu``; the
-resolved name is what the run records (R24).
+resolved name is what the run records (R24). A loaded model's device is its first parameter's
+(:func:`model_device`): where every batch goes before its forward pass.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from remnant.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 DEVICE_RULE = "R24"
 
@@ -54,4 +59,10 @@ def check_device(name: str, *, where: str) -> str:
     return name
 
 
-__all__ = ["DEVICE_RULE", "check_device"]
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of the model's first parameter: where input batches must be before the forward pass."""
+    device: torch.device = next(model.parameters()).device
+    return device
+
+
+__all__ = ["DEVICE_RULE", "check_device", "model_device"]

@@ -1,26 +1,35 @@
-"""dtype policy: fp32 | bf16 | fp16 (fp16 only where the device supports it)."""
+"""dtype policy: fp32 | bf16 | fp16 (fp16 only where the device supports it).
+
+:data:`DTYPE_NAMES` is the one table of the policy's dtypes, by torch name; it needs no torch, so configs,
+records and measurements read it without importing torch.
+"""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from remnant.errors import ModelError
 
-DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+if TYPE_CHECKING:
+    import torch
+
+#: The policy's dtypes: torch name (``torch.bfloat16`` without its module) → policy name.
+DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def resolve_dtype(name: str, device: str) -> torch.dtype:
     """Map a dtype name to a torch dtype, refusing fp16 on CPU (slow and numerically unsafe there)."""
-    if name not in DTYPES:
-        raise ModelError(f"dtype {name!r} is not one of {sorted(DTYPES)}")
+    import torch
+
+    by_name = {policy: torch_name for torch_name, policy in DTYPE_NAMES.items()}
+    if name not in by_name:
+        raise ModelError(f"dtype {name!r} is not one of {sorted(by_name)}")
     if name == "fp16" and str(device).startswith("cpu"):
         raise ModelError("dtype 'fp16' is not supported on CPU; use 'fp32' or 'bf16'")
-    return DTYPES[name]
+    dtype: torch.dtype = getattr(torch, by_name[name])
+    return dtype
 
 
 def dtype_name(dtype: torch.dtype) -> str:
     """The policy name of a torch dtype (or its str when outside the policy)."""
-    for name, value in DTYPES.items():
-        if value == dtype:
-            return name
-    return str(dtype)
+    return DTYPE_NAMES.get(str(dtype).removeprefix("torch."), str(dtype))

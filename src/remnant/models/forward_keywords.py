@@ -6,7 +6,7 @@ forward in remnant asks here, so each runs on either naming."""
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,14 +22,19 @@ def logits_keep_kwarg(model: PreTrainedModel) -> str | None:
     return next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in params), None)
 
 
+def unwrapped(model: Any) -> Any:
+    """The model a peft wrapper forwards to (its base model), or ``model`` itself when it wraps nothing."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
 def keeps_logits_by_mask(model: object) -> bool:
     """Whether ``model``'s forward takes ``logits_to_keep`` and reads a boolean ``[B, T]`` tensor there as the
     positions whose logits to compute, flattened row-major (transformers' ``slice_logits_to_keep``: every causal LM
     of the pinned 5.24). A peft wrapper passes the keyword on to the model it wraps, which is the one asked."""
-    unwrap = getattr(model, "get_base_model", None)
-    base = unwrap() if callable(unwrap) else model
+    base = unwrapped(model)
     try:
-        takes = logits_keep_kwarg(base) == "logits_to_keep"  # type: ignore[arg-type]
+        takes = logits_keep_kwarg(base) == "logits_to_keep"
     except (TypeError, ValueError):  # a forward inspect cannot read
         return False
     return takes and hasattr(inspect.getmodule(type(base)), "slice_logits_to_keep")
@@ -91,4 +96,5 @@ __all__ = [
     "keeps_logits_by_mask",
     "logits_keep_kwarg",
     "output_cache",
+    "unwrapped",
 ]

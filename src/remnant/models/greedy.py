@@ -19,17 +19,20 @@ system turn) runs once for the batch, not once per row (:func:`_prompt_pass`).
 
 :func:`pruned_decoding_applies` says when the loop may stand in for ``generate``: the model's generation config
 asks for nothing that changes greedy scores (a repetition penalty, banned words, a minimum length …), and its
-forward takes position ids and a cache with row selection. Otherwise the caller uses ``generate``.
+forward takes position ids and a cache with row selection. Otherwise ``generate`` runs: :func:`greedy_new_ids`,
+the one batched greedy loop every caller goes through, makes that choice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from remnant.models.device import model_device
 from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
+from remnant.models.prompts import padded
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -65,13 +68,7 @@ _NEUTRAL_FIELDS = frozenset(
 
 def left_padded(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``prompts`` left-padded to the longest (as ``generate`` takes a batch), and the attention mask."""
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for r, p in enumerate(prompts):
-        ids[r, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-        mask[r, width - len(p) :] = 1
-    return ids, mask
+    return padded(prompts, pad_id, "left")
 
 
 def pruned_decoding_applies(model: PreTrainedModel) -> bool:
@@ -218,7 +215,7 @@ def greedy_pruned(
     if cache_name is None:
         raise ValueError("this model's forward takes no position ids or cache: use generate")
     eos = eos_ids(model, eos_token_id)
-    device = next(model.parameters()).device
+    device = model_device(model)
     prompts = [row[m.bool()].tolist() for row, m in zip(ids.cpu(), mask.cpu(), strict=True)]
     rows = list(range(ids.shape[0]))  # the original row of each live batch row
     new: list[list[int]] = [[] for _ in rows]
@@ -266,4 +263,51 @@ def greedy_pruned(
     return new
 
 
-__all__ = ["draft", "eos_ids", "greedy_pruned", "left_padded", "pruned_decoding_applies", "shared_length"]
+def greedy_new_ids(
+    model: Any,  # the stubs' PreTrainedModel has no generate (GenerationMixin's, mixed in at load)
+    prompts: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    max_new_tokens: int,
+    eos_token_id: int | None,
+    stop: Callable[[list[int]], bool] | None = None,
+    generate_options: Mapping[str, Any] | None = None,
+) -> list[list[int]]:
+    """Each prompt's greedy new-token ids, in order, for one batch left-padded with ``pad_id``: every batched
+    greedy generation of remnant (κ's, R6, and the ROUGE metrics') comes through here.
+
+    Where :func:`pruned_decoding_applies` (and the model's cache can drop rows), :func:`greedy_pruned` with
+    ``eos_token_id`` and ``stop``; otherwise ``model.generate(do_sample=False)`` with the caller's
+    ``generate_options`` (its pad id, stopping criteria, sampling knobs), which must end rows as those do. The
+    rows hold what each decoding returns (no cut after an end token: the caller's decoding reads them).
+    """
+    ids, mask = left_padded(prompts, pad_id)
+    rows = None
+    if pruned_decoding_applies(model):
+        rows = greedy_pruned(
+            model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id, stop=stop
+        )
+    if rows is not None:
+        return rows
+    device = model_device(model)
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            **(generate_options or {}),
+        )
+    new: list[list[int]] = out[:, ids.shape[1] :].tolist()
+    return new
+
+
+__all__ = [
+    "draft",
+    "eos_ids",
+    "greedy_new_ids",
+    "greedy_pruned",
+    "left_padded",
+    "pruned_decoding_applies",
+    "shared_length",
+]

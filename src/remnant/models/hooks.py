@@ -51,6 +51,22 @@ def capture_blocks(
             h.remove()
 
 
+def prompt_batch(model: torch.nn.Module, ids: Sequence[int]) -> torch.Tensor:
+    """One prompt's token ids as a ``[1, T]`` batch on ``model``'s device: a model on a GPU cannot read ids from
+    the CPU (R24: the run records that device)."""
+    return torch.tensor([list(ids)], dtype=torch.long, device=next(model.parameters()).device)
+
+
+def block_outputs(
+    model: torch.nn.Module, ids: Sequence[int], layers: Sequence[int], *, detach: bool = True
+) -> dict[int, torch.Tensor]:
+    """One forward of ``model`` on one prompt ``ids`` (put on the model's device, :func:`prompt_batch`): each listed
+    block's output ``[1, T, d]`` (:func:`capture_blocks`; ``detach=False`` keeps each one with its graph)."""
+    with capture_blocks(model, layers, detach=detach) as captured:
+        model(input_ids=prompt_batch(model, ids))
+    return captured
+
+
 @contextmanager
 def patch_block(
     model: torch.nn.Module,

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from remnant.models.files import ModelFiles, model_files
-from remnant.statement.canonical import sha256_text
+from remnant.statement.canonical import canonical_sha256, sha256_text
 
 
 class ModelIdentity(BaseModel):
@@ -53,9 +53,8 @@ def sha256_file(path: Path) -> str:
 
 
 def _digest(fields: Mapping[str, object]) -> str:
-    from remnant.statement.canonical import canonical_text
-
-    return sha256_text(canonical_text(fields))
+    """The identity's digest: the canonical sha256 of its fields."""
+    return canonical_sha256(fields)
 
 
 def weights_digest_of(model: Any) -> str:

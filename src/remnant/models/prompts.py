@@ -2,7 +2,9 @@
 
 Prompt and answer are tokenised separately and joined as ids, so the boundary never re-tokenises; the answer
 ends with EOS / end-of-turn so training teaches it to stop. A prefill sits inside the assistant turn with no
-end-of-turn appended (prefill attack, C-Q1).
+end-of-turn appended (prefill attack, C-Q1). The attacks' few-shot dialogues (demonstrations as earlier turns,
+or one block) are the same rendering with examples (:func:`render_text`); every id batch is padded by
+:func:`padded`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class PromptFormat:
         return cls(style=style, system_prompt=system_prompt)
 
 
+#: The label of a position no loss reads (the prompt, padding): PyTorch's and transformers' ignore index.
+IGNORE_INDEX = -100
+
+
 @dataclass(frozen=True)
 class EncodedPair:
     """A prompt+answer pair as ids; labels are -100 on the prompt (answer-only loss)."""
@@ -38,6 +44,12 @@ class EncodedPair:
     labels: list[int]
     prompt_len: int
     answer_ids: list[int]
+
+    @classmethod
+    def of(cls, prompt: Sequence[int], answer: Sequence[int]) -> EncodedPair:
+        """``answer`` ids after ``prompt`` ids, the labels masked on the prompt."""
+        head, tail = list(prompt), list(answer)
+        return cls(head + tail, [IGNORE_INDEX] * len(head) + tail, len(head), tail)
 
 
 def _ids(tokenizer: Any, text: str) -> list[int]:
@@ -48,14 +60,25 @@ def _ids(tokenizer: Any, text: str) -> list[int]:
 TEMPLATE_CHECK_MESSAGES = ({"role": "user", "content": "Hello"},)
 
 
-def _apply_template(tokenizer: Any, messages: list[dict[str, str]], where: object = None) -> str:
-    """The chat template rendered on ``messages``; a template that fails (e.g. trips the Jinja sandbox) is a
-    model that cannot be used, refused as a ModelError (R2) naming ``where`` rather than a traceback."""
+def apply_template(
+    tokenizer: Any,
+    messages: list[dict[str, str]],
+    where: object = None,
+    *,
+    generation_prompt: bool = True,
+    date_string: str | None = None,
+) -> str:
+    """The chat template rendered on ``messages`` (with the assistant turn's opening where ``generation_prompt``;
+    ``date_string`` set is passed as that template variable); a template that fails (e.g. trips the Jinja sandbox)
+    is a model that cannot be used, refused as a ModelError (R2) naming ``where`` rather than a traceback."""
     from jinja2.exceptions import TemplateError
 
     where = where or getattr(tokenizer, "name_or_path", "") or "the tokenizer"
+    extra = {"date_string": date_string} if date_string is not None else {}
     try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, **extra
+        )
     except (TemplateError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         raise ModelError(
             f"{where}: its chat template cannot be rendered ({type(exc).__name__}: {exc})", requirement="R2"
@@ -70,32 +93,64 @@ def check_chat_template(tokenizer: Any, folder: object) -> None:
     sandbox or fails to render refuses the model at load time (R2), naming ``folder``. No template: nothing."""
     if not getattr(tokenizer, "chat_template", None):
         return
-    _apply_template(tokenizer, [dict(m) for m in TEMPLATE_CHECK_MESSAGES], folder)
+    apply_template(tokenizer, [dict(m) for m in TEMPLATE_CHECK_MESSAGES], folder)
+
+
+def continuation(fmt: PromptFormat, text: str) -> str:
+    """``text`` as it follows the rendered prompt: in the raw format, after ``Answer:``, it starts with a space
+    (one is added unless it starts with whitespace); in a chat turn it is as written."""
+    return " " + text if fmt.style == "raw" and not text[:1].isspace() else text
+
+
+def render_text(
+    tokenizer: Any,
+    fmt: PromptFormat,
+    question: str,
+    shots: Sequence[tuple[str, str]] = (),
+    style: Literal["turns", "block"] = "turns",
+) -> str:
+    """The prompt's text before tokenisation (raw: tokenised with special tokens; chat: without, the template
+    writes them), without the prefill (:func:`prefill_ids`). ``shots`` (question, answer) come before
+    ``question``: as earlier chat turns, or one ``Question: …\\nAnswer: …`` block (the raw format always)."""
+    if fmt.style == "raw" or style == "block":
+        block = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in shots)
+        if fmt.style == "raw":
+            text = f"{block}Question: {question}\nAnswer:"
+            return f"{fmt.system_prompt}\n\n{text}" if fmt.system_prompt else text
+        # chat + block: every demonstration inside the one user message, no earlier turns
+        question = f"{block}Question: {question}\nAnswer:" if block else question
+        shots = []
+    if not getattr(tokenizer, "chat_template", None):
+        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
+    messages: list[dict[str, str]] = []
+    if fmt.system_prompt is not None:
+        messages.append({"role": "system", "content": fmt.system_prompt})
+    for q, a in shots:
+        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": question})
+    return apply_template(tokenizer, messages)
+
+
+def prefill_ids(tokenizer: Any, fmt: PromptFormat, prefill: str | None) -> list[int]:
+    """The ids of ``prefill`` text opening the answer: inside the assistant turn, no end-of-turn; after a space
+    in the raw format (:func:`continuation`)."""
+    return _ids(tokenizer, continuation(fmt, prefill)) if prefill else []
 
 
 def render_prompt_ids(
-    tokenizer: Any, question: str, fmt: PromptFormat, prefill: str | None = None
+    tokenizer: Any,
+    question: str,
+    fmt: PromptFormat,
+    prefill: str | None = None,
+    *,
+    shots: Sequence[tuple[str, str]] = (),
+    style: Literal["turns", "block"] = "turns",
 ) -> list[int]:
-    """Token ids of the rendered prompt, ending where the model's answer starts (after any prefill)."""
-    if fmt.style == "raw":
-        text = f"Question: {question}\nAnswer:"
-        if fmt.system_prompt:
-            text = f"{fmt.system_prompt}\n\n{text}"
-        ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
-        if prefill:
-            ids += _ids(tokenizer, prefill if prefill[0].isspace() else " " + prefill)
-        return ids
-    if not getattr(tokenizer, "chat_template", None):
-        raise ModelError("prompt style 'chat' needs a tokenizer with a chat template")
-    messages = []
-    if fmt.system_prompt is not None:
-        messages.append({"role": "system", "content": fmt.system_prompt})
-    messages.append({"role": "user", "content": question})
-    text = _apply_template(tokenizer, messages)
-    ids = _ids(tokenizer, text)
-    if prefill:
-        ids += _ids(tokenizer, prefill)
-    return ids
+    """Token ids of the rendered prompt (:func:`render_text`), ending where the model's answer starts (after any
+    prefill)."""
+    text = render_text(tokenizer, fmt, question, shots, style)
+    ids = list(tokenizer(text, add_special_tokens=fmt.style == "raw")["input_ids"])
+    return ids + prefill_ids(tokenizer, fmt, prefill)
 
 
 def _end_ids(tokenizer: Any, fmt: PromptFormat) -> list[int]:
@@ -114,26 +169,37 @@ def encode_pair(
 ) -> EncodedPair:
     """Prompt ids + separately tokenised answer ids (+ end-of-turn), labels masked on the prompt."""
     prompt = render_prompt_ids(tokenizer, question, fmt, prefill)
-    if fmt.style == "raw" and not prefill and not answer[:1].isspace():
-        answer = " " + answer
-    answer_ids = _ids(tokenizer, answer) + _end_ids(tokenizer, fmt)
-    return EncodedPair(
-        input_ids=prompt + answer_ids,
-        labels=[-100] * len(prompt) + answer_ids,
-        prompt_len=len(prompt),
-        answer_ids=answer_ids,
-    )
+    answer_ids = _ids(tokenizer, answer if prefill else continuation(fmt, answer)) + _end_ids(tokenizer, fmt)
+    return EncodedPair.of(prompt, answer_ids)
+
+
+def pad_id(tokenizer: Any) -> int:
+    """The id a batch is padded with: the tokenizer's pad token, else its EOS (the mask, never the id, says which
+    positions are padding)."""
+    pid = tokenizer.pad_token_id
+    return int(pid if pid is not None else tokenizer.eos_token_id)
+
+
+def padded(
+    rows: Sequence[Sequence[int]], pad_id: int, side: str = "left"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rows`` padded with ``pad_id`` to the longest (on the left for generation, on the right for teacher
+    forcing), and the attention mask from their lengths: every batch remnant builds from id rows."""
+    if side not in ("left", "right"):
+        raise ModelError(f"padding side must be 'left' or 'right', not {side!r}")
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        span = slice(width - len(r), width) if side == "left" else slice(0, len(r))
+        ids[i, span] = torch.tensor(list(r), dtype=torch.long)
+        mask[i, span] = 1
+    return ids, mask
 
 
 def collate(pairs: Sequence[EncodedPair], pad_id: int, side: str = "left") -> dict[str, torch.Tensor]:
-    """Pad a batch to one length (left for generation, right for teacher forcing)."""
-    if side not in ("left", "right"):
-        raise ModelError(f"padding side must be 'left' or 'right', not {side!r}")
-    width = max(len(p.input_ids) for p in pairs)
-    columns: dict[str, list[list[int]]] = {"input_ids": [], "attention_mask": [], "labels": []}
-    for p in pairs:
-        pad = width - len(p.input_ids)
-        ids = {"input_ids": (p.input_ids, pad_id), "attention_mask": ([1] * len(p.input_ids), 0)}
-        for name, (row, fill) in {**ids, "labels": (p.labels, -100)}.items():
-            columns[name].append([fill] * pad + row if side == "left" else row + [fill] * pad)
-    return {name: torch.tensor(rows, dtype=torch.long) for name, rows in columns.items()}
+    """Pad a batch to one length (left for generation, right for teacher forcing); labels are padded with
+    :data:`IGNORE_INDEX`."""
+    ids, mask = padded([p.input_ids for p in pairs], pad_id, side)
+    labels, _ = padded([p.labels for p in pairs], IGNORE_INDEX, side)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}

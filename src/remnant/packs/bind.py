@@ -20,7 +20,7 @@ from typing import Any
 from remnant.atomic import write_json
 from remnant.packs.schema import Item, Pack
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
-from remnant.statement.canonical import canonical_text, sha256_text
+from remnant.statement.canonical import canonical_sha256, sha256_text
 
 R5_NEAR_ZERO = 0.05
 
@@ -88,9 +88,9 @@ def identity_digest(identity: object) -> str:
         if isinstance(value, str):
             return value
     if hasattr(identity, "model_dump"):
-        return "sha256:" + sha256_text(canonical_text(identity.model_dump(mode="json")))
+        return "sha256:" + canonical_sha256(identity.model_dump(mode="json"))
     if isinstance(identity, dict):
-        return "sha256:" + sha256_text(canonical_text(identity))
+        return "sha256:" + canonical_sha256(identity)
     return "sha256:" + sha256_text(str(identity))
 
 
@@ -105,13 +105,13 @@ def _generate(model: Any, tokenizer: Any, questions: list[str], max_new_tokens: 
 
 
 def _option_choice(model: Any, tokenizer: Any, item: Item) -> int:
-    """Index of the option with the highest summed log-likelihood after the prompt (forced choice)."""
-    from remnant.models.prompts import PromptFormat, render_prompt_ids
-    from remnant.score.kappa import option_by_loglik
+    """Index of the option with the highest summed log-likelihood after the prompt (forced choice), each option
+    tokenised as an answer is in the tokenizer's own prompt format (``score.kappa.choice_by_loglik``)."""
+    from remnant.models.prompts import PromptFormat
+    from remnant.score.kappa import choice_by_loglik
+    from remnant.score.probe import Probe
 
-    assert item.options is not None
-    prompt = render_prompt_ids(tokenizer, item.question, PromptFormat.for_tokenizer(tokenizer))
-    return option_by_loglik(model, tokenizer, prompt, item.options, " ")
+    return choice_by_loglik(model, tokenizer, PromptFormat.for_tokenizer(tokenizer), Probe.from_item(item))
 
 
 def bind_pack(

@@ -11,8 +11,9 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from remnant.packs.classd import check_mint_size, screened_names, seal_mint, with_truth_ratio
+from remnant.packs.classd import check_mint_size, seal_mint, with_truth_ratio
 from remnant.packs.collision import CollisionScreen, load_census_screen
+from remnant.packs.population import screened_names
 from remnant.packs.schema import SPLIT_NAMES, Entity, Item, Pack
 from remnant.packs.syllables import syllable_word
 

@@ -28,6 +28,7 @@ from remnant.packs.population import (
     population_baseline,
     population_statistics,
     sample_attributes,
+    screened_names,
 )
 from remnant.packs.schema import (
     PACK_SCHEMA_VERSION,
@@ -151,25 +152,6 @@ def with_truth_ratio(
         update = {"paraphrased_answer": phrase(it.answer), "perturbed_answer": [phrase(w) for w in wrong]}
         out.append(Item.model_validate({**it.model_dump(), **update}))
     return out
-
-
-def screened_names(
-    make: Callable[[random.Random], str], rng: random.Random, n: int, screen: CollisionScreen
-) -> tuple[list[str], int]:
-    """``n`` distinct names from ``make`` that the collision filter passes, and how many it rejected (D2)."""
-    names: list[str] = []
-    seen: set[str] = set()
-    rejected = 0
-    while len(names) < n:
-        cand = make(rng)
-        if cand in seen:
-            continue
-        if screen.is_real(cand):
-            rejected += 1
-            continue
-        seen.add(cand)
-        names.append(cand)
-    return names, rejected
 
 
 def seal_mint(

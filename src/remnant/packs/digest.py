@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from remnant.statement.canonical import canonical_text, sha256_text
+from remnant.statement.canonical import canonical_sha256
 
 
 def item_digest(item: Mapping[str, object]) -> str:
     """sha256 of one item's canonical JSON."""
-    return sha256_text(canonical_text(dict(item)))
+    return canonical_sha256(dict(item))
 
 
 def pack_digest(manifest: Mapping[str, object], item_digests: Iterable[str]) -> str:
     """Roll up the manifest (without ``digest``) and the ordered per-item digests into the pack digest."""
     body = {k: v for k, v in manifest.items() if k != "digest"}
-    return "sha256:" + sha256_text(canonical_text({"manifest": body, "items": list(item_digests)}))
+    return "sha256:" + canonical_sha256({"manifest": body, "items": list(item_digests)})

@@ -43,29 +43,44 @@ class Vocabulary:
     sector_of: Mapping[str, str]
 
 
-def _unique_screened(
+def screened_names(
     make: Callable[[random.Random], str],
-    n: int,
     rng: random.Random,
+    n: int,
     screen: CollisionScreen,
-    taken: set[str],
+    *,
+    taken: set[str] | None = None,
     accept: Callable[[str], bool] | None = None,
-) -> list[str]:
-    out: list[str] = []
+) -> tuple[list[str], int]:
+    """``n`` distinct names from ``make`` that the collision filter passes (D2), and how many it rejected.
+
+    A candidate already in ``taken`` (names an earlier call gave; the set gains this call's names) is drawn
+    again, as is one ``accept`` (a caller's extra screen, called once per candidate the filter passed, in draw
+    order) refuses. Each candidate is one ``make(rng)``: the random stream is consumed the same way whatever
+    is screened out. A screen nothing passes ends in a PackError, not a loop.
+    """
+    taken = set() if taken is None else taken
+    names: list[str] = []
+    rejected = 0
     budget = 1000 * n + 10_000  # a screen nothing passes must end in an error, not a loop
-    while len(out) < n:
+    while len(names) < n:
         budget -= 1
         if budget < 0:
             raise PackError(
-                f"mint: only {len(out)} of the {n} names needed passed the screens (D2 census and, when given, "
-                "the caller's town screen); loosen the screen or mint fewer people"
+                f"mint: only {len(names)} of the {n} names needed passed the screens (D2 census and, when "
+                "given, the caller's town screen); loosen the screen or mint fewer people"
             )
         cand = make(rng)
-        if cand in taken or screen.is_real(cand) or (accept is not None and not accept(cand)):
+        if cand in taken:
+            continue
+        if screen.is_real(cand):
+            rejected += 1
+            continue
+        if accept is not None and not accept(cand):
             continue
         taken.add(cand)
-        out.append(cand)
-    return out
+        names.append(cand)
+    return names, rejected
 
 
 def build_vocabulary(
@@ -81,14 +96,16 @@ def build_vocabulary(
     called once per candidate, in draw order, so a stateful screen (distinct first pieces) sees accepted names.
     """
     taken: set[str] = set()
-    towns = _unique_screened(place_name, n_towns, rng, screen, taken, accept_town)
+    towns, _ = screened_names(place_name, rng, n_towns, screen, taken=taken, accept=accept_town)
     sectors = list(SECTORS)
     companies: list[str] = []
     sector_of: dict[str, str] = {}
     for i in range(n_companies):
         sector = sectors[i % len(sectors)]
         word = SECTORS[sector][0]
-        (name,) = _unique_screened(functools.partial(company_name, sector_word=word), 1, rng, screen, taken)
+        (name,), _ = screened_names(
+            functools.partial(company_name, sector_word=word), rng, 1, screen, taken=taken
+        )
         companies.append(name)
         sector_of[name] = sector
     return Vocabulary(tuple(towns), tuple(companies), sector_of)

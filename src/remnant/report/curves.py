@@ -12,22 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from remnant.curves import CurvePoint, RelearningCurve
-from remnant.stats import wilson_interval
+from remnant.standard.verdict import net_rate
 
 __all__ = [
     "CurvePoint",
     "PointView",
     "RelearningCurve",
     "Separation",
-    "net_of_chance",
     "point_views",
     "separation",
 ]
-
-
-def net_of_chance(rate: float, chance: float) -> float:
-    """A rate net of the chance rate, floored at zero (C-Q3, R19)."""
-    return max(rate - chance, 0.0) if chance else rate
 
 
 @dataclass(frozen=True)
@@ -48,8 +42,9 @@ class PointView:
 
 
 def _rate(k: int, n: int, chance: float) -> tuple[float, tuple[float, float]]:
-    lo, hi = wilson_interval(k, n)
-    return net_of_chance(k / n, chance), (net_of_chance(lo, chance), net_of_chance(hi, chance))
+    """A rate and its Wilson interval net of chance, floored at zero, as the verdict reads them (C-Q3, R19)."""
+    rate = net_rate(k, n, chance)
+    return rate.point, (rate.lower, rate.upper)
 
 
 def point_views(curve: RelearningCurve) -> list[PointView]:

@@ -25,7 +25,7 @@ from remnant.report.redact import Redactor
 from remnant.report.samples import SampleTable
 from remnant.run_manifest import RunManifest
 from remnant.standard.derive import UNDEFINED_UTILITY
-from remnant.standard.vocabulary import ADMITTED_SURFACES
+from remnant.standard.vocabulary import admission
 from remnant.statement.absent import Absent
 from remnant.statement.schema import Cell, ConformanceStatement
 
@@ -206,20 +206,21 @@ def attack_rows(statement: ConformanceStatement) -> list[AttackRow]:
     """Every attack in the statement's facts, with both models' rates from its cells and its role in the verdict."""
     facts = statement.facts
     tau = float(statement.pre_registration.tau)
-    admitted = ADMITTED_SURFACES[statement.track]
     by_id = {c.cell_id: c for c in statement.cells}
     rows: list[AttackRow] = []
     for attack in facts.get("attacks", []):
         name, surface = str(attack["name"]), str(attack["surface"])
         status = str(attack.get("status", "run"))
         reason = str(attack.get("reason") or "")
-        if surface == "latent":
+        # the verdict's order of admission (remnant.standard.verdict)
+        kind = admission(statement.track, surface, attack.get("adjudicating", True) is not False)
+        if kind == "latent":
             role = "non-adjudicating (C-H6)"
-        elif surface not in admitted:
+        elif kind == "inadmissible":
             role = f"inadmissible under {statement.track}-track (R0.2, C2)"
             status = "inadmissible" if status == "run" else status
             reason = reason or f"{statement.track}-track admits only the inference-time surface (R0.2, C2)"
-        elif attack.get("adjudicating", True) is False:
+        elif kind == "non_adjudicating":
             role = "reported, never decides (C-W6)"
         else:
             role = "adjudicating"

@@ -5,8 +5,8 @@ at every answer position must equal the next answer token. It must agree with ``
 computed only on the answer-predicting positions (``logits_to_keep``), not on the whole prompt: the output head
 of a large vocabulary would otherwise cost more than the answer tokens themselves.
 
-Every batch is built on the CPU and moved to the model's device (:func:`model_device`) before the forward pass,
-so the same scorer runs a model on a GPU or on the CPU.
+Every batch is built on the CPU and moved to the model's device (:func:`~remnant.models.device.model_device`)
+before the forward pass, so the same scorer runs a model on a GPU or on the CPU.
 """
 
 from __future__ import annotations
@@ -16,19 +16,9 @@ from typing import Any
 
 import torch
 
+from remnant.models.device import model_device
 from remnant.models.forward_keywords import answer_logits
-from remnant.models.prompts import EncodedPair, collate
-
-
-def model_device(model: torch.nn.Module) -> torch.device:
-    """The device of the model's first parameter: where input batches must be before the forward pass."""
-    device: torch.device = next(model.parameters()).device
-    return device
-
-
-def pad_id(tokenizer: Any) -> int:
-    pid = tokenizer.pad_token_id
-    return int(pid if pid is not None else tokenizer.eos_token_id)
+from remnant.models.prompts import EncodedPair, collate, pad_id
 
 
 @torch.no_grad()
@@ -86,45 +76,44 @@ def generate_greedy(
     Where :func:`~remnant.models.greedy.pruned_decoding_applies`, a finished row leaves its batch and the last
     steps are drafted (:mod:`remnant.models.greedy`: ``generate``'s greedy tokens in fewer steps, ending a row at
     the generation config's end-of-sequence ids only, as ``generate`` does); otherwise ``generate`` runs."""
-    from remnant.models.greedy import greedy_pruned, left_padded, pruned_decoding_applies
+    from remnant.models.greedy import greedy_new_ids
 
     pad = pad_id(tokenizer)
-    device = model_device(model)
-    pruned = pruned_decoding_applies(model)
     texts: list[str] = []
     for start in range(0, len(prompt_ids_list), batch_size):
         chunk = [list(p) for p in prompt_ids_list[start : start + batch_size]]
-        ids, mask = (t.to(device) for t in left_padded(chunk, pad))
-        width = ids.shape[1]
-        rows = (
-            greedy_pruned(model, ids, mask, max_new_tokens=max_new_tokens, eos_token_id=None)
-            if pruned
-            else None
+        rows = greedy_new_ids(
+            model,
+            chunk,
+            pad_id=pad,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=None,
+            generate_options={"pad_token_id": pad},
         )
-        if rows is None:
-            gen = model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad,
-            )
-            rows = gen[:, width:].tolist()
         texts += [tokenizer.decode(row, skip_special_tokens=True) for row in rows]
     return texts
 
 
 @torch.no_grad()
 def generate_greedy_ids(
-    model: Any, tokenizer: Any, prompt_ids: Sequence[int], *, max_new_tokens: int
+    model: Any,
+    tokenizer: Any,
+    prompt_ids: Sequence[int],
+    *,
+    max_new_tokens: int,
+    use_cache: bool | None = None,
 ) -> list[int]:
-    """Greedy continuation ids of one prompt (unpadded reference for the fast-path equivalence test)."""
-    ids = torch.tensor([list(prompt_ids)], device=model_device(model))
+    """Greedy continuation ids of one prompt, unpadded (``model.generate``): the reference for the fast-path
+    equivalence tests, and the plain-ids decoding of an attack's single input; ``use_cache`` set overrides the
+    model's generation config."""
+    ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=model_device(model))
+    extra = {} if use_cache is None else {"use_cache": use_cache}
     gen = model.generate(
         input_ids=ids,
         attention_mask=torch.ones_like(ids),
         max_new_tokens=max_new_tokens,
         do_sample=False,
         pad_token_id=pad_id(tokenizer),
+        **extra,
     )
     return [int(t) for t in gen[0, ids.shape[1] :]]

@@ -6,7 +6,8 @@ multiple choice by option log-likelihood and by generated letter, net of chance 
 - ``kappa_teacher_forced``: one forward pass decides whether greedy decoding reproduces an accepted answer's
   token sequence exactly (``greedy_match``). It is a sufficient condition for a generated hit, and agrees with
   real greedy generation on that decision (tests/e2e/test_e2e_score.py: ≥ 200 cases on SmolLM2);
-- ``choice_by_loglik``: the option whose text has the highest summed log-likelihood after the plain question;
+- ``choice_by_loglik``: the option whose text has the highest summed log-likelihood after the plain question
+  (``answer_loglikelihoods``: every option of an item in one forward);
 - ``kappa_rate``: the cell's Rate, with the chance rate attached for multiple choice (net of chance, floored
   at zero; R19).
 """
@@ -18,7 +19,9 @@ from typing import Any
 
 import torch
 
-from remnant.models.prompts import PromptFormat, encode_pair, render_prompt_ids
+from remnant.models.device import model_device
+from remnant.models.forward_keywords import answer_logits
+from remnant.models.prompts import EncodedPair, PromptFormat, collate, encode_pair, render_prompt_ids
 from remnant.score.capability import generate_greedy, greedy_match
 from remnant.score.probe import Probe
 from remnant.score.rates import Rate
@@ -71,18 +74,34 @@ def choice_by_loglik(model: Any, tokenizer: Any, fmt: PromptFormat, probe: Probe
     return option_by_loglik(model, tokenizer, prompt, probe.options, " " if fmt.style == "raw" else "")
 
 
-@torch.no_grad()
 def option_by_loglik(model: Any, tokenizer: Any, prompt: list[int], options: Sequence[str], sep: str) -> int:
     """Index of the option whose text, after ``sep``, has the highest summed log-likelihood after ``prompt``."""
-    device = next(model.parameters()).device
-    scores = []
+    pairs = []
     for opt in options:
         ans = list(tokenizer(sep + opt, add_special_tokens=False)["input_ids"])
-        ids = torch.tensor([prompt + ans], device=device)
-        logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
-        tgt = ids[0, len(prompt) :]
-        scores.append(float(logp[len(prompt) - 1 :].gather(1, tgt[:, None]).sum()))
-    return max(range(len(scores)), key=scores.__getitem__)
+        pairs.append(EncodedPair.of(prompt, ans))
+    return best_option(answer_loglikelihoods(model, pairs))
+
+
+@torch.no_grad()
+def answer_loglikelihoods(model: Any, pairs: Sequence[EncodedPair]) -> list[float]:
+    """Summed log-probability of each pair's answer tokens after its prompt: one right-padded forward whose output
+    head reads only the answer positions (:func:`~remnant.models.forward_keywords.answer_logits`). Every
+    forced-choice reading (a pack's binding, Class D linkability) scores its options here."""
+    if not pairs:
+        return []
+    device = model_device(model)
+    batch = {k: v.to(device) for k, v in collate(pairs, pad_id=0, side="right").items()}
+    logits, at = answer_logits(model, batch)
+    targets = batch["labels"][:, 1:][at]
+    token_logp = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
+    per_row = torch.split(token_logp, [int(n) for n in at.sum(dim=1)])
+    return [float(row.sum()) for row in per_row]
+
+
+def best_option(scores: Sequence[float]) -> int:
+    """The index of the highest score; ties go to the first (deterministic)."""
+    return max(range(len(scores)), key=lambda i: (scores[i], -i))
 
 
 def kappa_rate(hits: Sequence[bool], probes: Sequence[Probe]) -> Rate:

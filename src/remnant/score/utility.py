@@ -159,18 +159,18 @@ class Perplexity(UtilityMetric):
     def measure(
         self, model: Any, tokenizer: Any, fmt: Any, data: Sequence[Any], *, state: str
     ) -> UtilityReading:
-        import torch
+        from remnant.models.prompts import EncodedPair
+        from remnant.score.kappa import answer_loglikelihoods
 
-        device = next(model.parameters()).device
         nll, count = 0.0, 0
-        with torch.no_grad():
-            for text in data:
-                ids = tokenizer(str(text), return_tensors="pt")["input_ids"][:, : self.max_length].to(device)
-                if ids.shape[1] < 2:
-                    continue
-                logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
-                nll -= float(logp.gather(1, ids[0, 1:, None]).sum())
-                count += ids.shape[1] - 1
+        for text in data:  # one text per forward: texts of very different lengths pad poorly together
+            ids = list(tokenizer(str(text))["input_ids"])[: self.max_length]
+            if len(ids) < 2:
+                continue
+            # every token after the first is scored: the text's log-likelihood as an "answer" to its first token
+            (logp,) = answer_loglikelihoods(model, [EncodedPair.of(ids[:1], ids[1:])])
+            nll -= logp
+            count += len(ids) - 1
         if count == 0:
             raise ConfigError("utility perplexity: no text of two or more tokens to measure on")
         return UtilityReading(self.name, state, math.exp(-nll / count), count)

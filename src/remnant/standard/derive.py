@@ -12,7 +12,9 @@ call the rules here, so a statement whose cells were edited cannot agree with it
   facts then name the metrics whose pre-removal value was measured as zero (:data:`UNDEFINED_UTILITY`), so a
   report can tell *measured, but undefined* from *not measured*;
 - **tier evidence** (R21, §7.1): the smallest n behind the admitted, adjudicating evidence, and the §3
-  requirements a utility that was never measured leaves unmet (R11, R13).
+  requirements a utility that was never measured leaves unmet (R11, R13);
+- **deviations** (R14, R15): a pre-registered value in effect is the frozen one followed, in record order,
+  through the recorded deviations of its field (:func:`follow_deviations`; the run's check and the validator's).
 
 **Checkpoint labels** (C-W3). A relearning checkpoint is shown as ``budget=B/step=S`` (the end of a curve
 ``budget=B/final``, a diverged one ``budget=B/diverged``). :func:`checkpoint_label` is the one place that label is
@@ -25,13 +27,16 @@ fields reads the label — a statement's cells (``remnant validate``) and record
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
+
+from remnant.standard.minima import best_tier_supportable
+from remnant.standard.vocabulary import ADMITTED_SURFACES
+from remnant.standard.vocabulary import POST as POST
+from remnant.standard.vocabulary import PRE as PRE
 
 #: The attack name of the adjudicating relearning arm, and of the unattacked measurements.
 RELEARNING, NONE = "relearning", "none"
-#: State names as cells and records write them.
-POST, PRE = "post_removal", "pre_removal"
 #: The checkpoint of a removal-stage utility measurement (R11).
 REMOVAL_STAGE = "removal_stage"
 #: A relearning checkpoint's label: budget B (examples), optimiser step S (C-W3); see :func:`checkpoint_label`.
@@ -158,9 +163,10 @@ def utility_stages(
     return stages
 
 
-def behavioural_n(facts: Mapping[str, Any], admitted: Iterable[str]) -> int | None:
-    """The smallest n (treated or control) over admitted, adjudicating attacks that ran (R19, R21 Tier 2)."""
-    surfaces = set(admitted)
+def behavioural_n(facts: Mapping[str, Any]) -> int | None:
+    """The smallest n (treated or control) over adjudicating attacks that ran on a surface the facts' track admits
+    (R0.2, R19, R21 Tier 2): the n behind the evidence, for the tier, the assessment's summary and the demos."""
+    surfaces = set(ADMITTED_SURFACES[facts["track"]])
     ns = [
         n
         for a in facts.get("attacks") or ()
@@ -169,6 +175,50 @@ def behavioural_n(facts: Mapping[str, Any], admitted: Iterable[str]) -> int | No
         if n
     ]
     return min(ns) if ns else None
+
+
+class DeviationLike(Protocol):
+    """A recorded change to a pre-registered field (R15): a run's record or a statement's entry."""
+
+    @property
+    def field(self) -> str: ...
+
+    @property
+    def old(self) -> Any: ...
+
+    @property
+    def new(self) -> Any: ...
+
+
+D = TypeVar("D", bound=DeviationLike)
+
+
+def follow_deviations(
+    field: str, frozen: object, deviations: Iterable[D], same: Callable[[object, object], bool]
+) -> tuple[object, list[D]]:
+    """The value of a pre-registered field in effect, and the deviations that took it there: the frozen value
+    followed, in record order, through each deviation of ``field`` whose old value is the value so far by
+    ``same`` (R14, R15; old → new, possibly in several steps)."""
+    value, applied = frozen, []
+    for deviation in deviations:
+        if deviation.field == field and same(deviation.old, value):
+            value = deviation.new
+            applied.append(deviation)
+    return value, applied
+
+
+def bar_threshold(facts: Mapping[str, Any]) -> float:
+    """The threshold the facts' upper bounds are held to: Class D's declared insignificance threshold (D-5.1),
+    else τ (R20, R21)."""
+    bar = facts.get("insignificance") or {}
+    return float(bar.get("threshold") or facts["tau"])
+
+
+def r21_ceiling(facts: Mapping[str, Any], n: int) -> str:
+    """The highest tier ``n`` items per cell can support at zero recoveries, as the facts' track's label: R21's
+    bound against the facts' bar (:func:`bar_threshold`), net of their chance rate (R19, R21; D-5.1)."""
+    chance = float(facts.get("chance_rate") or 0.0)
+    return f"{facts['track']}{best_tier_supportable(n, bar_threshold(facts), chance_rate=chance)}"
 
 
 def unmet_without_utility(facts: Mapping[str, Any]) -> frozenset[str]:
@@ -180,13 +230,17 @@ def unmet_without_utility(facts: Mapping[str, Any]) -> frozenset[str]:
 
 __all__ = [
     "CHECKPOINT_PATTERN",
+    "DeviationLike",
     "Reading",
     "UNDEFINED_UTILITY",
+    "bar_threshold",
     "behavioural_n",
     "best_relearning_point",
     "checkpoint_label",
+    "follow_deviations",
     "label_budget",
     "parse_checkpoint",
+    "r21_ceiling",
     "unmet_without_utility",
     "utility_ratio",
     "utility_stages",

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from remnant.standard.derive import behavioural_n, unmet_without_utility
+from remnant.standard.derive import bar_threshold, behavioural_n, unmet_without_utility
 from remnant.standard.minima import upper_bound
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import Verdict
@@ -31,6 +31,7 @@ from remnant.standard.vocabulary import (
     CLASS_D_RISKS,
     CQ1_REQUIRED,
     Status,
+    worst_status,
 )
 
 Track = Literal["W", "Q"]
@@ -39,14 +40,6 @@ SurfaceName = Literal[
     "relearning", "inference_time", "weight_transform", "latent", "singling_out", "linkability", "inference"
 ]
 SurfaceStatus = Status
-
-#: Surfaces each track admits (R0.2, C1, C2, D-5.3); latent is never among them (C-H6).
-ADMITTED: dict[str, frozenset[str]] = {
-    "W": frozenset(
-        {"relearning", "inference_time", "weight_transform", "singling_out", "linkability", "inference"}
-    ),
-    "Q": frozenset({"inference_time", "singling_out", "linkability", "inference"}),
-}
 
 
 class FrozenModel(BaseModel):
@@ -131,8 +124,13 @@ class EvidenceSummary(FrozenModel):
         return value
 
     def admitted(self) -> tuple[SurfaceEvidence, ...]:
-        """The surfaces the track admits, latent never among them (R0.2, C2, C-H6)."""
-        return tuple(s for s in self.surfaces if s.surface in ADMITTED[self.track])
+        """The surfaces the track admits, and every Class D risk on either track; latent never among them (R0.2,
+        C1, C2, D-5.3, C-H6)."""
+        return tuple(
+            s
+            for s in self.surfaces
+            if s.surface in ADMITTED_SURFACES[self.track] or s.surface in CLASS_D_RISKS
+        )
 
 
 def _surface(
@@ -148,9 +146,7 @@ def _surface(
     ran = [a for a in on if a.get("status") == "run" and a.get("n")]
     if not ran:
         statuses = {str(a.get("status")) for a in on}
-        status = next(
-            (s for s in ("failed", "diverged", "not_run", "not_applicable") if s in statuses), "not_run"
-        )
+        status = worst_status(statuses) or "not_run"
         return SurfaceEvidence.model_validate(
             {"surface": name, "status": status, "battery_complete": complete}
         )
@@ -159,7 +155,9 @@ def _surface(
         # A Class D attack's own baseline (chance, D-3; population, D-4.2) replaces chance_rate, as in the verdict.
         shift = float(a["baseline"]) if a.get("baseline") is not None else chance
         hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=shift)
-        if net_of_control and a.get("control_n"):
+        # only a risk's measurement has control *entities* to be net of (D4); a plain attack's control is the
+        # control model, which the verdict compares with (R3) but never subtracts
+        if net_of_control and a.get("risk") and a.get("control_n"):
             control_point = max(int(a["control_k"]) / int(a["control_n"]) - shift, 0.0)
             hi = max(hi - control_point, 0.0)
         return hi
@@ -191,8 +189,8 @@ def surfaces_from_facts(
 
     Each surface's bound is the largest 95% Wilson upper bound over its admitted, adjudicating attacks that ran,
     net of ``chance_rate`` (R19, R20). Class D adds one surface per re-identification risk from the attacks tagged
-    with it, and every Class D bound is taken net of its control's point rate as the verdict engine does (D4,
-    D-5.1). The relearning flags (C-W3, C-W6) are not in the facts and are passed in. Inference-time coverage is
+    with it, and every Class D risk's bound is taken net of its control entities' point rate as the verdict engine
+    does (D4, D-5.1). The relearning flags (C-W3, C-W6) are not in the facts and are passed in. Inference-time coverage is
     C-Q1/C-Q2: prefill, many-shot and repeated sampling each ran or are not applicable.
     """
     chance = float(facts.get("chance_rate") or 0.0)
@@ -231,14 +229,13 @@ def best_case_evidence(facts: Mapping[str, Any], verdict: str, *, deviations: in
     unmeasured utility leaves unmet (R11, R13), the relearning flags set (C-W3, C-W6), a conformant run (T2),
     verified (K7) and independently reproduced (T4), against the declared insignificance threshold, else τ. What
     ``remnant validate`` holds a stated tier to, and the Annex D.2 example's award."""
-    bar = facts.get("insignificance") or {}
     return EvidenceSummary.model_validate(
         {
             "track": facts["track"],
             "class": facts["class"],
-            "threshold": bar.get("threshold") or facts["tau"],
+            "threshold": bar_threshold(facts),
             "general_met": {str(r) for r in GENERAL_REQUIREMENTS} - unmet_without_utility(facts),
-            "behavioural_n": behavioural_n(facts, ADMITTED_SURFACES[facts["track"]]),
+            "behavioural_n": behavioural_n(facts),
             "surfaces": surfaces_from_facts(
                 facts, scored_every_epoch=True, sub_epoch_checkpoints=True, held_out=True
             ),

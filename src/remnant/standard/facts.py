@@ -324,6 +324,12 @@ class VerdictFacts(_Model):
             )
         return self
 
+    def shift_of(self, attack: AttackFact) -> float | None:
+        """What an attack's rates and its control's are net of: its own no-extraction rate (forced-choice chance,
+        D-3; population, D-4.2), else the target's chance rate (R19). The verdict, the tier's evidence and the
+        Class D bar all read it here."""
+        return attack.baseline if attack.baseline is not None else self.chance_rate
+
     @model_serializer(mode="wrap")
     def _without_unrecorded_installation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """``installation`` is written only when recorded, so facts that never carried it keep their bytes (the

@@ -39,7 +39,7 @@ from pydantic import Field
 from remnant.standard.evidence import EvidenceSummary, FrozenModel, SurfaceEvidence, Track
 from remnant.standard.minima import TIER2_MIN_N
 from remnant.standard.rules import GENERAL_REQUIREMENTS, Rule
-from remnant.standard.vocabulary import REQUIRED_SURFACES
+from remnant.standard.vocabulary import REQUIRED_SURFACES, below_bar
 
 TIER_NAMES: dict[int, str] = {
     1: "Not Yet Defensible",
@@ -158,7 +158,9 @@ def _rung2(summary: EvidenceSummary) -> Rung:
 
 def _rung3(summary: EvidenceSummary) -> Rung:
     with_control = [s for s in summary.admitted() if s.status == "run" and s.control_obtained]
-    below = [s for s in with_control if s.upper_bound is not None and s.upper_bound < summary.threshold]
+    below = [
+        s for s in with_control if s.upper_bound is not None and below_bar(s.upper_bound, summary.threshold)
+    ]
     return Rung(
         tier=3,
         name=TIER_NAMES[3],
@@ -201,7 +203,7 @@ def _battery(summary: EvidenceSummary) -> tuple[list[str], list[str]]:
             problems.append("relearning not scored every epoch and at sub-epoch checkpoints (C-W3)")
         if name == "relearning" and not surface.held_out:
             problems.append("relearning set not disjoint from P (C-W6)")
-        if surface.upper_bound is None or surface.upper_bound >= summary.threshold:
+        if surface.upper_bound is None or not below_bar(surface.upper_bound, summary.threshold):
             above.append(f"{name}: {surface.upper_bound}")
     return problems, above
 

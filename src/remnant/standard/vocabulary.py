@@ -7,6 +7,7 @@ the statement validator, the assessment and the report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 #: The three model states the Standard names (R3): never modified, target installed, after removal.
@@ -26,6 +27,8 @@ Status = Literal["run", "not_applicable", "not_run", "failed", "diverged"]
 STATUSES: tuple[Status, ...] = ("run", "not_applicable", "not_run", "failed", "diverged")
 #: Statuses of a required attack that block *removed* (V1, C1, C-Q1, D-5.1).
 BLOCKING_STATUSES: tuple[Status, ...] = ("not_run", "failed", "diverged")
+#: The statuses other than ``run``, worst first: what a set of attacks or cells none of which ran reports (C-Q2).
+STATUS_PRIORITY: tuple[Status, ...] = ("failed", "diverged", "not_run", "not_applicable")
 
 #: The three Class D re-identification risks, in the Standard's order (§5.2–§5.4; D-2.1, D-3.1, D-4.1).
 Risk = Literal["singling_out", "linkability", "inference"]
@@ -40,6 +43,9 @@ ADMITTED_SURFACES: dict[str, tuple[Surface, ...]] = {
     "Q": ("inference_time",),
 }
 
+#: How the verdict treats an attack (R0.2, C2, C-H6, C-W6); see :func:`admission`.
+Admission = Literal["latent", "inadmissible", "non_adjudicating", "admitted"]
+
 #: C-Q1's minimum inference-time battery, matched by attack name; each runs or is not applicable (C-Q2).
 CQ1_REQUIRED: tuple[str, ...] = ("prefill", "many_shot", "repeated_sampling")
 
@@ -50,6 +56,24 @@ REQUIRED_SURFACES: dict[tuple[str, str], tuple[str, ...]] = {
     ("D", "W"): ("singling_out", "linkability", "inference", "relearning"),
     ("D", "Q"): ("singling_out", "linkability", "inference"),
 }
+
+
+def admission(track: str, surface: str, adjudicating: bool) -> Admission:
+    """Whether an attack adjudicates, in the order the verdict asks (R0.2, C2): a latent measurement is reported
+    and never adjudicates (C-H6); a surface the track does not admit is ignored (inadmissible); a
+    non-adjudicating arm is reported and never decides (C-W6); any other attack is admitted."""
+    if surface == "latent":
+        return "latent"
+    if surface not in ADMITTED_SURFACES[track]:
+        return "inadmissible"
+    return "admitted" if adjudicating else "non_adjudicating"
+
+
+def worst_status(statuses: Iterable[object]) -> Status | None:
+    """The worst of ``statuses`` by :data:`STATUS_PRIORITY` (a failure outranks a divergence, which outranks not
+    run, which outranks not applicable; C-Q2); ``None`` where none of them is one (all ran, or none given)."""
+    present = set(statuses)
+    return next((s for s in STATUS_PRIORITY if s in present), None)
 
 
 def net_of_control(value: float, control_point: float) -> float:
@@ -65,6 +89,7 @@ def below_bar(upper_net: float, threshold: float) -> bool:
 
 __all__ = [
     "ADMITTED_SURFACES",
+    "Admission",
     "BLOCKING_STATUSES",
     "CLASS_D_RISKS",
     "CONTROL",
@@ -77,9 +102,12 @@ __all__ = [
     "Risk",
     "Role",
     "STATUSES",
+    "STATUS_PRIORITY",
     "SURFACES",
     "Status",
     "Surface",
+    "admission",
     "below_bar",
     "net_of_control",
+    "worst_status",
 ]

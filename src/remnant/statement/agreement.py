@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from remnant.standard.derive import UNDEFINED_UTILITY
+from remnant.standard.derive import UNDEFINED_UTILITY, follow_deviations
 from remnant.standard.evidence import best_case_evidence
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.tier import Criterion, award_tier, parse_tier_label
@@ -74,11 +74,7 @@ def registered(s: ConformanceStatement) -> Registered:
     """τ, φ and g as pre-registered, each followed through the deviations recorded for it (R15)."""
 
     def in_effect(field: str, frozen: Any) -> Any:
-        value = frozen
-        for deviation in s.deviations:
-            if deviation.field == field and _json_same(deviation.old, value):
-                value = deviation.new
-        return value
+        return follow_deviations(field, frozen, s.deviations, _json_same)[0]
 
     prereg = s.pre_registration
     return Registered(

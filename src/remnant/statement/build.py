@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from remnant.standard.derive import UNDEFINED_UTILITY
 from remnant.standard.facts import InstallationFact, VerdictFacts
 from remnant.standard.scope import scope_qualifier
-from remnant.standard.tier import TierAward, parse_tier_label
+from remnant.standard.tier import TierAward, parse_tier_label, tier_label
 from remnant.standard.validity import VALIDITY_MONTHS, validity_until
 from remnant.standard.verdict import decide, net_rate
-from remnant.standard.vocabulary import ADMITTED_SURFACES
+from remnant.standard.vocabulary import ADMITTED_SURFACES, worst_status
 from remnant.statement.absent import Absent
 from remnant.statement.schema import (
     INSTALLATION_NOT_RECORDED,
@@ -140,9 +140,11 @@ def summarise_surfaces(facts: Mapping[str, Any], cells: Sequence[Cell]) -> dict[
         ran = [a for a in attacks if a.get("status") == "run" and a.get("adjudicating", True) is not False]
         if not ran:
             statuses = {a.get("status") for a in attacks}
-            status = "not_applicable" if statuses == {"not_applicable"} else "not_run"
-            if statuses & {"failed", "diverged"}:
-                status = "failed" if "failed" in statuses else "diverged"
+            status = worst_status(statuses) or "not_run"
+            if status == "not_applicable" and statuses != {"not_applicable"}:
+                # not applicable only where every attack is (C-Q2); a non-adjudicating attack that ran, or one
+                # with no status, leaves the surface not run
+                status = "not_run"
             reasons = "; ".join(f"{a['name']}: {a.get('reason') or a.get('status')}" for a in attacks)
             outcomes[surface] = SurfaceOutcome(status=status, reason=reasons)
             continue
@@ -269,7 +271,7 @@ def _tier_label(tier: TierAward | str | None, track: str) -> str | None:
     parsed = parse_tier_label(label)
     if parsed is None or parsed[0] != track:
         raise ValueError(f"tier {label!r} is not a {track}-track tier (W1–W4 or Q1–Q4, R0.2, R0.3)")
-    return f"{parsed[0]}{parsed[1]}"
+    return tier_label(parsed[0], parsed[1])
 
 
 def _utility_value(value: Any, stage: str, undefined: Sequence[str] | None = None) -> float | Absent:

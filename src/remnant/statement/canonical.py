@@ -121,6 +121,12 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def canonical_sha256(value: object) -> str:
+    """Hex sha256 of ``value``'s canonical JSON (RFC 8785): the one content digest of a JSON value (cell keys,
+    recipes, caches, identities, packs); a ``sha256:``-prefixed digest is ``"sha256:" + canonical_sha256(v)``."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
 def derive_seed(master: int, *path: str | int) -> int:
     """The seed of one stage or item, derived from the master seed (no global seeding; R23, R24).
 

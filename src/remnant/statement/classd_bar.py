@@ -204,8 +204,9 @@ def bar_from_facts(facts: VerdictFacts | Mapping[str, Any]) -> ClassDBar:
             "bar_from_facts: Class D facts with a declared insignificance threshold are needed (D-5.1)"
         )
     admitted = ADMITTED_SURFACES[vf.track]
+    # A measurement's own no-extraction rate, else the target's chance rate: the verdict's shift (R19, D-3)
     rows = [
-        net_rate(a.name, a.risk, a.k, a.n, a.control_k, a.control_n, a.baseline)
+        net_rate(a.name, a.risk, a.k, a.n, a.control_k, a.control_n, vf.shift_of(a))
         for a in vf.attacks
         if a.risk is not None
         and a.status == "run"

@@ -31,19 +31,17 @@ from typing import Any, Literal
 
 from remnant.standard.derive import (
     NONE,
-    POST,
-    PRE,
     REMOVAL_STAGE,
     best_relearning_point,
     parse_checkpoint,
     utility_stages,
 )
 from remnant.standard.facts import AttackFact, VerdictFacts
+from remnant.standard.vocabulary import CONTROL, POST, PRE
 from remnant.statement.build import CONTROL_ENTITIES
 from remnant.statement.schema import Cell, ConformanceStatement
 from remnant.statement.violation import Violation, violation
 
-CONTROL = "control"
 #: The separator the pre-registration block joins the declared utility metrics with (remnant.prereg).
 METRIC_SEPARATOR = " / "
 _COUNT_FIELDS = ("k", "n", "control_k", "control_n", "control_model_k", "control_model_n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -18,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from remnant.errors import ConfigError, SignatureError
 from remnant.jsonio import loads_strict
-from remnant.statement.canonical import canonical_json
+from remnant.statement.canonical import canonical_json, canonical_sha256
 from remnant.statement.keys import key_id
 
 _T = TypeVar("_T")
@@ -38,7 +37,7 @@ def intoto_statement(
     statement: Mapping[str, object], name: str, extra_subjects: Sequence[Mapping[str, object]] | None = None
 ) -> dict[str, object]:
     """Wrap a conformance statement as an in-toto Statement v1; the first subject is the statement itself."""
-    digest = hashlib.sha256(canonical_json(statement)).hexdigest()
+    digest = canonical_sha256(statement)
     subjects = [{"name": name, "digest": {"sha256": digest}}, *(extra_subjects or [])]
     return {
         "_type": STATEMENT_TYPE,
@@ -145,7 +144,7 @@ def _check_subject(statement: Mapping[str, object]) -> None:
             "signed statement's 'subject' is not a non-empty list of objects", requirement="K5"
         )
     digest = subjects[0].get("digest")
-    expected = hashlib.sha256(canonical_json(predicate)).hexdigest()
+    expected = canonical_sha256(predicate)
     if not isinstance(digest, dict) or digest.get("sha256") != expected:
         raise SignatureError("subject digest does not match the signed predicate", requirement="K5")
 

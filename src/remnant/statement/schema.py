@@ -19,8 +19,6 @@ Interval = tuple[float, float]
 Sha256Ref = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 SurfaceStatus = Literal["run", "not_applicable", "inadmissible", "not_run", "failed", "diverged"]
 
-STATEMENT_SCHEMA_VERSION = "1"
-
 #: What a statement built from no chained records says in ``records_head`` (and what one written before the chain
 #: reads as): the phrase "records not chained" is what a reader looks for.
 RECORDS_NOT_CHAINED = (

@@ -26,7 +26,7 @@ from remnant.standard.scope import VERDICTS
 from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
 from remnant.standard.verdict import decide, net_rate
-from remnant.standard.vocabulary import CLASS_D_RISKS
+from remnant.standard.vocabulary import CLASS_D_RISKS, below_bar
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.agreement import agreement_violations, verdict_violations
 from remnant.statement.build import installation_block
@@ -316,7 +316,7 @@ def _check_class_d(s: ConformanceStatement) -> list[Violation]:
             )
             continue
         if r.below_threshold is not None:
-            if r.below_threshold and not r.net_ci95[1] < block.threshold:
+            if r.below_threshold and not below_bar(r.net_ci95[1], block.threshold):
                 out.append(
                     violation(
                         "D-5.1",

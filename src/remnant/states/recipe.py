@@ -15,10 +15,11 @@ checkpoints stored before the states layer existed keep their keys. Pure: no tor
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
+
+from remnant.statement.canonical import canonical_sha256
 
 #: Bumped when the way a checkpoint is built changes, so stored checkpoints built the old way are not reused.
 BUILD_VERSION = "1"
@@ -26,16 +27,9 @@ BUILD_VERSION = "1"
 Step = Literal["base", "install", "removal", "folder"]
 
 
-def digest(value: object) -> str:
-    """sha256 (hex) of ``value``'s canonical JSON (RFC 8785, K5)."""
-    from remnant.statement.canonical import canonical_json
-
-    return hashlib.sha256(canonical_json(value)).hexdigest()
-
-
 def checkpoint_key(job_key: str, checkpoint: str) -> str:
     """The content key of one stored checkpoint: its job's key and its position in the run."""
-    return digest({"job": job_key, "checkpoint": checkpoint, "build": BUILD_VERSION})
+    return canonical_sha256({"job": job_key, "checkpoint": checkpoint, "build": BUILD_VERSION})
 
 
 @dataclass(frozen=True)
@@ -55,7 +49,9 @@ class Recipe:
     @property
     def job(self) -> str:
         """The key of the build job (one training run) that makes this state and its sibling checkpoints."""
-        return digest({"kind": self.step, "parent": self.parent, "recipe": self.params, **self.base})
+        return canonical_sha256(
+            {"kind": self.step, "parent": self.parent, "recipe": self.params, **self.base}
+        )
 
     @property
     def digest(self) -> str:
@@ -74,7 +70,7 @@ class Recipe:
 
 def perturbed_state(state: str, perturbation: Mapping[str, object]) -> str:
     """The digest of state ``state`` read under ``perturbation`` (its settings, JSON)."""
-    return digest({"state": state, "perturbation": perturbation})
+    return canonical_sha256({"state": state, "perturbation": perturbation})
 
 
-__all__ = ["BUILD_VERSION", "Recipe", "Step", "checkpoint_key", "digest", "perturbed_state"]
+__all__ = ["BUILD_VERSION", "Recipe", "Step", "checkpoint_key", "perturbed_state"]

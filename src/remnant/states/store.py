@@ -154,9 +154,9 @@ def default_root() -> Path:
 
 def cache_root(uri: str) -> Path:
     """The local cache folder of the object-storage store ``uri``: beside the default store, by the URI's digest."""
-    from remnant.states.recipe import digest
+    from remnant.statement.canonical import canonical_sha256
 
-    return default_root().parent / "store-cache" / digest(uri.rstrip("/"))[:16]
+    return default_root().parent / "store-cache" / canonical_sha256(uri.rstrip("/"))[:16]
 
 
 class CheckpointStore:

@@ -63,8 +63,9 @@ def pool_values(table: PoolTable, pool: str, metric: str, how: Orientation) -> l
 
 def youden_cut(negatives: Sequence[float], positives: Sequence[float]) -> tuple[float, float]:
     """``(cut, J)``: the lowest midpoint cut maximising TPR − FPR, "positive" meaning m > cut."""
-    neg, pos = np.asarray(negatives, dtype=np.float64), np.asarray(positives, dtype=np.float64)
-    values = sorted(set(neg.tolist()) | set(pos.tolist()))
+    neg = np.asarray(negatives, dtype=np.float64).tolist()
+    pos = np.asarray(positives, dtype=np.float64).tolist()
+    values = sorted(set(neg) | set(pos))
     span = max(values[-1] - values[0], 1.0)
     cuts = [
         values[0] - span,
@@ -73,7 +74,7 @@ def youden_cut(negatives: Sequence[float], positives: Sequence[float]) -> tuple[
     ]
     best_cut, best_j = cuts[0], -2.0
     for cut in cuts:
-        j = float(np.mean(pos > cut) - np.mean(neg > cut))
+        j = _at_cut(neg, pos, cut)[0]
         if j > best_j + 1e-12:
             best_cut, best_j = cut, j
     return best_cut, best_j

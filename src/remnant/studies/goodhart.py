@@ -12,7 +12,6 @@ every state from the one states builder (:mod:`remnant.states.builder`).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from functools import partial
@@ -106,6 +105,7 @@ def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[
         )
     from remnant.latent.inputs import encode_example, examples_from_items
     from remnant.latent.uds import UDSConfig, stage1
+    from remnant.train.removal import frozen_copy
 
     by_id = {e.idx: e for e in examples_from_items(s.forget_items)}
     encoded = [
@@ -123,10 +123,7 @@ def _surrogate(cfg: GoodhartConfig, s: _Setup, params: dict[str, Any]) -> tuple[
     ke = [
         layer for j, layer in enumerate(s1.layers) if sum(r[j] for r in s1.d1) / max(len(s1.d1), 1) > tau
     ] or list(s1.layers)
-    full = copy.deepcopy(s.installed).eval()
-    for p in full.parameters():
-        p.requires_grad_(False)
-    return PatchSurrogate(full, encoded, ke), (
+    return PatchSurrogate(frozen_copy(s.installed), encoded, ke), (
         f"mean entity log-prob of the frozen installed model with the trained model's block output patched over "
         f"the entity span at KE layers {ke} (mean Δ1 > {tau:g}), forget examples"
     )

@@ -7,10 +7,10 @@ so the surrogates here are ours [R], chosen to be the audit's own readout made d
 * **J-Access**: for each forget probe (the question of a removal item, concept tokens C_i = its answer's first
   tokens, :func:`remnant.latent.jaccess.make_probe`), the block outputs at the band layers and the last P prompt
   positions are decoded through the audit's lens (J = I, or the installed model's fitted Jacobian lens held
-  fixed: :func:`lens_logits`), and the surrogate is the mean over probes of a soft maximum (log-sum-exp) over
-  the layers and positions of log Σ_{t∈C_i} softmax(z)_t, floored at log 1e-6 so it cannot run away. Lowering
-  the concept tokens' probability mass lowers their rank, and the access test a_i asks whether *any* cell ranks
-  one in the top k, hence the maximum rather than the mean.
+  fixed: :func:`remnant.latent.jacobian_lens.lens_logits`), and the surrogate is the mean over probes of a soft
+  maximum (log-sum-exp) over the layers and positions of log Σ_{t∈C_i} softmax(z)_t, floored at log 1e-6 so it
+  cannot run away. Lowering the concept tokens' probability mass lowers their rank, and the access test a_i
+  asks whether *any* cell ranks one in the top k, hence the maximum rather than the mean.
 * **UDS**: for each forget example (entity span, :mod:`remnant.latent.inputs`), the trained model's block output
   at each knowledge-encoding layer (mean Δ1 > τ between the installed and never-modified models) is patched over
   the entity span into the frozen installed model, and the surrogate is the mean entity log-probability of the
@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from remnant.errors import ConfigError
-from remnant.models.arch import resolve_parts
-from remnant.models.hooks import capture_blocks, patch_block
+from remnant.latent.jacobian_lens import lens_logits
+from remnant.latent.patching import entity_logprob
+from remnant.models.hooks import block_outputs, patch_block, prompt_batch
 from remnant.registry import ComponentSpec
 from remnant.train.methods.base import COMMON_DEFAULTS, LossTerms, MethodBatch, RemovalMethod, StepContext
 
@@ -43,16 +44,6 @@ if TYPE_CHECKING:
 
 Surrogate = Callable[[Any, Sequence[int]], torch.Tensor]
 LOG_FLOOR = math.log(1e-6)
-
-
-def lens_logits(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
-    """``W_U · norm_final(J h)`` *with* gradients: :func:`remnant.latent.jacobian_lens.readout`'s formula (that
-    one runs under no_grad, as an audit should); ``matrix=None`` is the logit lens."""
-    parts = resolve_parts(model)
-    dtype = next(model.parameters()).dtype
-    x = h.float() @ matrix.float().T if matrix is not None else h.float()
-    logits: torch.Tensor = parts.unembed(parts.final_norm(x.to(dtype))).float()
-    return logits
 
 
 @dataclass
@@ -70,11 +61,9 @@ class AccessSurrogate:
             probe = self.probes[i]
             if not probe.concept_ids:
                 continue
-            ids = torch.tensor([list(probe.prompt_ids)], dtype=torch.long)
             concepts = torch.tensor(sorted(probe.concept_ids), dtype=torch.long)
-            with capture_blocks(model, self.layers, detach=False) as kept:
-                model(input_ids=ids)
-            n = min(self.positions, ids.shape[1])
+            kept = block_outputs(model, probe.prompt_ids, self.layers, detach=False)
+            n = min(self.positions, len(probe.prompt_ids))
             cells = []
             for layer in self.layers:
                 matrix = self.matrices[layer] if self.matrices is not None else None
@@ -104,15 +93,12 @@ class PatchSurrogate:
             ex = self.examples[i]
             if ex is None:
                 continue
-            ids = torch.tensor([list(ex.input_ids)], dtype=torch.long)
+            ids = prompt_batch(self.full, ex.input_ids)
             window = list(range(ex.eval_start, ex.eval_end))
-            target = torch.tensor(ex.targets, dtype=torch.long)
-            with capture_blocks(model, self.layers, detach=False) as kept:
-                model(input_ids=ids)
+            kept = block_outputs(model, ex.input_ids, self.layers, detach=False)
             for layer in self.layers:
                 with patch_block(self.full, layer, kept[layer], positions=window):
-                    logits = self.full(input_ids=ids).logits[0, ex.eval_start : ex.eval_end].float()
-                terms.append(torch.log_softmax(logits, dim=-1).gather(-1, target[:, None]).mean())
+                    terms.append(entity_logprob(self.full(input_ids=ids).logits[0], ex))
         if not terms:
             return torch.zeros(())
         return torch.stack(terms).mean()
@@ -161,4 +147,4 @@ class AuditPenalty(RemovalMethod):
         return LossTerms(loss=terms.loss + self.weight * penalty, parts=parts)
 
 
-__all__ = ["AccessSurrogate", "AuditPenalty", "PatchSurrogate", "lens_logits"]
+__all__ = ["AccessSurrogate", "AuditPenalty", "PatchSurrogate"]

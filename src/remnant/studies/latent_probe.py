@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from remnant.config.fields import Patterns
-from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival
+from remnant.latent.direction import DirectionConfig, DirectionResult, direction_survival, within_margin
 from remnant.studies.config import StudyModel
 from remnant.studies.document import fmt, fmt_ci
 from remnant.studies.readmission import Decision, MethodNulls, NullReading, b4_decision, null_row, overall
@@ -315,7 +315,7 @@ def cells_from(direction: DirectionResult, evaluable_run: bool, margin: float) -
 
         def null(role: str, cell: tuple[int, str] = cell) -> NullCell:
             f = by[(role, *cell)]
-            return NullCell(survival=f.survival, ci95=f.ci95, held=-margin < f.ci95[0] and f.ci95[1] < margin)
+            return NullCell(survival=f.survival, ci95=f.ci95, held=within_margin(f.ci95, margin))
 
         removed = by[("removed", *cell)]
         out.append(

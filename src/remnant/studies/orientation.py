@@ -68,6 +68,12 @@ def orient(value: float, how: Orientation) -> float:
     return -value
 
 
+def oriented_shift(before: float | None, after: float | None, how: Orientation) -> float | None:
+    """The change of m from ``before`` to ``after`` (a relearning shift): ``orient(after) − orient(before)``;
+    None when either value is missing."""
+    return orient(after, how) - orient(before, how) if before is not None and after is not None else None
+
+
 def is_utility(column: str) -> bool:
     """Utility-side columns (model utility, retain/real-authors/world-facts metrics) are not audits."""
     return column in UTILITY_COLUMNS or column.startswith(_UTILITY_PREFIXES)
@@ -98,4 +104,4 @@ def resolve(
     return kept, skipped
 
 
-__all__ = ["DEFAULT_ORIENTATION", "Orientation", "is_utility", "orient", "resolve"]
+__all__ = ["DEFAULT_ORIENTATION", "Orientation", "is_utility", "orient", "oriented_shift", "resolve"]

@@ -202,11 +202,13 @@ def _reading(r: tuple[float | None, tuple[float, float] | None, int]) -> Reading
 def _jocc(
     hit: np.ndarray, silent: np.ndarray, hit_o: np.ndarray, hit_g: np.ndarray, idx: np.ndarray
 ) -> float:
+    from remnant.latent.jaccess import jocc_ratio
+
     s = idx[silent[idx]]
     if s.size == 0:
         return math.nan
-    a, o, g = hit[s].mean(), hit_o[s].mean(), hit_g[s].mean()
-    return math.nan if o == g else float((a - g) / (o - g))
+    jocc = jocc_ratio(float(hit[s].mean()), float(hit_o[s].mean()), float(hit_g[s].mean()))
+    return math.nan if jocc is None else jocc
 
 
 #: The states J-Access reads: the three Annex B.3 states and the anchors (θ_0 installed, θ_g never-modified).
@@ -244,7 +246,9 @@ def _jaccess_role_reading(
 ) -> tuple[float | None, tuple[float, float]]:
     """One state's JOcc over its silent probes, with a bootstrap interval over probes seeded from the run's
     seed and the cell (``setting`` = layer, positions, k)."""
-    silent = np.asarray([not e and len(p.concept_ids) > 0 for e, p in zip(said, probes, strict=True)])
+    from remnant.latent.jaccess import is_silent
+
+    silent = np.asarray([is_silent(e, len(p.concept_ids)) for e, p in zip(said, probes, strict=True)])
     rng = np.random.default_rng(derive_seed(states.seed, "readmission", "j_access", role, *setting))
     value, ci = _bootstrap(
         lambda i: _jocc(hits[role], silent, hits["installed"], hits["control"], i), len(probes), rng

@@ -33,7 +33,7 @@ from remnant.errors import ConfigError
 from remnant.results import PoolTable
 from remnant.stats import fisher_pool, holm, partial_spearman, roc_auc, spearman_test
 from remnant.studies.config import RecoveryConfig, StudyModel
-from remnant.studies.orientation import DEFAULT_ORIENTATION, Orientation, orient, resolve
+from remnant.studies.orientation import DEFAULT_ORIENTATION, Orientation, orient, oriented_shift, resolve
 
 _AUTO_OUTCOMES = ("kappa", "forget_Q_A_ROUGE", "forget_Q_A_Prob")
 
@@ -224,8 +224,9 @@ def model_outcomes(
     def level(model: str) -> float | None:
         if revival is not None:
             return revival.rate(model)
-        b, a = table.value(model, outcome, "none"), table.value(model, outcome, "relearn")
-        return orient(a, how) - orient(b, how) if b is not None and a is not None else None
+        return oriented_shift(
+            table.value(model, outcome, "none"), table.value(model, outcome, "relearn"), how
+        )
 
     gold_levels = [v for m in table.models("never_saw") if (v := level(m)) is not None]
     gold = float(np.mean(gold_levels)) if gold_levels else None

@@ -34,7 +34,7 @@ from remnant.results import PoolTable
 from remnant.statement.canonical import derive_seed
 from remnant.stats import harmonic_mean, percentile_bootstrap
 from remnant.studies.config import StudyModel
-from remnant.studies.orientation import Orientation, orient
+from remnant.studies.orientation import Orientation, orient, oriented_shift
 
 #: Smaller moves than this are rounding, not a rise or a fall (the plots' counts).
 MOVED = 1e-9
@@ -114,12 +114,12 @@ def reference_shift(
 ) -> tuple[float | None, int]:
     """Δ_ret: ``model``'s relearning shift of m (rule ``retain_model``), else the never-saw models' mean or median;
     and how many models it rests on."""
-    shifts = []
     names = ([model] if model is not None else []) if rule == "retain_model" else table.models("never_saw")
+    shifts = []
     for name in names:
-        b, a = table.value(name, metric, "none"), table.value(name, metric, "relearn")
-        if b is not None and a is not None:
-            shifts.append(orient(a, how) - orient(b, how))
+        shift = oriented_shift(table.value(name, metric, "none"), table.value(name, metric, "relearn"), how)
+        if shift is not None:
+            shifts.append(shift)
     if not shifts:
         return None, 0
     return (statistics.median(shifts) if rule == "median" else float(np.mean(shifts))), len(shifts)

@@ -139,9 +139,10 @@ def _keep(
 ) -> str:
     """Store ``model`` as ``job``'s checkpoint at ``point``: ``tensors``, its adapter (``lora``: the adapter's
     configuration) or what differs from the parent, with the digest of ``model``'s weights."""
-    from remnant.sweep.weights import save_checkpoint, weights_digest
+    from remnant.models.identity import weights_digest_of
+    from remnant.sweep.weights import save_checkpoint
 
-    meta = _meta(ctx, job, point, status="ok", weights_digest=weights_digest(model), **extra)
+    meta = _meta(ctx, job, point, status="ok", weights_digest=weights_digest_of(model), **extra)
     if lora is not None:
         meta["lora"] = lora
     save_checkpoint(ctx.store, meta["key"], meta, tensors, "delta" if lora is None else "lora")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
-from remnant.states.recipe import BUILD_VERSION, Recipe, Step, checkpoint_key, digest
+from remnant.states.recipe import BUILD_VERSION, Recipe, Step, checkpoint_key
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid, Strength, local_path
 
 
@@ -326,7 +326,6 @@ __all__ = [
     "Pool",
     "PoolModel",
     "checkpoint_key",
-    "digest",
     "existing_pool",
     "generated_pool",
     "number_label",

@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from remnant.errors import ConfigError
 from remnant.results import SPEC_COPY
 from remnant.runlock import FolderLock, held
+from remnant.statement.canonical import canonical_sha256
 from remnant.states.remote import is_uri
 from remnant.states.store import CheckpointStore, default_root
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
-from remnant.sweep.pool import Pool, digest, existing_pool, generated_pool
+from remnant.sweep.pool import Pool, existing_pool, generated_pool
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, local_path, spec_dump
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def folder_digest(folder: Path, cache: dict[str, str]) -> str:
         if tag not in cache:
             cache[tag] = sha256_file(path)
         out[name] = cache[tag]
-    return digest(out)
+    return canonical_sha256(out)
 
 
 def _cached_digests(store: CheckpointStore) -> dict[str, str]:

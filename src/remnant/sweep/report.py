@@ -14,9 +14,9 @@ from typing import Any
 from remnant.atomic import write_atomic
 from remnant.errors import ConfigError
 from remnant.records import RECORDS_FILE, RecordStore
-from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS
+from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS, csv_text, pyarrow_available
 from remnant.sweep.prepare import PLAN_FILE
-from remnant.sweep.table import build_tables, csv_text, parquet_bytes
+from remnant.sweep.table import build_tables, parquet_bytes
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,6 @@ def read_plan(out: Path) -> dict[str, Any]:
     return plan
 
 
-def _have_pyarrow() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pyarrow") is not None
-
-
 def write_report(out: Path) -> ReportSummary:
     """Write the tables and the page into ``out`` (module docstring)."""
     from remnant.sweep.html import render_page
@@ -64,7 +58,7 @@ def write_report(out: Path) -> ReportSummary:
         write_atomic(out / "items.csv", csv_text(tables.items, ITEM_COLUMNS)),
     ]
     notes: list[str] = []
-    if _have_pyarrow():
+    if pyarrow_available():
         written.append(write_atomic(out / "results.parquet", parquet_bytes(tables.rows, columns)))
         written.append(write_atomic(out / "items.parquet", parquet_bytes(tables.items, ITEM_COLUMNS)))
     else:

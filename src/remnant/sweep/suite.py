@@ -116,10 +116,10 @@ class Reference:
 
 
 def _uds_inputs(data: SuiteData) -> tuple[dict[str, object], dict[str, object]]:
-    from remnant.sweep.pool import digest
+    from remnant.statement.canonical import canonical_sha256
 
     examples: dict[str, object] = {
-        "examples": digest([asdict(e) for e in data.examples]),
+        "examples": canonical_sha256([asdict(e) for e in data.examples]),
         "system_prompt": data.system_prompt,
     }
     return {"examples": list(data.examples)}, examples
@@ -178,7 +178,7 @@ class Runtime:
 def _inputs(suite: Suite, data: SuiteData) -> dict[str, object]:
     from remnant.score.normalise import NORMALISATION_VERSION
     from remnant.score.scorer import SCORER_VERSION
-    from remnant.sweep.pool import digest
+    from remnant.statement.canonical import canonical_sha256
 
     return {
         "pack": data.pack_digest,
@@ -186,8 +186,8 @@ def _inputs(suite: Suite, data: SuiteData) -> dict[str, object]:
         "scorer": SCORER_VERSION,
         "normalisation": NORMALISATION_VERSION,
         "max_new_tokens": suite.max_new_tokens,
-        "probes": digest([p.item_id for p in data.probes]),
-        "retain": digest([p.item_id for p in data.retain_probes]),
+        "probes": canonical_sha256([p.item_id for p in data.probes]),
+        "retain": canonical_sha256([p.item_id for p in data.retain_probes]),
     }
 
 

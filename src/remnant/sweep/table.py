@@ -14,8 +14,6 @@ The fixed and item columns are :mod:`remnant.results`' (the contract the studies
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -168,16 +166,6 @@ def _items(records: list[AnyRecord], where: dict[str, tuple[str, str, str]]) -> 
     return out
 
 
-def csv_text(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
-    """``rows`` as CSV with ``columns`` in order (None as an empty field)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow(["" if row.get(c) is None else row[c] for c in columns])
-    return buffer.getvalue()
-
-
 def parquet_bytes(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> bytes:
     """``rows`` as a Parquet file (pyarrow): strings, ``seed`` int64, every other column float64."""
     import pyarrow as pa  # type: ignore[import-untyped]
@@ -199,4 +187,4 @@ def parquet_bytes(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) 
     return bytes(sink.getvalue().to_pybytes())
 
 
-__all__ = ["Tables", "build_tables", "csv_text", "parquet_bytes"]
+__all__ = ["Tables", "build_tables", "parquet_bytes"]

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from remnant.errors import IntegrityError, ModelError, RemnantError
+from remnant.models.identity import weights_digest_of
 from remnant.states.store import (
     ADAPTER,
     DELTA,
@@ -48,12 +49,6 @@ def changed_tensors(model: torch.nn.Module, parent: Mapping[str, torch.Tensor]) 
 def lora_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The LoRA adapter tensors of a peft-wrapped model (names as peft gives them), cloned on the CPU."""
     return {n: p.detach().to("cpu").contiguous().clone() for n, p in model.named_parameters() if "lora_" in n}
-
-
-def weights_digest(model: torch.nn.Module) -> str:
-    from remnant.models.identity import weights_digest_of
-
-    return weights_digest_of(model)
 
 
 def save_checkpoint(
@@ -178,7 +173,7 @@ def load_chain(
     for ckpt, meta in reversed(chain):
         model = _apply(model, store, ckpt, meta)
     model.eval()
-    actual = weights_digest(model)
+    actual = weights_digest_of(model)
     if actual != expected:
         raise IntegrityError(
             f"{store.where(key)}: loaded weights digest {actual[:12]}… is not the pinned {expected[:12]}…: "
@@ -194,6 +189,5 @@ __all__ = [
     "lora_tensors",
     "merge_adapter",
     "save_checkpoint",
-    "weights_digest",
     "wrap_lora",
 ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.config.models import InstallBudget
-from remnant.models.prompts import PromptFormat, encode_pair
+from remnant.models.prompts import PromptFormat, encode_pair, pad_id
 from remnant.train.loop import (
     CheckpointPoint,
     TrainConfig,
@@ -26,7 +26,7 @@ from remnant.train.loop import (
 )
 from remnant.train.methods.base import QA
 from remnant.train.objectives import PairsObjective
-from remnant.train.removal import pad_id
+from remnant.train.relearn import greedy_scorer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,17 +97,16 @@ def install(
     resume: bool = False,
 ) -> tuple[Any, InstallResult]:
     """Install ``items`` into ``model`` (in place; LoRA merged) and return it with the strength reached."""
-    from remnant.score.capability import greedy_match
-
     fmt = fmt or PromptFormat.for_tokenizer(tokenizer)
     pairs = [encode_pair(tokenizer, q.question, q.answer, fmt) for q in items]
+    score = greedy_scorer(tokenizer, items, fmt, score_batch_size)
 
     def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
-        hits = greedy_match(m, pairs, batch_size=score_batch_size)
-        kappa = sum(hits) / len(hits)
+        k, n = score(m)
+        kappa = k / n
         return {
-            "k": sum(hits),
-            "n": len(hits),
+            "k": k,
+            "n": n,
             "kappa": kappa,
             "stop": spec.stop_at_target and point.step > 0 and kappa >= spec.target,
         }

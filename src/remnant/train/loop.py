@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -36,7 +35,7 @@ import torch
 from remnant.atomic import replace_dir
 from remnant.errors import ConfigError, DivergedError
 from remnant.registry import jsonable
-from remnant.statement.canonical import canonical_json, derive_seed
+from remnant.statement.canonical import canonical_sha256, derive_seed
 
 if TYPE_CHECKING:  # methods import the loop, so the loop must not import the methods package at run time
     from transformers import PreTrainedModel
@@ -119,7 +118,7 @@ class TrainConfig(TrainerSettings):
         d = asdict(self)
         for k in ("progress", "desc", "save_every"):
             d.pop(k)
-        return hashlib.sha256(canonical_json(jsonable(d))).hexdigest()
+        return canonical_sha256(jsonable(d))
 
 
 class Objective(Protocol):

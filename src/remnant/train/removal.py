@@ -16,8 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair
-from remnant.score.capability import pad_id
+from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair, pad_id
 from remnant.train.loop import (
     CheckpointCallback,
     TrainConfig,

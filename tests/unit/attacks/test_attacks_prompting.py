@@ -148,3 +148,27 @@ def test_answer_free_targets(attack_ctx: AttackContext, probes: list[Probe], mc_
     tok = attack_ctx.tokenizer
     assert target_ids(tok, PromptFormat("raw"), "Sure") == tok(" Sure", add_special_tokens=False)["input_ids"]
     assert target_ids(tok, attack_ctx.fmt, "Sure") == tok("Sure", add_special_tokens=False)["input_ids"]
+
+
+class _BrokenTemplateTokenizer:
+    """A tokenizer whose chat template fails to render (as one that trips the Jinja sandbox does)."""
+
+    chat_template = "{{ broken }}"
+    name_or_path = "broken-template"
+
+    def apply_chat_template(self, messages: Any, **_: Any) -> str:
+        from jinja2.exceptions import TemplateError
+
+        raise TemplateError("sandboxed template tried an unsafe operation")
+
+
+@pytest.mark.parametrize("style", ["turns", "block"])
+def test_a_chat_template_that_fails_in_a_dialogue_is_a_model_error_naming_r2(style: str) -> None:
+    """The dialogue renderer is the prompt renderer: a broken template is refused as R2, not a traceback."""
+    from remnant.errors import ModelError
+
+    with pytest.raises(ModelError, match="broken-template: its chat template cannot be rendered") as info:
+        render_dialogue_ids(
+            _BrokenTemplateTokenizer(), PromptFormat("chat"), [("q?", "a.")], "question?", style=style
+        )
+    assert info.value.requirement == "R2"

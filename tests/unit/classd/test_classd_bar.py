@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -99,17 +100,41 @@ def test_statement_block_carries_threshold_justification_and_rates() -> None:
 _counts = st.integers(min_value=0, max_value=60)
 
 
+def _q_track_facts(attacks: list[dict[str, Any]], threshold: float, chance: float | None) -> VerdictFacts:
+    """Class D, Q-track, τ = 1 facts over ``attacks`` with the bar at ``threshold`` (and a chance rate)."""
+    return VerdictFacts.model_validate(
+        {
+            "standard_version": "0.3",
+            "class": "D",
+            "track": "Q",
+            "gating_metric": "kappa",
+            "tau": 1.0,
+            "phi": 0.5,
+            "utility": {"removal_stage": 1.0, "attack_stage": None},
+            "attacks": attacks,
+            "insignificance": {"threshold": threshold, "justification": "test"},
+            **({"chance_rate": chance} if chance is not None else {}),
+        }
+    )
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     ks=st.lists(st.tuples(_counts, _counts), min_size=3, max_size=3),
     n=st.integers(min_value=61, max_value=400),
     threshold=st.floats(min_value=0.01, max_value=0.6),
     baselines=st.tuples(st.sampled_from([None, 0.1, 0.25]), st.sampled_from([None, 0.2, 0.5])),
+    chance=st.sampled_from([None, 0.1]),
 )
 def test_bar_equals_the_verdict_engines_d51(
-    ks: list[tuple[int, int]], n: int, threshold: float, baselines: tuple[float | None, float | None]
+    ks: list[tuple[int, int]],
+    n: int,
+    threshold: float,
+    baselines: tuple[float | None, float | None],
+    chance: float | None,
 ) -> None:
-    """Q-track, τ = 1 and k < n: the verdict is removed exactly when the bar passes (one reading of 'net')."""
+    """Q-track, τ = 1 and k < n: the verdict is removed exactly when the bar passes (one reading of 'net'), with
+    or without a target chance rate standing in for a measurement's own baseline."""
     risks = ("singling_out", "linkability", "inference")
     attacks = []
     for (k, ck), risk, base in zip(ks, risks, (None, *baselines), strict=True):
@@ -126,20 +151,25 @@ def test_bar_equals_the_verdict_engines_d51(
         if base is not None:
             entry["baseline"] = base
         attacks.append(entry)
-    facts = VerdictFacts.model_validate(
-        {
-            "standard_version": "0.3",
-            "class": "D",
-            "track": "Q",
-            "gating_metric": "kappa",
-            "tau": 1.0,
-            "phi": 0.5,
-            "utility": {"removal_stage": 1.0, "attack_stage": None},
-            "attacks": attacks,
-            "insignificance": {"threshold": threshold, "justification": "test"},
-        }
-    )
+    facts = _q_track_facts(attacks, threshold, chance)
     assert (decide(facts).verdict == "removed") == bar_from_facts(facts).passes
+
+
+def test_a_target_chance_rate_shifts_the_bar_as_it_shifts_the_verdict() -> None:
+    """A Class D measurement without its own baseline is net of the target's chance rate in the bar (D-5.1) as in
+    the verdict (R19): 10/500 against control 5/500 at chance 0.25 is net zero in both, so a bar of 0.01 passes
+    and the verdict may be removed. The bar once ignored the chance rate (net upper 0.0264: not below 0.01) while
+    the verdict read the same facts as removed, and validate then refused remnant's own statement."""
+    attacks = [
+        {"name": r, "surface": "inference_time", "status": "run", "k": 10, "n": 500}
+        | {"control_k": 5, "control_n": 500, "risk": r}
+        for r in ("singling_out", "linkability", "inference")
+    ]
+    facts = _q_track_facts(attacks, 0.01, 0.25)
+    bar = bar_from_facts(facts)
+    assert decide(facts).verdict == "removed" and bar.passes, bar.reasons
+    deciding = bar.risk("singling_out").deciding
+    assert deciding is not None and deciding.baseline == 0.25 and deciding.net_upper == 0.0
 
 
 def test_linkage_at_chance_scores_near_the_control_rate() -> None:

@@ -96,3 +96,22 @@ def test_completion_labels_follow_the_prefix_without_eos(tiny_llama: Any) -> Non
     assert enc.full_ids[-1] != tok.eos_token_id
     empty = encode_completion(tok, "", "fox jumps")
     assert empty.label_start == 1  # position 0 never carries a label
+
+
+def test_a_chat_template_that_fails_is_a_model_error_naming_r2() -> None:
+    """OpenUnlearning's chat encoding renders through the one template renderer: a failing template is R2."""
+    from jinja2.exceptions import TemplateError
+
+    from remnant.errors import ModelError
+
+    class Broken:
+        chat_template = "{{ broken }}"
+        name_or_path = "broken-template"
+
+        def apply_chat_template(self, messages: Any, **_: Any) -> str:
+            raise TemplateError("sandboxed template tried an unsafe operation")
+
+    setting = OpenUnlearningPrompt(**CHAT)  # type: ignore[arg-type]
+    with pytest.raises(ModelError, match="broken-template: its chat template cannot be rendered") as info:
+        encode_openunlearning(Broken(), setting, ["q?"], ["a."])  # type: ignore[arg-type]
+    assert info.value.requirement == "R2"

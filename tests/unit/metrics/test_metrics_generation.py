@@ -67,28 +67,28 @@ def test_pruned_decoding_gives_generate_s_texts_as_rows_end(
     tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rows that end early leave the batch; every row's text is what generate gives for the same batch."""
-    from remnant.metrics import generation
+    from remnant.models import greedy
 
     tok = tiny_llama.tokenizer
     prompts = _prompts(tok)
     model = _fresh(tiny_llama_dir)
     # an end-of-sequence token that the model produces at different steps in different rows
-    assert generation.pruned_decoding_applies(model)
+    assert greedy.pruned_decoding_applies(model)
     plain = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     ids = [tok(t, add_special_tokens=False)["input_ids"] for t in plain]
     firsts = Counter(i for row in ids for i in set(row[1:6]))
     model.generation_config.eos_token_id = firsts.most_common(1)[0][0]
     calls = {"pruned": 0}
-    real = generation.greedy_pruned
+    real = greedy.greedy_pruned
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls["pruned"] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(generation, "greedy_pruned", counting)
+    monkeypatch.setattr(greedy, "greedy_pruned", counting)
     pruned = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     assert calls["pruned"] > 0
-    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
     reference = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     assert pruned == reference
     assert len({len(t) for t in pruned}) > 3 and pruned != plain  # rows ended at different steps
@@ -97,7 +97,7 @@ def test_pruned_decoding_gives_generate_s_texts_as_rows_end(
 def test_pruned_decoding_stops_on_stop_strings_as_generate_does(
     tiny_llama: Any, tiny_llama_dir: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from remnant.metrics import generation
+    from remnant.models import greedy
 
     tok = tiny_llama.tokenizer
     prompts = _prompts(tok)[:6]
@@ -105,7 +105,7 @@ def test_pruned_decoding_stops_on_stop_strings_as_generate_does(
     full = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10)
     stops = sorted({text[3] for text in full if len(text) > 4})[:2]
     pruned = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10, stopwords=stops)
-    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
     reference = greedy_generations(model, tok, prompts, batch_size=6, max_new_tokens=10, stopwords=stops)
     assert pruned == reference != full
 
@@ -127,7 +127,6 @@ def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
 ) -> None:
     from transformers import DynamicCache
 
-    from remnant.metrics import generation
     from remnant.models import greedy as decode
 
     tok = tiny_llama.tokenizer
@@ -138,7 +137,7 @@ def test_a_cache_that_cannot_drop_rows_falls_back_to_generate(
     monkeypatch.delattr(owner, "batch_select_indices")
     used: list[object] = []
     real = decode.greedy_pruned
-    monkeypatch.setattr(generation, "greedy_pruned", lambda *a, **k: used.append(real(*a, **k)) or used[-1])
+    monkeypatch.setattr(decode, "greedy_pruned", lambda *a, **k: used.append(real(*a, **k)) or used[-1])
     assert greedy_generations(model, tok, prompts, batch_size=5, max_new_tokens=8) == expected
     assert used == [None]  # the pruned loop declined, and generate gave the texts
 
@@ -189,7 +188,6 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
 ) -> None:
     """The prompts' shared start (their template's) is fed once, as one row; the rest of each prompt follows it
     left-padded, with every row's text what generate gives for the same batch."""
-    from remnant.metrics import generation
     from remnant.models import greedy
 
     tok = tiny_llama.tokenizer
@@ -204,7 +202,7 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
     pruned = greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     hook.remove()
     assert fed[:2] == [(1, shared), (8, max(len(p) for p in prompts) - shared)]
-    monkeypatch.setattr(generation, "pruned_decoding_applies", lambda _m: False)
+    monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
     assert pruned == greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     # min_shared longer than every prompt turns the shared pass off (bench_generate's baseline): same tokens
     ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+import torch
 
 from remnant import registry
 from remnant.errors import ConfigError
@@ -74,8 +76,18 @@ def test_measured_identically_on_states(tiny_llama: Any) -> None:
     assert {r.n for r in readings.values()} == {2}
     assert len({r.value for r in readings.values()}) == 1
     ppl = registry.create("utility", "perplexity", {"deployment_is_lm": True})
-    r = ppl.measure(tiny_llama.model, tok, fmt, ["the quick brown fox jumps"], state="control")
-    assert 0.0 < r.value < 1.0  # inverse perplexity
+    texts = ["the quick brown fox jumps", "a b", "one two three four five six seven"]
+    r = ppl.measure(tiny_llama.model, tok, fmt, texts, state="control")
+    # inverse perplexity: exp(-mean NLL) over every token after each text's first, by a full forward per text
+    nll, count = 0.0, 0
+    for text in texts:
+        ids = torch.tensor([tok(text)["input_ids"]])
+        with torch.no_grad():
+            logp = torch.log_softmax(tiny_llama.model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+        nll -= float(logp.gather(1, ids[0, 1:, None]).sum())
+        count += ids.shape[1] - 1
+    assert (r.n, r.value) == (count, pytest.approx(math.exp(-nll / count), rel=1e-5))
+    assert 0.0 < r.value < 1.0
 
 
 def test_teacher_forced_kappa_equals_generation(tiny_llama: Any) -> None:

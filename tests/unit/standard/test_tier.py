@@ -335,6 +335,11 @@ def test_class_d_surfaces_from_facts_net_of_control() -> None:
     assert surfaces["relearning"].upper_bound == pytest.approx(upper_bound(4, 500) - 1 / 500)
     q = {s.surface: s for s in surfaces_from_facts({**d, "track": "Q"})}
     assert q["singling_out"].upper_bound == pytest.approx(upper_bound(3, 500) - 2 / 500)
+    # a plain attack's control is the control model: the verdict compares with it (R3) and never subtracts it, so
+    # neither does the tier's bound (only a risk's control entities are netted, D4)
+    d["attacks"].append(attack("prefill", "inference_time", None, 6, 4))
+    surfaces = {s.surface: s for s in surfaces_from_facts(d)}
+    assert surfaces["inference_time"].upper_bound == pytest.approx(upper_bound(6, 500))
 
 
 def test_tier3_bound_exactly_at_threshold_is_not_below() -> None:

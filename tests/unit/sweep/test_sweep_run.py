@@ -220,10 +220,11 @@ def test_export_writes_a_model_folder_that_loads_to_the_stored_weights(
     """A LoRA removal (adapter over a delta over the base) exported as a plain safetensors folder loads, through
     the hostile-input loader, to exactly the chain's weights; an unknown model id is exit 2 naming the plan."""
     from remnant.models import load_model
+    from remnant.models.identity import weights_digest_of as weights_digest
     from remnant.states.store import CheckpointStore
     from remnant.sweep.pins import read_pins
     from remnant.sweep.pool import Pool
-    from remnant.sweep.weights import load_chain, weights_digest
+    from remnant.sweep.weights import load_chain
 
     plan = json.loads((swept["out"] / "plan.json").read_text())
     lora = Pool.from_dict(plan["pool"]).model("ga-lora-default-s0")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from remnant.engine.cell import CellTarget, cell_record, observation_record, status_record
-from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS
+from remnant.results import FIXED_COLUMNS, ITEM_COLUMNS, csv_text
 from remnant.sweep.pool import Pool, PoolModel
-from remnant.sweep.table import build_tables, csv_text
+from remnant.sweep.table import build_tables
 
 #: One cell per field metric (``metrics/METRIC``, remnant.metrics.measurement): a requested one and a dependency.
 ENTRIES = ("metrics/forget_Q_A_Prob", "metrics/forget_Q_A_PARA_Prob", "kappa", "uds")

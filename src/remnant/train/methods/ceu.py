@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from remnant.errors import ConfigError
+from remnant.models.prompts import IGNORE_INDEX
 from remnant.registry import register
 from remnant.train.losses import forward_logits
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
@@ -24,8 +25,6 @@ from remnant.train.methods.compat import check_compat
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
-
-IGNORE_INDEX = -100
 
 
 def ceu_loss(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from remnant.errors import ConfigError
+from remnant.models.prompts import IGNORE_INDEX
 from remnant.registry import register
 from remnant.train.losses import forward_logits, retain_loss
 from remnant.train.methods.base import LossTerms, MethodBatch, StepContext
@@ -37,7 +38,6 @@ from remnant.train.methods.retain import ForgetRetainMethod
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
-IGNORE_INDEX = -100
 _DUAL, _EPOCH, _SEEN = "pdu_dual", "pdu_epoch", "pdu_seen"
 
 

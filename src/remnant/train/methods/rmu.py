@@ -21,12 +21,13 @@ loss is not an error here, the loop stops the run and records it as *diverged* w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from remnant.errors import ConfigError
 from remnant.models.arch import resolve_parts
+from remnant.models.forward_keywords import unwrapped
 from remnant.models.hooks import capture_blocks
 from remnant.registry import register
 from remnant.train.methods.base import LossTerms, MethodBatch, RemovalMethod, StepContext
@@ -39,22 +40,14 @@ from remnant.train.methods.rmu_loss import (
     masked_activation_mse,
 )
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
 _RETAIN_TYPES = ("EMBED_DIFF", "NLL", "KL")
 _CONTROL_KEY = "rmu_control_vector"
 
 
-def _unwrapped(model: PreTrainedModel) -> Any:
-    """The model whose blocks the hook attaches to (a peft LoRA wrapper forwards to its base model)."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
-
-
 def block_output(model: Any, layer: int, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Output of block ``layer`` for ``batch`` (``[B, T, D]``), with gradient when grad mode is on."""
-    with capture_blocks(_unwrapped(model), [layer], detach=False) as kept:
+    """Output of block ``layer`` for ``batch`` (``[B, T, D]``), with gradient when grad mode is on; the hook sits
+    on the blocks of the model a peft LoRA wrapper forwards to (:func:`~remnant.models.forward_keywords.unwrapped`)."""
+    with capture_blocks(unwrapped(model), [layer], detach=False) as kept:
         model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     return kept[layer]
 
@@ -107,7 +100,7 @@ class RMU(RemovalMethod):
         return masked_activation_mse(activations, target, mask)
 
     def setup(self, model: Any, ctx: StepContext) -> None:
-        blocks = resolve_parts(_unwrapped(model)).blocks
+        blocks = resolve_parts(unwrapped(model)).blocks
         if self.layer >= len(blocks):
             raise ConfigError(
                 f"rmu: layer={self.layer} but the model has {len(blocks)} blocks (0..{len(blocks) - 1})"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-IGNORE_INDEX = -100
+from remnant.models.prompts import IGNORE_INDEX
 
 
 def control_vector(dim: int, steering_coeff: float, generator: torch.Generator) -> torch.Tensor:

@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-IGNORE_INDEX = -100
+from remnant.models.prompts import IGNORE_INDEX
 
 UndialPositions = Literal["answer", "all"]
 
