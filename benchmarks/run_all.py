@@ -9,6 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "bench_greedy_match.py",
+    "bench_choice.py",
     "bench_sampling.py",
     "bench_uds.py",
     "bench_uds_pool.py",  # needs REMNANT_UDS_REFERENCE (the UDS reference's checkout); says so without it
