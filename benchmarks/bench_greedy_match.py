@@ -67,7 +67,8 @@ def measure(label: str, model: Any, tok: Any, repeats: int) -> list[list[str]]:
     rows: list[list[str]] = []
     tiny = label.startswith("tiny")
     if tiny:
-        words = [w for w in tok.get_vocab() if w.isalpha()][:64]
+        # sorted: the vocabulary dict's order differs from one process to the next
+        words = sorted(w for w in tok.get_vocab() if w.isalpha())[:64]
         questions = [" ".join(words[i : i + 4]) for i in range(0, 64, 2)]
     else:
         questions = [f"{q} Answer briefly ({i})." for i, q in enumerate(REAL_QUESTIONS * 2)]
