@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from remnant.standard.derive import bar_threshold, behavioural_n, unmet_without_utility
+from remnant.standard.facts import shift as net_shift
 from remnant.standard.minima import upper_bound
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import Verdict
@@ -152,8 +153,7 @@ def _surface(
         )
 
     def bound(a: Mapping[str, Any]) -> float:
-        # A Class D attack's own baseline (chance, D-3; population, D-4.2) replaces chance_rate, as in the verdict.
-        shift = float(a["baseline"]) if a.get("baseline") is not None else chance
+        shift = float(net_shift(a.get("baseline"), chance) or 0.0)  # the verdict's (VerdictFacts.shift_of)
         hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=shift)
         # only a risk's measurement has control *entities* to be net of (D4); a plain attack's control is the
         # control model, which the verdict compares with (R3) but never subtracts

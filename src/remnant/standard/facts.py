@@ -267,6 +267,12 @@ class AttackFact(_Model):
         return self
 
 
+def shift(baseline: float | None, chance: float | None) -> float | None:
+    """What a measurement's rates are net of: its own no-extraction rate where it has one (forced-choice chance,
+    D-3; population, D-4.2), else the target's chance rate (R19)."""
+    return baseline if baseline is not None else chance
+
+
 class VerdictFacts(_Model):
     """The verdict input (``remnant verdict FACTS.json``; a statement's ``facts`` block)."""
 
@@ -327,8 +333,8 @@ class VerdictFacts(_Model):
     def shift_of(self, attack: AttackFact) -> float | None:
         """What an attack's rates and its control's are net of: its own no-extraction rate (forced-choice chance,
         D-3; population, D-4.2), else the target's chance rate (R19). The verdict, the tier's evidence and the
-        Class D bar all read it here."""
-        return attack.baseline if attack.baseline is not None else self.chance_rate
+        Class D bar all read it here (:func:`shift`)."""
+        return shift(attack.baseline, self.chance_rate)
 
     @model_serializer(mode="wrap")
     def _without_unrecorded_installation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

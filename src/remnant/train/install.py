@@ -26,7 +26,7 @@ from remnant.train.loop import (
 )
 from remnant.train.methods.base import QA
 from remnant.train.objectives import PairsObjective
-from remnant.train.relearn import greedy_scorer
+from remnant.train.relearn import pairs_scorer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +99,7 @@ def install(
     """Install ``items`` into ``model`` (in place; LoRA merged) and return it with the strength reached."""
     fmt = fmt or PromptFormat.for_tokenizer(tokenizer)
     pairs = [encode_pair(tokenizer, q.question, q.answer, fmt) for q in items]
-    score = greedy_scorer(tokenizer, items, fmt, score_batch_size)
+    score = pairs_scorer(pairs, score_batch_size)  # the pairs it trains on, encoded once
 
     def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
         k, n = score(m)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from remnant.errors import ConfigError
-from remnant.models.prompts import PromptFormat, encode_pair
+from remnant.models.prompts import EncodedPair, PromptFormat, encode_pair
 from remnant.train.loop import TrainConfig, TrainerSettings, make_generator
 from remnant.train.methods.base import QA
 
@@ -80,9 +80,12 @@ def greedy_scorer(
     tokenizer: PreTrainedTokenizerBase, items: Sequence[QA], fmt: PromptFormat, batch_size: int = 32
 ) -> Scorer:
     """κ on ``items`` by teacher-forced greedy match: (correct, total)."""
-    from remnant.score.capability import greedy_match
+    return pairs_scorer([encode_pair(tokenizer, q.question, q.answer, fmt) for q in items], batch_size)
 
-    pairs = [encode_pair(tokenizer, q.question, q.answer, fmt) for q in items]
+
+def pairs_scorer(pairs: Sequence[EncodedPair], batch_size: int = 32) -> Scorer:
+    """κ on already encoded ``pairs`` by teacher-forced greedy match: (correct, total)."""
+    from remnant.score.capability import greedy_match
 
     def score(model: PreTrainedModel) -> tuple[int, int]:
         hits = greedy_match(model, pairs, batch_size=batch_size)
@@ -91,4 +94,13 @@ def greedy_scorer(
     return score
 
 
-__all__ = ["Arm", "RelearnSpec", "Scorer", "Utility", "greedy_scorer", "relearn_budgets", "relearn_order"]
+__all__ = [
+    "Arm",
+    "RelearnSpec",
+    "Scorer",
+    "Utility",
+    "greedy_scorer",
+    "pairs_scorer",
+    "relearn_budgets",
+    "relearn_order",
+]
