@@ -157,7 +157,13 @@ def _end_ids(tokenizer: Any, fmt: PromptFormat) -> list[int]:
     if fmt.style == "chat":
         for tok in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"):
             tid = tokenizer.convert_tokens_to_ids(tok)
-            if isinstance(tid, int) and tid != tokenizer.unk_token_id and tok in tokenizer.get_vocab():
+            # the id must map back to the token: an unknown token maps to the unk id (or none); get_vocab()
+            # would rebuild the whole vocabulary dict on every encoded pair
+            if (
+                isinstance(tid, int)
+                and tid != tokenizer.unk_token_id
+                and tokenizer.convert_ids_to_tokens(tid) == tok
+            ):
                 return [tid]
     if tokenizer.eos_token_id is None:
         raise ModelError("tokenizer has no EOS token, so answers cannot be taught to stop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -60,3 +61,46 @@ def test_collate_pads(tok: Any, side: str) -> None:
     assert (row[-n0:] if side == "left" else row[:n0]) == pairs[0].input_ids
     assert int(batch["attention_mask"][0].sum()) == n0
     assert (batch["labels"][batch["attention_mask"] == 0] == -100).all()
+
+
+def _end_by_vocab(tokenizer: Any) -> int:
+    """The naive rule: the first end-of-turn token present in the vocabulary dict, else EOS."""
+    vocab = tokenizer.get_vocab()
+    for token in ("<|im_end|>", "<end_of_turn>", "<|eot_id|>", "<|end|>"):
+        if token in vocab:
+            return int(vocab[token])
+    return int(tokenizer.eos_token_id)
+
+
+@pytest.mark.parametrize("unk", [None, "<|pad|>"])
+@pytest.mark.parametrize("chat_token", ["<|im_end|>", "<|eot_id|>", None])
+def test_chat_end_id_equals_the_vocabulary_rule(chat_token: str | None, unk: str | None) -> None:
+    """The chat answer's end id is the first end-of-turn token the tokenizer has, else EOS: one lookup per token
+    (never the whole vocabulary dict), the same answer as reading the dict, with or without an unk token."""
+    from fixtures_models import CHAT_TEMPLATE, build_tokenizer
+
+    tok = build_tokenizer()
+    specials = [t for t in ("<|im_start|>", chat_token) if t]
+    tok = type(tok)(
+        tokenizer_object=tok.backend_tokenizer,
+        eos_token="<|endoftext|>",
+        pad_token="<|pad|>",
+        unk_token=unk,
+        additional_special_tokens=specials,
+    )
+    if chat_token is None:  # drop <|im_end|> from the vocabulary itself, not only from the special list
+        from tokenizers import Tokenizer
+
+        state = json.loads(tok.backend_tokenizer.to_str())
+        state["added_tokens"] = [t for t in state["added_tokens"] if t["content"] != "<|im_end|>"]
+        state["model"]["vocab"].pop("<|im_end|>", None)
+        tok = type(tok)(
+            tokenizer_object=Tokenizer.from_str(json.dumps(state)),
+            eos_token="<|endoftext|>",
+            pad_token="<|pad|>",
+            unk_token=unk,
+        )
+    tok.chat_template = CHAT_TEMPLATE
+    pair = encode_pair(tok, "Where?", "There.", PromptFormat("chat"))
+    assert pair.answer_ids[-1] == _end_by_vocab(tok)
+    assert (pair.answer_ids[-1] == tok.eos_token_id) == (chat_token is None)
