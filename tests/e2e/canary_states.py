@@ -8,7 +8,8 @@ suppressing method). Every slow test that needs them asks for the ``canary_state
 runs ``--dist loadfile``, which keeps each file (and its module fixtures) on one worker; the
 ``xdist_group("smollm2")`` marks are inert there (and under ``--dist loadgroup`` pytest-xdist 3.8 sets
 ``item._nodeid``, which pytest 9.2 no longer reads, so groups are silently ignored anyway). A file lock makes
-a worker that needs the states while another builds them wait instead of building the same states twice.
+a worker that needs the states while another builds them wait instead of building the same states twice
+(``tests/conftest.py`` orders the files so that neither worker starts by waiting).
 
 The relearning test (``test_e2e_train.py``) has its own states (``relearn_states``, ``RELEARN_RECIPE``): the
 same install recipe on a larger pack whose relearning split holds 12 people, and an NPO that stops at a
@@ -125,7 +126,7 @@ def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
+def relearn_spec(states: CanaryStates, lr: float = 3e-4, epochs: int = 3) -> Any:
     """The relearning procedure ``test_e2e_train.py`` and the calibration script run on these states (C-W1,
     C-W3): budgets of 4 and 12 examples and, where R holds more, all of R."""
     from remnant.train.relearn import RelearnSpec
@@ -134,7 +135,7 @@ def relearn_spec(states: CanaryStates, lr: float = 3e-4) -> Any:
     return RelearnSpec(
         budgets=tuple(b for b in (4, 12) if b < n_r) + (n_r,),
         lr=lr,
-        epochs=3,
+        epochs=epochs,
         checkpoint_epochs=(0.25, 0.5),
         batch_size=2,
         trainable=states.trainable,

@@ -8,8 +8,8 @@ the attack took on that state. The markdown table is printed (run with ``-s``) a
 dir, with a JSON record beside it.
 
 Budgets are CPU-sized: the whole file runs in a few minutes on one thread. The optimising attacks (GCG, soft
-prompt) run a handful of steps, and the attacks that cost several generations per item (repeated sampling,
-activation perturbation, many-shot's long prompts) run, on one item per probe entity; every other attack scores
+prompt) run two steps, and the attacks that cost several generations per item or long prompts (repeated
+sampling, activation perturbation, many-shot, ICL) run on one item per probe entity; every other attack scores
 all of P. An attack added to the registry later runs with its ``smoke_params`` on those few items, so this file
 covers it without edits.
 """
@@ -33,7 +33,10 @@ SEED = 0
 #: Generation room beyond the longest accepted answer form ("Guotrogeix Leigraelerk was born in 1997." is 18
 #: tokens): a budget that cuts the sentence before the year scores a false negative (seen at 16 tokens).
 SLACK_TOKENS = 2
-#: Budgets per attack (the registry records every other parameter at its default: K4).
+#: Budgets per attack (the registry records every other parameter at its default: K4). Each attack runs its whole
+#: loop on every state at a small budget that still iterates (two optimisation steps, several samples): what this
+#: file checks is that the battery runs identically on the three states (C-Q4) and counts every item (R19), not
+#: how far a CPU-sized attack gets.
 BUDGETS: dict[str, dict[str, Any]] = {
     "prefill": {},
     "aoa": {},
@@ -41,16 +44,17 @@ BUDGETS: dict[str, dict[str, Any]] = {
     "mask": {},
     "many_shot": {"shots": 6},
     # max_new_tokens None: the context's budget, long enough for the sentence-form answers
-    "repeated_sampling": {"n_samples": 6, "ks": (1, 6), "max_new_tokens": None},
+    "repeated_sampling": {"n_samples": 4, "ks": (1, 4), "max_new_tokens": None},
     "repeated_sampling_analytic": {"n_samples": 6, "ks": (1, 6)},
     "quantize": {"scheme": "nf4"},
-    "gcg": {"suffix_len": 6, "steps": 2, "search_width": 16, "topk": 16, "batch_size": 16},
-    "soft_prompt": {"n_tokens": 6, "steps": 5},
-    "actpert": {"n_perturbations": 3, "strength": 2.0},  # one strength (actpert_sweep is the best-of-k)
+    "gcg": {"suffix_len": 6, "steps": 2, "search_width": 8, "topk": 8, "batch_size": 8},
+    "soft_prompt": {"n_tokens": 6, "steps": 2},
+    "actpert": {"n_perturbations": 2, "strength": 2.0},  # one strength (actpert_sweep is the best-of-k)
+    "actpert_sweep": {"n_perturbations": 1, "strengths": (1.0, 4.0)},
 }
 #: Attacks that optimise per item or generate several times per item: run on one item per probe entity (the
 #: slowest of the battery on all of P; ``make test`` prints its slowest tests).
-FEW_ITEMS = {"gcg", "soft_prompt", "repeated_sampling", "actpert", "many_shot"}
+FEW_ITEMS = {"gcg", "soft_prompt", "repeated_sampling", "actpert", "actpert_sweep", "many_shot", "icl"}
 #: Surfaces that are not run at inference time on a fixed model: relearning trains, latent audits read.
 SKIP_SURFACES = {"relearning", "latent"}
 #: Per-item ``extra`` keys that describe the attack's *inputs*: equal on every state (C-Q4).
