@@ -9,7 +9,8 @@ relearns the result and the never-modified control on R under the identical proc
 curves at every checkpoint (C-W3).
 
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
-        .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 2e-4 --epochs 4 --stop-at 0.1 --every 0.3334
+        .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 3e-4 --epochs 4    # RECIPE's NPO (α = 10)
+    # with a stop at a forget level: --stop-at 0.1 --every 0.3334
     # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
     # relearning through LoRA instead: --relearn-lora 8 --relearn-lr 1e-3
     # RELEARN_RECIPE's states (test_e2e_train.py): --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
@@ -35,7 +36,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lr", type=float, default=2e-4, help="NPO learning rate")
+    parser.add_argument("--lr", type=float, default=3e-4, help="NPO learning rate")
     parser.add_argument("--epochs", type=float, default=4.0, help="NPO epoch ceiling")
     parser.add_argument("--every", type=float, default=1 / 3, help="checkpoint spacing in epochs")
     parser.add_argument("--stop-at", type=float, default=None, help="stop once κ on F is at or below this")

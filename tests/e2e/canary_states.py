@@ -47,10 +47,10 @@ RECIPE: dict[str, Any] = {
     # Only decoder layers 15-29 train (install, removal and relearning alike): cheaper steps (same section).
     "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
     "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},
-    # NPO on home towns (birth years share their tokens, so NPO on some bled into all), at the learning rate
-    # that takes P to zero and keeps the trained retain set (calibrated: docs/calibration.md#canary-recipe;
-    # re-measure with tests/e2e/calibrate_canary_npo.py).
-    "npo": {"lr": 2e-4, "epochs": 4, "alpha": 3.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
+    # NPO on home towns (birth years share their tokens, so NPO on some bled into all), at the learning rate and
+    # retain weight that take P to zero and keep the trained retain set (calibrated on this install's training
+    # order: docs/calibration.md#canary-recipe; re-measure with tests/e2e/calibrate_canary_npo.py).
+    "npo": {"lr": 3e-4, "epochs": 4, "alpha": 10.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     "seed": 0,
 }
 
@@ -78,6 +78,8 @@ JACCESS_RECIPE: dict[str, Any] = {
     **RECIPE,
     "pack": {**RECIPE["pack"], "entities": 32, "distinct_towns": True},
     "town_screen": {"first_piece_min_chars": 3},
+    # the NPO its figures in docs/latent.md were measured with (RECIPE's before its recalibration)
+    "npo": {**RECIPE["npo"], "lr": 2e-4, "alpha": 3.0},
 }
 
 
