@@ -36,8 +36,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 # Files go to the workers in collection order (not largest-first): the two end-to-end files that build SmolLM2
-# states (the canary states, the relearning states) come first, one to each worker, and the other files that need
-# those states last (tests/conftest.py FIRST_FILES), so no worker waits on a state lock.
+# states (the canary states, the relearning states) come first, one to each worker (tests/conftest.py FIRST_FILES),
+# so neither worker starts by waiting on the other's state lock.
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not calibration" -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

@@ -31,29 +31,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: The end-to-end files that build SmolLM2 states of their own, collected first. ``make test`` hands files to its
 #: two workers in collection order (``--dist loadfile --no-loadscope-reorder``), so one worker starts building the
-#: canary states (the battery's) and the other the relearning states (test_e2e_train's) at once. The other files
-#: that need states (:func:`needs_states`) are collected last, when the states exist, instead of waiting idle on
-#: a state lock.
+#: canary states (the battery's) and the other the relearning states (test_e2e_train's) at once; in alphabetical
+#: order a second file that needs the canary states would wait idle on the first one's state lock.
 FIRST_FILES = ("tests/e2e/test_e2e_battery.py", "tests/e2e/test_e2e_train.py")
-STATE_FIXTURES = ("canary_states", "relearn_states", "jaccess_states")
-
-
-def needs_states(item: pytest.Item) -> bool:
-    return any(name in getattr(item, "fixturenames", ()) for name in STATE_FIXTURES)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """:data:`FIRST_FILES` first, in that order, then every file that needs no SmolLM2 states, then the other files
-    that do (each file whole and in collection order otherwise: a stable sort, the same on every worker, as
-    pytest-xdist requires)."""
-    late = {item.nodeid.split("::", 1)[0] for item in items if needs_states(item)}
-    first = {name: i for i, name in enumerate(FIRST_FILES)}
-
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return first.get(path, len(FIRST_FILES) + (path in late))
-
-    items.sort(key=rank)
+    """Move :data:`FIRST_FILES` to the front, in that order; every other test keeps its place (a stable sort, the
+    same on every worker, as pytest-xdist requires)."""
+    rank = {name: i for i, name in enumerate(FIRST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST_FILES)))
 
 
 @pytest.fixture
