@@ -11,7 +11,8 @@ curves at every checkpoint (C-W3).
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
         .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 3e-4 --epochs 4    # RECIPE's NPO (α = 10)
     # with a stop at a forget level: --stop-at 0.1 --every 0.3334
-    # LoRA instead of the upper layers: --extra '{"lora_rank": 8, "lora_alpha": 16}'
+    # LoRA instead of the upper layers (the row docs/calibration.md gives, at α = 3): --lr 3e-3 --stop-at 0.1
+    #     --extra '{"lora_rank": 8, "lora_alpha": 16, "alpha": 3}'
     # relearning through LoRA instead: --relearn-lora 8 --relearn-lr 1e-3
     # RELEARN_RECIPE's states (test_e2e_train.py): --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
 
