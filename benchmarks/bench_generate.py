@@ -56,7 +56,8 @@ def generate(model: Any, ids: Any, mask: Any, new: int, eos: int | None, pad: in
 
 
 def main() -> None:
-    from remnant.models.greedy import left_padded, shared_length
+    from remnant.models.greedy import shared_length
+    from remnant.models.prompts import padded
 
     args = parser(__doc__ or "").parse_args()
     rows = []
@@ -65,7 +66,7 @@ def main() -> None:
         prompts = prompts_for(tok, n)
         pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
         eos = tok.eos_token_id
-        ids, mask = left_padded(prompts, pad)
+        ids, mask = padded(prompts, pad)
         ours = partial(pruned, model, ids, mask, new, eos, True)
         against_generate = compare(
             ours, partial(generate, model, ids, mask, new, eos, pad), repeats=args.repeats

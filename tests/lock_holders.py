@@ -36,9 +36,9 @@ while not Path(stop).exists() and time.monotonic() < deadline:
 
 PROBE = r"""
 import sys
-from remnant.runlock import FolderInUse, hold
+from remnant.runlock import FolderInUse, held
 try:
-    with hold(sys.argv[1], purpose="probe", create=False):
+    with held(sys.argv[1], purpose="probe", create=False):
         pass
 except FolderInUse as exc:
     print(exc)

@@ -83,7 +83,7 @@ def evaluate(
     _apply(args, options, "eval")
     loaded = _in_memory(model) if isinstance(model, tuple) else None
     if loaded is not None and "dtype" not in options:
-        from remnant.metrics.measurement import dtype_name
+        from remnant.models.dtype import dtype_name
 
         args.dtype = dtype_name(str(next(loaded.model.parameters()).dtype))
     return run_eval(args, model=loaded)

@@ -111,14 +111,14 @@ def write_json(path: str | Path, value: object, *, sort_keys: bool = False) -> P
     return write_atomic(path, json_text(value, sort_keys=sort_keys))
 
 
-def replace_dir(target: str | Path, build: Callable[[Path], None], *, root: str | Path | None = None) -> Path:
+def replace_dir(target: str | Path, build: Callable[[Path], None]) -> Path:
     """Build a folder with ``build(tmp)`` in a temp folder beside ``target``, fsync its files, rename it in place.
 
     An existing ``target`` folder is replaced only after the new one is complete, so a crash leaves the old
-    folder or the new one. A ``target`` that is a symbolic link (or, with ``root``, below one) is refused
-    (:func:`refuse_links`); ``.`` or ``..`` is read as the folder it names.
+    folder or the new one. A ``target`` that is a symbolic link is refused (:func:`refuse_links`); ``.`` or
+    ``..`` is read as the folder it names.
     """
-    out = Path(os.path.abspath(refuse_links(target, root)))  # abspath: `.` has no name to put a temp beside
+    out = Path(os.path.abspath(refuse_links(target)))  # abspath: `.` has no name to put a temp beside
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     old = out.parent / f".{out.name}.old"
@@ -142,13 +142,13 @@ def replace_dir(target: str | Path, build: Callable[[Path], None], *, root: str 
     return Path(target)
 
 
-def append_durable(path: str | Path, data: bytes, *, root: str | Path | None = None) -> Path:
+def append_durable(path: str | Path, data: bytes) -> Path:
     """Append ``data`` to ``path`` in one write, flush and fsync (the file is made if absent); return the path.
 
     The file is opened with ``O_NOFOLLOW``: a ``path`` that is a symbolic link is refused (:func:`refuse_links`),
     even one that appears between the check and the open.
     """
-    target = refuse_links(path, root)
+    target = refuse_links(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd = _open_nofollow(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     with os.fdopen(fd, "ab") as handle:

@@ -73,14 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"remnant {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # A part not built yet contributes no commands; a missing *dependency* inside it is a real error.
-            if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
-                continue
-            raise
-        module.add_commands(sub)
+        importlib.import_module(module_name).add_commands(sub)
     return parser
 
 
@@ -150,26 +143,22 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         print(f"remnant {args.command}: check failed: {exc}", file=sys.stderr)
         return EXIT_CHECK_FAILED
     except RemnantError as exc:
-        print(f"remnant {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        why = str(exc)
     except USER_PATH_ERRORS as exc:
-        print(f"remnant {args.command}: error: {_path_error(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        why = _path_error(exc)
     except ModuleNotFoundError as exc:
         # Only the package itself missing counts: a missing submodule of an installed torch is a bug.
         if exc.name not in MODEL_EXTRA_MODULES:
             raise
-        print(
-            f"remnant {args.command}: error: {MODEL_EXTRA_HINT} ({exc.name} is not installed)",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
+        why = f"{MODEL_EXTRA_HINT} ({exc.name} is not installed)"
     except KeyboardInterrupt:
         print(
             f"remnant {args.command}: interrupted; completed work is kept (rerun with --resume)",
             file=sys.stderr,
         )
         return 130
+    print(f"remnant {args.command}: error: {why}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,13 +28,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from remnant.errors import ConfigError
-from remnant.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from remnant.output_marker import OutputMarker
 
 #: The marker remnant writes into every output folder it makes (a dot file: data readers skip it).
 MARKER_FILE = ".remnant-output.json"
@@ -90,10 +86,6 @@ KINDS: Mapping[str, OutputKind] = {
 }
 
 KindName = Literal["run", "sweep", "study", "pack", "keys", "demo", "eval", "states", "model", "tofu"]
-
-
-#: The marker's model (pydantic) loads when a marker is first read or written, not with every command module.
-__getattr__ = lazy_exports("remnant", {"OutputMarker": "output_marker"})
 
 
 def run_files() -> dict[str, str]:
@@ -327,7 +319,6 @@ __all__ = [
     "Inputs",
     "KindName",
     "OutputKind",
-    "OutputMarker",
     "mark_output",
     "out_file",
     "out_folder",

@@ -20,8 +20,7 @@ pre-registration, records, manifest, statement, signature and reports; ``DIR/com
 ``--out`` and completed states and cells are reused (Ctrl-C is safe).
 
 ``--quick`` (the README default on a CPU) uses small n and says which tier that n can support (R21); without it
-the preset is sized for a GPU. ``--vectors [DIR]`` prints the table of the verdict engine over the
-published conformance vectors instead (:func:`vector_table`, :func:`gloss_table`).
+the preset is sized for a GPU. ``--vectors [DIR]`` runs :mod:`remnant.demo_vectors` instead.
 """
 
 from __future__ import annotations
@@ -36,14 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remnant.atomic import write_atomic, write_json
-from remnant.demo_vectors import (
-    PACKAGED_VECTORS,
-    VectorRow,
-    find_vectors,
-    gloss_table,
-    vector_rows,
-    vector_table,
-)
+from remnant.demo_vectors import gloss_table, vector_rows, vector_table
 
 if TYPE_CHECKING:
     from remnant.packs.schema import Pack
@@ -242,8 +234,7 @@ pack = "../pack"
 
 def _models_toml(method: str, sizing: Sizing) -> str:
     """The three states (R3): the zoo model as control, installation (R2) and the removal method (R1c)."""
-    trainable = list(sizing.trainable) if sizing.trainable is not None else None
-    install_trainable = f"trainable = {_toml(trainable)}\n" if trainable is not None else ""
+    install_trainable = f"trainable = {_toml(sizing.trainable)}\n" if sizing.trainable is not None else ""
     install_stop = "stop_at_target = false\n" if sizing.install_every_epoch else ""
     return f"""[models]
 dtype = "float32"
@@ -347,9 +338,9 @@ class DemoResult:
 
 def run_demo(out: Path, *, quick: bool, log: Callable[[str], None] | None = None) -> list[DemoResult]:
     """The main job: three removals of one installed canary pack, three assessments, one comparison report."""
-    from remnant.assess.cells import CellCache
     from remnant.assess.run import Session, assess
     from remnant.config import load_config
+    from remnant.engine.runner import CellCache
     from remnant.models import zoo
     from remnant.prereg import freeze
     from remnant.report.runs import report_runs
@@ -534,16 +525,10 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 __all__ = [
     "DEFAULT",
     "QUICK",
-    "PACKAGED_VECTORS",
     "DemoResult",
     "Sizing",
-    "VectorRow",
     "demo_config",
     "demo_pack",
-    "find_vectors",
-    "gloss_table",
     "restrict_attributes",
     "run_demo",
-    "vector_rows",
-    "vector_table",
 ]

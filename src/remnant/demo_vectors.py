@@ -9,8 +9,6 @@ the highest tier that n can support at zero recoveries (R21), the rule ids the r
 licenses (V1's table). Every row is checked against the vector's expected verdict, so the demo exits 1 if the
 engine and its published vectors ever disagree. A vector whose facts the engine must refuse (Annex D.1 declares no
 utility floor) is shown as refused, naming the field.
-
-:func:`vector_rows`, :func:`vector_table` and :func:`gloss_table` are reusable.
 """
 
 from __future__ import annotations
@@ -50,17 +48,6 @@ class VectorRow:
     def agrees(self) -> bool:
         """The engine gave the vector's expected verdict (or refused what the vector expects refused)."""
         return self.verdict == self.expected
-
-
-def find_vectors(directory: Path | None = None) -> Path:
-    """The vector directory: ``directory`` if given, else the packaged vectors; ConfigError if absent."""
-    path = directory if directory is not None else PACKAGED_VECTORS
-    if not path.is_dir() or not any(path.glob("*.json")):
-        raise ConfigError(
-            f"{path}: no conformance test vectors (*.json) found; `remnant demo --vectors` reads the vectors "
-            "installed with remnant, or the folder passed as --vectors DIR"
-        )
-    return path
 
 
 def _row(path: Path) -> VectorRow:
@@ -117,15 +104,22 @@ def _row(path: Path) -> VectorRow:
 
 
 def vector_rows(directory: Path | None = None) -> list[VectorRow]:
-    """Every vector in ``directory`` (default: the packaged vectors) through the verdict engine, by name."""
-    return [_row(path) for path in sorted(find_vectors(directory).glob("*.json"))]
+    """Every vector in ``directory`` (default: the packaged vectors) through the verdict engine, by name;
+    ConfigError when it holds none."""
+    path = directory if directory is not None else PACKAGED_VECTORS
+    if not path.is_dir() or not any(path.glob("*.json")):
+        raise ConfigError(
+            f"{path}: no conformance test vectors (*.json) found; `remnant demo --vectors` reads the vectors "
+            "installed with remnant, or the folder passed as --vectors DIR"
+        )
+    return [_row(vector) for vector in sorted(path.glob("*.json"))]
 
 
 def _interval(ci: tuple[float, float] | None) -> str:
     return "—" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def vector_table(rows: list[VectorRow] | None = None, *, directory: Path | None = None) -> Table:
+def vector_table(rows: list[VectorRow] | None = None) -> Table:
     """A rich table of the vectors: verdict (V6 gloss alongside), g* and its 95% interval, n and its R21 ceiling,
     rule ids, and what the verdict licenses."""
     from rich.table import Table
@@ -146,7 +140,7 @@ def vector_table(rows: list[VectorRow] | None = None, *, directory: Path | None 
     table.add_column("n (R21)", justify="right")
     table.add_column("rule ids", overflow="fold")
     table.add_column("licenses (V1)", overflow="fold", ratio=1)
-    for row in rows if rows is not None else vector_rows(directory):
+    for row in rows if rows is not None else vector_rows():
         table.add_row(
             row.vector,
             row.gloss if row.verdict and not row.verdict.startswith("refused") else str(row.verdict),
@@ -179,4 +173,4 @@ def gloss_table() -> Table:
     return table
 
 
-__all__ = ["PACKAGED_VECTORS", "VectorRow", "find_vectors", "gloss_table", "vector_rows", "vector_table"]
+__all__ = ["PACKAGED_VECTORS", "VectorRow", "gloss_table", "vector_rows", "vector_table"]

@@ -2,23 +2,9 @@
 
 Every error a user can cause is a :class:`RemnantError`; the command line turns it into a one-line message and
 exit code 2 (bad input or usage), except an :class:`IntegrityError`: a check that ran and failed (exit 1).
-Anything else escaping is a bug.
-
-::
-
-    RemnantError
-     ├── ConfigError              a config, fact file or statement is malformed (names file, field, requirement)
-     │    └── PreregError         pre-registration missing, or a frozen field changed without a deviation (R14, R15)
-     ├── PackError                a target pack is malformed, inconsistent or contaminated (R16, R17, D1-D5)
-     ├── ModelError               a model cannot be loaded safely (pickled weights, remote code, missing files)
-     │    └── UnsupportedArchitecture   hooks cannot resolve blocks/norm/unembedding for this family
-     ├── RecordError              a records file is torn, of an unknown schema version, or not append-only
-     │    ├── RecordIntegrityError  (remnant.records; also an IntegrityError) a line edited, inserted, deleted
-     │    │                          or reordered: the chain, the pinned head or the counts disagree (R23)
-     │    └── FolderInUse           (remnant.runlock) another process holds the run or sweep folder's lock (R23)
-     ├── IntegrityError           a check of the inputs' integrity ran and failed (exit 1, not 2)
-     ├── SignatureError           a DSSE envelope does not verify against the key (K5)
-     └── DivergedError            training produced a non-finite or exploding loss (recorded as *diverged*)
+Anything else escaping is a bug. Beyond this module, :class:`remnant.records.RecordIntegrityError` (a
+:class:`RecordError` and an :class:`IntegrityError`: records edited, inserted, deleted or reordered, R23) and
+:class:`remnant.runlock.FolderInUse` (a :class:`RecordError`: another process holds the folder's lock, R23).
 """
 
 from __future__ import annotations

@@ -143,14 +143,10 @@ def read_json(path: str | Path, *, requirement: str | None = None) -> Any:
 
 
 def read_toml(path: str | Path, *, requirement: str | None = None) -> dict[str, Any]:
-    """Read a TOML file (duplicate keys are already TOML errors); ConfigError naming the file otherwise."""
-    data = read_bytes(path, requirement=requirement)
-    return loads_toml(data, source=str(path), requirement=requirement)
-
-
-def loads_toml(data: str | bytes, *, source: str, requirement: str | None = None) -> dict[str, Any]:
-    """Parse TOML text, refusing deep nesting before the parser recurses on it."""
-    data = _shallow_text(data, source, requirement, ConfigError)
+    """Read a TOML file (duplicate keys are already TOML errors), refusing deep nesting before the parser recurses
+    on it; ConfigError naming the file otherwise."""
+    source = str(path)
+    data = _shallow_text(read_bytes(path, requirement=requirement), source, requirement, ConfigError)
     try:
         return tomllib.loads(data)
     except tomllib.TOMLDecodeError as exc:
@@ -159,4 +155,4 @@ def loads_toml(data: str | bytes, *, source: str, requirement: str | None = None
         raise ConfigError(f"{source}: nested too deeply to read", requirement=requirement) from None
 
 
-__all__ = ["MAX_DEPTH", "loads_strict", "loads_toml", "nesting_depth", "read_bytes", "read_json", "read_toml"]
+__all__ = ["MAX_DEPTH", "loads_strict", "nesting_depth", "read_bytes", "read_json", "read_toml"]

@@ -49,15 +49,6 @@ class PreRegistration(BaseModel):
     )
     digest: str = Field(description="sha256 of the canonical JSON of values and pack digest (R14).")
 
-    def value(self, field: str) -> Any:
-        """The frozen value at a dotted path (``"attacks.relearning.budgets"``); PreregError if absent."""
-        node: Any = self.values
-        for part in field.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise PreregError(f"no pre-registered field {field!r}", requirement="R14")
-            node = node[part]
-        return node
-
     def statement_fields(self) -> dict[str, object]:
         """The ``pre_registration`` block of a conformance statement (Annex E, K4)."""
         utility = self.values["utility"]
@@ -108,8 +99,7 @@ def freeze(
     """Write ``out_dir/prereg.json`` once (R14) and return it.
 
     ``pack_digest`` defaults to the digest of ``target.pack`` (loaded and verified); a pack to be minted is fixed
-    by its mint spec and seed instead. Freezing the same values again returns the existing file unchanged (its
-    original timestamp kept); different values are refused with the changed fields named.
+    by its mint spec and seed instead. Same values again: the existing file, unchanged (:func:`freeze_values`).
     """
     if pack_digest is None:
         pack_digest = _pack_digest_of(cfg)
@@ -153,16 +143,11 @@ def freeze_values(
         raise PreregError(
             f"{run}: cannot create the run folder: {exc.strerror or exc}", requirement="R14"
         ) from None
-    _write_new(path, json_text(prereg.model_dump(mode="json")))
-    return prereg
-
-
-def _write_new(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, refusing to replace a file that appeared meanwhile."""
-    try:
-        write_atomic(path, text, exclusive=True)
+    try:  # exclusive: a file that appeared meanwhile is never replaced
+        write_atomic(path, json_text(prereg.model_dump(mode="json")), exclusive=True)
     except FileExistsError:
         raise PreregError(f"{path}: appeared while freezing; not overwritten", requirement="R14") from None
+    return prereg
 
 
 def load_prereg(run_dir: str | Path) -> PreRegistration:
@@ -278,11 +263,11 @@ def record_deviation(
 
     Holds the run folder's lock (R23, :mod:`remnant.runlock`): a deviation is not appended to a run another
     process is assessing or recomputing (its statement would not say it); that process is named instead."""
-    from remnant.runlock import hold
+    from remnant.runlock import held
 
     run = Path(run_dir)
     load_prereg(run)  # R14, before the lock: a folder that is no pre-registered run is not locked
-    with hold(run, purpose="remnant study deviation", create=False):
+    with held(run, purpose="remnant study deviation", create=False):
         return _append_deviation(run, field, old, new, reason, stage)
 
 

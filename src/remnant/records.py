@@ -134,8 +134,6 @@ class Observation(_Entry):
     seed: int = Field(description="Seed the observation was generated under (R23).")
 
 
-CellStatus = Status
-
 #: Whose counts a Class D record holds: the target canaries or the never-installed control entities (D4).
 Entities = Literal["target", "control"]
 
@@ -143,12 +141,9 @@ Entities = Literal["target", "control"]
 class CellRecord(_Entry):
     """A completed cell: k successes of n on one metric, state, attack and checkpoint (R19, R22).
 
-    What the cell measured beyond its counts is in typed fields (schema_version 3), each null where it does not
-    apply: a relearning checkpoint's ``budget``, ``step``, ``epoch`` and ``examples`` (C-W3; the ``checkpoint``
-    label shows them, readers use the fields), a Class D measurement's ``risk``, ``method``, ``baseline`` and
-    ``entities`` (D4), an analytic count's ``expected_k``, a utility reading's ``utility_metric``, ``value`` and
-    ``proportion`` (R10, R11), the registered ``component`` (R23). Records written before (schema_version ≤ 2)
-    held these in ``params``; :data:`MIGRATIONS` moves them on read.
+    What it measured beyond its counts is in the typed fields of :data:`CELL_DETAIL_FIELDS` (schema_version 3),
+    each null where it does not apply; readers use them, not the ``checkpoint`` label (C-W3). Records written
+    before (schema_version ≤ 2) held these in ``params``; :data:`MIGRATIONS` moves them on read.
     """
 
     entry_type: Literal["cell"] = Field(default="cell", description="Entry type tag.")
@@ -238,7 +233,7 @@ class CellRecord(_Entry):
         description="Any further parameter no field holds (R23); empty as remnant writes.",
     )
     elapsed_s: float = Field(ge=0, allow_inf_nan=False, description="Wall-clock seconds the cell took.")
-    status: CellStatus = Field(
+    status: Status = Field(
         default="run", description="run, not_applicable (C-Q2), not_run, failed, diverged."
     )
     reason: str | None = Field(default=None, description="Why the cell did not run, failed or diverged.")

@@ -1,24 +1,17 @@
 """Registries of components: attacks, removal methods, metrics, scorers, audits.
 
-A component is registered one way: a class that subclasses its kind's base (:data:`KIND_BASES`), decorated with
-``@register(kind, name, version)``, in a module that its kind's package imports with a plain import. Creating it through :func:`create` binds its
-parameters against its constructor, fills in every default, and attaches a :class:`ComponentSpec` — so a
-statement names exactly what ran (name, version, every parameter) and the component can be rebuilt from it
-(the Inspect AI idea; K4, R23, R24).
+A component is a class that subclasses its kind's base (:data:`KIND_BASES`), decorated with
+``@register(kind, name, version)``, in a module its kind's package (:data:`KIND_PACKAGES`) imports; kinds whose
+modules import torch are imported only when asked for. :func:`create` binds its parameters, fills in every default
+and attaches a :class:`ComponentSpec`, so a statement names exactly what ran and the component can be rebuilt from
+it (K4, R23, R24). A built-in module that fails to import is an error, never skipped; the contract tests iterate
+over :func:`names`.
 
-Kinds whose modules import torch are not imported until asked for: :data:`KIND_PACKAGES` maps each kind to the
-package whose import registers all of its built-in members, and :func:`names` / :func:`get` import it on demand.
-A new attack or method is one module plus its ``@register`` line and an import in that package's ``__init__``
-(for metrics, ``remnant.metrics.handlers``: that package exports lazily, for a light start); a built-in module that
-fails to import is an error, never skipped. The contract tests iterate over :func:`names` and so cover it without
-further work.
-
-Another distribution adds components through entry points in the groups of :data:`PLUGIN_GROUPS`
-(``remnant.methods``, ``remnant.attacks``, ``remnant.metrics``, ``remnant.audits``): each entry point names a
-module (or a class in one) whose import runs ``@register``. They are loaded the first time their kind is asked for,
-after the built-ins, so :func:`names` (and with it the contract tests) covers them too (K4, R23). A plugin whose
-import fails, or which registers nothing of its group's kind, is one :class:`PluginWarning` naming its
-distribution and entry point, and :func:`plugins` lists it as broken: never a crash, never a silent skip.
+Another distribution adds components through entry points in the groups of :data:`PLUGIN_GROUPS`, each naming a
+module (or a class in one) whose import runs ``@register``; they load the first time their kind is asked for,
+after the built-ins, so :func:`names` covers them too. A plugin whose import fails, or which registers nothing of
+its group's kind, is one :class:`PluginWarning` and is listed as broken by :func:`plugins`: never a crash, never a
+silent skip (K4, R23).
 """
 
 from __future__ import annotations
@@ -144,10 +137,6 @@ class Plugin:
     version: str
     names: tuple[str, ...] = ()
     error: str | None = None
-
-    @property
-    def broken(self) -> bool:
-        return self.error is not None
 
 
 _PLUGINS: dict[str, tuple[Plugin, ...]] = {}

@@ -105,7 +105,6 @@ class PoolTable:
     rows: tuple[ResultRow, ...]
     metric_columns: tuple[str, ...]
     items: tuple[ItemValue, ...] | None = None
-    items_source: str | None = None
 
     @cached_property
     def _index(self) -> dict[tuple[str, str], ResultRow]:
@@ -352,7 +351,6 @@ def load_pool(folder: str | Path, *, need_items: bool = False) -> PoolTable:
         rows=tuple(rows),
         metric_columns=tuple(metrics),
         items=tuple(items) if items is not None else None,
-        items_source=str(items_found[0][1]) if items_found else None,
     )
 
 

@@ -4,22 +4,14 @@ R23 lists what it records: model identities and versions, all seeds, all hyper-p
 version, the Standard version, every pre-registered value, every deviation and the full per-cell results table.
 We add what R24 needs to actually repeat the run: every component's registered name, version and exact parameters
 (:class:`remnant.registry.ComponentSpec`), the Z1 version triple, the parsed config, the environment, the
-relearning curves at every checkpoint (C-W5), and the precision reductions with R25's margin warnings.
-
-The manifest names the target pack by id, seed and digest; it never copies entity names, attribute values or item
-text, so it can travel with a statement without leaking the fixture (R18).
+relearning curves at every checkpoint (C-W5), and the precision reductions with R25's margin warnings. The pack is
+named by id, seed and digest, never by its contents, so the manifest can travel with a statement (R18).
 
 Its bytes are a deterministic function of the run's inputs, results and records (no wall-clock timestamp of its
-own), and the statement cites it as ``manifest_ref`` (``"sha256:<hex>"`` of the file exactly as written:
-``sha256sum manifest.json`` checks it). It pins ``records.jsonl`` by its chain head (:class:`RecordsChain`,
-:mod:`remnant.records`), so the per-cell table it records can be checked against the records it was rebuilt from
-(R23): ``remnant recompute`` refuses records whose head differs. The records carry event timestamps and a resumed
-run's resume events, so two runs of one config differ in that block (and so in ``manifest_ref``) and nowhere
-else. Torch-free: identities come in as :class:`remnant.models.identity.ModelIdentity` values, which that module
-builds without importing torch here.
-
-Pure core (no torch): ``assess`` writes the manifest and ``report`` and ``recompute`` read it, so it lives
-below both.
+own); the statement cites it as ``manifest_ref`` (``sha256sum manifest.json`` checks it). It pins
+``records.jsonl`` by its chain head (:class:`RecordsChain`), so ``remnant recompute`` refuses records whose head
+differs (R23). The records' event timestamps make two runs of one config differ in that block and nowhere else.
+Torch-free, so it lives below ``assess``, ``report`` and ``recompute``, which write and read it.
 """
 
 from __future__ import annotations
@@ -42,10 +34,10 @@ from remnant.errors import ConfigError
 from remnant.jsonio import read_json
 from remnant.models.identity import ModelIdentity
 from remnant.records import RECORDS_FILE, ChainState
-from remnant.registry import ComponentSpec
 from remnant.standard.vocabulary import ADMITTED_SURFACES
 from remnant.statement.absent import Absent
 from remnant.statement.build import cells_from_facts
+from remnant.statement.canonical import canonical_sha256
 from remnant.statement.schema import Cell, Deviation, Versions
 
 if TYPE_CHECKING:
@@ -262,26 +254,9 @@ class RunManifest(_Model):
     reproduction: Reproduction = Field(description="How to repeat it (R24).")
 
 
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def file_ref(path: str | Path) -> str:
     """``sha256:`` of a file's bytes: how a manifest, a statement or a run's artifact is cited."""
-    return "sha256:" + sha256_hex(Path(path).read_bytes())
-
-
-def canonical_digest(value: object) -> str:
-    """``sha256:`` of a JSON value's canonical form (RFC 8785), e.g. the parsed config."""
-    from remnant.statement.canonical import canonical_sha256
-
-    return "sha256:" + canonical_sha256(value)
-
-
-def component_record(spec: ComponentSpec | Mapping[str, object], role: str) -> ComponentRecord:
-    """A component as the manifest records it, from its :class:`ComponentSpec` or that spec's dict."""
-    data = spec.to_dict() if isinstance(spec, ComponentSpec) else dict(spec)
-    return ComponentRecord(role=role, **data)
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def pack_record(
@@ -506,7 +481,7 @@ def build_manifest(
             ),
             "reproduction": Reproduction(
                 config=config_json,
-                config_digest=canonical_digest(config_json),
+                config_digest="sha256:" + canonical_sha256(config_json),
                 commands=list(commands),
                 artifacts=dict(artifacts or {}),
             ),
@@ -519,11 +494,6 @@ def manifest_bytes(manifest: RunManifest) -> bytes:
     return json_text(manifest.model_dump(mode="json", by_alias=True)).encode("utf-8")
 
 
-def manifest_ref(manifest: RunManifest) -> str:
-    """The reference a statement cites (K4 ``manifest_ref``): ``sha256:`` of :func:`manifest_bytes`."""
-    return "sha256:" + sha256_hex(manifest_bytes(manifest))
-
-
 def write_manifest(manifest: RunManifest, path: str | Path) -> str:
     """Write ``manifest`` atomically (temp + fsync + replace); return its ref (``sha256:`` of the bytes written).
 
@@ -534,7 +504,7 @@ def write_manifest(manifest: RunManifest, path: str | Path) -> str:
         target = target / MANIFEST_FILE
     data = manifest_bytes(manifest)
     write_atomic(target, data)
-    return "sha256:" + sha256_hex(data)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def load_json_model(path: str | Path, model: type[_M], *, requirement: str) -> _M:

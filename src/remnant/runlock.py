@@ -4,14 +4,11 @@
 it, ``--resume`` skips the cells already recorded, and a torn tail is moved aside before the next append. Two
 processes appending to one folder at once would each chain onto a tail the other is about to extend (a forked
 chain), both compute the same cells (duplicated cells), and one could "repair" the other's write in flight. So
-every command that appends to a folder's records or rewrites its statement and manifest — ``remnant assess``
-(``--resume`` too), ``remnant recompute``, ``remnant sweep run`` (``--retry-failed`` too) and
-``remnant study deviation`` — holds the folder's lock for its whole run, taken in the Python API those commands
-call (:func:`remnant.assess.run.assess`, :func:`remnant.assess.recompute.recompute`,
-:func:`remnant.sweep.prepare.prepare` and :func:`remnant.sweep.driver.run_sweep`,
-:func:`remnant.prereg.record_deviation`), so a script is held to it as the command line is. A second process on a
-folder in use is refused at once (:class:`FolderInUse`, exit 2) with the holder named — pid, host, command and
-since when — or, given ``wait=True`` (``--wait``), waits for it.
+every command that appends to a folder's records or rewrites its statement and manifest (``assess``,
+``recompute``, ``sweep run``, ``study deviation``) holds the folder's lock for its whole run, taken in the Python
+API it calls, so a script is held to it as the command line is. A second process on a folder in use is refused at
+once (:class:`FolderInUse`, exit 2) with the holder named — pid, host, command and since when — or, given
+``wait=True`` (``--wait``), waits for it.
 
 The lock is ``flock(2)`` on :data:`LOCK_FILE` inside the folder, not the file's existence: the kernel releases it
 when its process exits, however it exits, so a lock file left by a killed process blocks nobody; only the holder
@@ -338,10 +335,6 @@ def held(
         release(taken)
 
 
-#: ``hold(folder, purpose=...)``: hold ``folder``'s lock for the ``with`` block (:func:`held` without a lock).
-hold = held
-
-
 __all__ = [
     "LOCK_FILE",
     "REQUIREMENT",
@@ -350,7 +343,6 @@ __all__ = [
     "Holder",
     "acquire",
     "held",
-    "hold",
     "open_lock_file",
     "read_holder",
     "release",

@@ -1,26 +1,9 @@
-"""Interval estimates and multiplicity corrections the Standard's claims rest on (pure, no torch).
+"""Interval estimates, multiplicity corrections and rank statistics the Standard's claims rest on (pure, no torch).
 
-- :func:`wilson_interval`: the two-sided Wilson score interval every reported rate carries (R19). The verdict's
-  R20 test ("upper bound on g* below τ") uses the **upper end of this two-sided 95% interval**, not the one-sided
-  bound.
-- :func:`wilson_upper` / :func:`wilson_lower`: one-sided score bounds at ``level`` (z = Φ⁻¹(level)). The two-sided
-  95% interval's ends equal the one-sided bounds at level 0.975.
-- :func:`newcombe_difference`: the difference of two independent proportions with Newcombe's hybrid score
-  interval (1998, method 10) — the rule on the interval of the difference that Annex F.9 names as V1's successor.
-- :func:`newcombe_paired_difference`: the same for two proportions read on the same units (Newcombe's paired
-  score interval, 1998b method 10), e.g. two models' hit rates on one probe set.
-- :func:`holm`: Holm's step-down adjusted p-values (family-wise error over many cells, R22).
-- :func:`percentile_bootstrap`: a percentile bootstrap interval driven by a caller's ``numpy.random.Generator``
-  (no global seeding).
-- :func:`spearman` / :func:`kendall`: rank correlations for metric meta-evaluation;
-  :func:`spearman_test` adds its two-sided p-value, :func:`partial_spearman` controls for covariates (ranks
-  residualised on the covariates' ranks), :func:`fisher_pool` pools correlations by inverse-variance weighting
-  after Fisher's z transform.
-- :func:`roc_auc`: the area under the ROC curve as the Mann–Whitney U over n_pos · n_neg (ties count one half), the
-  one AUC of the package (MIA attacks and the metric meta-evaluation); :func:`roc_auc_bootstrap` its stratified
-  percentile interval.
-- :func:`roc_curve`: the ROC points (false and true positive rates) at every distinct threshold.
-- :func:`harmonic_mean`: the harmonic mean the meta-evaluation's robustness and overall scores use.
+:func:`wilson_interval` is the two-sided Wilson score interval every reported rate carries (R19); the verdict's R20
+test ("upper bound on g* below τ") uses the upper end of this two-sided 95% interval, not a one-sided bound.
+:func:`newcombe_difference` is the rule on the interval of a difference that Annex F.9 names as V1's successor;
+:func:`holm` corrects over many cells (R22). Randomness comes only from a caller's ``numpy.random.Generator``.
 """
 
 from __future__ import annotations
@@ -39,7 +22,6 @@ __all__ = [
     "fisher_pool",
     "harmonic_mean",
     "holm",
-    "kendall",
     "newcombe_difference",
     "newcombe_paired_difference",
     "partial_spearman",
@@ -50,8 +32,6 @@ __all__ = [
     "spearman",
     "spearman_test",
     "wilson_interval",
-    "wilson_lower",
-    "wilson_upper",
     "z_two_sided",
 ]
 
@@ -89,8 +69,14 @@ def z_two_sided(level: float = 0.95) -> float:
     return float(_scipy_stats().norm.ppf(1.0 - (1.0 - level) / 2.0))
 
 
-def _score_bounds(k: int, n: int, z: float) -> tuple[float, float]:
-    """Wilson score bounds for quantile ``z``, clamped to [0, 1]; exact 0 at k=0 and exact 1 at k=n."""
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided Wilson score interval for k successes in n trials (R19; 95% by default).
+
+    Raises ``ValueError`` for n <= 0 or k outside [0, n]. The bounds are clamped to [0, 1]; at k = 0 the lower
+    bound is exactly 0 and at k = n the upper bound is exactly 1.
+    """
+    _check_counts(k, n)
+    z = z_two_sided(level)
     p = k / n
     z2 = z * z
     denom = 1.0 + z2 / n
@@ -100,34 +86,6 @@ def _score_bounds(k: int, n: int, z: float) -> tuple[float, float]:
     lower = 0.0 if k == 0 else min(max(centre - half, 0.0), 1.0)
     upper = 1.0 if k == n else min(max(centre + half, 0.0), 1.0)
     return lower, upper
-
-
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Two-sided Wilson score interval for k successes in n trials (R19; 95% by default).
-
-    Raises ``ValueError`` for n <= 0 or k outside [0, n]. The bounds are clamped to [0, 1]; at k = 0 the lower
-    bound is exactly 0 and at k = n the upper bound is exactly 1.
-    """
-    _check_counts(k, n)
-    return _score_bounds(k, n, z_two_sided(level))
-
-
-def wilson_upper(k: int, n: int, level: float = 0.95) -> float:
-    """One-sided Wilson upper bound at ``level`` (z = Φ⁻¹(level)).
-
-    Not the bound R20 tests: the verdict uses the upper end of the two-sided 95% interval (R19, R20), which is
-    ``wilson_upper(k, n, 0.975)``.
-    """
-    _check_counts(k, n)
-    _check_level(level)
-    return _score_bounds(k, n, float(_scipy_stats().norm.ppf(level)))[1]
-
-
-def wilson_lower(k: int, n: int, level: float = 0.95) -> float:
-    """One-sided Wilson lower bound at ``level`` (z = Φ⁻¹(level)); see :func:`wilson_upper`."""
-    _check_counts(k, n)
-    _check_level(level)
-    return _score_bounds(k, n, float(_scipy_stats().norm.ppf(level)))[0]
 
 
 def newcombe_difference(
@@ -240,18 +198,7 @@ def _paired(x: Sequence[float], y: Sequence[float]) -> tuple[list[float], list[f
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's ρ (ties get average ranks); NaN when either input is constant."""
-    xs, ys = _paired(x, y)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", _scipy_stats().ConstantInputWarning)
-        return float(_scipy_stats().spearmanr(xs, ys).statistic)
-
-
-def kendall(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's τ-b (tie-corrected); NaN when either input is constant."""
-    xs, ys = _paired(x, y)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", _scipy_stats().ConstantInputWarning)
-        return float(_scipy_stats().kendalltau(xs, ys).statistic)
+    return spearman_test(x, y)[0]
 
 
 def spearman_test(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:

@@ -147,25 +147,26 @@ def _probe_inputs(world: World, probes: tuple[Any, ...]) -> dict[str, Any]:
 
 def attack_case(name: str) -> Case:
     """An attack as ``assess.schedule.attack_cells`` runs it; ``none`` is the unattacked baseline."""
-    from remnant.engine.attack import BASELINE, AttackMeasurement
+    from remnant.engine.attack import AttackMeasurement
+    from remnant.standard.derive import NONE
 
-    smoke = dict(registry.get("attack", name).smoke_params) if name != BASELINE else {}
-    changed = perturbed("attack", name, smoke) if name != BASELINE else None
+    smoke = dict(registry.get("attack", name).smoke_params) if name != NONE else {}
+    changed = perturbed("attack", name, smoke) if name != NONE else None
 
     def build(world: World, variant: str | None) -> Measurement:
         attack = None
-        if name != BASELINE:
+        if name != NONE:
             attack = registry.create("attack", name, changed if variant == "params" else smoke)
         probes = world.probes[:-1] if variant == "items" else world.probes
         seed = SEED + 1 if variant == "seed" else SEED
         tokens = SCORING_TOKENS + 2 if variant == "max_new_tokens" else SCORING_TOKENS
         ctx = _attack_context(world, seed=seed, tokens=tokens)
         inputs = _probe_inputs(world, probes)
-        if name != BASELINE:
+        if name != NONE:
             inputs["slot"] = name
         return AttackMeasurement(name, attack, ctx, probes, inputs, roles=(POST, CONTROL, PRE))
 
-    base_variants = ("items", "seed", "max_new_tokens") if name != BASELINE else ("items",)
+    base_variants = ("items", "seed", "max_new_tokens") if name != NONE else ("items",)
     return Case(f"attack:{name}", build, _with_params(base_variants, changed is not None))
 
 
@@ -583,9 +584,9 @@ def audit_cases() -> list[Case]:
 
 def all_cases() -> list[Case]:
     """Every case, from the registries (module docstring)."""
-    from remnant.engine.attack import BASELINE
+    from remnant.standard.derive import NONE
 
-    cases = [attack_case(BASELINE)] + [attack_case(n) for n in registry.names("attack")]
+    cases = [attack_case(NONE)] + [attack_case(n) for n in registry.names("attack")]
     cases += [utility_case(n) for n in registry.names("utility")]
     cases.append(relearning_case())
     cases += [risk_case(r, m) for r in registry.names("classd") for m in classd_methods(r)]

@@ -30,7 +30,7 @@ from canary_states import canary_states, install_share  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 from remnant.latent.inputs import encode_examples, examples_from_items
-from remnant.latent.patching import fast_scores, naive_scores, source_states
+from remnant.latent.patching import fast_scores_many, naive_scores, source_states_many
 from remnant.latent.uds import UDSConfig, score_source, stage1
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
@@ -125,9 +125,9 @@ def test_fast_path_equals_naive_on_smollm2(scale: dict[str, Any]) -> None:
     s = scale
     ex = encode_examples(s["tok"], s["examples"][:1], "chat", s["system_prompt"]).examples[0]
     layers = [15, 20, 25, 29]
-    states = [source_states(s["states"]["50%"], ex, layers)]
+    states = [source_states_many(s["states"]["50%"], [ex], layers)[0]]
     with torch.no_grad():
-        f_full, f_rows = fast_scores(s["states"]["100%"], ex, states, layers)
+        f_full, f_rows = fast_scores_many(s["states"]["100%"], [ex], [states], layers)[0]
         n_full, n_rows = naive_scores(s["states"]["100%"], ex, states, layers)
     assert abs(f_full - n_full) < 1e-5
     assert max(abs(a - b) for a, b in zip(f_rows[0], n_rows[0], strict=True)) < 1e-5

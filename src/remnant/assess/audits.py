@@ -10,12 +10,9 @@ runs (:class:`remnant.engine.audit.AuditPlan`):
   model, J-Access's θ_g) is the never-modified control, or with ``reference = "retain_only"`` the control installed
   with the retained items only (the install recipe and seed, the removal split left out); direction survival reads
   the installed-minus-control direction (Annex B.3). Every figure names its anchors (C-H7b);
-- **inputs**, from the pack alone and identical on every audited state: UDS's entity-span examples are P's items
-  (the answer's accepted value is the entity); J-Access's probes are identity-level (the paper's: attributes that
-  implicate a forget-set person without naming them, C_i from the name) or answer-level (P's questions, C_i from
-  the answer), its calibration probes the relearning people's, its lens corpus :mod:`remnant.latent.lens_text`;
-  direction survival's prompts are the forget-domain questions of Annex B.3 (:func:`~remnant.latent.inputs.probe_prompts`,
-  as ``remnant study latent-probe`` builds them);
+- **inputs**, from the pack alone and identical on every audited state: UDS's entity-span examples from P's items,
+  J-Access's identity- or answer-level probes (calibration on the relearning people), direction survival's
+  forget-domain prompts (Annex B.3, as ``remnant study latent-probe`` builds them);
 - **extra states** (:func:`build_audit_states`): the retain-only model, and the Annex B control states of C-H7(c)
   — the removal procedure applied to the never-installed control and the control installed with the pack's
   content-shuffled twin, both as the study builds them — from the one states builder

@@ -1,11 +1,5 @@
 """What an assessment reads back from its own cells while it runs: the control's general-utility set and a
-finished cell's item outcomes.
-
-Cells themselves are :class:`remnant.engine.measurement.Measurement` runs through the one cell runner
-(:class:`remnant.engine.runner.CellRunner`): a cell's key covers everything that determines its numbers (the
-state's weights digest and role, the component's registered name, version and every parameter, the probe items,
-the seed, the prompt format and the scoring settings), so ``--resume`` skips every cell already recorded and a
-:class:`~remnant.engine.runner.CellCache` shared between assessments computes the control's cells once.
+finished cell's item outcomes (the cells themselves: :mod:`remnant.engine.measurement`).
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ from typing import Any
 
 from remnant.engine.attack import AttackMeasurement
 from remnant.engine.measurement import run_measurement
-from remnant.engine.runner import CellCache, CellRunner
+from remnant.engine.runner import CellRunner
 from remnant.records import Observation
 
 #: The attack name of the control's general-question cell (R10: the binding's kept set).
@@ -51,4 +45,4 @@ def outcomes_of(runner: CellRunner, key: str, probes: Sequence[Any]) -> list[Any
     return [found[p.item_id] for p in probes]
 
 
-__all__ = ["BINDING", "CellCache", "CellRunner", "kept_general_ids", "outcomes_of"]
+__all__ = ["BINDING", "kept_general_ids", "outcomes_of"]

@@ -1,18 +1,10 @@
-"""The Class D battery in the assessment (§5): cells for singling out, linkability and inference (D-2 to D-5.3).
+"""The Class D battery in the assessment (§5, D-2 to D-5.3): its inputs and measurements, built from the config.
 
-A Class D config with a ``[class_d.battery]`` table runs :mod:`remnant.classd` on the post-removal model and on the
-never-modified control with identical probes, prompts, seeds and scoring (R3, C-Q4, C-W5), each measurement on the
-target canaries (entities P) and on never-installed control entities in one call (D4). One cell per
-(state, risk, method) — the direct query, linkability by option likelihood, and each declared inference-time attack
-the battery runs under (``singling_out/prefill``, …) — so ``--resume`` loses at most one measurement. Under
-W-track the battery is also scored on relearned copies of both states (D-5.3): the main relearning procedure, same
-relearning set R (entities disjoint from P, C-W6), same nested budgets and checkpoints, one cell per
-(state, budget).
-
-What a cell writes, a not-applicable attack and a crashing measurement included: :mod:`remnant.engine.classd`
-(:mod:`remnant.assess.facts` reads it back, :mod:`remnant.assess.finalize` builds the statement block from it, so
-``remnant recompute`` reproduces everything from the records). torch is imported inside the functions that run
-models.
+One cell per (state, risk, method) on the post-removal model and the never-modified control with identical probes,
+prompts, seeds and scoring (R3, C-Q4, C-W5), each on the target canaries and the never-installed control entities
+in one call (D4), so ``--resume`` loses at most one measurement; under W-track also one cell per (state, budget) on
+relearned copies (D-5.3: the main relearning procedure and set R, C-W6). What a cell writes:
+:mod:`remnant.engine.classd`. torch is imported inside the functions that run models.
 """
 
 from __future__ import annotations
@@ -39,11 +31,11 @@ from remnant.records import CellRecord, Observation
 
 if TYPE_CHECKING:
     from remnant.assess.inputs import Inputs
-    from remnant.assess.states import LoadedState
     from remnant.attacks.base import AttackContext
     from remnant.classd import BatterySpec
     from remnant.classd.canaries import CanaryProbes, RiskCounts
     from remnant.score.probe import Probe
+    from remnant.states.builder import LoadedState
 
 CLASSD_CONTEXT = "class_d"
 
@@ -170,7 +162,7 @@ def risk_measurements(
     from remnant.classd import demonstrations
 
     master = inputs.cfg.seeds.master
-    demos = demonstrations(inputs.pack, canary.risk, battery.spec) if battery.spec.risk_demonstrations else ()
+    demos = demonstrations(inputs.pack, canary.risk, battery.spec)
     probe_ids = [p.item_id for p in canary.probes]
     for method, attack, reason in _methods(battery, risk):
         slot = method if method not in ("direct", "likelihood") else None
@@ -225,6 +217,7 @@ def relearning_measurements(
     state itself, so ``step0(role)`` gives its inference-time direct counts (greedy decoding and likelihood are
     deterministic)."""
     from remnant.assess.inputs import relearn_spec
+    from remnant.train.relearn import relearn_order
 
     cfg = inputs.cfg
     rel = cfg.attacks.relearning
@@ -232,7 +225,7 @@ def relearning_measurements(
         return []
     spec = relearn_spec(cfg, rel)
     relearn_set = inputs.relearn_set
-    plan = RelearnPlan("class_d", spec, relearn_set, inputs.relearn_order(spec, relearn_set), False)
+    plan = RelearnPlan("class_d", spec, relearn_set, relearn_order(spec.seed, len(relearn_set)), False)
     methods = [
         (risk, method)
         for risk in battery.canaries

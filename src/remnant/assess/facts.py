@@ -3,28 +3,14 @@
 The verdict reads only rates and pre-registered values (V1), so everything here is a function of the
 cell records in ``records.jsonl`` and the config: ``remnant recompute`` and ``remnant assess`` call the same code.
 
-What the records hold (see :mod:`remnant.assess.cells`):
-
-- an attack cell per (state, attack): ``checkpoint="final"``, one record per metric (``kappa`` and ``w``, R6);
-  not-applicable and failed attacks are records too (``status``, ``reason``; C-Q2);
-- relearning cells per (state, budget): one record per metric and checkpoint (C-W3), its ``budget``, ``step``,
-  ``epoch`` and ``examples`` as typed fields (the label ``checkpoint`` is what statements show; nothing here
-  parses it), the post-removal model's and the control's from the identical procedure (C-W5); a diverged curve
-  adds a ``status="diverged"`` record (Annex B.6);
-- utility cells: ``surface="utility"``, ``metric="utility"``, the metric's name in ``utility_metric`` and its
-  value in ``value``; at the removal stage per state (R10, R11) and, for the post-removal model, after
-  relearning at a ``budget`` (``attack="relearning"``, R12, C-W4);
-- the unattacked baseline (``attack="none"``, ``surface="baseline"``) on every state: the pre-removal model's
-  shows the installed strength (R2), the control's whether it already knows the target (R5).
-- the run's ``states`` context: the pre-removal state's installation record (κ on the installed items, k/n, the
-  target and whether it was reached), which :func:`installation_fact` turns into the facts' ``installation``
-  (R2); a claimant's pre-removal folder fixes the target by the config's documented provenance instead.
-
-- Class D battery cells (:mod:`remnant.assess.classd`): ``risk`` set, a ``kappa`` record on the target
-  canaries and a ``kappa_control_entities`` record on never-installed control entities per measurement, state and
-  checkpoint (D4). :func:`battery_facts` turns the post-removal model's into risk-tagged attack facts, each net of
-  its control-entity rate and no-extraction baseline in the verdict (D-2.1, D-3.1, D-4.1, D-5.1); relearning
-  measurements (D-5.3) report the checkpoint with the largest Wilson upper bound net of control.
+The records are those :mod:`remnant.engine` writes: attack cells (κ and w apart, R6; not-applicable and failed
+ones too, C-Q2), relearning cells per checkpoint with typed ``budget``, ``step``, ``epoch`` and ``examples``
+(C-W3; the ``checkpoint`` label is never parsed here), both states under the identical procedure (C-W5), a
+diverged curve a ``diverged`` record (Annex B.6); utility cells (R10-R12, C-W4), the unattacked baseline on every
+state (R2, R5), Class D battery cells on target canaries and control entities (D4) and the ``states`` context,
+whose installation record :func:`installation_fact` reads (R2). :func:`battery_facts` makes risk-tagged facts the
+verdict takes net of control and baseline (D-2.1, D-3.1, D-4.1, D-5.1), a relearning measurement (D-5.3) at the
+checkpoint with the largest Wilson upper bound net of control.
 """
 
 from __future__ import annotations
@@ -43,6 +29,8 @@ from remnant.errors import RecordError
 from remnant.records import CellRecord
 from remnant.standard.cq3 import explain, holding_of
 from remnant.standard.derive import (
+    NONE,
+    RELEARNING,
     behavioural_n,
     best_relearning_point,
     unmet_without_utility,
@@ -52,15 +40,11 @@ from remnant.standard.evidence import EvidenceSummary, surfaces_from_facts
 from remnant.standard.facts import InstallationFact
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import net_rate
-from remnant.standard.vocabulary import CLASS_D_RISKS, worst_status
-from remnant.standard.vocabulary import CONTROL as CONTROL
-from remnant.standard.vocabulary import CONTROL_ENTITIES as CONTROL_ENTITIES
-from remnant.standard.vocabulary import POST as POST
-from remnant.standard.vocabulary import PRE as PRE
+from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL, CONTROL_ENTITIES, POST, PRE, worst_status
 from remnant.statement.schema import Cell
 
-RELEARNING, SCORED_ARM = "relearning", "relearning_scored_items"
-NONE = "none"
+#: The C-W6 relearning arm on the scored items (never adjudicating).
+SCORED_ARM = "relearning_scored_items"
 
 
 @dataclass(frozen=True)
@@ -527,12 +511,6 @@ def evidence(
 
 
 __all__ = [
-    "CONTROL",
-    "CONTROL_ENTITIES",
-    "NONE",
-    "POST",
-    "PRE",
-    "RELEARNING",
     "SCORED_ARM",
     "attack_order",
     "battery_facts",

@@ -25,7 +25,6 @@ from typing import Any
 from remnant import HARNESS_VERSION, STANDARD_VERSION
 from remnant.assess import facts as F
 from remnant.assess.runfiles import (
-    CONFIG_COPY,
     PACK_DIR,
     cell_records,
     read_context,
@@ -48,6 +47,7 @@ from remnant.prereg import PreRegistration as FrozenPrereg
 from remnant.records import RECORDS_FILE, AnyRecord, CellRecord, ChainState, Reading
 from remnant.records import Deviation as DeviationRecord
 from remnant.run_manifest import (
+    CONFIG_COPY,
     ENVELOPE_FILE,
     MANIFEST_FILE,
     STATEMENT_FILE,
@@ -66,6 +66,7 @@ from remnant.run_manifest import (
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.tier import TierAward, award_tier
 from remnant.standard.verdict import VerdictResult, decide
+from remnant.standard.vocabulary import CONTROL, POST, PRE
 from remnant.statement.absent import Absent
 from remnant.statement.build import build_statement
 from remnant.statement.latent import block_from_readings
@@ -119,7 +120,7 @@ def _identity(entry: dict[str, object] | None) -> StateIdentity | Absent:
 
 def _model_records(states: dict[str, Any]) -> list[ModelRecord]:
     out = []
-    for role in (F.CONTROL, F.PRE, F.POST):
+    for role in (CONTROL, PRE, POST):
         entry = states.get(role)
         if entry is None:
             continue
@@ -219,7 +220,7 @@ def decide_run(cfg: AssessmentConfig, read: RunRecords) -> Decision:
     V1a) and the tier from the facts alone."""
     pack_ctx = read.pack
     chance = pack_ctx.get("chance_rate")
-    installation = F.installation_fact(cfg, read.context["states"].get(F.PRE))
+    installation = F.installation_fact(cfg, read.context["states"].get(PRE))
     facts = F.build_facts(cfg, read.cells, chance_rate=chance, installation=installation)
     verdict = decide(VerdictFacts.model_validate(facts))
     tier = award_tier(
@@ -287,7 +288,7 @@ def run_statement(
 ) -> ConformanceStatement:
     """The conformance statement (K4, K6), citing the manifest's sha256 and the records' chain head (R23)."""
     states, pack_ctx = read.context["states"], read.pack
-    post, control = states.get(F.POST), states.get(F.CONTROL)
+    post, control = states.get(POST), states.get(CONTROL)
     statement = build_statement(
         decision.facts,
         claim=cfg.claim.statement,
@@ -393,8 +394,6 @@ def write_reports(run: Path) -> list[Path]:
 __all__ = [
     "PIN_FIELDS",
     "class_d_block",
-    "ENVELOPE_FILE",
-    "STATEMENT_FILE",
     "Decision",
     "Outcome",
     "RunRecords",

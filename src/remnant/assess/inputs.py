@@ -18,8 +18,7 @@ to the attack itself:
   ``repeated_sampling_analytic`` (exact pass@N, no sampling noise); the slot name is what C-Q1 checks;
 - ``max_new_tokens`` and ``batch_size``: generation settings of the attack's context.
 
-``attacks.relearning.params`` takes the trainer's further parameters (``grad_accum``, ``weight_decay``,
-``warmup_epochs``, ``schedule``, ``max_grad_norm``, ``bf16``, ``lora_rank``, ``lora_alpha``, ``trainable``) and
+``attacks.relearning.params`` takes the trainer's further parameters (:data:`RELEARN_TRAINER_KEYS`), and
 ``max_new_tokens``, the generation length of every unattacked score (baselines and relearning checkpoints).
 """
 
@@ -38,9 +37,9 @@ from remnant.packs.schema import Pack
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from remnant.assess.states import LoadedState
     from remnant.attacks.base import Attack, AttackContext
     from remnant.score.probe import Probe
+    from remnant.states.builder import LoadedState
     from remnant.train.methods.base import QA, RemovalData
     from remnant.train.relearn import RelearnSpec
 
@@ -183,12 +182,6 @@ class Inputs:
         return "general_qa_kappa" in names and "kept_ids" not in self.cfg.utility.params.get(
             "general_qa_kappa", {}
         )
-
-    def relearn_order(self, spec: RelearnSpec, relearn_set: Sequence[object]) -> tuple[int, ...]:
-        """One seeded permutation of the relearning set; budget b takes its first b (C-W1, nested subsets)."""
-        from remnant.train.relearn import relearn_order
-
-        return relearn_order(spec.seed, len(relearn_set))
 
     def pack_context(self) -> dict[str, object]:
         from remnant.run_manifest import pack_record

@@ -103,9 +103,7 @@ def _pack(cfg: AssessmentConfig) -> Pack:
     return mint_pack(cfg)
 
 
-def _battery_steps(
-    cfg: AssessmentConfig, pack: Pack, battery: Any, overhead: int, gen_len: int
-) -> list[Step]:
+def _battery_steps(cfg: AssessmentConfig, pack: Pack, battery: Any, overhead: int) -> list[Step]:
     """The Class D battery's cells: three risks × (direct, likelihood, attacks) × two models, and relearning."""
     kinds = {"singling_out": "fact", "linkability": "link", "inference": "infer"}
     per_risk = {
@@ -126,7 +124,7 @@ def _battery_steps(
                 f"Class D {risk} on {len(items)} target and control entities, {cells // 2} measurements, both models (D-2..D-4, D4)",
                 cells,
                 forward_tokens=cells * prompts * (4 if likelihood else 1),
-                generated_tokens=2 * methods * len(items) * gen_len,
+                generated_tokens=2 * methods * len(items) * GEN_LEN,
             )
         )
     rel = cfg.attacks.relearning
@@ -140,7 +138,7 @@ def _battery_steps(
                 f"Class D relearning at budgets {list(budgets)}, {checkpoints} checkpoints, both models (D-5.3)",
                 2 * len(budgets),
                 forward_tokens=2 * len(budgets) * checkpoints * scored * 40,
-                generated_tokens=2 * len(budgets) * checkpoints * scored * gen_len,
+                generated_tokens=2 * len(budgets) * checkpoints * scored * GEN_LEN,
             )
         )
     return steps
@@ -293,7 +291,7 @@ def make_plan(cfg: AssessmentConfig) -> Plan:
     threshold = cfg.bar_threshold
     battery = cfg.class_d.battery if cfg.class_d is not None else None
     if battery is not None:
-        steps += _battery_steps(cfg, pack, battery, overhead, GEN_LEN)
+        steps += _battery_steps(cfg, pack, battery, overhead)
         from remnant.classd.design import pack_support
 
         notes.append(f"Class D battery: {pack_support(pack, threshold).note}")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from remnant.assess.finalize import STATEMENT_FILE, Outcome, finalize, load_run_config
+from remnant.assess.finalize import Outcome, finalize, load_run_config
 from remnant.assess.runfiles import store
 from remnant.errors import ConfigError
 from remnant.jsonio import read_json
@@ -49,8 +49,8 @@ from remnant.records import (
     Observation,
     RecordIntegrityError,
 )
-from remnant.run_manifest import MANIFEST_FILE, RecordsChain
-from remnant.runlock import hold
+from remnant.run_manifest import MANIFEST_FILE, STATEMENT_FILE, RecordsChain
+from remnant.runlock import held
 from remnant.score.rates import count_items
 
 
@@ -67,7 +67,7 @@ def recompute(
     """
     run = Path(run_dir)
     pin = None if expect_head is None else expected_pin(expect_head)
-    with hold(run, purpose="remnant recompute", wait=wait, create=False):
+    with held(run, purpose="remnant recompute", wait=wait, create=False):
         records, chain = store(run).read_chain()
         check_cell_counts(records, run / RECORDS_FILE)
         check_pins(run, chain, extra=() if pin is None else (pin,))

@@ -8,18 +8,12 @@
 3. build or load the states: control (R3), pre-removal θ by installation (R2) or a folder, post-removal θ_U by
    a registered method (R1c) or the claimant's folder, trained states cached by their inputs;
 4. run every cell on the post-removal model AND the control with identical inputs, seeds and scoring (R3, C-Q4,
-   C-W5): unattacked baselines (with the pre-removal model too), utility at the removal stage (R10, R11),
-   prefill, many-shot, repeated sampling and every declared extra (C-Q1), not-applicable ones recorded with
-   their reason (C-Q2), and relearning at every budget and checkpoint (C-W1..C-W6) with attack-stage utility
-   (R12, C-W4); with ``[class_d.battery]``, the Class D battery on both models, relearning included
-   (:mod:`remnant.assess.classd`; D-2 to D-5.3); with ``[audits.*]``, the white-box audits on the post-removal
-   model (and on both Annex B control states, built here when asked), readings that never weigh in the verdict
-   or the tier (:mod:`remnant.assess.audits`; C-H6, C-H7);
+   C-W5), in the order of :mod:`remnant.assess.schedule`: baselines, utility (R10-R12, C-W4), every declared
+   attack (C-Q1, C-Q2), relearning (C-W1..C-W6), the white-box audits (C-H6, C-H7; the Annex B control states
+   built here when asked) and the Class D battery (D-2 to D-5.3);
 5. :func:`remnant.assess.finalize.finalize`: facts → verdict → tier → manifest → statement → signature → reports.
 
-The :class:`~remnant.assess.inputs.Inputs` are fixed before the first cell: made before any model loads, with
-the control's prompt format added once the control is loaded (:func:`_load_states`); what a stage creates on
-the way (the removal method's record, the utility metrics and audits, the Class D battery) it returns, and
+What each stage creates (the removal method's record, the utility metrics, audits and battery) it returns, and
 :func:`assess` records it all as the ``components`` context (R23).
 
 Every cell is appended to ``records.jsonl`` as it completes, so Ctrl-C (exit 130) or a crash loses at most the
@@ -42,7 +36,6 @@ from typing import Any
 # `remnant assess` reports, before any check of the run folder.
 import torch  # noqa: F401
 
-from remnant.assess import facts as F
 from remnant.assess.audits import LATENT_CACHE, build_audit_states, check_audits
 from remnant.assess.classd import CLASSD_CONTEXT, prepare_battery
 from remnant.assess.finalize import Outcome, finalize
@@ -54,7 +47,6 @@ from remnant.assess.inputs import (
     prepare_inputs,
 )
 from remnant.assess.runfiles import (
-    CONFIG_COPY,
     STATES_DIR,
     context_event,
     read_context,
@@ -63,7 +55,6 @@ from remnant.assess.runfiles import (
 )
 from remnant.assess.schedule import classd_cells, run_cells
 from remnant.assess.states import (
-    LoadedState,
     install_state,
     load_control,
     load_named_state,
@@ -77,8 +68,10 @@ from remnant.engine.runner import CellCache, CellRunner
 from remnant.errors import ConfigError
 from remnant.prereg import load_prereg, require_prereg
 from remnant.records import RECORDS_FILE, Deviation, Event, RecordStore
-from remnant.runlock import hold
-from remnant.states.builder import StateBuilder
+from remnant.run_manifest import CONFIG_COPY
+from remnant.runlock import held
+from remnant.standard.vocabulary import CONTROL, POST, PRE
+from remnant.states.builder import LoadedState, StateBuilder
 from remnant.states.store import CheckpointStore
 
 
@@ -131,7 +124,7 @@ def _load_states(
     )
     pre = _pre_removal_state(cfg, inputs, builder, session)
     post, removal = _post_removal_state(cfg, inputs, builder, pre, session)
-    states: dict[str, LoadedState] = {F.CONTROL: control, F.PRE: pre, F.POST: post}
+    states: dict[str, LoadedState] = {CONTROL: control, PRE: pre, POST: post}
     return LoadedStates(inputs, states, removal, builder)
 
 
@@ -237,7 +230,7 @@ def _record_run_context(
     from remnant.run_manifest import capture_environment
 
     inputs, states = loaded.inputs, loaded.states
-    environment = capture_environment(device=str(states[F.CONTROL].identity.device), dtype=cfg.models.dtype)
+    environment = capture_environment(device=str(states[CONTROL].identity.device), dtype=cfg.models.dtype)
     _append_context(
         run,
         opened.run_id,
@@ -317,7 +310,7 @@ def assess(
     cfg = config if isinstance(config, AssessmentConfig) else load_config(config)
     run = Path(run_dir)
     load_prereg(run)  # R14, before the lock: a folder that is no pre-registered run is not locked, nor made
-    with hold(run, purpose="remnant assess", wait=wait, say=session.log, create=False):
+    with held(run, purpose="remnant assess", wait=wait, say=session.log, create=False):
         return _assess_locked(cfg, run, resume=resume, session=session)
 
 

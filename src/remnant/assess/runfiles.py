@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from remnant.records import RECORDS_FILE, CellRecord, Event, RecordStore
-from remnant.run_manifest import CONFIG_COPY  # noqa: F401  (re-exported)
 
 STATES_DIR = "states"
 PACK_DIR = "pack"
@@ -71,7 +70,6 @@ def cell_records(records: Iterable[object]) -> list[CellRecord]:
 
 
 __all__ = [
-    "CONFIG_COPY",
     "CONTEXT_STAGE",
     "PACK_DIR",
     "STATES_DIR",

@@ -1,24 +1,11 @@
 """Which measurements an assessment runs, on which states, in which order (R3, R10-R12, C-Q1..C-Q4, C-W1..C-W6).
 
 Every cell is a :class:`remnant.engine.measurement.Measurement` run by the one cell runner; this module only
-decides the schedule, so the post-removal model and the control get identical measurements (R3, C-Q4, C-W5):
-
-1. the unattacked baseline on every state (installed strength R2, the control's own knowledge R5);
-2. utility at the removal stage on every state (R10, R11), after the control's general-question set (R10);
-3. every declared inference-time or weight-level attack on the post-removal model, the control and the
-   pre-removal model (C-Q3), a not-applicable one recorded with its reason (C-Q2);
-4. relearning at every budget on the post-removal model and the control, attack-stage utility on the
-   post-removal model's last budget (C-W1..C-W6, R12), and the C-W6 scored-items arm when declared;
-5. every declared white-box audit (``[audits.*]``) on the post-removal model and, when asked, on both Annex B
-   control states, against the pre-removal model and the never-modified control (or a retain-only model): readings
-   only, which nothing the verdict or the tier reads (C-H6, C-H7; :mod:`remnant.assess.audits`);
-6. a Class D config's battery (:func:`classd_cells`): every risk under every method on the post-removal model and
-   the control, then along the relearning curve under W-track (D-2 to D-5.3; :mod:`remnant.assess.classd` builds
-   its measurements).
-
-Nothing here changes the :class:`~remnant.assess.inputs.Inputs` it is given: the general questions the control
-answers are a local of :func:`utility_cells`, and the component records of the utility metrics and audits
-created here are returned, for the run's ``components`` context (R23).
+decides the schedule, so the post-removal model and the control get identical measurements (R3, C-Q4, C-W5): the
+unattacked baseline on every state (R2, R5), removal-stage utility (R10, R11), every declared attack with the
+pre-removal model too (C-Q1..C-Q3; not applicable ones recorded, C-Q2), relearning with attack-stage utility
+(C-W1..C-W6, R12), the white-box audits (readings only, C-H6, C-H7) and a Class D config's battery (D-2 to D-5.3).
+It never changes the :class:`~remnant.assess.inputs.Inputs` it is given: what it creates is returned (R23).
 """
 
 from __future__ import annotations
@@ -34,21 +21,22 @@ from remnant.assess.classd import (
     relearning_measurements,
     risk_measurements,
 )
-from remnant.assess.facts import RELEARNING, SCORED_ARM
+from remnant.assess.facts import SCORED_ARM
 from remnant.assess.inputs import Inputs, component_record, relearn_spec, utility_components
 from remnant.config import AssessmentConfig, derive_seed
-from remnant.engine.attack import BASELINE, AttackMeasurement, not_applicable
+from remnant.engine.attack import AttackMeasurement, not_applicable
 from remnant.engine.audit import AuditMeasurement, AuditNotRun
 from remnant.engine.classd import RiskMeasurement
 from remnant.engine.measurement import run_measurement, run_on_states
 from remnant.engine.relearning import RelearningMeasurement, RelearnPlan
 from remnant.engine.runner import CellRunner
 from remnant.engine.utility import UtilityMeasurement
+from remnant.standard.derive import NONE, RELEARNING
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 
 if TYPE_CHECKING:
-    from remnant.assess.states import LoadedState
     from remnant.attacks.base import AttackContext
+    from remnant.states.builder import LoadedState
 
 Outcomes = list[Any] | None
 
@@ -93,7 +81,7 @@ def baseline_cells(
     """The unattacked baseline on every state; returns each state's item outcomes (relearning's step 0)."""
     ctx = baseline_context(cfg, inputs, states)
     measurement = AttackMeasurement(
-        BASELINE, None, ctx, inputs.probes, probe_inputs(inputs), roles=(CONTROL, PRE, POST)
+        NONE, None, ctx, inputs.probes, probe_inputs(inputs), roles=(CONTROL, PRE, POST)
     )
     out: dict[str, Outcomes] = {}
     for role, done in run_on_states(runner, measurement, states).items():
@@ -164,16 +152,17 @@ def relearning_plans(cfg: AssessmentConfig, inputs: Inputs) -> list[RelearnPlan]
     """The held-out arm and, when declared, the C-W6 arm on the scored items (never adjudicating)."""
     rel = cfg.attacks.relearning
     assert rel is not None
+    from remnant.train.relearn import relearn_order
+
     spec = relearn_spec(cfg, rel)
-    arms = [
-        RelearnPlan(
-            RELEARNING, spec, inputs.relearn_set, inputs.relearn_order(spec, inputs.relearn_set), True
-        )
-    ]
+    arms = [(RELEARNING, inputs.relearn_set, True)]
     if rel.scored_items_arm:
-        order = inputs.relearn_order(spec, inputs.scored_set)
-        arms.append(RelearnPlan(SCORED_ARM, spec, inputs.scored_set, order, False))
-    return arms
+        arms.append((SCORED_ARM, inputs.scored_set, False))
+    # one seeded order per set; budget b takes its first b (C-W1, nested subsets)
+    return [
+        RelearnPlan(arm, spec, items, relearn_order(spec.seed, len(items)), at_end)
+        for arm, items, at_end in arms
+    ]
 
 
 def relearning_cells(
@@ -281,8 +270,6 @@ def audit_cells(
 
 
 __all__ = [
-    "RELEARNING",
-    "SCORED_ARM",
     "attack_cells",
     "audit_cells",
     "baseline_cells",

@@ -226,9 +226,7 @@ def removal_state(
 
 
 __all__ = [
-    "ROLES",
     "StateSource",
-    "LoadedState",
     "check_model_folder",
     "install_state",
     "load_control",

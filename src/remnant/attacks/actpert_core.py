@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from remnant.attacks.decoding import GenerationInput, Steering, greedy_ids
+from remnant.attacks.decoding import Steering
 from remnant.errors import ConfigError
 from remnant.models.hooks import capture_blocks, patch_block
 
@@ -119,24 +119,6 @@ def steering(delta: torch.Tensor, layer: int, strength: float, generated: Genera
         return patch_block(model, layer, _injector(delta.to(device), strength, generated))
 
     return install
-
-
-def generate_with_delta(
-    model: Any,
-    tokenizer: Any,
-    prompt_ids: Sequence[int],
-    delta: torch.Tensor,
-    *,
-    layer: int,
-    strength: float,
-    generated: GeneratedMode = "last",
-    max_new_tokens: int,
-    use_cache: bool = True,
-) -> list[int]:
-    """Greedy continuation ids with ``strength·δ`` injected at block ``layer`` (step 4): :func:`steering`'s hook
-    around :func:`remnant.attacks.decoding.greedy_ids`, the path the attack decodes on."""
-    inp = GenerationInput(tuple(prompt_ids), steering=steering(delta, layer, strength, generated))
-    return greedy_ids(model, tokenizer, inp, max_new_tokens=max_new_tokens, use_cache=use_cache)
 
 
 def resolve_layer(model: PreTrainedModel, layer: int | None, fraction: float) -> int:

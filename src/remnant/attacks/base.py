@@ -1,31 +1,16 @@
 """The attack interface every attack module implements (Standard §4.3, C-Q1..C-Q4).
 
-An attack is a class with its metadata as class attributes (garak's idea): ``name``, ``surface``, ``version``,
-``paper``, the response ``formats`` it is defined for, the ``tracks`` that admit it and the provenance tag of
-the variant (docs/latent.md: V read in code, N from the paper's text, R reconstructed). It is registered with
-``@register("attack", name, version)``, so ``registry.create("attack", name, params)`` records every parameter
-(K4, R23). Each attack:
-
-- says whether it applies to a target's response format (:meth:`Attack.applicable`): a reason when it does not,
-  which is recorded as *not applicable* and never counted as withstood (C-Q2);
-- runs on one model state through an :class:`AttackContext` and returns one :class:`ItemOutcome` per probe
-  (:meth:`Attack.run`). The context carries no hint of which state it is (post-removal, control, pre-removal):
-  the engine runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.engine.attack`);
-- exposes what its generations start from (:meth:`Attack.generation_inputs`: prompt ids, soft-prompt
-  embeddings, a steering hook; one per try) and the scope they run in (:meth:`Attack.generation_scope`), so
-  seed 003's ROUGE scoring can decode greedily and by sampling from exactly what κ was scored on
-  (:mod:`remnant.attacks.rouge_scoring`). The default :meth:`Attack.run` greedy-decodes those inputs and
-  scores them (:meth:`Attack.best_of` combines a best-of-k attack's tries); sampling attacks override it.
+An attack is a class with its metadata as class attributes (garak's idea), registered with
+``@register("attack", name, version)`` so that ``registry.create`` records every parameter (K4, R23). An attack
+that does not apply to a target's response format says why, recorded as *not applicable*, never as withstood
+(C-Q2). It runs on one model state through an :class:`AttackContext` that carries no hint of which state it is:
+the engine runs the same attack, probes, seeds and scorer on each (C-Q4; :mod:`remnant.engine.attack`). Its
+generation inputs are exposed so seed 003's ROUGE scoring decodes from exactly what κ was scored on
+(:mod:`remnant.attacks.rouge_scoring`).
 
 Randomness comes only from generators derived from the context's seed and the attack's own keys
 (:meth:`AttackContext.generator`); there is no global seeding. Weight-transform attacks must not mutate the
-caller's model (work on a copy, or restore it exactly).
-
-A new attack: one module in ``remnant/attacks/`` with a subclass of :class:`Attack` decorated with
-``@register("attack", NAME, VERSION)`` whose ``name``/``version`` class attributes equal NAME/VERSION, that
-implements :meth:`Attack.generation_inputs`, and an import line in ``remnant/attacks/__init__.py``. The contract
-test (tests/unit/attacks/test_attacks_contract.py) then covers it, ROUGE scoring included. docs/attacks.md
-lists every attack with its paper definition.
+caller's model (work on a copy, or restore it exactly). Adding an attack: docs/extending.md.
 """
 
 from __future__ import annotations
@@ -37,24 +22,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import torch
 
-from remnant.attacks.decoding import GenerationInput, forward_cached, greedy_texts
+from remnant.attacks.decoding import GenerationInput, greedy_texts
 from remnant.models.device import model_device
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import RESPONSE_FORMATS, Probe, ResponseFormat
 from remnant.score.scorer import Scorer
+from remnant.standard.vocabulary import Surface
 from remnant.statement.canonical import derive_seed
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-Surface = Literal["inference_time", "weight_transform", "relearning", "latent"]
 Track = Literal["W", "Q"]
-SURFACES: tuple[Surface, ...] = ("inference_time", "weight_transform", "relearning", "latent")
-#: Surfaces each track admits (R0.2, C2): Q-track only inference-time attacks.
-TRACK_SURFACES: dict[str, tuple[Surface, ...]] = {
-    "W": ("relearning", "inference_time", "weight_transform"),
-    "Q": ("inference_time",),
-}
 
 
 @dataclass(frozen=True)
@@ -130,18 +109,6 @@ class AttackContext:
         """The probe's rendered prompt ids (lettered options for multiple choice), ending at the answer."""
         return render_prompt_ids(self.tokenizer, probe.rendered_question(), fmt or self.fmt, prefill)
 
-    def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int | None = None) -> list[str]:
-        """Greedy continuations of ``prompts`` (the harness's generation path, batched, left-padded)."""
-        from remnant.score.capability import generate_greedy
-
-        return generate_greedy(
-            self.model,
-            self.tokenizer,
-            prompts,
-            max_new_tokens=max_new_tokens or self.max_new_tokens,
-            batch_size=self.batch_size,
-        )
-
 
 class Attack:
     """Base class of every attack. Subclasses set the class attributes and implement :meth:`run`."""
@@ -152,6 +119,7 @@ class Attack:
     paper: ClassVar[str] = ""
     formats: ClassVar[tuple[ResponseFormat, ...]] = RESPONSE_FORMATS
     tracks: ClassVar[tuple[Track, ...]] = ("W", "Q")
+    #: V read in code, N from the paper's text, R reconstructed (docs/latent.md).
     provenance: ClassVar[str] = "R"
     #: False for arms that are reported but never decide (e.g. C-W6's relearning on scored items).
     adjudicating: ClassVar[bool] = True
@@ -219,10 +187,6 @@ class Attack:
         kappa, willing = ctx.scorer.score(probe, outputs[0])
         return ItemOutcome(probe.item_id, outputs[0], kappa, willing, dict(tries[0].extra))
 
-    def params(self) -> dict[str, object]:
-        """Parameters as recorded by the registry (empty when built without ``registry.create``)."""
-        return dict(self.spec.params) if self.spec is not None else {}
-
     def describe(self) -> dict[str, object]:
         """Metadata and parameters, JSON-ready (what a record names: K4, R23)."""
         return {
@@ -262,17 +226,12 @@ class Unattacked(Attack):
 
 
 __all__ = [
-    "SURFACES",
-    "TRACK_SURFACES",
     "Attack",
     "AttackContext",
     "GenerationInput",
     "ItemOutcome",
     "Probe",
-    "Surface",
     "Track",
     "Unattacked",
-    "derive_seed",
-    "forward_cached",
     "no_attack",
 ]

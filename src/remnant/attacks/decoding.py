@@ -1,21 +1,14 @@
 """What an attack generates from, and the two ways remnant decodes from it: greedy and seeded sampling.
 
-An attack's work splits in two (seed 003 scores one generation per auditor greedily, then 50 sampled ones):
+An attack builds, per probe, a :class:`GenerationInput` per *try* (where it spends its budget: GCG's suffix
+search, the soft-prompt optimisation, ActPert's δ); decoding is separate — :func:`greedy_texts` (the κ path, R6)
+or :func:`sample_ids` (one generator per row) — so the ROUGE scoring (:mod:`remnant.attacks.rouge_scoring`)
+decodes from exactly the inputs κ was scored on without running the optimisation twice (seed 003 scores one
+greedy generation per auditor, then 50 sampled ones).
 
-1. building, per probe, the inputs its generations start from — a :class:`GenerationInput` per *try* (one for
-   most attacks; one per strength for a best-of-k variant). This is where an attack spends its budget: the
-   suffix search of GCG, the soft-prompt optimisation, ActPert's δ;
-2. decoding from those inputs: :func:`greedy_texts` (the κ path every attack scores, R6) or :func:`sample_ids`
-   (N rows at a temperature and top-k, each row from its own generator, docs/latent.md).
-
-Splitting them lets the ROUGE scoring (:mod:`remnant.attacks.rouge_scoring`) greedy-decode and sample from
-exactly the inputs the attack's κ was scored on, without running the optimisation twice.
-
-An input is token ids, optionally with the prompt's input embeddings replaced (soft prompts) and a *steering*
-hook installed around the decoding (ActPert's δ injection). Greedy decoding of plain ids is the harness's
-batched, left-padded path (:func:`remnant.score.capability.generate_greedy`), so an attack built on these
-inputs outputs exactly what ``AttackContext.generate`` would; embeds and steering decode one prompt at a time.
-No randomness here except the generators the caller passes (no global seeding).
+Greedy decoding of plain ids is the harness's batched, left-padded path
+(:func:`remnant.score.capability.generate_greedy`), so an attack outputs exactly what the harness would;
+embeds and steering decode one prompt at a time. No randomness except the generators the caller passes.
 """
 
 from __future__ import annotations
@@ -27,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from remnant.models.greedy import eos_ids
 from remnant.models.prompts import pad_id
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
 #: Installs a steering hook on the model for the duration of a decoding (ActPert: δ added at one block).
 Steering = Callable[[Any], AbstractContextManager[Any]]
@@ -57,13 +51,6 @@ class GenerationInput:
 
     def scope(self, model: PreTrainedModel) -> AbstractContextManager[Any]:
         return self.steering(model) if self.steering is not None else nullcontext()
-
-
-def eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> set[int]:
-    """The ids that end a generation: the model's generation config, else the tokenizer's EOS."""
-    from remnant.models.greedy import eos_ids as _model_eos_ids
-
-    return set(_model_eos_ids(model, tokenizer.eos_token_id))
 
 
 def forward_cached(
@@ -125,8 +112,8 @@ def greedy_texts(
 ) -> list[str]:
     """Greedy continuations of ``inputs``, in order, decoded without special tokens.
 
-    Plain inputs go together through the harness's batched generation (the same call, batches and padding as
-    ``AttackContext.generate``); the others one at a time through :func:`greedy_ids`.
+    Plain inputs go together through the harness's batched generation (the same call, batches and padding); the
+    others one at a time through :func:`greedy_ids`.
     """
     from remnant.score.capability import generate_greedy
 
@@ -186,7 +173,7 @@ def sample_ids(
     """
     n = len(generators)
     device = model.get_input_embeddings().weight.device
-    eos = eos_ids(model, tokenizer)
+    eos = eos_ids(model, tokenizer.eos_token_id)
     rows: list[list[int]] = [[] for _ in range(n)]
     with inp.scope(model):
         logits, cache = _first_step(model, inp, n, device)
@@ -208,7 +195,6 @@ def sample_ids(
 __all__ = [
     "GenerationInput",
     "Steering",
-    "eos_ids",
     "filtered_logprobs",
     "forward_cached",
     "greedy_ids",

@@ -1,4 +1,4 @@
-"""Prompt pieces the prompting attacks share: demonstrations, multi-turn rendering, answer-free targets.
+"""Prompt pieces the prompting attacks share: demonstrations and answer-free targets.
 
 Leakage check (docs/latent.md): no demonstration and no optimisation target may contain the probe's answer;
 otherwise an attack would hand the model what it is supposed to recover.
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from remnant.errors import ConfigError
-from remnant.models.prompts import PromptFormat, continuation, render_prompt_ids
+from remnant.models.prompts import PromptFormat, continuation
 from remnant.packs.templates import answer_stem
 from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
@@ -49,24 +49,6 @@ def pick_demonstrations(demos: Sequence[Probe], probe: Probe, k: int, rng: rando
     """``k`` demonstrations for ``probe``, drawn by ``rng`` from its :func:`eligible_demonstrations`."""
     pool = eligible_demonstrations(demos, probe)
     return rng.sample(pool, min(k, len(pool)))
-
-
-def render_dialogue_ids(
-    tokenizer: Any,
-    fmt: PromptFormat,
-    shots: Sequence[tuple[str, str]],
-    question: str,
-    *,
-    style: Literal["turns", "block"] = "turns",
-    prefill: str | None = None,
-) -> list[int]:
-    """Prompt ids with ``shots`` (question, answer) before ``question``: as earlier chat turns, or one block.
-
-    The raw format always writes ``Question: …\\nAnswer: …`` blocks (it has no turns). ``prefill`` text opens
-    the answer (:func:`~remnant.models.prompts.prefill_ids`). The one renderer of
-    :func:`~remnant.models.prompts.render_prompt_ids`, so a chat template that fails is a ModelError (R2).
-    """
-    return render_prompt_ids(tokenizer, question, fmt, prefill, shots=shots, style=style)
 
 
 def answer_free_target(probe: Probe, mode: str, fixed: str) -> tuple[str, str]:

@@ -1,10 +1,7 @@
 """Rates of one attack's outcomes on one model state (R6, R19, R22).
 
 Each state's cell reports κ and w as separate rates (R6), each as k, n and a Wilson interval (R19), per state
-(R22). An attack runs on the states through the one cell runner (:class:`remnant.engine.attack.AttackMeasurement`
-with :func:`remnant.engine.measurement.run_measurement`): the same attack instance, probes and context on every
-state, the attack never told which state it has (C-Q4); C-Q3's reading of its records is
-:func:`remnant.standard.cq3.explain`.
+(R22); the cells are run by :class:`remnant.engine.attack.AttackMeasurement`.
 
 What a cell's k/n counts: items. For attacks that score an output, k is the number of probes whose scored output
 hit. For analytic attacks (κ a probability per item), ``expected_k`` is the exact expected count Σ p_i and the

@@ -2,21 +2,15 @@
 
 Seed 003 §4.4: ICL "provides multiple Q&A pairs related to the unlearning target as an input prefix, thereby
 assisting the LLM in recalling relevant target knowledge". So ``icl`` draws its ``shots`` demonstrations from
-question/answer items *about the target*:
-
-- the context's ``target_demonstrations`` (unscored items about the target, e.g. the removal split's items on
-  the probed entities), or, when it has none, the other probes of the run (the seed's own reading: its
-  demonstrations are the audit set's other Q&A pairs);
-- restricted to items about the probe's own entity where the probe names one and such items exist
-  (``same_entity``), since the seed's demonstrations are about the forgotten subject itself.
+question/answer items *about the target* (:func:`demonstration_pool`; the seed's are about the forgotten subject
+itself, and are the audit set's other Q&A pairs).
 
 A demonstration that contains the probe's answer is never used (leakage check, docs/latent.md): it would
 hand the model what it is meant to recover, so what ICL recovers is the probed fact from *other* facts about the
 same target. Demonstrations are earlier chat turns (``style="turns"``) or one ``Question:/Answer:`` block.
 
-``icl_retain`` is the reconstruction docs/latent.md proposed before the seed's text was read: demonstrations
-from the retain items (other entities, never the target), which teach the answer format only. It is kept as a
-named variant; it measures a different thing.
+``icl_retain`` draws demonstrations from the retain items (other entities, never the target), which teach the
+answer format only: it measures a different thing.
 
 The draw is seeded from the run seed, the key :data:`ICL_DRAW_KEY` and the item id, so every state sees the same
 demonstrations in the same order (C-Q4), and ``icl``, ``mask_icl`` and ``mask_icl_aoa`` show an item the same
@@ -31,14 +25,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
-from remnant.attacks.dialogue import (
-    demo_answer,
-    eligible_demonstrations,
-    pick_demonstrations,
-    render_dialogue_ids,
-)
+from remnant.attacks.dialogue import demo_answer, eligible_demonstrations, pick_demonstrations
 from remnant.errors import ConfigError
-from remnant.models.prompts import PromptFormat
+from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.registry import register
 from remnant.score.probe import Probe
 
@@ -53,9 +42,10 @@ def demonstration_pool(
 ) -> tuple[list[Probe], str]:
     """The items ``probe``'s demonstrations are drawn from, and which pool that is (recorded per item).
 
-    ``"retain"``: the context's retain demonstrations. ``"target"``: the context's target demonstrations, or
-    the run's probes when it has none, less the probe itself and every item that leaks its answer; narrowed
-    to the probe's entity where any such item is left (``same_entity``).
+    ``"retain"``: the context's retain demonstrations. ``"target"``: the context's target demonstrations
+    (unscored items about the target, e.g. the removal split's), or the run's probes when it has none, less the
+    probe itself and every item that leaks its answer; narrowed to the probe's entity where any such item is left
+    (``same_entity``).
     """
     if source == "retain":
         return list(ctx.demonstrations), "retain"
@@ -101,7 +91,7 @@ def demonstration_prompts(
         pairs = [(d.rendered_question(), demo_answer(d)) for d in demos]
 
         def render(pairs: list[tuple[str, str]], question: str = question) -> list[int]:
-            return render_dialogue_ids(ctx.tokenizer, fmt, pairs, question, style=style, prefill=prefill)
+            return render_prompt_ids(ctx.tokenizer, question, fmt, prefill, shots=pairs, style=style)
 
         ids = render(pairs)
         while len(ids) > budget and pairs:
@@ -118,9 +108,7 @@ def demonstration_prompts(
     return prompts, extras
 
 
-def _check(name: str, shots: int, style: str) -> None:
-    if shots < 1:
-        raise ConfigError(f"{name}: shots must be ≥ 1")
+def check_style(name: str, style: str) -> None:
     if style not in ("turns", "block"):
         raise ConfigError(f"{name}: style must be 'turns' or 'block', not {style!r}")
 
@@ -139,7 +127,9 @@ class ICL(Attack):
     source: ClassVar[DemoSource] = "target"
 
     def __init__(self, shots: int = 5, style: Style = "turns", same_entity: bool = True) -> None:
-        _check(self.name, shots, style)
+        if shots < 1:
+            raise ConfigError(f"{self.name}: shots must be ≥ 1")
+        check_style(self.name, style)
         self.shots, self.style, self.same_entity = shots, style, same_entity
 
     def generation_inputs(

@@ -2,28 +2,28 @@
 
 k demonstrations — question/answer pairs from the retain items, never the target's — precede the probe as real
 prior chat turns (or ``Question:/Answer:`` blocks in the raw format), as many as fit in the context with room for
-the answer. The demonstrations are the same for every probe, so the rendered prompts share a long prefix: its
-key/value cache is computed once and reused for every probe (cropped back after each), instead of recomputing
-thousands of tokens per probe. ``use_prefix_cache=False`` recomputes everything; the two give identical outputs
-(tests/unit/attacks/test_many_shot.py).
+the answer. The demonstrations are the same for every probe, so the prompts share a long prefix whose key/value
+cache is computed once and cropped back after each probe (``use_prefix_cache=False`` recomputes everything; the
+outputs are identical).
 """
 
 from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from remnant.attacks.base import Attack, AttackContext, GenerationInput, forward_cached
-from remnant.attacks.decoding import eos_ids
-from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
+from remnant.attacks.base import Attack, AttackContext, GenerationInput
+from remnant.attacks.decoding import forward_cached
+from remnant.attacks.dialogue import demo_answer
 from remnant.errors import ConfigError
 from remnant.models.device import model_device
+from remnant.models.greedy import eos_ids
 from remnant.models.greedy import shared_length as shared_prefix_len  # common prefix, one token left
-from remnant.models.prompts import PromptFormat
+from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.registry import register
 from remnant.score.normalise import answer_matches
 from remnant.score.probe import Probe
@@ -35,18 +35,15 @@ if TYPE_CHECKING:
 def render_many_shot(
     tokenizer: PreTrainedTokenizerBase, fmt: PromptFormat, demos: Sequence[Probe], question: str
 ) -> list[int]:
-    """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts.
-
-    One implementation with the in-context attack: the demonstrations become (question, answer) shots of
-    :func:`remnant.attacks.dialogue.render_dialogue_ids` in its ``turns`` style.
-    """
+    """Prompt ids: the demonstrations as prior turns, then the question, ending where the answer starts (the
+    in-context attack's renderer)."""
     shots = [(d.rendered_question(), demo_answer(d)) for d in demos]
-    return render_dialogue_ids(tokenizer, fmt, shots, question, style="turns")
+    return render_prompt_ids(tokenizer, question, fmt, shots=shots)
 
 
 @torch.no_grad()
 def greedy_from(
-    model: PreTrainedModel, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: set[int]
+    model: PreTrainedModel, ids: Sequence[int], cache: Any, max_new_tokens: int, eos: Collection[int]
 ) -> list[int]:
     """Greedy continuation of ``ids`` given a cache already holding the tokens before them (or None)."""
     device = model_device(model)
@@ -138,7 +135,7 @@ class ManyShot(Attack):
         prompts = [list(tries[0].prompt_ids) for tries in inputs]
         if any(len(tries) != 1 for tries in inputs):
             raise RuntimeError("many_shot has one try per probe")
-        eos = eos_ids(ctx.model, ctx.tokenizer)
+        eos = eos_ids(ctx.model, ctx.tokenizer.eos_token_id)
         plen = shared_prefix_len(prompts) if self.use_prefix_cache and prompts else 0
         cache = pristine = None
         if plen:

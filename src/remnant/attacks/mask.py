@@ -10,10 +10,8 @@ M,I,A (AOA's identity shift on top, :mod:`remnant.attacks.aoa`), never M alone; 
 The keyword is the probe's entity name (a Class D canary's name, a TOFU author): every whole-word occurrence in
 the question, any case, becomes ``mask_token`` ("Name the town Zorvak Telumi comes from." → "Name the town
 [MASK] comes from."). A probe whose question does not name its entity is asked unmasked, and ``masked_spans``
-= 0 records it. Only the question is masked: the demonstrations are the ICL prefix as ``icl`` shows it, drawn
-with the same seed key, so an item's I, M+I and M+I+A prompts hold the same demonstrations (C-Q4: the same on
-every state). For M,I,A the AOA system prompt replaces the format's, and the final user turn is
-``AOA, execute my instruction: {masked question}``; ``opener`` adds the AOA opener inside the assistant turn.
+= 0 records it. Only the question is masked: the demonstrations are ``icl``'s, drawn with the same seed key
+(:data:`~remnant.attacks.icl.ICL_DRAW_KEY`). M,I,A wraps the masked question as :mod:`remnant.attacks.aoa` does.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from typing import Any, ClassVar
 
 from remnant.attacks.aoa import AOA_OPENER, AOA_SYSTEM, AOA_USER
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
-from remnant.attacks.icl import ICL_DRAW_KEY, Style, demonstration_prompts
+from remnant.attacks.icl import ICL_DRAW_KEY, Style, check_style, demonstration_prompts
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.registry import register
@@ -73,8 +71,7 @@ class _MaskedQuestion(Attack):
             raise ConfigError(f"{self.name}: mask_token must be a visible token such as '[MASK]'")
         if self.with_icl and shots < 1:
             raise ConfigError(f"{self.name}: shots must be ≥ 1 (MASK is applied with ICL)")
-        if style not in ("turns", "block"):
-            raise ConfigError(f"{self.name}: style must be 'turns' or 'block', not {style!r}")
+        check_style(self.name, style)
         self.mask_token, self.shots, self.style = mask_token, shots, style
         self.same_entity, self.identity, self.opener = same_entity, identity, opener
 

@@ -1,8 +1,7 @@
 """The ``mask_cloze`` attack: the question rewritten as a cloze of its answer (docs/latent.md variant (a) [R]).
 
-This was remnant's first reading of seed 003's MASK, made before the seed's text was read. The seed masks the
-target's keyword *in the question* (:mod:`remnant.attacks.mask`); this variant masks the *answer* instead, and is
-kept under its own name because it measures something else: whether the model completes its own answer phrasing.
+Seed 003's MASK masks the target's keyword *in the question* (:mod:`remnant.attacks.mask`); this variant masks
+the *answer*, so it measures something else: whether the model completes its own answer phrasing.
 
 The probe becomes ``Fill in the [MASK]: {sentence}``, where the sentence is the pack's own answer phrasing for
 the attribute with the value masked ("Zorvak Telumi is from [MASK].", :data:`remnant.packs.templates.ANSWER_FORMS`)
@@ -19,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from remnant.attacks.base import Attack, AttackContext, GenerationInput
-from remnant.attacks.icl import demonstration_prompts
+from remnant.attacks.icl import check_style, demonstration_prompts
 from remnant.errors import ConfigError
 from remnant.packs.templates import ANSWER_FORMS
 from remnant.registry import register
@@ -53,8 +52,7 @@ class MaskCloze(Attack):
     def __init__(self, shots: int = 0, style: Literal["turns", "block"] = "turns") -> None:
         if shots < 0:
             raise ConfigError("mask_cloze: shots must be ≥ 0")
-        if style not in ("turns", "block"):
-            raise ConfigError(f"mask_cloze: style must be 'turns' or 'block', not {style!r}")
+        check_style(self.name, style)
         self.shots, self.style = shots, style
 
     def generation_inputs(

@@ -13,8 +13,7 @@ transformers does — and scores the model as usual. Schemes (§5.2, exact formu
 - ``int4``: asymmetric round-to-nearest per group of ``group_size`` input elements (GPTQ/AWQ baseline).
 
 The caller's model is never left changed: the weights are swapped for their fake-quantized copies for the run
-and the original tensors put back in a ``finally`` block. :func:`bucket_flips` is the cheap diagnostic that
-explains recovery: the fraction of weights whose quantization code differs between two models.
+and the original tensors put back in a ``finally`` block.
 
 Note for SmolLM2 from the zoo: its weights came from a Q4_1 GGUF, so they already sit on a 4-bit grid; say so
 where quantization results are shown.
@@ -65,7 +64,7 @@ FP4_CODE: tuple[float, ...] = tuple(sorted({s * m / 12.0 for m in _FP4_MAG for s
 
 @dataclass(frozen=True)
 class Quantized:
-    """Codes and scales of one weight (what bucket flips compare) and its dequantized value."""
+    """Quantization codes of one weight and its dequantized value."""
 
     codes: torch.Tensor
     dequantized: torch.Tensor
@@ -164,39 +163,6 @@ def fake_quantized(
     finally:
         for name, data in originals.items():
             weights[name].data = data
-
-
-def bucket_flips(
-    model_a: nn.Module, model_b: nn.Module, scheme: str, *, blocksize: int = 64, group_size: int = 128
-) -> dict[str, object]:
-    """Per module and overall: the fraction of weights whose quantization code differs between two models
-    (scales computed per model), and ‖Q(A) − Q(B)‖_F / ‖A − B‖_F (docs/latent.md diagnostic). A flip
-    rate near zero predicts that quantizing model A reverts it to model B."""
-    wa, wb = decoder_linear_weights(model_a), decoder_linear_weights(model_b)
-    if wa.keys() != wb.keys():
-        raise ConfigError("bucket_flips needs two models of the same architecture")
-    conv1d = _is_conv1d(model_a)
-    per: dict[str, dict[str, float]] = {}
-    flips = total = 0
-    num = den = 0.0
-    for name in wa:
-        # both on A's device: the two states may live on different devices (one on a GPU, one on the CPU)
-        a, b = _as_rows(wa[name], conv1d), _as_rows(wb[name], conv1d).to(wa[name].device)
-        qa = quantize_weight(a, scheme, blocksize=blocksize, group_size=group_size)
-        qb = quantize_weight(b, scheme, blocksize=blocksize, group_size=group_size)
-        f = int((qa.codes != qb.codes).sum())
-        dq = float((qa.dequantized.float() - qb.dequantized.float()).norm())
-        dw = float((a.float() - b.float()).norm())
-        per[name] = {"flip_rate": f / a.numel(), "frobenius_ratio": dq / dw if dw else 0.0}
-        flips, total = flips + f, total + a.numel()
-        num, den = num + dq**2, den + dw**2
-    return {
-        "scheme": scheme,
-        "flip_rate": flips / total if total else 0.0,
-        "frobenius_ratio": (num**0.5) / (den**0.5) if den else 0.0,
-        "weights": total,
-        "modules": per,
-    }
 
 
 @register("attack", "quantize", "1")

@@ -181,7 +181,6 @@ __all__ = [
     "RepeatedSampling",
     "RepeatedSamplingAnalytic",
     "answer_sequences",
-    "filtered_logprobs",
     "pass_at_k",
     "starts_with_any",
 ]

@@ -7,12 +7,10 @@ length") of the model's answer against the ground truth:
 - **sampled** (its Table 2): "temperature 2 and Top-K sampling with K = 40 … 50 responses with a maximum of 64
   new tokens"; the mean and the maximum ROUGE-L recall over an item's samples.
 
-Both come from the inputs the attack's own κ is scored on (:meth:`Attack.generation_inputs`: the same suffix,
-soft prompt or δ, computed once), inside the attack's generation scope (quantization). The greedy generation is
-the attack's κ generation (the same decoding path), so an item's ROUGE and κ describe one output. The score is
-rouge-score's stemmed ROUGE-L recall, through remnant's one ROUGE implementation (:mod:`remnant.metrics.rouge`),
-reference = the probe's answer. A multiple-choice probe is scored against its true option's text; seed 003 has
-no multiple-choice items, so treat those values as outside its definition.
+Both decode the inputs the attack's own κ is scored on, computed once, inside its generation scope; the greedy
+generation is the κ generation, so an item's ROUGE and κ describe one output. The score is rouge-score's stemmed
+ROUGE-L recall (:mod:`remnant.metrics.rouge`) against the probe's answer. A multiple-choice probe is scored against
+its true option's text; seed 003 has no multiple-choice items, so treat those values as outside its definition.
 
 Sampling is seeded per (run seed, ``"rouge_sampling"``, attack name, item, try, sample): sample ``i`` of an item
 is the same on every state (C-Q4) and independent of the others; there is no global seeding. For a best-of-k
@@ -96,8 +94,8 @@ class RougeItem:
             return None
         return max(max(r) for r in self.samples_rouge)
 
-    def to_dict(self, *, with_samples: bool = False) -> dict[str, object]:
-        out: dict[str, object] = {
+    def to_dict(self) -> dict[str, object]:
+        return {
             "item_id": self.item_id,
             "reference": self.reference,
             "output": self.output,
@@ -107,10 +105,6 @@ class RougeItem:
             "rouge_sampled_max": self.rouge_sampled_max,
             "tries": len(self.greedy),
         }
-        if with_samples:
-            out["samples"] = [list(s) for s in self.samples]
-            out["samples_rouge"] = [list(r) for r in self.samples_rouge]
-        return out
 
 
 def rouge_l_recall(references: Sequence[str], generations: Sequence[str]) -> list[float]:

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from remnant.attacks.decoding import GenerationInput, greedy_ids
+from remnant.attacks.decoding import GenerationInput
 from remnant.attacks.gcg_core import SuffixObjective
 from remnant.attacks.suffix_layout import SuffixLayout
 from remnant.errors import ConfigError
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -146,16 +146,3 @@ def soft_prompt_input(
     ]
     embeds = torch.cat(parts, dim=0)
     return GenerationInput(tuple(layout.prompt_ids(start_ids)), embeds=embeds, extra=dict(extra or {}))
-
-
-def generate_from_embeds(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    layout: SuffixLayout,
-    vectors: torch.Tensor,
-    *,
-    max_new_tokens: int,
-) -> list[int]:
-    """Greedy continuation ids of ``[before][vectors][after]`` (the path the attack's κ is scored on)."""
-    inp = soft_prompt_input(model, layout, vectors, [0] * int(vectors.shape[0]))
-    return greedy_ids(model, tokenizer, inp, max_new_tokens=max_new_tokens)

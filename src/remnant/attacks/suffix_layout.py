@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from remnant.errors import ModelError
-from remnant.models.prompts import PromptFormat, prefill_ids, render_text
+from remnant.models.prompts import PromptFormat, render_text
 
 #: A string no question or template contains; the rendered text is split at it.
 PLACEHOLDER = "\x00REMNANT_SUFFIX\x00"
@@ -31,23 +31,12 @@ class SuffixLayout:
         return [*self.before, *(int(t) for t in suffix), *self.after]
 
 
-def suffix_layout(
-    tokenizer: Any,
-    question: str,
-    fmt: PromptFormat,
-    *,
-    separator: str = "",
-    prefill: str | None = None,
-) -> SuffixLayout:
-    """Split the rendered prompt of ``question`` around a suffix appended to it (nanoGCG's default place).
-
-    ``separator`` goes between the question and the suffix (in ``before``); ``prefill`` text, if any, sits
-    inside the assistant turn after the template's generation prompt, exactly as ``render_prompt_ids`` puts it.
-    """
-    text = render_text(tokenizer, fmt, f"{question}{separator}{PLACEHOLDER}")
+def suffix_layout(tokenizer: Any, question: str, fmt: PromptFormat) -> SuffixLayout:
+    """Split the rendered prompt of ``question`` around a suffix appended to it (nanoGCG's default place)."""
+    text = render_text(tokenizer, fmt, f"{question}{PLACEHOLDER}")
     if fmt.style == "chat" and text.count(PLACEHOLDER) != 1:
         raise ModelError("the chat template does not carry the user's message through verbatim")
     head, tail = text.split(PLACEHOLDER)
-    after = tokenizer(tail, add_special_tokens=False)["input_ids"] + prefill_ids(tokenizer, fmt, prefill)
+    after = tokenizer(tail, add_special_tokens=False)["input_ids"]
     before = tokenizer(head, add_special_tokens=fmt.style == "raw")["input_ids"]
     return SuffixLayout(before=tuple(int(t) for t in before), after=tuple(int(t) for t in after))

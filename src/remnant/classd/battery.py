@@ -1,9 +1,6 @@
-"""The Class D battery's inputs (§5, D-2 to D-5.3): :class:`BatterySpec` (what the battery runs, recorded as its
-components), :func:`class_d_canaries` (the three risks' probe sets from a pack: target canaries and never-installed
-control entities, D4) and :func:`demonstrations` (retained entities' questions of a risk's own shape, for many-shot).
-The engine measures them (:mod:`remnant.engine.classd`, scheduled by :mod:`remnant.assess.schedule`): the direct
-query, linkability by option likelihood, each admitted attack where it is defined for the risk (C-Q2: otherwise
-recorded *not applicable*), and relearning (D-5.3).
+"""The Class D battery's inputs (§5, D-2 to D-5.3): what it runs (recorded as its components), the three risks'
+probe sets (target canaries and never-installed control entities, D4) and many-shot demonstrations. The engine
+measures them (:mod:`remnant.engine.classd`; C-Q2: an attack undefined for a risk is recorded *not applicable*).
 """
 
 from __future__ import annotations
@@ -29,8 +26,6 @@ class BatterySpec:
     linkability_likelihood: bool = True
     linkability_generation: bool = True
     risks: tuple[Risk, ...] = RISKS
-    #: Give many-shot attacks demonstrations of the risk's own question shape on retained entities.
-    risk_demonstrations: bool = True
 
     def components(self) -> dict[Risk, Any]:
         """The registered ``classd`` components of :attr:`risks`, each carrying its parameters (K4, R23)."""

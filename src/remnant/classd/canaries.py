@@ -127,23 +127,6 @@ class RiskCounts:
             entry["adjudicating"] = False
         return entry
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "risk": self.risk,
-            "method": self.method,
-            "name": self.name,
-            "surface": self.surface,
-            "k": self.k,
-            "n": self.n,
-            "control_k": self.control_k,
-            "control_n": self.control_n,
-            "baseline": self.baseline,
-            "expected_k": self.expected_k,
-            "control_expected_k": self.control_expected_k,
-            "detail": dict(self.detail),
-            "hits": dict(self.hits),
-        }
-
 
 def count(
     canaries: CanaryProbes,

@@ -11,10 +11,9 @@ from remnant.config.attacks import Attacks
 from remnant.config.audits import Audits, check_audit_states
 from remnant.config.claim import Claim, Target
 from remnant.config.classd import ClassD
-from remnant.config.fields import MAX_N, MIN_THRESHOLD, ConfigModel, RuleViolation, Text
+from remnant.config.fields import MAX_N, MAX_SEED, MIN_THRESHOLD, ConfigModel, RuleViolation, Text
 from remnant.config.measure import Probe, Utility
 from remnant.config.models import Models
-from remnant.config.seeds import Seeds
 from remnant.statement.canonical import derive_seed
 
 #: Values a preset fills in where the file leaves them out, so the frozen pre-registration is concrete (R14).
@@ -34,6 +33,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "relearning.first_epoch_checkpoints": [0.25, 0.5, 0.75],
     },
 }
+
+
+class Seeds(ConfigModel):
+    """One master seed; every stage derives its own from it with :func:`derive_seed`, never a global seed (R23,
+    R24)."""
+
+    master: int = Field(ge=0, le=MAX_SEED, description="Master seed all stage seeds derive from (R23).")
 
 
 class Signing(ConfigModel):

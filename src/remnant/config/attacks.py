@@ -20,9 +20,6 @@ from remnant.config.fields import (
 )
 from remnant.standard.vocabulary import CQ1_REQUIRED
 
-#: Inference-time attacks C-Q1 requires on both tracks, wherever each is defined for the response format.
-REQUIRED_INFERENCE_ATTACKS = CQ1_REQUIRED
-
 
 class Attack(ConfigModel):
     """One attack: enabled or not (with the reason), and its exact parameters (C-Q1, C-Q2, R14)."""
@@ -89,7 +86,7 @@ class Attacks(ConfigModel):
         for name in self.named():
             if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
                 raise RuleViolation(f"attacks.{name}", "is not a registered-name form [a-z][a-z0-9_]*", "R14")
-        for name in REQUIRED_INFERENCE_ATTACKS:
+        for name in CQ1_REQUIRED:
             attack = self.named().get(name)
             if attack is None:
                 raise RuleViolation(

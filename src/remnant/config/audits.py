@@ -1,20 +1,13 @@
 """White-box audits an assessment runs: supplementary, never adjudicating (C-H6, C-H7; docs/latent.md).
 
 Four optional tables, ``[audits.uds]``, ``[audits.jaccess]``, ``[audits.logit_lens]`` and ``[audits.direction]``,
-each naming a registered audit (registry kind ``audit``) and its exact parameters. What every table decides:
-
-- ``implementation``: the registered audit the table runs (default per table: :data:`AUDIT_TABLES`), any audit of
-  a family the table admits — checked against the audit class's declarations when the run creates it
-  (:func:`remnant.assess.audits.create_audit`), since reading them imports the audits;
-- ``params``: its parameters, checked like attack parameters (finite, in range, the right type; the audit's own
-  constructor has the last word when the run creates it up front);
-- ``reference``: which model stands for "never saw the target" — UDS's retain model, J-Access's retain-only anchor
-  θ_g. ``"control"`` (default) is the never-modified control; ``"retain_only"`` is the control installed with the
-  install recipe on the retained items only (needs ``models.pre_removal.install``). Direction survival's
-  reference is the never-modified control by definition (Annex B.3);
-- ``controls``: also run the statistic, on identical inputs, on both Annex B control states (C-H7c): the removal
-  procedure applied to the never-installed control (needs ``models.post_removal.method``) and the control
-  installed with the content-shuffled twin of the pack (needs ``models.pre_removal.install``).
+each naming a registered audit (registry kind ``audit``, default per table: :data:`AUDIT_TABLES`) and its exact
+parameters, checked like attack parameters. Whether the audit is of a family the table admits is checked when the
+run creates it (:func:`remnant.assess.audits.create_audit`), since reading its declarations imports the audits;
+its own constructor has the last word on the parameters. The ``reference`` stands for "never saw the target"
+(UDS's retain model, J-Access's anchor θ_g): the never-modified control, or ``"retain_only"``, the control installed
+with the install recipe on the retained items only; direction survival's is the control by definition (Annex B.3).
+``controls`` also runs the statistic on both Annex B control states (C-H7c).
 
 Not pre-registered (R14): a latent figure carries no verdict or tier weight (C-H6), and a recorded deviation does
 (it caps the tier), so a change to an audit must not become one. Every input is in the audit's cell keys and every

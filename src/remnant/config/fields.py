@@ -1,10 +1,5 @@
 """Shared field types, the strict base model and the cross-field error every config section uses (R23, R14).
 
-Every config table is a :class:`ConfigModel`: extra keys are refused, a quoted number in the TOML is a mistake to
-report, not a value to coerce, and NaN or infinity (TOML allows ``nan`` and ``inf``) is refused in every float
-field. A cross-field rule raises :class:`RuleViolation`, which carries the dotted field and the requirement id
-into the :class:`~remnant.errors.ConfigError` the loader raises.
-
 The ``MAX_*`` bounds below hold every count, size and rate a config declares to a range a run can honour: past
 them a value is a typo or an attempt on the run's time (10**15 entities, 10**12 shots), never a plan, and it is
 refused when the config is read, before anything is minted, estimated or frozen (R14).
@@ -47,7 +42,8 @@ DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:\d+)?)$"
 
 
 class RuleViolation(ValueError):
-    """A cross-field rule a model validator enforces; carries the dotted field and requirement id."""
+    """A cross-field rule a model validator enforces; carries the dotted field and requirement id into the
+    :class:`~remnant.errors.ConfigError` the loader raises."""
 
     def __init__(self, field: str, message: str, rule: str) -> None:
         super().__init__(f"field '{field}' {message} ({rule})")
@@ -55,7 +51,8 @@ class RuleViolation(ValueError):
 
 
 class ConfigModel(BaseModel):
-    # strict: a quoted number in the TOML is a mistake to report, not a value to coerce; nan and inf never a rate.
+    # strict: extra keys are refused, a quoted number in the TOML is a mistake to report, not a value to coerce;
+    # nan and inf (TOML allows them) never a rate.
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
@@ -24,21 +25,18 @@ from remnant.config.fields import (
 from remnant.hub import HUB_ID, REVISION
 
 
-def _hub_id(value: str) -> str:
+def _matching(pattern: re.Pattern[str], what: str) -> AfterValidator:
     # the pure pattern only: whether the repo is in the cache is checked before anything runs (preflight)
-    if HUB_ID.fullmatch(value) is None or ".." in value:
-        raise ValueError(f"{value!r} is not a hub id 'org/name' (R2)")
-    return value
+    def check(value: str) -> str:
+        if pattern.fullmatch(value) is None or ".." in value:
+            raise ValueError(f"{value!r} is not {what} (R2)")
+        return value
+
+    return AfterValidator(check)
 
 
-def _revision(value: str) -> str:
-    if REVISION.fullmatch(value) is None or ".." in value:
-        raise ValueError(f"{value!r} is not a branch, tag or commit name (R2)")
-    return value
-
-
-HubId = Annotated[str, AfterValidator(_hub_id)]
-Revision = Annotated[str, AfterValidator(_revision)]
+HubId = Annotated[str, _matching(HUB_ID, "a hub id 'org/name'")]
+Revision = Annotated[str, _matching(REVISION, "a branch, tag or commit name")]
 #: A ``trainable`` selection of non-empty regexes, each of which compiles (:data:`remnant.config.fields.Patterns`).
 TextPatterns = Annotated[list[Text], Field(max_length=MAX_LIST), AfterValidator(compiled_patterns)]
 
@@ -58,7 +56,9 @@ class HubSource(ConfigModel):
         description="Branch, tag or commit of 'hub' (absent: the default branch); pre-registered (R14).",
     )
 
-    def _revision_needs_hub(self, where: str) -> None:
+    def _one_source_of(self, where: str, first: str, second: str, rule: str) -> None:
+        """Exactly one of ``first``, ``second`` and ``hub`` is set, and ``revision`` only beside ``hub``."""
+        require_one_of(self, where, first, second, rule, also=("hub",))
         if self.revision is not None and self.hub is None:
             raise RuleViolation(f"{where}.revision", "only applies with 'hub'", "R2")
 
@@ -75,8 +75,7 @@ class ControlModel(HubSource):
 
     @model_validator(mode="after")
     def _one_source(self) -> ControlModel:
-        require_one_of(self, "models.control", "zoo", "folder", "R3", also=("hub",))
-        self._revision_needs_hub("models.control")
+        self._one_source_of("models.control", "zoo", "folder", "R3")
         return self
 
 
@@ -111,8 +110,7 @@ class PreRemoval(HubSource):
 
     @model_validator(mode="after")
     def _one_source(self) -> PreRemoval:
-        require_one_of(self, "models.pre_removal", "install", "folder", "R2", also=("hub",))
-        self._revision_needs_hub("models.pre_removal")
+        self._one_source_of("models.pre_removal", "install", "folder", "R2")
         return self
 
 
@@ -126,8 +124,7 @@ class PostRemoval(HubSource):
 
     @model_validator(mode="after")
     def _one_source(self) -> PostRemoval:
-        require_one_of(self, "models.post_removal", "method", "folder", "R1c", also=("hub",))
-        self._revision_needs_hub("models.post_removal")
+        self._one_source_of("models.post_removal", "method", "folder", "R1c")
         if self.method is None and self.params:
             raise RuleViolation("models.post_removal.params", "only applies with 'method'", "R23")
         return self

@@ -9,11 +9,9 @@ a value no run can honour must be refused when the config is read, not deep insi
 - every integer lies in ±:data:`~remnant.config.fields.MAX_INT`, except a seed (a key ``seed``, ``*_seed``, or
   any key of ``[seeds]``), which lies in [0, :data:`~remnant.config.fields.MAX_SEED`];
 - no value is a TOML date or time (no field takes one, and JSON cannot carry it into prereg.json);
-- a parameter whose meaning is known (:data:`PARAM_BOUNDS`: a learning rate, an epoch count, a batch size, a
-  number of shots or samples, a generation length...; :data:`PATTERN_PARAMS`: a ``trainable`` list of
-  parameter-name regular expressions, each of which must compile) has that meaning's type and range, in whichever
-  component's table it appears. A name listed there means the same in every registered component; a new
-  component that takes one of these names takes its meaning too.
+- a parameter whose meaning is known (:data:`PARAM_BOUNDS`, :data:`PATTERN_PARAMS`) has that meaning's type and
+  range in whichever component's table it appears: a name listed there means the same in every registered
+  component, a new one that takes it included.
 
 The component itself still has the last word when it is created up front (``remnant preregister`` and
 ``remnant assess`` both create every declared component before any model work: :mod:`remnant.assess.inputs`).

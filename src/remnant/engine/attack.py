@@ -13,10 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
-
-# BASELINE: the attack name of the unattacked measurement on every state (R2, R5)
-from remnant.standard.derive import NONE as BASELINE
+from remnant.engine.measurement import Measurement, NotRun, Record, State, component_spec, loaded
+from remnant.standard.derive import NONE
 
 if TYPE_CHECKING:
     from remnant.attacks.base import Attack, AttackContext, ItemOutcome
@@ -112,8 +110,7 @@ class AttackMeasurement(Measurement):
     @property
     def component(self) -> dict[str, object]:
         """The attack's registered name, version and every parameter (R23)."""
-        spec = getattr(self.attack, "spec", None)
-        return spec.to_dict() if spec is not None else {"name": BASELINE}
+        return component_spec(self.attack) or {"name": NONE}
 
     def roles(self) -> tuple[str, ...]:
         return self._roles
@@ -154,4 +151,4 @@ def not_applicable(name: str, surface: str, reason: str, inputs: Mapping[str, ob
     return NotRun("not_applicable", name, surface, "not_applicable", reason, key)
 
 
-__all__ = ["BASELINE", "AttackMeasurement", "context_inputs", "not_applicable", "score_outcomes"]
+__all__ = ["AttackMeasurement", "context_inputs", "not_applicable", "score_outcomes"]

@@ -1,9 +1,7 @@
 """White-box audit measurements: one registered audit on one audited state, written as readings (C-H6, C-H7).
 
-An audit compares the audited state with fixed anchor states: UDS patches the audited model (and a model that
-never saw the target, the *reference*) into the model with the target installed; J-Access reads the audited model
-and both anchors through one lens; direction survival projects the audited model's shift from the never-modified
-control on the installed-minus-control direction (Annex B.3). So a cell is (audit, audited state); the anchors'
+An audit compares the audited state with fixed anchor states (the model with the target, a model that never saw
+it, the never-modified control; Annex B.3 for direction survival). So a cell is (audit, audited state); the anchors'
 weights digests, the audit's registered name, version and parameters and its inputs (examples, probes, prompts)
 are all in its cell key, and the same cell runs unchanged on the post-removal model and on each Annex B control
 state (C-H7c: the same statistic on identical inputs). How a state is read is the audit's own
@@ -28,7 +26,8 @@ from typing import Any, ClassVar
 from remnant.engine.audit_base import Audit, AuditInputs, Keep, Keeper, blank_fields
 from remnant.engine.cell import CellTarget
 from remnant.engine.measurement import Measurement, NotRun, Record, State, loaded
-from remnant.records import CellStatus, Reading
+from remnant.records import Reading
+from remnant.standard.vocabulary import Status
 
 #: What the reading of a figure on an Annex B control state calls its role; the audited model is "removed".
 REMOVED = "removed"
@@ -156,9 +155,7 @@ class AuditNotRun(NotRun):
     :class:`~remnant.engine.measurement.NotRun`, its record a reading rather than a cell record (C-H6). It reads
     no model state: run it with ``run_measurement(runner, m, None, role=STATE)``."""
 
-    def __init__(
-        self, plan: AuditPlan, state_role: str, reason: str, *, status: CellStatus = "not_run"
-    ) -> None:
+    def __init__(self, plan: AuditPlan, state_role: str, reason: str, *, status: Status = "not_run") -> None:
         key = {
             "audit": plan.audit.spec.to_dict(),
             "table": plan.table,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from remnant.records import CellRecord, CellStatus, Entities, Observation
-from remnant.standard.vocabulary import Risk
+from remnant.records import CellRecord, Entities, Observation
+from remnant.standard.vocabulary import Risk, Status
 
 #: How much of a model output an observation keeps (redacted in customer reports, R18).
 EXCERPT = 160
@@ -68,7 +68,7 @@ def cell_record(
     n: int = 0,
     fields: CellFields | None = None,
     params: dict[str, object] | None = None,
-    status: CellStatus = "run",
+    status: Status = "run",
     reason: str | None = None,
 ) -> CellRecord:
     """One cell record of ``target`` with ``fields`` set, and in ``params`` only what no typed field holds;
@@ -94,7 +94,7 @@ def cell_record(
 def status_record(
     target: CellTarget,
     *,
-    status: CellStatus,
+    status: Status,
     reason: str,
     elapsed: float = 0.0,
     checkpoint: str = "final",

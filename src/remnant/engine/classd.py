@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from remnant.classd.canaries import measurement_name
 from remnant.engine.cell import CellFields, CellTarget, cell_record, observation_record, status_record
-from remnant.engine.measurement import Measurement, NotRun, Record, loaded
-from remnant.engine.relearning import RelearnPlan, checkpoint_fields, checkpoint_label
+from remnant.engine.measurement import Measurement, NotRun, Record, component_spec, loaded
+from remnant.engine.relearning import RelearnPlan, checkpoint_fields
 from remnant.records import CellRecord
-from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL_ENTITIES, Risk
+from remnant.standard.derive import checkpoint_label
+from remnant.standard.vocabulary import CLASS_D_RISKS, CONTROL_ENTITIES, Risk, Status
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from remnant.attacks.base import Attack, AttackContext
     from remnant.classd.canaries import CanaryProbes, RiskCounts
     from remnant.engine.measurement import State
-    from remnant.records import CellStatus
     from remnant.train.loop import CheckpointPoint
 
 #: (value, output text, willing) of one probe: what an observation records.
@@ -103,7 +103,7 @@ def risk_of(name: str) -> Risk:
 def risk_status(
     target: CellTarget,
     name: str,
-    status: CellStatus,
+    status: Status,
     reason: str,
     checkpoint: str = "final",
     elapsed: float = 0.0,
@@ -168,16 +168,11 @@ class RiskMeasurement(Measurement):
         self.name = measurement_name(risk, method)
         self._inputs = dict(inputs)
 
-    @property
-    def attack_spec(self) -> dict[str, object] | None:
-        spec = getattr(self.attack, "spec", None)
-        return spec.to_dict() if self.attack is not None and spec is not None else None
-
     def key_inputs(self) -> dict[str, object]:
         return {
             "risk": self.risk,
             "method": self.method,
-            "attack": self.attack_spec,
+            "attack": component_spec(self.attack),
             "component": self.component,
             **self._inputs,
         }
@@ -187,8 +182,8 @@ class RiskMeasurement(Measurement):
         start = time.perf_counter()
         counts, items = measure_risk(ctx, self.canary, self.method, self.attack, "inference_time")
         fields: CellFields = {"component": self.component}
-        if self.attack_spec is not None:
-            fields["attack_component"] = self.attack_spec
+        if (attack_spec := component_spec(self.attack)) is not None:
+            fields["attack_component"] = attack_spec
         return measurement_records(
             target,
             checkpoint="final",

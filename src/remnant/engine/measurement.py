@@ -1,28 +1,17 @@
 """The Measurement contract: one registered component that turns a model state into typed records.
 
-How to add a measurement kind or a component: docs/extending.md.
+A :class:`Measurement` declares its ``kind`` and ``surface`` (:data:`remnant.standard.vocabulary.SURFACES`), the
+``roles`` it runs on — the post-removal model and the never-modified control with identical inputs (R3, C-Q4,
+C-W5), the pre-removal model where needed (C-Q3, R2), or none for a status record — and :meth:`key_inputs`,
+everything besides the state that determines its numbers. The cell key hashes these with the state's role and
+weights digest (:func:`cell_key_of`), so identical inputs give identical keys: ``--resume`` skips a finished cell
+and one assessment reuses another's (the demo's control). :meth:`measure` returns one state's observations, then
+its cell records (R6, R19, R22).
 
-Every number remnant records comes from a :class:`Measurement`: an attack on the probe set, a utility metric,
-the relearning curve at one budget, a Class D risk under one method, a field metric (TOFU, MUSE, MIA) or a
-white-box audit. A measurement declares
-
-- ``kind`` (what it is: ``attack``, ``utility``, ``relearning``, ``classd``, ``metric``, ``audit``,
-  ``not_applicable``) and ``surface`` (where its rates count: :data:`remnant.standard.vocabulary.SURFACES`);
-- ``roles``: the model states it runs on — the post-removal model and the never-modified control with identical
-  inputs (R3, C-Q4, C-W5), the pre-removal model where it is needed (C-Q3, R2), or none for a status record;
-- :meth:`key_inputs`: everything besides the state that determines its numbers (component name, version and
-  every parameter, item ids, seeds, prompt format, scoring settings). The cell key is the hash of these and the
-  state's role and weights digest (:func:`cell_key_of`), so identical inputs give identical keys: ``--resume``
-  skips a finished cell, and a cell computed for one assessment is reused by another (the demo's control);
-- :meth:`measure`: the records of one state — observations per item, then cell records (R6, R19, R22).
-
-:func:`run_measurement` runs every kind through the one cell runner (:class:`remnant.engine.runner.CellRunner`:
-cache, resume, progress, one record store: a file, or a sweep worker's memory). A measurement that raises is
-recorded as a *failed* cell when its kind says a failure is an outcome (an attack that crashes blocks *removed*,
-D-5.1), never a crashed run. A cell that reads no model and only says why it did not run is a :class:`NotRun`.
-
-Adding a measurement kind is one module with a :class:`Measurement` subclass; the contract tests
-(``tests/contract/``) run every registered component of every kind through it on the tiny model.
+:func:`run_measurement` runs every kind through the one cell runner. A measurement whose kind says a failure is an
+outcome is recorded as a *failed* cell when it raises (a crashing attack blocks *removed*, D-5.1), never a crashed
+run; a cell that reads no model and only says why it did not run is a :class:`NotRun`. How to add a kind or a
+component: docs/extending.md.
 """
 
 from __future__ import annotations
@@ -34,11 +23,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from remnant.engine.cell import CellFields, CellTarget, status_record
-from remnant.engine.runner import CellRunner
-from remnant.records import CellRecord, CellStatus, Observation, Reading, cell_key
-
-#: What a cell writes: observations and cell records, or (a white-box audit, C-H6) readings.
-Record = Observation | CellRecord | Reading
+from remnant.engine.runner import CellRunner, Record
+from remnant.records import CellRecord, cell_key
+from remnant.standard.vocabulary import Status
 
 
 class StateKey(Protocol):
@@ -121,6 +108,12 @@ def loaded(state: State | None, measurement: Measurement) -> State:
     return state
 
 
+def component_spec(component: object) -> dict[str, object] | None:
+    """A registered component's name, version and every parameter (R23); None for one built unregistered."""
+    spec = getattr(component, "spec", None)
+    return spec.to_dict() if spec is not None else None
+
+
 def cell_key_of(measurement: Measurement, state: StateKey | None) -> str:
     """The cell key of ``measurement`` on ``state`` (None for a measurement that reads no state)."""
     where: dict[str, object] = {} if state is None else {"state": state.role, "weights": state.digest}
@@ -175,13 +168,10 @@ class NotRun(Measurement):
     apply or is disabled (C-Q2), relearning with fewer examples than every budget (C-W1), a battery measurement
     undefined for a risk's format, a white-box audit whose state could not be built (C-H7c).
 
-    ``kind``, ``name`` and ``surface`` are what its records and key carry; ``status`` (``not_applicable``,
-    ``not_run``, ``failed``, ``diverged``) and ``reason`` what they say; ``key`` is every input its cell key
-    hashes besides ``kind`` (the reason among them, so a changed reason is a new cell); ``label`` names it in
-    progress lines. It writes one status record per ``(record name, typed fields)`` of ``records`` (default: one
-    under ``name`` with no fields); a kind whose not-run record is no cell record (an audit's reading, C-H6)
-    overrides :meth:`measure`. Run it with ``run_measurement(runner, m, None)`` (``role=`` names the state it
-    stands for, else the post-removal model); a sweep runs it on the state whose cell it stands in for.
+    ``key`` is every input its cell key hashes besides ``kind`` (the reason among them, so a changed reason is a
+    new cell). It writes one status record per ``(record name, typed fields)`` of ``records`` (default: one under
+    ``name``); a kind whose not-run record is no cell record (an audit's reading, C-H6) overrides :meth:`measure`.
+    Run it with ``run_measurement(runner, m, None)``; ``role=`` names the state it stands for.
     """
 
     def __init__(
@@ -189,7 +179,7 @@ class NotRun(Measurement):
         kind: str,
         name: str,
         surface: str,
-        status: CellStatus,
+        status: Status,
         reason: str,
         key: Mapping[str, object],
         *,
@@ -232,6 +222,7 @@ __all__ = [
     "StateKey",
     "StateView",
     "cell_key_of",
+    "component_spec",
     "loaded",
     "run_measurement",
     "run_on_states",

@@ -189,4 +189,4 @@ class RelearningMeasurement(Measurement):
         return records
 
 
-__all__ = ["RelearnPlan", "RelearningMeasurement", "checkpoint_fields", "checkpoint_label"]
+__all__ = ["RelearnPlan", "RelearningMeasurement", "checkpoint_fields"]

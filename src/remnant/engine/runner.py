@@ -19,6 +19,7 @@ from typing import Protocol
 from remnant.atomic import write_atomic
 from remnant.records import AnyRecord, CellRecord, Observation, Reading, RecordStore, chained_lines
 
+#: What a cell writes: observations and cell records, or (a white-box audit, C-H6) readings.
 Record = Observation | CellRecord | Reading
 
 

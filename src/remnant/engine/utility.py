@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from remnant.engine.cell import CellFields, CellTarget, cell_record
-from remnant.engine.measurement import Measurement, Record, State, loaded
+from remnant.engine.measurement import Measurement, Record, State, component_spec, loaded
 from remnant.records import CellRecord
 
 # the checkpoint of a removal-stage utility measurement (R11), as the Standard's reading rules name it
@@ -25,12 +25,6 @@ if TYPE_CHECKING:
 
     from remnant.models.prompts import PromptFormat
     from remnant.score.utility import UtilityMetric
-
-
-def metric_spec(name: str, metric: object) -> dict[str, object]:
-    """A utility metric's registered name, version and parameters (R23), or its name alone."""
-    spec = getattr(metric, "spec", None)
-    return spec.to_dict() if spec is not None else {"name": name}
 
 
 def item_identity(item: object) -> str | list[str]:
@@ -68,14 +62,18 @@ class UtilityMeasurement(Measurement):
         self._inputs = dict(inputs)
         self._roles = roles
 
+    @property
+    def component(self) -> dict[str, object]:
+        """The metric's registered name, version and parameters (R23), or its name alone."""
+        return component_spec(self.metric) or {"name": self.metric_name}
+
     def roles(self) -> tuple[str, ...]:
         return self._roles
 
     def key_inputs(self) -> dict[str, object]:
-        spec = metric_spec(self.metric_name, self.metric)
         items = [item_identity(d) for d in self.data]
         return {
-            "metric": spec,
+            "metric": self.component,
             "attack": self.name,
             "checkpoint": self.checkpoint,
             "items": items,
@@ -108,7 +106,7 @@ class UtilityMeasurement(Measurement):
             "utility_metric": self.metric_name,
             "value": reading.value,
             "proportion": rate is not None,
-            "component": metric_spec(self.metric_name, self.metric),
+            "component": self.component,
         }
         if budget is not None:
             fields["budget"] = budget
@@ -123,4 +121,4 @@ class UtilityMeasurement(Measurement):
         )
 
 
-__all__ = ["REMOVAL_STAGE", "UtilityMeasurement", "item_identity", "metric_spec"]
+__all__ = ["UtilityMeasurement", "item_identity"]

@@ -1,9 +1,5 @@
-"""The field's data formats in and out: TOFU and MUSE folders read strictly, mapped to target packs, and packs
-written back as TOFU folders (docs/formats.md).
-
-- :func:`read_tofu`, :func:`read_muse`: typed rows of each split, with provenance (file sha256, rows, layout);
-- :func:`tofu_to_pack`, :func:`muse_to_pack`: a folder as a sealed target pack (R2, R16, C-W6, D4);
-- :func:`pack_to_tofu`: a pack as a TOFU folder of JSON lines.
+"""The field's data formats in and out: TOFU and MUSE folders read strictly (typed rows with provenance), mapped
+to sealed target packs (R2, R16, C-W6, D4), and packs written back as TOFU folders (docs/formats.md).
 
 Pure core: importing this package never imports torch; Parquet needs ``pyarrow``, imported only to read it.
 """

@@ -1,15 +1,10 @@
 """Splits saved by ``datasets`` (``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk``), read strictly (R2).
 
-A split folder (``forget10/``) is a saved dataset when it holds ``state.json`` (one ``Dataset``: its
-``_data_files`` name the Arrow files, read in that order) or ``dataset_dict.json`` naming exactly one split
-whose subfolder is such a ``Dataset`` (``load_dataset(...)["train"]`` saved whole). The Arrow files are the
-IPC stream format ``datasets`` writes; they are read here with pyarrow one record batch at a time, hashed as
-they are read, so the provenance and the row limits are those of every other layout. ``dataset_info.json`` is
-not read: the rows' own columns are validated. Every file named must be a regular file inside the split folder.
-
-``datasets`` itself is not imported (it is not needed to read its files); pyarrow is imported only when an
-Arrow file is read. Every refusal is a :class:`~remnant.errors.ConfigError` naming the file, citing R2.
-"""
+A split folder is a saved dataset when it holds ``state.json`` (its ``_data_files`` name the Arrow files, read in
+order) or ``dataset_dict.json`` naming exactly one split whose subfolder is one. The Arrow IPC stream files are
+read with pyarrow (imported only then; ``datasets`` never) one record batch at a time and hashed as read, so
+provenance and row limits are those of every other layout; every file named must be a regular file inside the
+split folder. ``dataset_info.json`` is not read: the rows' own columns are validated."""
 
 from __future__ import annotations
 

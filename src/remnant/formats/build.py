@@ -43,11 +43,8 @@ def question_key(question: str) -> str:
 
 
 def match_rows(base: Sequence[str], questions: Sequence[str]) -> list[int | None]:
-    """For each of ``questions``, the index of the base row with that question (None if none is left).
-
-    The k-th occurrence of a question matches its k-th occurrence in ``base``, so repeated questions pair up
-    in order and each base row is matched once.
-    """
+    """For each of ``questions``, the index of the base row with that question (None if none is left): the k-th
+    occurrence of a question matches its k-th in ``base``, so repeats pair up in order and each base row once."""
     positions: dict[str, deque[int]] = {}
     for i, q in enumerate(base):
         positions.setdefault(question_key(q), deque()).append(i)
@@ -88,7 +85,8 @@ def assemble(
     entities: list[Entity],
     design: dict[str, object],
 ) -> Pack:
-    """Seal a pack of ``items`` (split rules R16, C-W6, D4 checked by :func:`remnant.packs.schema.seal`)."""
+    """Seal a pack of ``items`` imported from a public benchmark (split rules R16, C-W6, D4 checked by
+    :func:`remnant.packs.schema.seal`); its design says it is public (R18)."""
     full = {name: splits.get(name, []) for name in SPLIT_NAMES}
     installed = {e.id for e in entities if e.role != "control"}
     manifest = Manifest.model_validate(
@@ -98,7 +96,7 @@ def assemble(
             "schema_version": PACK_SCHEMA_VERSION,
             "class": pack_class,
             "seed": 0,
-            "design": design,
+            "design": {**design, "public_fixture": PUBLIC_FIXTURE, "repetitions": 1},
             "splits": full,
             "counts": {
                 **{k: len(v) for k, v in full.items()},

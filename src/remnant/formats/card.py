@@ -1,11 +1,8 @@
 """The dataset card (``README.md``) written into every TOFU-format export, so ``datasets`` reads it (R2).
 
-``datasets.load_dataset(folder, name="forget10")`` (how OpenUnlearning loads TOFU: one config per split, one
-``train`` split each) finds a folder's configs in its card's YAML header: ``configs:`` lists each config's
-``data_files``. Without a card a folder of JSON-lines files is one config of one split holding every file's
-rows. The header is written by hand, every string as a JSON string (valid YAML), so no YAML library is needed
-and no name can break out of its field; names are plain words already (:func:`remnant.formats.files.check_name`).
-"""
+``datasets.load_dataset(folder, name="forget10")`` (how OpenUnlearning loads TOFU) finds a folder's configs in its
+card's YAML ``configs:`` header; without one, a folder of JSON-lines files is one config of one split. The header
+is written by hand, every string a JSON string (valid YAML), so no name can break out of its field."""
 
 from __future__ import annotations
 

@@ -22,11 +22,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     """Add ``import`` and ``export`` to the ``remnant packs`` group registered before this module."""
     packs = subparsers.choices["packs"]
     # argparse exposes a parser's subcommands only through its actions list
-    add_pack_commands(next(a for a in packs._actions if isinstance(a, argparse._SubParsersAction)))
-
-
-def add_pack_commands(psub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``import`` and ``export`` on the ``remnant packs`` subparsers."""
+    psub = next(a for a in packs._actions if isinstance(a, argparse._SubParsersAction))
     imp = psub.add_parser("import", help="read a TOFU or MUSE folder as a target pack (docs/formats.md)")
     imp.add_argument("--format", dest="fmt", choices=("tofu", "muse"), required=True)
     imp.add_argument("source", help="the dataset folder (JSON lines or Parquet, flat or as a Hub snapshot)")

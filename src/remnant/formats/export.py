@@ -1,39 +1,12 @@
-"""A target pack written as a TOFU-format folder (docs/formats.md), for tools that read TOFU (OpenUnlearning).
+"""A target pack written as a TOFU-format folder, for tools that read TOFU (OpenUnlearning); docs/formats.md lists
+each file, the pack split it holds, and the dataset card (:mod:`remnant.formats.card`).
 
-=================================  ==============================================================
-file (JSON lines)                  rows
-=================================  ==============================================================
-``<forget>.json``                  the ``removal`` split (what a removal trains on)
-``<forget>_perturbed.json``        the ``probe`` split (P), with the truth-ratio fields
-``<retain>.json``                  ``install`` items outside ``removal``
-``retain_perturbed.json``          the ``retain`` split, with the truth-ratio fields
-``<holdout>.json``                 the ``controls`` split (never installed)
-``full.json``                      the ``install`` split
-``<name>.json``                    ``general`` items imported from TOFU's ``<name>`` (template
-                                   ``tofu.<name>``)
-``real_authors_perturbed.json``,   remnant's shipped set (:mod:`remnant.packs.utility_sets`), **not
-``world_facts_perturbed.json``     the pack's rows**, where the pack has no items imported from
-                                   that split; not written with ``utility_sets=False``
-                                   (``--no-utility-sets``)
-``README.md``                      the dataset card: a ``configs:`` header naming each file as one
-                                   config with one ``train`` split, so
-                                   ``datasets.load_dataset(folder, name="forget10")`` works
-                                   (:mod:`remnant.formats.card`)
-=================================  ==============================================================
-
-Only question-answer items are rows (kinds ``fact`` and ``mcq``; ``general`` in the general files); link
-and inference items (Class D's D-3 and D-4 tests) have no TOFU form and are counted as left out. A perturbed
-file holds the items that carry ``paraphrased_answer`` and ``perturbed_answer`` (minted with
-``--perturbed``, or imported); it is not written when none does. An item that asks a paraphrase (probe
-phrasing with ``paraphrased_question`` set: an import from TOFU) is written with TOFU's question back in
-``question``, so a TOFU folder imported and exported comes back row for row.
-
-TOFU's ``model_utility`` reads ``real_authors_perturbed`` and ``world_facts_perturbed``. They measure general
-utility and are independent of the target (R10), so a pack without them (every minted pack) gets remnant's
-shipped sets written in their place; :class:`TofuExport` ``.shipped`` says which files came from there, with
-each data file's version and sha256, since those rows are not the pack's. A pack imported from TOFU writes its
-own rows of a split it carries, unchanged.
-"""
+Only question-answer items are rows (kinds ``fact`` and ``mcq``; ``general`` in the general files); link and
+inference items (Class D's D-3 and D-4 tests) have no TOFU form and are counted as left out. An item that asks a
+paraphrase (an import from TOFU) is written with TOFU's question back in ``question``, so a TOFU folder imported
+and exported comes back row for row. TOFU's ``model_utility`` reads ``real_authors_perturbed`` and
+``world_facts_perturbed``, independent of the target (R10): a pack without its own rows of them gets remnant's
+shipped sets, named with their version and sha256 in :class:`TofuExport` ``.shipped`` (not the pack's rows)."""
 
 from __future__ import annotations
 
@@ -137,12 +110,9 @@ def pack_to_tofu(
 ) -> TofuExport:
     """Write ``pack`` as a TOFU folder in ``out_dir`` (module docstring), replacing the folder atomically.
 
-    ``utility_sets`` writes remnant's shipped ``real_authors_perturbed`` and ``world_facts_perturbed`` where
-    the pack carries no rows of its own for them (what TOFU's ``model_utility`` reads; R10). Read the folder
-    back with :func:`remnant.formats.read_tofu`, or as a pack with :func:`remnant.formats.tofu_to_pack`
-    ``(out_dir, forget, retain, holdout)`` when the pack came from TOFU. ``marked`` puts remnant's output marker
-    in the folder (remnant.cli_paths; ``remnant packs export``), so a later export may replace it.
-    """
+    ``utility_sets`` writes remnant's shipped ``real_authors_perturbed`` and ``world_facts_perturbed`` where the pack
+    has no rows of its own for them (R10). :func:`remnant.formats.tofu_to_pack` reads a pack that came from TOFU back.
+    ``marked`` puts remnant's output marker in the folder (``remnant packs export``), so a later export may replace it."""
     names = [check_name(n, "split") for n in (forget, retain, holdout)]
     reserved = {"full", "retain_perturbed", *UTILITY_FILES}
     if len(set(names)) < 3 or reserved & {*names, f"{forget}_perturbed"}:

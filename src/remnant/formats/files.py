@@ -1,26 +1,15 @@
 """Finding a split's files in a dataset folder and reading its rows strictly, with provenance (R2, R23).
 
-One split of a folder (TOFU's ``forget10``, MUSE's ``knowmem/forget_qa``) is looked for under a base folder
-``base`` in these layouts, first match wins (the others are recorded as ``ignored``, never read):
+A split (TOFU's ``forget10``, MUSE's ``knowmem/forget_qa``) is looked for in the layouts of docs/formats.md,
+"Folder layouts accepted", first match wins (the others are recorded as ``ignored``, never read). Parquet goes
+first because a Hub snapshot of MUSE keeps stale ``.json`` files beside the Parquet ones ``datasets`` loads.
 
-1. ``base/<split>.parquet`` (one Parquet file);
-2. ``base/<split>-00000-of-0000N.parquet`` … (shards as the Hub writes them; every shard must be there);
-3. ``base/<split>.jsonl``, then ``base/<split>.json`` (JSON lines, as ``datasets.Dataset.to_json`` writes);
-4. ``base/<split>/`` (a folder, as Hub snapshots and the Parquet converter lay out a config): its ``.parquet``,
-   ``.jsonl`` or ``.json`` files, directly inside or one folder down (``train/0000.parquet``), one format,
-   read in path order; or, when it holds ``state.json`` or ``dataset_dict.json``, a folder
-   ``Dataset.save_to_disk`` wrote, whose Arrow files are read (:mod:`remnant.formats.arrow`; layout ``saved``).
-
-Parquet goes first because a Hub snapshot of MUSE keeps stale ``.json`` files beside the Parquet ones that
-``datasets`` actually loads. JSON lines are read one line at a time (a line is at most
-:data:`MAX_LINE_BYTES`), Parquet one record batch at a time, and a split holds at most :data:`MAX_ROWS` rows,
-so a huge or hostile file ends in an error, not in memory exhaustion. Each line goes through
-:func:`remnant.jsonio.loads_strict` (duplicate keys, NaN, deep nesting refused). Every refusal is a
-:class:`~remnant.errors.ConfigError` naming the file, the line (or Parquet row) and the field, citing R2: a
-target fixed by documented provenance needs records that can be read one way only.
-
-Pure core: Parquet needs ``pyarrow``, imported only when a Parquet file is read.
-"""
+JSON lines are read one line at a time (at most :data:`MAX_LINE_BYTES`), Parquet one record batch at a time, and
+a split holds at most :data:`MAX_ROWS` rows, so a huge or hostile file ends in an error, not in memory
+exhaustion; each line goes through :func:`remnant.jsonio.loads_strict`. Every refusal is a
+:class:`~remnant.errors.ConfigError` naming the file, the line (or row) and the field, citing R2: a target fixed
+by documented provenance needs records that can be read one way only. Parquet needs ``pyarrow``, imported only
+when a Parquet file is read."""
 
 from __future__ import annotations
 
@@ -118,12 +107,7 @@ def _relative(path: Path, root: Path) -> str:
 def _shards(base: Path, split: str) -> list[Path]:
     if not base.is_dir():
         return []
-    found = []
-    for path in base.iterdir():
-        m = _SHARD.match(path.name)
-        if m and m["split"] == split:
-            found.append(path)
-    return sorted(found)
+    return sorted(p for p in base.iterdir() if (m := _SHARD.match(p.name)) and m["split"] == split)
 
 
 def _check_shards(shards: list[Path], root: Path) -> None:
@@ -164,7 +148,7 @@ def _folder_files(folder: Path, root: Path) -> list[Path]:
 
 
 def candidates(base: Path, split: str) -> list[tuple[Layout, list[Path]]]:
-    """Every layout of ``split`` present under ``base``, in precedence order (module docstring)."""
+    """Every layout of ``split`` present under ``base``, looked for in precedence order (module docstring)."""
     found: list[tuple[Layout, list[Path]]] = []
     single: tuple[tuple[Layout, str], ...] = (("parquet", ".parquet"), ("jsonl", ".jsonl"), ("json", ".json"))
     for layout, suffix in single:
@@ -176,8 +160,7 @@ def candidates(base: Path, split: str) -> list[tuple[Layout, list[Path]]]:
     folder = base / split
     if folder.is_dir():
         found.append(("folder", [folder]))
-    order: dict[Layout, int] = {"parquet": 0, "shards": 1, "jsonl": 2, "json": 3, "folder": 4}
-    return sorted(found, key=lambda c: order[c[0]])
+    return found
 
 
 def locate(root: Path, base: Path, split: str) -> tuple[Layout, list[Path], tuple[str, ...]]:
@@ -299,11 +282,9 @@ def read_split(
     max_rows: int = MAX_ROWS,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> tuple[tuple[RowT, ...], SplitSource]:
-    """Read every row of ``split`` under ``base`` (``root`` is the dataset folder, for relative paths).
-
-    Each record is validated by ``model`` (strict pydantic, unknown columns refused, an ``index`` column
-    dropped) and then by ``check(row, where)``, which raises for what a split kind requires.
-    """
+    """Read every row of ``split`` under ``base`` (``root`` is the dataset folder, for relative paths), each validated
+    by ``model`` (strict pydantic, unknown columns refused, an ``index`` column dropped) and then by
+    ``check(row, where)``, which raises for what a split kind requires."""
     check_name(split, "split")
     layout, paths, ignored = locate(root, base, split)
     rows: list[RowT] = []
@@ -325,8 +306,6 @@ def read_split(
                 raise ConfigError(
                     f"{where}: split {split!r} holds more than {max_rows} rows", requirement=REQUIREMENT
                 )
-            if not isinstance(record, dict):  # pragma: no cover - Parquet records are dicts
-                raise ConfigError(f"{where}: a row is an object", requirement=REQUIREMENT)
             try:
                 row = model.model_validate(_drop_index(record, where))
             except ValidationError as exc:
@@ -364,7 +343,7 @@ def check_folder(folder: str | Path) -> Path:
     return root
 
 
-def require(row: BaseModel, fields: tuple[str, ...], where: str, split: str) -> None:
+def require(row: BaseModel, where: str, fields: tuple[str, ...], split: str) -> None:
     """Raise ConfigError naming the first of ``fields`` that ``row`` lacks (None) for ``split``."""
     for name in fields:
         if getattr(row, name) is None:

@@ -1,25 +1,10 @@
-"""MUSE-format folders (``muse-bench/MUSE-News``, ``MUSE-Books``; docs/formats.md): typed rows, provenance (R2).
+"""MUSE-format folders (``muse-bench/MUSE-News``, ``MUSE-Books``): typed rows, provenance (R2).
 
-A MUSE folder holds one sub-folder per Hub config and, in it, one file (or shard set, or folder) per split, in
-any layout :mod:`remnant.formats.files` accepts. A Hub snapshot is read as it is:
-``knowmem/forget_qa-00000-of-00001.parquet``; a hand-made folder may hold ``knowmem/forget_qa.jsonl``.
-The configs and their splits, as OpenUnlearning's data configs load them (:data:`MUSE_LAYOUT`):
-
-=============  =============================================================  ==========================
-config         splits                                                          fields
-=============  =============================================================  ==========================
-``verbmem``    ``forget``                                                      ``prompt``, ``gt``
-``knowmem``    ``forget_qa``, ``retain_qa``, ``forget_qa_icl``,                ``question``, ``answer``
-               ``retain_qa_icl``
-``privleak``   ``forget``, ``retain``, ``holdout``                             ``text``
-``raw``        ``forget``, ``retain1``, ``retain2``, ``holdout``               ``text``
-``scal``,      ``forget_1`` … ``forget_4``                                     ``text``
-``sust``
-=============  =============================================================  ==========================
-
-Rows are strict like TOFU's: every field above required and non-empty, nothing else but an ``index`` column
-(dropped). The ``_icl`` splits are knowmem's few-shot demonstrations.
-"""
+One sub-folder per Hub config and, in it, one file (or shard set, or folder) per split, in any layout
+:mod:`remnant.formats.files` accepts, so a Hub snapshot is read as it is. The configs, their splits and fields are
+:data:`MUSE_LAYOUT` (docs/formats.md, "MUSE configs and fields"). Rows are strict like TOFU's: every field
+required and non-empty, nothing else but an ``index`` column (dropped). The ``_icl`` splits are knowmem's few-shot
+demonstrations."""
 
 from __future__ import annotations
 
@@ -70,8 +55,6 @@ class TextRow(BaseModel):
 
     text: Text = Field(description="The document text.")
 
-
-MuseRow = VerbmemRow | KnowmemRow | TextRow
 
 _FORGET_N = tuple(f"forget_{i}" for i in range(1, 5))
 #: config -> (row model, its splits)
@@ -132,11 +115,9 @@ def read_muse(
     max_rows: int = MAX_ROWS,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> MuseFolder:
-    """Read ``parts`` (``(config, split)`` pairs; default every known part present) of a MUSE folder.
-
-    A config outside :data:`MUSE_LAYOUT` is refused; a split name it does not list is read with the config's
-    row model (MUSE revisions renamed splits, e.g. ``retain2_qa``). Errors as :func:`remnant.formats.read_tofu`.
-    """
+    """Read ``parts`` (``(config, split)`` pairs; default every known part present) of a MUSE folder. A config outside
+    :data:`MUSE_LAYOUT` is refused; a split it does not list is read with the config's row model (MUSE revisions
+    renamed splits, e.g. ``retain2_qa``). Errors as :func:`remnant.formats.read_tofu`."""
     root = check_folder(folder)
     wanted = present_parts(root) if parts is None else list(parts)
     if not wanted:
@@ -165,7 +146,6 @@ __all__ = [
     "MUSE_LAYOUT",
     "KnowmemRow",
     "MuseFolder",
-    "MuseRow",
     "TextRow",
     "VerbmemRow",
     "present_parts",

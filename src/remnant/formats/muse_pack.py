@@ -1,28 +1,17 @@
-"""A MUSE folder as a target pack (docs/formats.md): MUSE's parts mapped onto the pack's splits (R2, R16, C-W6).
+"""A MUSE folder as a target pack: MUSE's parts mapped onto the pack's splits (docs/formats.md, "Import: a MUSE
+folder as a target pack"; R2, R16, C-W6): verbmem passages are installed and removed, knowmem's forget questions
+are P (none of them a verbmem opening: R16).
 
-============================  ==========================================================================
-pack split                    from
-============================  ==========================================================================
-``install``, ``removal``      ``verbmem/forget``: each passage's opening asked, its continuation answered
-``relearn`` (R)               the first ``relearn_fraction`` of those passages
-``probe`` (P)                 ``knowmem/forget_qa``: questions about the forget corpus (none of them a
-                              verbmem opening: R16)
-``retain``                    ``knowmem/retain_qa``, when the folder has it
-``controls``, ``general``     empty: MUSE has no never-trained question set
-============================  ==========================================================================
-
-knowmem's few-shot demonstrations (``forget_qa_icl``, ``retain_qa_icl``) go into the design under ``icl``,
-so a pack carries the prompt MUSE scores knowmem with. ``privleak`` and ``raw`` hold documents without a
-prompt; they are not pack items (read them with :func:`remnant.formats.read_muse`). MUSE rows name no
-entity: R and P are disjoint as items and as questions, which is what C-W6 requires; its "SHOULD" of an
-entity-level split cannot be met, and the design says so.
-"""
+knowmem's few-shot demonstrations go into the design under ``icl``, so a pack carries the prompt MUSE scores
+knowmem with. ``privleak`` and ``raw`` hold documents without a prompt: not pack items. MUSE rows name no entity:
+R and P are disjoint as items and as questions, which C-W6 requires; its "SHOULD" of an entity-level split cannot
+be met, and the design says so."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from remnant.formats.build import PUBLIC_FIXTURE, PackClass, assemble, make_item, relearn_count
+from remnant.formats.build import PackClass, assemble, make_item, relearn_count
 from remnant.formats.files import MAX_LINE_BYTES, MAX_ROWS
 from remnant.formats.muse import MuseFolder, present_parts, read_muse
 from remnant.packs.schema import Item, Pack
@@ -94,8 +83,6 @@ def muse_to_pack(
             "questions (C-W6), not shown disjoint in content"
         ),
         "icl": icl,
-        "public_fixture": PUBLIC_FIXTURE,
-        "repetitions": 1,
     }
     return assemble(
         pack_id=pack_id or "muse",

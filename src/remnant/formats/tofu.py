@@ -1,34 +1,18 @@
-"""TOFU-format folders (``locuslab/TOFU``; docs/formats.md): typed rows of each split, with provenance (R2).
+"""TOFU-format folders (``locuslab/TOFU``): typed rows of each split, with provenance (R2).
 
-A TOFU folder holds one file (or folder) per split, named as the Hub configs are (:data:`TOFU_SPLITS`), in any
-layout :mod:`remnant.formats.files` accepts: ``forget10.json`` (JSON lines, the Hub's own layout and what
-``Dataset.to_json`` writes), ``forget10.parquet``, or ``forget10/`` as a Hub or Parquet-converter snapshot
-lays a config out. Rows keep TOFU's field names, which the metrics read (``remnant.metrics``): ``question``,
-``answer``, and in the perturbed splits ``paraphrased_answer``, ``perturbed_answer`` (a list of wrong answers),
-``paraphrased_question``. What a split requires follows from its name (:func:`split_kind`):
-
-========================================  ==========================================================
-split                                     required fields
-========================================  ==========================================================
-``forget*``, ``retain9*``, ``holdout*``,  ``question``, ``answer``
-``full``, ``real_authors``,
-``world_facts`` and any other name
-``*_perturbed``                           also ``paraphrased_answer``, ``perturbed_answer``
-``real_authors_perturbed``,               also ``perturbed_answer`` (they carry no paraphrase; the
-``world_facts_perturbed``                 truth ratio uses ``answer`` as the correct one)
-========================================  ==========================================================
-
-Any other column is refused (``extra="forbid"``) except ``index``, the row number OpenUnlearning adds, which is
-accepted when it is a whole number and dropped. Types are strict: a number is not a question, a string is not a
-list of perturbed answers, and no text may be empty.
-"""
+One file (or folder) per split, named as the Hub configs are (:data:`TOFU_SPLITS`), in any layout
+:mod:`remnant.formats.files` accepts. Rows keep TOFU's field names, which the metrics read; what a split requires
+follows from its name (:func:`required_fields`; docs/formats.md, "TOFU splits and fields"). Any other column is refused
+except ``index`` (the row number OpenUnlearning adds: a whole number, dropped). Types are strict: a number is not a
+question, a string is not a list of perturbed answers, and no text may be empty."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,7 +53,6 @@ TOFU_SPLITS: tuple[str, ...] = (
 #: Perturbed splits without paraphrases (3 wrong answers each; TOFU's model-utility sets).
 OPTION_SPLITS: frozenset[str] = frozenset({"real_authors_perturbed", "world_facts_perturbed"})
 
-SplitKind = Literal["qa", "perturbed", "options"]
 Text = Annotated[str, Field(min_length=1)]
 
 
@@ -91,18 +74,12 @@ class TofuRow(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
-def split_kind(name: str) -> SplitKind:
-    """What a split of this name must carry (module docstring)."""
+def required_fields(name: str) -> tuple[str, ...]:
+    """What a split of this name must carry beyond ``question`` and ``answer`` (docs/formats.md, "TOFU splits and
+    fields")."""
     if name in OPTION_SPLITS:
-        return "options"
-    return "perturbed" if name.endswith("_perturbed") else "qa"
-
-
-_REQUIRED: dict[SplitKind, tuple[str, ...]] = {
-    "qa": (),
-    "perturbed": ("paraphrased_answer", "perturbed_answer"),
-    "options": ("perturbed_answer",),
-}
+        return ("perturbed_answer",)
+    return ("paraphrased_answer", "perturbed_answer") if name.endswith("_perturbed") else ()
 
 
 @dataclass(frozen=True)
@@ -127,11 +104,8 @@ class TofuFolder:
         return self.sources[split].where(index)
 
     def provenance(self) -> dict[str, object]:
-        """JSON provenance: format and, per split, layout, row count and each file's path, sha256 and rows.
-
-        Paths are relative to the folder, so the record (and a pack's digest) does not depend on where the
-        folder sits.
-        """
+        """JSON provenance: per split, layout, row count and each file's path (relative to the folder, so the record and a
+        pack's digest do not depend on where it sits), sha256 and rows."""
         return {
             "format": "tofu",
             "splits": {name: self.sources[name].to_json() for name in self.splits},
@@ -164,11 +138,7 @@ def read_tofu(
     rows: dict[str, tuple[TofuRow, ...]] = {}
     sources: dict[str, SplitSource] = {}
     for name in dict.fromkeys(names):
-        needed = _REQUIRED[split_kind(name)]
-
-        def check(row: TofuRow, where: str, needed: tuple[str, ...] = needed, name: str = name) -> None:
-            require(row, needed, where, name)
-
+        check = partial(require, fields=required_fields(name), split=name)
         rows[name], sources[name] = read_split(
             root, root, name, TofuRow, check=check, max_rows=max_rows, max_line_bytes=max_line_bytes
         )
@@ -182,5 +152,5 @@ __all__ = [
     "TofuRow",
     "present_splits",
     "read_tofu",
-    "split_kind",
+    "required_fields",
 ]

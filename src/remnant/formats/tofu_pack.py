@@ -1,26 +1,12 @@
-"""A TOFU folder as a target pack (docs/formats.md): TOFU's splits mapped onto the pack's (R2, R16, C-W6, D4).
-
-================================  =================================================================
-pack split                        from
-================================  =================================================================
-``install``                       every row of the retain split, then of the forget split (TOFU's
-                                  ``full`` order), as asked and answered in training
-``removal``                       the forget split's rows
-``relearn`` (R)                   the forget rows of the first ``relearn_fraction`` of forget authors
-``probe`` (P)                     the other forget authors' rows of ``<forget>_perturbed``, asking
-                                  TOFU's ``paraphrased_question`` (held out from install: R16)
-``retain``                        ``retain_perturbed`` (asking the paraphrase where a row has one)
-``controls``                      the holdout split: authors never trained on (D4)
-``general``                       ``real_authors_perturbed``, ``world_facts_perturbed`` (R10)
-================================  =================================================================
+"""A TOFU folder as a target pack: TOFU's splits mapped onto the pack's (docs/formats.md, "Import: a TOFU folder as
+a target pack"; R2, R16, C-W6, D4).
 
 TOFU rows name no author, but each split lists an author's questions together, 20 a person; so
 ``rows_per_entity`` consecutive rows of a split are one entity, and R and P are split by author (C-W6): no
-relearned row is about a scored person. A perturbed row is paired with its forget or retain row by question
-text (repeats pair in order). An item asking TOFU's paraphrase keeps TOFU's question as
-``paraphrased_question``, with every truth-ratio field of its row, so :func:`remnant.formats.pack_to_tofu`
-writes the rows back as they were.
-"""
+relearned row is about a scored person. P asks TOFU's ``paraphrased_question``, held out from install (R16). A
+perturbed row is paired with its forget or retain row by question text (repeats pair in order). An item asking
+TOFU's paraphrase keeps TOFU's question as ``paraphrased_question``, with every truth-ratio field of its row, so
+:func:`remnant.formats.pack_to_tofu` writes the rows back as they were."""
 
 from __future__ import annotations
 
@@ -31,7 +17,6 @@ from typing import Any
 
 from remnant.errors import PackError
 from remnant.formats.build import (
-    PUBLIC_FIXTURE,
     PackClass,
     assemble,
     check_distinct,
@@ -207,13 +192,10 @@ def tofu_to_pack(
     max_rows: int = MAX_ROWS,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Pack:
-    """The TOFU folder ``folder`` as a sealed target pack (module docstring); its manifest records the source
-    files' sha256, the split choice and the mapping.
-
-    ``forget_perturbed`` defaults to ``<forget>_perturbed``; ``holdout``, ``retain_eval`` None and ``general``
-    empty leave those pack splits empty. Every split named must be in the folder. Class C by default: Class D's
-    battery needs minted canaries' linked attributes (D3), which TOFU rows do not carry.
-    """
+    """The TOFU folder ``folder`` as a sealed target pack (module docstring), its manifest recording the source files'
+    sha256, the split choice and the mapping. ``forget_perturbed`` defaults to ``<forget>_perturbed``; ``holdout``,
+    ``retain_eval`` None and ``general`` empty leave those pack splits empty. Class C by default: Class D's battery
+    needs minted canaries' linked attributes (D3), which TOFU rows do not carry."""
     perturbed = forget_perturbed or f"{forget}_perturbed"
     if rows_per_entity < 1:
         raise PackError(
@@ -253,8 +235,6 @@ def tofu_to_pack(
             **build.notes,
         },
         "entities": f"each run of {rows_per_entity} consecutive rows of a split is one author",
-        "public_fixture": PUBLIC_FIXTURE,
-        "repetitions": 1,
     }
     return assemble(
         pack_id=pack_id or f"tofu-{forget}-{retain}",

@@ -2,43 +2,24 @@
 
 Every measurement here is supplementary information under the Standard: it never contributes to a verdict or a
 tier (C-H6), it is reported with its reference, states, layer and position and with its control figures or the
-statement that controls were not run (C-H7; see :func:`remnant.latent.block.latent_block`), and no naive
+statement that controls were not run (C-H7; :mod:`remnant.latent.block`), and no naive
 topic probe is offered (C-H8). Readmission as adjudicating needs an amendment to the Standard (C-H9).
 
-Registered audits (kind ``audit``; ``registry.create("audit", NAME, params)`` records every parameter):
-
-* ``uds`` — two-stage patching score (the UDS paper; docs/latent.md), stage 1 cached by input digest;
-* ``uds_no_retain`` — patch the unlearned model into the original, no retain model ([R], labelled);
-* ``logit_lens_uds`` — the UDS paper's logit-lens baseline (§1.9);
-* ``j_access`` / ``j_access_refit`` / ``logit_lens_access`` — JOcc (the J-Access paper, eqs. 3–6) through the original
-  model's Jacobian lens fitted once (the paper's audit, band chosen on held-out calibration entities, Holm across
-  audited models), through each model's refitted lens (the paper's robustness variant), or through J = I
-  (``jaccess_audit``); a measurement, never a training objective;
-* ``direction_survival`` — Annex B.3 over ≥ 3 layers × 2 positions with both control states.
-
-Modules: ``inputs`` (entity-span examples), ``uds_data`` (the UDS reference's TOFU entity-span file),
-``patching`` (naive and fast patched scores), ``uds``, ``cache``,
-``jacobian_lens``, ``jaccess`` (readout, JOcc), ``jaccess_probes`` (identity-level probes and C_i),
-``jaccess_band`` (band calibration), ``jaccess_grid`` (many models, Holm), ``jaccess_audit`` (the registered
-J-Access audits), ``logit_lens``, ``direction``, ``block`` (the statement's latent block).
+The registered audits (kind ``audit``) are defined here and in :mod:`remnant.latent.jaccess_audit`; J-Access is a
+measurement, never a training objective.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
 
 from remnant.engine.audit_base import Audit, AuditInputs, Figure
 from remnant.latent.direction import DirectionConfig, Role, direction_survival
-from remnant.latent.inputs import EntityExample
 from remnant.latent.jaccess_audit import JAccessAudit, JAccessRefitAudit, LogitLensAccessAudit
 from remnant.latent.logit_lens import logit_lens_uds
 from remnant.latent.uds import UDSConfig, UDSResult, score_source, stage1, uds_no_retain
 from remnant.registry import register
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) -> list[Figure]:
@@ -61,7 +42,7 @@ def _uds_figures(audit: Audit, r: UDSResult, state: Any, inputs: AuditInputs) ->
 
 @register("audit", "uds", "1.0")
 class UDSAudit(Audit):
-    """UDS with the reference's defaults; ``run`` reuses a cached stage 1 from ``cache_dir``.
+    """UDS with the reference's defaults.
 
     Examples with no KE layer are excluded from the mean and counted, as the reference does. ``uds_compat=True``
     reads the last block as the reference code does (post-final-norm source state, §1.7); the default reads the
@@ -81,19 +62,6 @@ class UDSAudit(Audit):
         system_prompt: str | None = None,
     ) -> None:
         self.config = UDSConfig(tau, layers, prompt_format, uds_compat, fast, system_prompt)  # type: ignore[arg-type]
-
-    def run(
-        self,
-        full: PreTrainedModel,
-        retain: PreTrainedModel,
-        source: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        examples: Sequence[EntityExample],
-        *,
-        cache_dir: Path | str | None = None,
-    ) -> UDSResult:
-        s1 = stage1(full, retain, tokenizer, examples, self.config, cache_dir=cache_dir)
-        return score_source(full, source, s1, self.config)
 
     def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
         full, ref = references["full"], references["retain"]
@@ -136,20 +104,10 @@ class UDSNoRetainAudit(UDSAudit):
 class LogitLensUDSAudit(UDSAudit):
     """The UDS paper's logit-lens baseline (full model's decoder), aggregated like UDS."""
 
-    def run(
-        self,
-        full: PreTrainedModel,
-        retain: PreTrainedModel,
-        source: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        examples: Sequence[EntityExample],
-        **_: Any,
-    ) -> UDSResult:
-        return logit_lens_uds(full, retain, source, tokenizer, examples, self.config)
-
     def read(self, state: Any, references: Mapping[str, Any], inputs: AuditInputs) -> list[Figure]:
         full, ref = references["full"], references["retain"]
-        r = self.run(full.model, ref.model, state.model, inputs.tokenizer, inputs.data["examples"])
+        examples = inputs.data["examples"]
+        r = logit_lens_uds(full.model, ref.model, state.model, inputs.tokenizer, examples, self.config)
         update = {"target_model": full.digest, "retain_model": ref.digest, "source_model": state.digest}
         return _uds_figures(self, r.model_copy(update=update), state, inputs)
 

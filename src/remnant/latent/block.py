@@ -1,10 +1,8 @@
-"""The statement's ``latent`` block from audit results (C-H6, C-H7; statement schema ``LatentBlock``).
+"""Latent figures from audit results (C-H6, C-H7; statement schema ``LatentFigure``).
 
 Every figure carries what C-H7(b) requires: the reference it was computed against, the model states compared, the
-layer and the position. C-H7(c): a measurement whose results include both control states (procedure control,
-content control) has their figures listed beside it; any measurement without them is named in a statement that
-the controls were not run and that its figures therefore cannot be interpreted as being about the target. The
-block is always ``adjudicating: false``. No naive topic probe exists here to be reported (C-H8).
+layer and the position. C-H7(c) is applied where the statement's block is assembled
+(:func:`remnant.statement.latent.assemble_block`). No naive topic probe exists here to be reported (C-H8).
 
 A UDS figure also says, beside the value, how its last layer was read — as the UDS reference code reads it
 (``uds_compat``: the source's post-final-norm state patched into the last block's pre-norm output) or from the
@@ -14,15 +12,13 @@ excludes (no knowledge-encoding layer; entity span not found), as the reference 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remnant.latent.direction import CONTROL_ROLES, DirectionResult, SurvivalFigure
+from remnant.latent.direction import DirectionResult, SurvivalFigure
 from remnant.latent.jaccess import JAccessResult
 from remnant.latent.uds import UDSResult
-from remnant.statement.latent import NOT_RUN, Entry, assemble_block
-from remnant.statement.schema import LatentBlock, LatentFigure
+from remnant.statement.schema import LatentFigure
 
 if TYPE_CHECKING:
     from remnant.engine.audit_base import Figure
@@ -38,19 +34,6 @@ class Anchors:
     full: str | None = None
     retain: str | None = None
     note: str = ""
-
-
-@dataclass(frozen=True)
-class StateResults:
-    """One measurement's results keyed by model state, with each state's role."""
-
-    results: Mapping[str, UDSResult | JAccessResult]
-    roles: Mapping[str, str] = field(default_factory=dict)
-    anchors: Anchors = field(default_factory=Anchors)
-
-    def controls_run(self) -> bool:
-        present = {self.roles.get(name, "") for name in self.results}
-        return all(role in present for role in CONTROL_ROLES)
 
 
 def _short(digest: str | None) -> str:
@@ -204,43 +187,12 @@ def figure_reading(
     return (fig.value, fig.states, fig.reference, str(fig.layer), fig.position, None, details)
 
 
-def _result_entries(label: str, group: StateResults) -> list[Entry]:
-    out = []
-    for state, r in group.results.items():
-        fig = result_figure(state, r, group.anchors)
-        note = None if fig is not None else no_figure_note(label, state, r)
-        out.append(Entry(label, group.roles.get(state, ""), fig, note))
-    return out
-
-
-def latent_block(
-    *,
-    uds: StateResults | None = None,
-    jaccess: StateResults | None = None,
-    direction: DirectionResult | None = None,
-) -> LatentBlock:
-    """Build the non-adjudicating latent block; C-H7(b) fields on every figure, C-H7(c) in the statement
-    (:func:`remnant.statement.latent.assemble_block`)."""
-    entries: list[Entry] = []
-    for label, group in (("UDS", uds), ("J-Access", jaccess)):
-        if group is not None:
-            entries += _result_entries(label, group)
-    if direction is not None:
-        figs = [Entry("direction survival", f.role, fig) for f, fig in direction_figures(direction)]
-        # only the installed model was read: no figure, yet the measurement ran and C-H7(c) still applies
-        entries += figs or [Entry("direction survival", "", None)]
-    return assemble_block(entries)
-
-
 __all__ = [
-    "NOT_RUN",
     "Anchors",
-    "StateResults",
     "direction_figures",
     "figure_reading",
     "jaccess_figure",
     "last_layer_text",
-    "latent_block",
     "no_figure_note",
     "result_figure",
     "uds_figure",

@@ -84,16 +84,11 @@ class Encoded:
     style: PromptStyle
 
 
-def raw_prompt(question: str, prefix: str) -> str:
-    """The reference's prompt: ``"Question: {question}\\nAnswer: {prefix}"``, the space kept for an empty prefix."""
-    return f"Question: {question}\nAnswer: {prefix}"
-
-
 def _prompt(
     tokenizer: Any, ex: EntityExample, style: PromptStyle, system_prompt: str | None = None
 ) -> tuple[list[int], str]:
     if style == "raw":
-        text = raw_prompt(ex.question, ex.prefix)
+        text = f"Question: {ex.question}\nAnswer: {ex.prefix}"  # the space kept for an empty prefix
         return list(tokenizer(text, add_special_tokens=True)["input_ids"]), text
     fmt = PromptFormat("chat", system_prompt=system_prompt)
     ids = render_prompt_ids(tokenizer, ex.question, fmt, prefill=ex.prefix or None)
@@ -230,6 +225,5 @@ __all__ = [
     "encode_examples",
     "examples_from_items",
     "probe_prompts",
-    "raw_prompt",
     "reference_text",
 ]

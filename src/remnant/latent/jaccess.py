@@ -10,16 +10,11 @@ result carries A(θ) − A(θ_g) with Newcombe's paired interval and the one-sid
 above A(θ_g)" on the same probes (the per-model test that :mod:`remnant.latent.jaccess_grid` Holm-adjusts across
 audited checkpoints, as the paper's Table 1 does [R: the paper does not name its test]).
 
-This module is the readout machinery; the paper's probes and C_i are built by :mod:`remnant.latent.jaccess_probes`
-(identity level: attribute descriptions that do not name the entity, C_i from the name), the band is chosen on
-held-out calibration entities by :mod:`remnant.latent.jaccess_band`, and the audit classes in
-:mod:`remnant.latent` put them together. :func:`make_probe` / :func:`concept_token_ids` are remnant's earlier
-*answer-level* construction (a question naming the person, C_i = first tokens of the answer), kept for the
-measurements that use it. A lens is any :class:`JacobianLens`; which model's J is used (the original's, fitted
-once: the paper's audit; or each model's own: the refit robustness variant) is the caller's choice and is recorded
-in :attr:`AccessReadout.lens_model`. ``lens=None`` is the logit lens (J = I), the paper's comparator. Defaults where
-the paper defers to its appendix are ours [R]: the band 25–90 % of depth when not calibrated (restricted to the
-lens's source layers), the last 8 prompt positions.
+:func:`make_probe` is remnant's *answer-level* probe (a question naming the person, C_i = first tokens of the
+answer); the paper's identity-level probes are :mod:`remnant.latent.jaccess_probes`. Whose J reads a model is the
+caller's choice, recorded in :attr:`AccessReadout.lens_model`; ``lens=None`` is the logit lens (J = I), the
+paper's comparator. Defaults where the paper defers to its appendix are ours [R]: the band 25–90 % of depth when
+not calibrated, the last 8 prompt positions.
 
 J-Access is a measurement only: everything here runs without gradients, and it is deliberately not offered as a
 loss (the J-Access paper, Test 3: minimising it teaches the model to hide knowledge from the audit).
@@ -83,12 +78,8 @@ STOP_WORDS = frozenset(
 
 @dataclass(frozen=True)
 class Probe:
-    """One audit probe: prompt ids (no answer) and the concept token set C_i.
-
-    ``entity`` is the pack entity the probe implicates (when known: the band calibration refuses calibration
-    probes about an audited entity), ``level`` how C_i was built (``"identity"`` for the paper's name tokens,
-    :mod:`remnant.latent.jaccess_probes`; ``"unspecified"`` for :func:`make_probe`'s caller-named tokens).
-    """
+    """One audit probe: prompt ids (no answer), the concept token set C_i, the pack entity it implicates (the band
+    calibration refuses calibration probes about an audited entity) and how C_i was built (``level``)."""
 
     idx: str
     prompt_ids: tuple[int, ...]
@@ -122,10 +113,7 @@ def piece_token_ids(
 def concept_token_ids(
     tokenizer: Any, names: Sequence[str], prompt_ids: Sequence[int], *, all_tokens: bool = False
 ) -> frozenset[int]:
-    """remnant's answer-level C_i: first token (or all tokens) of each given string and its whitespace pieces,
-    with a leading-space variant, minus special, prompt, stop-word and digit-only tokens. The paper's identity
-    level (all tokens of the entity's name and name pieces, short tokens dropped) is
-    :func:`remnant.latent.jaccess_probes.identity_concept_ids`."""
+    """remnant's answer-level C_i: :func:`piece_token_ids` of each given string and its whitespace pieces."""
     pieces = [p for name in names for p in (name, *name.split())]
     return piece_token_ids(tokenizer, pieces, prompt_ids, all_tokens=all_tokens)
 
@@ -133,14 +121,11 @@ def concept_token_ids(
 class FirstPieceScreen:
     """A pack town screen (``mint_class_d(accept_town=...)``) that makes first-token concept sets readable.
 
-    The answer-level C_i (:func:`make_probe`) is the first token of the answer with and without a leading space
-    (the paper's identity level reads the person's name instead: :mod:`remnant.latent.jaccess_probes`). When that
-    token is a single
-    letter (" K", "V") every model puts it in the top-k on most questions about people, and when two towns share
-    it a model that learned one reads as having access to the other; either way the retain-only anchor is not
-    ignorant of the forget answers (docs/latent.md). This screen accepts a name only if both variants'
-    first tokens decode to at least ``min_chars`` characters and neither was the first token of a name it already
-    accepted. It is stateful: use one instance per mint.
+    When the answer-level C_i (:func:`make_probe`) is a single letter (" K", "V") every model puts it in the top-k
+    on most questions about people, and when two towns share it a model that learned one reads as having access to
+    the other; either way the retain-only anchor is not ignorant of the forget answers (docs/latent.md). This
+    screen accepts a name only if its first token, with and without a leading space, decodes to at least
+    ``min_chars`` characters and was no accepted name's first token. Stateful: one instance per mint.
     """
 
     def __init__(self, tokenizer: Any, min_chars: int = 3) -> None:
@@ -175,9 +160,8 @@ class FirstPieceScreen:
 def make_probe(
     tokenizer: PreTrainedTokenizerBase, idx: str, prompt_ids: Sequence[int], names: Sequence[str]
 ) -> Probe:
-    """A probe whose concept set is the names' first tokens (:func:`concept_token_ids`), minus any that the prompt
-    itself contains. It does not check what the prompt says: remnant's answer-level probes name the person and
-    read the answer; the paper's identity-level probes are :func:`remnant.latent.jaccess_probes.identity_probes`."""
+    """An answer-level probe: C_i is the names' first tokens (:func:`concept_token_ids`); the prompt is not
+    checked (it names the person)."""
     return Probe(idx, tuple(prompt_ids), concept_token_ids(tokenizer, names, prompt_ids))
 
 
@@ -279,9 +263,7 @@ def emitted_flags(
     *,
     continuations: Sequence[Sequence[int]] | None = None,
 ) -> list[bool]:
-    """Eq. 4's behaviour, once per model: does the greedy continuation emit a token of C_i? (Pass the flags to
-    :func:`read_access` so the Jacobian and logit lens readouts share one generation; pass ``continuations``
-    from :func:`greedy_continuations` to reuse it across concept sets.)"""
+    """Eq. 4's behaviour, once per model: does the greedy continuation (given, or generated) emit a token of C_i?"""
     if continuations is None:
         continuations = greedy_continuations(model, tokenizer, probes, max_new_tokens)
     return [any(t in p.concept_ids for t in gen) for p, gen in zip(probes, continuations, strict=True)]
@@ -415,13 +397,8 @@ def read_access_many(
     continuations: Sequence[Sequence[int]] | None = None,
     digest: str | None = None,
 ) -> list[AccessReadout]:
-    """Several readouts of one model on the same prompts from one forward pass per prompt.
-
-    Each variant is (probes, lens): concept-set variants of the same prompts (the raw C_i and C_i without generic
-    tokens) and decoders (a Jacobian lens, ``None`` for the logit lens). Variants that share a lens share its
-    readout ``z`` too. Each returned readout equals ``read_access(model, tokenizer, probes, lens, cfg)`` of its
-    variant (tested); the greedy continuation (eq. 4) is generated once for all of them.
-    """
+    """Several readouts of one model on the same prompts from one forward pass per prompt and one greedy
+    continuation (eq. 4): each variant is (probes, lens), and its readout equals :func:`read_access` of it."""
     cfg = cfg or AccessConfig()
     if not variants:
         return []

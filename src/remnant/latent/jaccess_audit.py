@@ -1,18 +1,11 @@
 """The registered J-Access audits (the J-Access paper). Non-adjudicating: no figure here moves a verdict or tier (C-H6).
 
-* ``j_access`` (2.0) — the paper's audit by default: one Jacobian lens fitted on the original model θ_0 reads every
-  model (``decoder="fixed"``: the paper does not refit after unlearning); the workspace band is chosen on
-  held-out calibration entities (``band_rule="calibrated"``, :mod:`remnant.latent.jaccess_band`); k = 10; over
-  several audited models (:meth:`JAccessAudit.run_many`) each model's access above the retain-only anchor is
-  tested and Holm-adjusted across the models (:mod:`remnant.latent.jaccess_grid`). The paper's probes are
-  identity-level — attribute descriptions that do not name the person, C_i from the name
-  (:mod:`remnant.latent.jaccess_probes`); the caller passes them, and calibration probes about other entities.
-* ``j_access_refit`` — the paper's robustness variant: the lens refitted on every model, each read through its own
-  J (``decoder="own"``, docs/latent.md's original proposal).
-* ``logit_lens_access`` — the same pipeline with J = I (the paper's comparator).
-
-remnant's earlier default (each model's own lens, the band fixed at 25–90 % of depth, answer-level probes) is
-``j_access_refit`` with ``band_rule="fixed"`` on :func:`remnant.latent.jaccess.make_probe` probes.
+``j_access`` is the paper's audit: one Jacobian lens fitted on the original model θ_0 reads every model (the paper
+does not refit after unlearning), the band is chosen on held-out calibration entities
+(:mod:`remnant.latent.jaccess_band`), and over several audited models each one's access above the retain-only
+anchor is Holm-adjusted (:mod:`remnant.latent.jaccess_grid`). The caller passes the paper's identity-level probes
+(:mod:`remnant.latent.jaccess_probes`). ``j_access_refit`` is the paper's robustness variant (every model read
+through its own refitted J), ``logit_lens_access`` its comparator (J = I).
 """
 
 from __future__ import annotations
@@ -292,8 +285,7 @@ DETAILS = (
 
 @register("audit", "j_access_refit", "1.0")
 class JAccessRefitAudit(JAccessAudit):
-    """the J-Access paper's robustness variant: the lens refitted on every model (audited and anchors), each read through
-    its own J, "to account for possible representation shift" after unlearning. Otherwise ``j_access``."""
+    """``j_access`` with the lens refitted on every model, "to account for possible representation shift"."""
 
     def __init__(
         self,

@@ -109,7 +109,6 @@ def select_band(
     rule: BandRule | None = None,
     *,
     audited: Sequence[Probe] = (),
-    digests: tuple[str | None, str | None] = (None, None),
 ) -> BandSelection:
     """Choose the band on ``calibration`` probes (held-out entities) read under both anchors, each through the
     lens the audit reads it with; ``audited`` are the probes the band will be applied to (checked disjoint)."""
@@ -142,8 +141,8 @@ def select_band(
         n_calibration_probes=len(counted),
         k=cfg.k,
         positions=f"last {cfg.positions} prompt positions",
-        original_model=model_digest(original, digests[0]),
-        retain_model=model_digest(retain, digests[1]),
+        original_model=model_digest(original),
+        retain_model=model_digest(retain),
         lens_model=original_lens.model if original_lens is not None else None,
         candidates=candidates,
     )

@@ -3,18 +3,10 @@
 The paper's probe ``x_i`` is "a query that implicates a forget-set entity without naming it", and its primary
 concept set ``C_i`` is "the full-name and name-piece tokens of the implicated entity" (identity level). So the
 probe describes a person by attributes the model was taught about them and asks who it is; J-Access then asks
-whether the person's *name* surfaces in the lens readout while the model stays silent. (remnant's earlier probes
-were the pack's questions, which name the person, read for the first tokens of the answer: an answer-level
-variant, still available as :func:`remnant.latent.jaccess.make_probe`.)
-
-- :func:`build_identity_probes` writes, for each Class D person of the requested roles, one probe per template of
-  :data:`IDENTITY_TEMPLATES` that mentions attributes only. A probe is refused (and listed in
-  :attr:`EntityProbeSet.refused`) when its text names the person or a name piece, or when its attributes match
-  more than one person of the pack (then it does not implicate *one* entity).
-- :func:`identity_probe` turns rendered prompt ids into a :class:`~remnant.latent.jaccess.Probe` and refuses a
-  prompt that names the entity (the check runs on the decoded prompt, so a system prompt is covered too):
-  D-2.1's elicitation is "given partial context about that entity", never given the identifier.
-- :func:`identity_concept_ids` is C_i's tokenisation rule, :class:`ConceptRule` (documented in docs/latent.md).
+whether the person's *name* surfaces in the lens readout while the model stays silent. A probe that names the
+person or a name piece is refused, in its text or in its decoded prompt (a system prompt included): D-2.1's
+elicitation is "given partial context about that entity", never given the identifier; so is one whose attributes
+match more than one person of the pack (it does not implicate *one* entity).
 
 The templates, the uniqueness rule and the short-token cut are ours [R]: the paper's Appendix A (concept sets,
 probe construction) is not available.
@@ -101,12 +93,8 @@ def check_probe_text(text: str, name: str, *, what: str = "probe") -> None:
 
 @dataclass(frozen=True)
 class ConceptRule:
-    """How C_i is tokenised from the entity's name (identity level).
-
-    Every token (``all_tokens``; else only the first) of the full name and of each :func:`name_pieces` piece, each
-    tokenised bare and with a leading space (a name starts a word mid-sentence, " Telumi", or a line, "Telumi");
-    a token is kept if its decoded text, stripped, has at least ``min_chars`` characters, is not a stop word, not
-    digits only, not a special token and not a token of the probe's own prompt (a copy is no access). The
+    """How C_i is tokenised from the entity's name (identity level; :meth:`describe`, and
+    :func:`~remnant.latent.jaccess.piece_token_ids`). Prompt tokens are dropped because a copy is no access; the
     ``min_chars`` cut drops the one- and two-letter pieces BPE splits invented names into (" Z", "or", "ak"):
     they surface in the top-k for any question about a person, so a hit on them says nothing about the target.
     A name none of whose tokens passes gives an empty C_i; the probe is then counted but never silent (eq. 4).
@@ -223,9 +211,8 @@ def build_identity_probes(
 
     The default roles are the forget people the assessment probes (P); calibration probes for the band
     (:mod:`remnant.latent.jaccess_band`) come from other entities, e.g. ``roles=("forget_relearn",)``: people the
-    original model learned and the retain-only model did not, none of them audited. A probe is written only if it
-    names no piece of the person's name and its attribute values single out that person among all the pack's
-    people (installed and control); the others are returned as refused, with the reason.
+    original model learned and the retain-only model did not, none of them audited. Refused probes (module
+    docstring) are returned with the reason.
     """
     if pack.manifest.pack_class != "D":
         raise PackError(

@@ -10,9 +10,7 @@ Row ``i0 + b`` of ``J_l`` is that replica's gradient at layer ``l`` averaged ove
 ``Σ_{p' ≥ p} ∂h_T[p', i] / ∂h_l[p, :]`` averaged over ``p`` (causality removes ``p' < p``). Prompts are
 aggregated by a running mean with the convergence trace ``δ_n = mean_l ‖J̄(n) − J̄(n−1)‖_F / ‖J̄(n)‖_F``.
 
-Both the full estimator and the cheap concept-row variant are one routine, :func:`vjp_rows`: it returns
-``C · J_l`` for a matrix of cotangent rows ``C`` (identity → ``J_l``; rows ``g ⊙ W_U[t]`` → the J-lens vectors
-``v_t = J_l^T (g ⊙ W_U[t])``, |C| backward passes instead of d, enough for probe-form scores ``⟨v_t, h⟩``).
+:func:`vjp_rows` returns ``C · J_l`` for a matrix of cotangent rows ``C``; the estimator passes the identity.
 
 The target layer defaults to the penultimate block (``L − 2``, the paper's recipe; the last block adds noisy
 artefacts) and is stored with the lens. Lenses are cached per model digest, prompt set and layer set, and each
@@ -151,19 +149,13 @@ def vjp_rows(
 
 
 def _running_mean(
-    model: PreTrainedModel,
-    prompts: Sequence[Sequence[int]],
-    cotangents: torch.Tensor,
-    sources: list[int],
-    target: int,
-    cfg: LensConfig,
-    shard: Callable[[Sequence[int]], dict[int, torch.Tensor] | None] | None = None,
+    prompts: Sequence[Sequence[int]], rows_of: Callable[[Sequence[int]], dict[int, torch.Tensor] | None]
 ) -> tuple[dict[int, torch.Tensor], int, list[float]]:
     mean: dict[int, torch.Tensor] = {}
     count = 0
     deltas: list[float] = []
     for ids in prompts:
-        rows = shard(ids) if shard is not None else vjp_rows(model, ids, cotangents, sources, target, cfg)
+        rows = rows_of(ids)
         if rows is None:
             continue
         count += 1
@@ -171,7 +163,7 @@ def _running_mean(
             mean = {s: r.clone() for s, r in rows.items()}
             continue
         changes = []
-        for s in sources:
+        for s in mean:
             before = mean[s].clone()
             mean[s] += (rows[s] - mean[s]) / count
             changes.append(float(torch.linalg.norm(mean[s] - before) / (torch.linalg.norm(mean[s]) + 1e-30)))
@@ -218,29 +210,27 @@ def fit_lens(
         if tensors is not None and meta is not None:
             mats = {s: tensors[f"J.{s}"] for s in sources}
             return JacobianLens(mats, target, int(meta["n_prompts"]), mdigest, key, tuple(meta["deltas"]))
-    d = _hidden_size(model, 0)
+    d = _hidden_size(model)
     if d <= 0:
         raise ConfigError("jacobian lens: cannot read the hidden size from the model config")
     eye = torch.eye(d)
-    shard_fn = None
-    if cache is not None:
-        store = cache
 
-        def shard(ids: Sequence[int]) -> dict[int, torch.Tensor] | None:
-            """One prompt's J, cached on its own: a lens on more prompts reuses every prompt already fitted."""
-            skey = _key(mdigest, [ids], sources, target, cfg)
-            got = store.get_tensors(SHARD_KIND, skey)
-            if got is not None:
-                return {s: got[f"J.{s}"] for s in sources}
-            rows = vjp_rows(model, ids, eye, sources, target, cfg)
-            if rows is not None:
-                store.put_tensors(
-                    SHARD_KIND, skey, {f"J.{s}": m for s, m in rows.items()}, {"target": str(target)}
-                )
-            return rows
+    def shard(ids: Sequence[int]) -> dict[int, torch.Tensor] | None:
+        """One prompt's J, cached on its own: a lens on more prompts reuses every prompt already fitted."""
+        if cache is None:
+            return vjp_rows(model, ids, eye, sources, target, cfg)
+        skey = _key(mdigest, [ids], sources, target, cfg)
+        got = cache.get_tensors(SHARD_KIND, skey)
+        if got is not None:
+            return {s: got[f"J.{s}"] for s in sources}
+        rows = vjp_rows(model, ids, eye, sources, target, cfg)
+        if rows is not None:
+            cache.put_tensors(
+                SHARD_KIND, skey, {f"J.{s}": m for s, m in rows.items()}, {"target": str(target)}
+            )
+        return rows
 
-        shard_fn = shard
-    mats, count, deltas = _running_mean(model, prompts, eye, sources, target, cfg, shard_fn)
+    mats, count, deltas = _running_mean(prompts, shard)
     lens = JacobianLens(mats, target, count, mdigest, key, tuple(deltas))
     if cache is not None:
         cache.put_tensors(LENS_KIND, key, {f"J.{s}": m for s, m in mats.items()}, {"target": str(target)})
@@ -250,48 +240,14 @@ def fit_lens(
     return lens
 
 
-def _hidden_size(model: PreTrainedModel, fallback: int) -> int:
+def _hidden_size(model: PreTrainedModel) -> int:
     config = getattr(model, "config", None)
     text = getattr(config, "text_config", None) or config
     for name in ("hidden_size", "n_embd", "d_model"):
         value = getattr(text, name, None)
         if isinstance(value, int):
             return value
-    return fallback
-
-
-def norm_gain(model: PreTrainedModel) -> torch.Tensor:
-    """The final norm's effective per-dimension gain g (RMSNorm: norm(1) = g, including Gemma's 1 + w)."""
-    norm = resolve_parts(model).final_norm
-    weight = getattr(norm, "weight", None)
-    if getattr(norm, "bias", None) is not None and weight is not None:
-        gain: torch.Tensor = weight.detach().float()  # LayerNorm: the gain is the weight
-        return gain
-    d = _hidden_size(model, int(weight.shape[0]) if weight is not None else 0)
-    with torch.no_grad():
-        gain = norm(torch.ones(1, d, dtype=next(model.parameters()).dtype))[0].float()
-    return gain
-
-
-def unembed_rows(model: PreTrainedModel, token_ids: Sequence[int]) -> torch.Tensor:
-    """Rows of the unembedding for ``token_ids``, shape [n, d]."""
-    weight: torch.Tensor = resolve_parts(model).unembed.weight  # type: ignore[assignment]
-    rows: torch.Tensor = weight[list(token_ids)].detach().float()
-    return rows
-
-
-def concept_rows(
-    model: PreTrainedModel,
-    prompts: Sequence[Sequence[int]],
-    token_ids: Sequence[int],
-    cfg: LensConfig | None = None,
-) -> dict[int, torch.Tensor]:
-    """J-lens vectors ``v_t = J_l^T (g ⊙ W_U[t])`` for ``token_ids``, averaged over prompts: {layer: [n, d]}."""
-    cfg = cfg or LensConfig()
-    sources, target = cfg.resolve(model)
-    cot = unembed_rows(model, token_ids) * norm_gain(model)[None, :]
-    rows, _, _ = _running_mean(model, prompts, cot, sources, target, cfg)
-    return rows
+    return 0
 
 
 def lens_logits(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
@@ -317,11 +273,8 @@ def readout(model: PreTrainedModel, h: torch.Tensor, matrix: torch.Tensor | None
 __all__ = [
     "JacobianLens",
     "LensConfig",
-    "concept_rows",
     "fit_lens",
     "lens_logits",
-    "norm_gain",
     "readout",
-    "unembed_rows",
     "vjp_rows",
 ]

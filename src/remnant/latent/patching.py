@@ -6,10 +6,8 @@ last entry is after the final norm, §1.7); then one patched forward of the targ
 
 Fast path (§1.6 b, exact): patching never touches positions before ``eval_start`` and attention is causal, so
 the target runs once on the prefix ``[0, eval_start)`` with a KV cache, and the window ``[eval_start, eval_end)``
-is run once for every (source, layer) in one forward over that cache. Only the window is fed, because the logits
-at ``eval_end - 1`` already predict the last entity token. A row patched at block l is the clean row below l, so it
-joins the batch at l (:func:`fast_scores_many`): each block runs only the rows already patched below it. Several
-examples' windows run packed in one forward, each kept to its own prefix and window by an explicit mask.
+is run once for every (source, layer) in one forward over that cache (:func:`fast_scores_many`). Only the window
+is fed, because the logits at ``eval_end - 1`` already predict the last entity token.
 
 ``uds_compat=True`` reproduces the reference's source states: ``hidden_states[l + 1]``, whose last entry is the
 post-final-norm state, so the last layer's patch applies the norm twice and source = target gives Δ ≠ 0 there.
@@ -102,11 +100,10 @@ def source_states_many(
     uds_compat: bool = False,
     batch_size: int = 8,
 ) -> list[dict[int, torch.Tensor]]:
-    """Block outputs of ``source`` at each example's window rows, from hooks (or compat hidden_states), for
-    ``batch_size`` examples per forward; nothing past an example's ``eval_end`` is fed. The examples are packed into
-    rows of at most :data:`PACK_TOKENS` tokens, each example with its own positions and reading only itself
-    (:func:`_block_causal_mask`), and the rows right-padded. A model whose forward takes no position ids gets one
-    example per row and no mask: in a causal model no position reads a later one, so padding changes nothing.
+    """Block outputs of ``source`` at each example's window rows (hooks, or compat hidden_states), ``batch_size``
+    examples per forward, nothing past ``eval_end`` fed, packed into rows of at most :data:`PACK_TOKENS` tokens
+    (:func:`_block_causal_mask`). A model whose forward takes no position ids gets one example per row and no mask:
+    in a causal model no position reads a later one, so right-padding changes nothing.
     """
     device = next(source.parameters()).device
     packs = "position_ids" in inspect.signature(source.forward).parameters
@@ -149,13 +146,6 @@ def source_states_many(
             for ex, (r, o) in zip(group, at, strict=True)
         ]
     return out
-
-
-def source_states(
-    source: PreTrainedModel, ex: EncodedExample, layers: Sequence[int], *, uds_compat: bool = False
-) -> dict[int, torch.Tensor]:
-    """Block outputs of ``source`` on ``ex``'s window rows (:func:`source_states_many` of one example)."""
-    return source_states_many(source, [ex], layers, uds_compat=uds_compat)[0]
 
 
 @torch.no_grad()
@@ -280,19 +270,6 @@ def _join(rows: torch.Tensor, hidden: torch.Tensor, *, replace: bool) -> torch.T
     return new if replace else torch.cat([hidden, new], dim=0)
 
 
-def fast_scores(
-    target: PreTrainedModel,
-    ex: EncodedExample,
-    sources: Sequence[SourceStates],
-    layers: Sequence[int],
-    prefixes: PrefixMemo | None = None,
-    *,
-    clean: bool = True,
-) -> tuple[float | None, list[list[float]]]:
-    """:func:`fast_scores_many` of one example."""
-    return fast_scores_many(target, [ex], [sources], layers, prefixes, clean=clean)[0]
-
-
 @torch.no_grad()
 def fast_scores_many(
     target: PreTrainedModel,
@@ -307,15 +284,13 @@ def fast_scores_many(
     into one sequence over their prefixes' keys and values.
 
     The packed window starts as one clean row. A row patched at block l equals the clean row below l, so it joins
-    the batch at l: block l's hook appends one row per source holding that source's block-l states on the windows
-    (the patch covers each whole window). Block i therefore runs 1 + (sources × patched layers below i) rows
-    instead of every row through every block, about half the work over all layers; packing the examples makes each
-    block's matrix products one large product instead of one small one per example. The prefixes' keys and values
-    are repeated to each block's row count, and an explicit mask keeps each example to its own prefix and window
-    (:func:`_packed_mask`); the mask and position ids are built for one row and broadcast. ``sources[e]`` are
-    example e's source states, as many for every example. ``prefixes`` keeps the target's prefix keys and values
-    between calls on the same target (a pool's sources). ``clean=False`` (stage 2, which has ``s_full`` from
-    stage 1) drops the clean row once the first patched rows exist, and returns None for ``s_full``.
+    the batch at l: block l's hook appends one row per source holding that source's block-l states on the windows.
+    Block i therefore runs 1 + (sources × patched layers below i) rows, about half the work of every row through
+    every block; packing makes each block's matrix products one large product. An explicit mask keeps each example
+    to its own prefix and window (:func:`_packed_mask`). ``sources[e]`` are example e's source states, as many for
+    every example; ``prefixes`` keeps the target's prefix keys and values between calls on the same target.
+    ``clean=False`` (stage 2, which has ``s_full`` from stage 1) drops the clean row once the first patched rows
+    exist, and returns None for ``s_full``.
     """
     n_blocks = len(resolve_parts(target).blocks)
     usable = cache_kwarg(target) is not None and bool(layers)
@@ -382,9 +357,7 @@ def _packed_forward(
 __all__ = [
     "PrefixMemo",
     "SourceStates",
-    "fast_scores",
     "fast_scores_many",
     "mean_entity_logprob",
     "naive_scores",
-    "source_states",
 ]

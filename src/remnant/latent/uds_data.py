@@ -14,11 +14,9 @@ informational: UDS recomputes the span with the audited tokenizer, §1.3) and th
 entity scored is ``gt_entity`` when present, else ``entity``. A JSON Lines file (``.jsonl``, one record per line)
 holds the same records.
 
-Parsing is strict (K5): the file goes through :mod:`remnant.jsonio` (duplicate keys, NaN, deep nesting refused);
-an unknown field, a wrong type, an empty question, answer or entity, an ``entity_span`` whose ``tokens`` do not
-number ``end - start``, or an ``idx`` used twice is a :class:`~remnant.errors.ConfigError` naming the file, the
-record (index in the array, or line) and the field. The examples define the positions a UDS figure is reported at
-(C-H7b), so a malformed one is refused, never skipped.
+Parsing is strict (K5, :mod:`remnant.jsonio`): a malformed record or an ``idx`` used twice is a
+:class:`~remnant.errors.ConfigError` naming the file, the record and the field. The examples define the positions a
+UDS figure is reported at (C-H7b), so a malformed one is refused, never skipped.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""The field's evaluation metrics with OpenUnlearning's definitions and names (docs/metrics.md), and
-``remnant eval`` (:mod:`remnant.metrics.commands`).
+"""The field's evaluation metrics with OpenUnlearning's definitions and names (docs/metrics.md), and ``remnant eval``
+(:mod:`remnant.metrics.commands`). Research measurements: none of them adjudicates a verdict under the Standard.
 
-Research measurements: none of them adjudicates a verdict under the Standard. Importing :mod:`remnant.metrics.handlers` registers
-every metric handler as registry kind ``metric`` (name = OpenUnlearning's handler name, version "1"), so a log
-names exactly what ran with every parameter (R23, R24). The handlers are numpy/scipy only; the model work
-(:mod:`~remnant.metrics.forward`, :mod:`~remnant.metrics.generation`, :mod:`~remnant.metrics.gradnorm`) imports
-torch when it runs.
-
-Modules, one concept each:
-
-- ``rows``: a TOFU evaluation row; ``encoding``: OpenUnlearning's and remnant's prompt formats; ``text``: decoding;
-- ``forward``: the shared teacher-forced pass → ``scores.TokenScores``; ``generation``: greedy generations;
-  ``gradnorm``: per-sample gradient norms;
-- ``probability``, ``truth_ratio``, ``memorization`` (ES, EM), ``rouge``, ``mia`` (+ ``auc``), ``privacy``
-  (forget quality, privleak), ``utility`` (model utility): the metrics, pure functions over the readings;
-- ``evallog``: their log layout, written and read; ``catalogue``: the named TOFU and MUSE metrics; ``evaluate``:
-  one run.
-"""
+Importing :mod:`remnant.metrics.handlers` registers every metric handler as registry kind ``metric`` (name =
+OpenUnlearning's handler name, version "1"), so a log names exactly what ran with every parameter (R23, R24)."""
 
 from typing import TYPE_CHECKING
 

@@ -1,13 +1,9 @@
 """The metric base: what a metric reads, and its one ``compute`` (R23, R24).
 
-A metric declares in :attr:`Metric.reads` which readings it needs; :func:`remnant.metrics.evaluate.evaluate`
-produces only the readings some requested metric declares (one teacher-forced pass shared by all, generations and
-gradient norms only when declared) and hands each metric a :class:`Readings` holding what it declared. Every metric,
-built-in or plugin, has the one signature ``compute(readings) -> MetricLog``: per-item values and/or an aggregate.
-
-Pure: no torch here (token scores are numpy arrays; the model work lives in ``forward``, ``generation``,
-``gradnorm``).
-"""
+A metric declares in :attr:`Metric.reads` the readings it needs; :func:`remnant.metrics.evaluate.evaluate`
+produces only the readings some requested metric declares and hands each a :class:`Readings` holding what it
+declared. Every metric, built-in or plugin, has the one signature ``compute(readings) -> MetricLog``. Pure: no
+torch here."""
 
 from __future__ import annotations
 

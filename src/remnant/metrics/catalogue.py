@@ -3,23 +3,9 @@ configs/eval/muse_metrics/*.yaml): which handler, which parameters, which split 
 they are computed from, and what they read from a retain model's log. Names are their log keys
 (``forget_truth_ratio``, not the file name ``forget_Truth_Ratio``, which is accepted as an alias).
 
-TOFU splits: forget metrics read ``{forget}_perturbed`` (e.g. ``forget10_perturbed``); retain metrics
-``retain_perturbed``; ``ra_*`` ``real_authors_perturbed``; ``wf_*`` ``world_facts_perturbed``; the attacks' holdout
-side ``{holdout}`` (e.g. ``holdout10``). Forget and retain metrics ask the evaluation's question field (``question``
-or ``paraphrased_question``); real authors, world facts and holdout always ask ``question``, as their configs do.
-
-MUSE splits are ``config/split`` of a MUSE folder (:mod:`remnant.formats.muse`), as their data configs
-(configs/data/datasets/MUSE_*.yaml) load them:
-
-- ``*_knowmem_ROUGE``: ``knowmem/{forget,retain}_qa`` asked after every row of ``knowmem/{forget,retain}_qa_icl`` as
-  in-context examples (their ``QADataset`` with ``few_shot_dataset_hf_args``), ROUGE-L F1 of 32 greedy tokens cut
-  at ``"\n\n"``, ``"\nQuestion"``, ``"Question:"``;
-- ``forget_verbmem_ROUGE``, ``extraction_strength``, ``exact_memorization``: ``verbmem/forget`` as completions
-  (their ``CompletionDataset``: prefix ``prompt``, text ``gt``, ``insert_space``, 2048 text tokens); ROUGE-L F1 of
-  128 greedy tokens;
-- ``mia_*`` (and ``privleak`` through ``mia_min_k``): ``privleak/forget`` against ``privleak/holdout`` as
-  completions with prefix key ``prompt``, which those rows lack, so the prefix is empty (their config says so).
-"""
+Each metric's splits and fields are those of docs/metrics.md, "The metrics" (TOFU) and "The MUSE suite" (MUSE
+``config/split`` names, :mod:`remnant.formats.muse`). Forget and retain metrics ask the evaluation's question field;
+real authors, world facts and holdout always ask ``question``, as their configs do."""
 
 from __future__ import annotations
 
@@ -45,13 +31,10 @@ Encoding = Literal["qa", "completion"]
 @dataclass(frozen=True)
 class Source:
     """Where a metric's items come from: a split (template), the answer field, the question field (``None``: the
-    evaluation's question field).
-
-    ``encoding="completion"`` reads ``question_key`` as the prefix field (absent from a row: empty prefix, as
-    their ``CompletionDataset`` takes it) and ``answer_key`` as the text field, keeps ``max_length`` text tokens
-    past the prefix, and joins them with a space when ``insert_space``. ``few_shot`` names a split whose rows are
-    the in-context examples of every ``qa`` item.
-    """
+    evaluation's). ``encoding="completion"`` reads ``question_key`` as the prefix field (absent from a row: empty,
+    as their ``CompletionDataset`` takes it) and ``answer_key`` as the text, keeping ``max_length`` text tokens, joined
+    with a space when ``insert_space``. ``few_shot`` names a split whose rows are every ``qa`` item's in-context
+    examples."""
 
     split: str
     answer_key: str
@@ -63,27 +46,21 @@ class Source:
 
     def resolve(self, forget: str, holdout: str, question_key: str) -> ResolvedSource:
         return ResolvedSource(
-            split=self.split.format(forget=forget, holdout=holdout),
-            answer_key=self.answer_key,
-            question_key=self.question_key or question_key,
-            encoding=self.encoding,
-            few_shot=self.few_shot,
-            insert_space=self.insert_space,
-            max_length=self.max_length,
+            self.split.format(forget=forget, holdout=holdout),
+            self.answer_key,
+            self.question_key or question_key,
+            self.encoding,
+            self.few_shot,
+            self.insert_space,
+            self.max_length,
         )
 
 
 @dataclass(frozen=True)
-class ResolvedSource:
+class ResolvedSource(Source):
     """A :class:`Source` with the evaluation's splits and question field filled in."""
 
-    split: str
-    answer_key: str
-    question_key: str
-    encoding: Encoding = "qa"
-    few_shot: str | None = None
-    insert_space: bool = False
-    max_length: int = 2048
+    question_key: str = ""
 
     @property
     def multi(self) -> bool:
@@ -276,11 +253,9 @@ DEFAULTS: dict[str, tuple[str, ...]] = {"tofu": DEFAULT_TOFU, "muse": DEFAULT_MU
 
 
 def plugin_metrics(suite: Suite) -> dict[str, MetricDef]:
-    """Named metrics that plugins' metric classes declare for ``suite``: a :class:`~remnant.metrics.base.Metric`
-    registered through the ``remnant.metrics`` entry point names its metrics in its class attribute
-    ``named_metrics = {suite: (MetricDef, ...)}`` (docs/extending.md), since a plugin cannot add to the lists
-    above. A name the suite already has is a ConfigError naming the plugin (two definitions of one log key would
-    make logs ambiguous; R23)."""
+    """Named metrics that plugins' metric classes declare for ``suite`` in their class attribute ``named_metrics =
+    {suite: (MetricDef, ...)}`` (docs/extending.md), since a plugin cannot add to the lists above. A name the suite
+    already has is a ConfigError naming the plugin (two definitions of one log key would make logs ambiguous; R23)."""
     from remnant import registry
 
     out: dict[str, MetricDef] = {}

@@ -106,14 +106,6 @@ def _check_splits(folder: str | Path, names: Sequence[str], settings: EvalSettin
     return list(readers)
 
 
-def _prompt(args: argparse.Namespace, tokenizer: Any) -> PromptSetting:
-    from remnant.metrics.encoding import OpenUnlearningPrompt, RemnantPrompt
-
-    if args.prompt == "remnant":
-        return RemnantPrompt()
-    return OpenUnlearningPrompt.for_tokenizer(tokenizer, date_string=args.date_string)
-
-
 def _manifest(
     args: argparse.Namespace,
     settings: EvalSettings,
@@ -220,10 +212,9 @@ def run_eval(
     model: ModelState | None = None,
     before_cell: Callable[[str], None] | None = None,
 ) -> Evaluation:
-    """``remnant eval``'s evaluation of ``args`` (the command's options): the one path behind the command and
-    :func:`remnant.evaluate`. ``args.out`` is the output folder, or None for a temporary one (nothing kept).
-    ``model`` is an already loaded state (``model``, ``tokenizer``, ``identity``, ``source``) used instead of
-    loading ``args.model``; ``before_cell(label)`` runs before each cell is computed (a test kills a run there)."""
+    """``remnant eval``'s evaluation of ``args``: the one path behind the command and :func:`remnant.evaluate`.
+    ``args.out`` None is a temporary folder (nothing kept); ``model`` an already loaded state used instead of
+    ``args.model``; ``before_cell(label)`` runs before each cell is computed (a test kills a run there)."""
     from remnant.metrics.catalogue import ALIASES
     from remnant.metrics.evaluate import RetainLog
     from remnant.models.device import check_device
@@ -256,9 +247,9 @@ def run_eval(
         with tempfile.TemporaryDirectory(prefix="remnant-eval-") as tmp:
             return _evaluate(args, checked, Path(tmp), before_cell)
     from remnant.cli_paths import mark_output
-    from remnant.runlock import hold
+    from remnant.runlock import held
 
-    with hold(Path(args.out), purpose="remnant eval") as _lock:
+    with held(Path(args.out), purpose="remnant eval") as _lock:
         mark_output(args.out, "eval")  # first, so a run killed at any point leaves a folder it may resume
         return _evaluate(args, checked, Path(args.out), before_cell)
 
@@ -325,6 +316,7 @@ def _evaluate(
     before_cell: Callable[[str], None] | None,
 ) -> Evaluation:
     """Load, build one cell per metric, run them into ``out`` and write the manifest (the folder is locked)."""
+    from remnant.metrics.encoding import OpenUnlearningPrompt, RemnantPrompt
     from remnant.metrics.measurement import MetricSuite
     from remnant.models.load import load_model
     from remnant.run_manifest import MANIFEST_FILE
@@ -333,7 +325,11 @@ def _evaluate(
     loading = {"dtype": args.dtype, "device": args.device, "progress": settings.progress}
     state = model if model is not None else load_model(args.model, **loading)
     ref = None if args.reference is None else load_model(args.reference, **loading)
-    prompt = _prompt(args, state.tokenizer)
+    prompt: PromptSetting = (
+        RemnantPrompt()
+        if args.prompt == "remnant"
+        else OpenUnlearningPrompt.for_tokenizer(state.tokenizer, date_string=args.date_string)
+    )
     suite = MetricSuite(
         names,
         rows,
@@ -361,10 +357,9 @@ def _evaluate(
 def _run_cells(
     suite: MetricSuite, state: ModelState, out: Path, before_cell: Callable[[str], None] | None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Every metric's cell through the one runner into ``out/records.jsonl``; the log and the summary are
-    rewritten after each cell, so a killed run's finished cells are in both and are reused when it runs again.
-    Returns every computed metric's log entry (dependencies included) and the manifest's part the cells give:
-    each metric's cell (R23), the records' chain head, what the runner did, the notes and the summary."""
+    """Every metric's cell through the one runner into ``out/records.jsonl``, the log and the summary rewritten after
+    each (a killed run's finished cells are reused when it runs again). Returns every computed metric's log entry and
+    the manifest's part the cells give: each metric's cell (R23), the records' chain head, counts, notes, summary."""
     from remnant.atomic import write_atomic
     from remnant.engine.measurement import StateView, run_measurement
     from remnant.engine.runner import CellRunner

@@ -1,25 +1,13 @@
-"""Question/answer pairs as token ids, in OpenUnlearning's format or remnant's (docs/metrics.md, §6.1).
+"""Question/answer pairs as token ids, in OpenUnlearning's format or remnant's (docs/metrics.md, "The prompt format";
+§6.1), behind one interface (:func:`encode_qa` → :class:`EncodedQA`).
 
-Two prompt settings, one interface (:func:`encode_qa` → :class:`EncodedQA`):
-
-``openunlearning`` (:class:`OpenUnlearningPrompt`, what ``remnant eval`` uses by default) follows their
-``preprocess_chat_instance`` so the numbers match theirs:
-
-- with a chat template, the whole conversation (system prompt "You are a helpful assistant.", the question, the
-  answer) is rendered and tokenised once; the prompt is the conversation without the answer, rendered with the
-  generation prompt. The labelled tokens are everything after the prompt's length: the answer *and* the template's
-  end-of-turn tokens (Qwen's ``<|im_end|>\\n``, Llama-3's ``<|eot_id|>``);
-- without one, the raw tags ``"Question: " + q + "\\n" + "Answer: "`` are joined with the answer and tokenised
-  *jointly* (with the tokenizer's special tokens, truncated to ``max_length`` = 512), so a token may straddle the
-  prompt/answer boundary: the labelled tokens are those past the separately tokenised prompt's length;
-- EOS is appended when the sequence does not already end with it (so Qwen ends ``<|im_end|>\\n<|im_end|>``, its
-  EOS being ``<|im_end|>``).
-
-``remnant`` (:class:`RemnantPrompt`) is remnant's own format (:mod:`remnant.models.prompts`, used by training and
-the assessment): prompt and answer are tokenised separately and joined as ids (no boundary merge); the raw format
-is ``"Question: q\\nAnswer:"`` + ``" " + answer``; a chat answer ends with one end-of-turn token and no extra EOS;
-no system prompt unless one is given. Numbers under it are remnant's, not comparable to OpenUnlearning's logs.
-"""
+``openunlearning`` (:class:`OpenUnlearningPrompt`, ``remnant eval``'s default) follows their
+``preprocess_chat_instance``, quirks included, so the numbers match theirs: the labelled tokens are everything past
+the prompt's length (with a chat template the answer *and* the end-of-turn tokens; without one the raw tags and the
+answer are tokenised *jointly*, so a token may straddle the boundary), and EOS is appended when the sequence does
+not already end with it. ``remnant`` (:class:`RemnantPrompt`) is remnant's own format
+(:mod:`remnant.models.prompts`, used by training and the assessment): numbers under it are not comparable to
+OpenUnlearning's logs."""
 
 from __future__ import annotations
 
@@ -78,11 +66,9 @@ PromptSetting = OpenUnlearningPrompt | RemnantPrompt
 
 @dataclass(frozen=True)
 class EncodedQA:
-    """One scored pair: ``full_ids`` (prompt + labelled tokens) and ``prompt_ids`` (what generation starts from).
-
-    The labelled tokens are ``full_ids[label_start:]``; ``label_start`` is the prompt's token count, clamped to the
-    sequence (a prompt that fills the truncated sequence leaves only the appended EOS labelled).
-    """
+    """One scored pair: ``full_ids`` (prompt + labelled tokens) and ``prompt_ids`` (what generation starts from); the
+    labelled tokens start at the prompt's token count, clamped to the sequence (a prompt that fills the truncated
+    sequence leaves only the appended EOS labelled)."""
 
     full_ids: tuple[int, ...]
     prompt_ids: tuple[int, ...]
@@ -90,15 +76,6 @@ class EncodedQA:
     @property
     def label_start(self) -> int:
         return min(len(self.prompt_ids), len(self.full_ids))
-
-
-def _eos(tokenizer: PreTrainedTokenizerBase) -> int:
-    eos = getattr(tokenizer, "eos_token_id", None)
-    if not isinstance(eos, int):
-        raise ModelError(
-            "the tokenizer has no EOS token; OpenUnlearning's format appends one to every answer"
-        )
-    return eos
 
 
 def _chat_ids(
@@ -147,12 +124,13 @@ def encode_openunlearning(
     """Their ``preprocess_chat_instance``: all pairs but the last are in-context examples (MUSE knowmem)."""
     if not questions or len(questions) != len(answers):
         raise ValueError("questions and answers must be non-empty and of one length")
-    if setting.apply_chat_template:
-        encoded = _chat_ids(tokenizer, setting, questions, answers)
-    else:
-        encoded = _raw_ids(tokenizer, setting, questions, answers)
+    encoded = (_chat_ids if setting.apply_chat_template else _raw_ids)(tokenizer, setting, questions, answers)
     full = encoded.full_ids
-    eos = _eos(tokenizer)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if not isinstance(eos, int):
+        raise ModelError(
+            "the tokenizer has no EOS token; OpenUnlearning's format appends one to every answer"
+        )
     if not full or full[-1] != eos:
         full = (*full, eos)
     return EncodedQA(full_ids=full, prompt_ids=encoded.prompt_ids)

@@ -1,15 +1,7 @@
-"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json``, and ``TOFU_SUMMARY.json``), written and read
-(docs/metrics.md, §3).
-
-A log maps each metric name to ``{"agg_value": x, "value_by_index": {"<i>": {...}}}``; the membership attacks add
-``"forget"`` and ``"holdout"`` (each its own ``agg_value`` / ``value_by_index``) and ``"auc"``; forget quality,
-model utility and privleak carry only ``agg_value``. Metrics computed as another's dependency are logged under
-their own names too (their evaluator caches them in the same file). Top-level keys are sorted, as theirs are.
-
-The reader is strict (:mod:`remnant.jsonio`: duplicate keys, NaN and Infinity refused): a retain model's published
-``TOFU_EVAL.json`` feeds forget quality (``forget_truth_ratio``'s per-item ``score``) and privleak
-(``mia_min_k``'s ``agg_value``).
-"""
+"""OpenUnlearning's evaluation-log layout (their ``TOFU_EVAL.json`` and ``TOFU_SUMMARY.json``; docs/metrics.md, "The
+log layout"; §3), written and read. Top-level keys are sorted, as theirs are; a metric computed as another's
+dependency is logged under its own name too. The reader is strict (:mod:`remnant.jsonio`: duplicate keys, NaN and
+Infinity refused), as a retain model's published log feeds forget quality and privleak."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
-"""Run named metrics on one model: encode every split once, one teacher-forced pass over the union of the
-sequences the metrics need (deduplicated), one greedy generation per distinct prompt (and generation length and
-stop strings), then each metric as a small pure function over those readings, dependencies first
-(docs/metrics.md: theirs re-runs the model per metric).
+"""Run named metrics on one model (docs/metrics.md, "One pass, shared": theirs re-runs the model per metric): every
+split encoded once, one teacher-forced pass over the deduplicated union of the sequences the metrics read, one
+greedy generation per distinct prompt (and generation length and stop strings), then each metric as a small pure
+function over those readings, dependencies first. ``EvalSettings.suite`` picks the TOFU or MUSE catalogue
+(:mod:`remnant.metrics.catalogue`).
 
-The suite (``EvalSettings.suite``) picks the catalogue: TOFU's question/answer splits, or MUSE's knowmem questions
-with in-context examples and its verbmem and privleak completions (:mod:`remnant.metrics.catalogue`).
-
-A retain model's log (their ``TOFU_EVAL.json`` layout) feeds forget quality and privleak; without it forget quality
-is ``None`` and privleak uses a retain AUC of 0.5, each with a note, as theirs do. ``mia_reference`` needs a
-reference model and is refused without one.
-"""
+Without a retain model's log, forget quality is ``None`` and privleak uses a retain AUC of 0.5, each with a note,
+as theirs do; ``mia_reference`` is refused without a reference model."""
 
 from __future__ import annotations
 
@@ -101,21 +97,6 @@ def required_splits(names: Sequence[str], settings: EvalSettings) -> list[str]:
     return list(split_readers(names, settings))
 
 
-class _Bank:
-    """Distinct (ids, first label) sequences, so a sequence several metrics read is scored once."""
-
-    def __init__(self) -> None:
-        self.sequences: list[EncodedQA] = []
-        self._index: dict[tuple[tuple[int, ...], int], int] = {}
-
-    def add(self, enc: EncodedQA) -> int:
-        key = (enc.full_ids, enc.label_start)
-        if key not in self._index:
-            self._index[key] = len(self.sequences)
-            self.sequences.append(enc)
-        return self._index[key]
-
-
 class _Run:
     """One evaluation's state: encodings, bank keys per metric side, readings, and the logs so far."""
 
@@ -123,7 +104,8 @@ class _Run:
         self, target: ModelLike, rows_of: RowsOf, prompt: PromptSetting, settings: EvalSettings
     ) -> None:
         self.target, self.rows_of, self.prompt, self.settings = target, rows_of, prompt, settings
-        self.bank = _Bank()
+        self.sequences: list[EncodedQA] = []  # the bank: a bank key is an index here
+        self._index: dict[tuple[tuple[int, ...], int], int] = {}
         self._encoded: dict[ResolvedSource, list[list[EncodedQA]]] = {}
         self.keys: dict[tuple[str, str], list[list[int]]] = {}
         self.resolved: dict[tuple[str, str], ResolvedSource] = {}
@@ -184,13 +166,20 @@ class _Run:
         qs, ans = shots
         return [encode_openunlearning(tok, self.prompt, [*qs, question], [*ans, a]) for a in listed]
 
+    def add(self, enc: EncodedQA) -> int:
+        """``enc``'s bank key: distinct (ids, first label) sequences, so one several metrics read is scored once."""
+        key = self._index.setdefault((enc.full_ids, enc.label_start), len(self.sequences))
+        if key == len(self.sequences):
+            self.sequences.append(enc)
+        return key
+
     def plan(self, defs: Sequence[MetricDef]) -> None:
         s = self.settings
         for defn in defs:
             for side, source in _sides(defn).items():
                 src = source.resolve(s.forget_split, s.holdout_split, s.question_key)
                 self.resolved[(defn.name, side)] = src
-                self.keys[(defn.name, side)] = [[self.bank.add(e) for e in item] for item in self.encode(src)]
+                self.keys[(defn.name, side)] = [[self.add(e) for e in item] for item in self.encode(src)]
 
     def keys_of(self, readers: Sequence[str]) -> list[int]:
         """The bank keys of every item the metrics ``readers`` read."""
@@ -245,10 +234,7 @@ def _sequences(run: _Run, keys: Sequence[int], tok: Any) -> tuple[list[ScoredSeq
     from remnant.metrics.forward import ScoredSequence
 
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-    seqs = [
-        ScoredSequence(run.bank.sequences[k].full_ids, max(1, run.bank.sequences[k].label_start))
-        for k in keys
-    ]
+    seqs = [ScoredSequence(run.sequences[k].full_ids, max(1, run.sequences[k].label_start)) for k in keys]
     return seqs, int(pad)
 
 

@@ -1,26 +1,13 @@
-"""The one teacher-forced pass every log-probability metric reads (docs/metrics.md: theirs runs one per metric).
+"""The one teacher-forced pass every log-probability metric reads (docs/metrics.md, "One pass, shared": theirs runs
+one per metric): per sequence, each labelled token's log-probability, the argmax there and, only when asked, the
+vocabulary statistics min-k++ needs (μ_t, σ²_t, row by row so the float32 B×T×V tensor is never kept).
 
-Given (prompt+answer ids, first labelled position) sequences, :func:`teacher_forced_pass` returns, per sequence,
-the log-probability of each labelled token, the argmax prediction at each labelled position, and — only when asked
-— the per-position vocabulary statistics min-k++ needs (μ_t, σ²_t), computed row by row so the float32 B×T×V
-tensor is never kept. Forget Prob, truth ratio, ES, EM, LOSS, zlib, min-k and min-k++ all read these.
-
-Batching: sequences are sorted by length (longest first, so memory peaks on the first batch), right-padded to the
-longest in the batch, with an explicit attention mask built from the lengths (never from ``pad == eos``; their
-collator masks every in-sequence token equal to the pad id, docs/metrics.md). Where the model accepts
-``logits_to_keep``, only the positions from the batch's earliest label onward are projected to the vocabulary.
-Log-softmax is computed in float32 from the model's logits, so bf16 models are safe.
-
-Shared prompts: sequences whose ids agree up to their first predicting position (a question's answer, paraphrase
-and perturbed answers under one prompt, ~80% of each sequence with a chat template) are scored from one forward of
-that prefix, extended by whatever start all their answers have in common (perturbed answers often differ only in
-the last words); the logits of that common start are read once for every member, its key/value cache is copied to
-each member's row and only the rest of each member is run, at its true positions. Same arithmetic per token as the full forward, up to float32 rounding (the tests hold it to the naive
-pass at 1e-5); models whose ``forward`` takes no cache and ``position_ids`` get the plain batches. Sequences that
-need the vocabulary statistics always go in plain batches, whose per-row results equal a one-sequence forward's:
-min-k++ divides by √σ²_t, and on a near-flat distribution σ²_t is a small difference of large sums, so the shared
-path's rounding would move it in the fourth digit.
-"""
+Sequences are sorted longest first (memory peaks on the first batch), right-padded, with the attention mask built
+from the lengths (never from ``pad == eos``); log-softmax is float32 from the model's logits, so bf16 models are
+safe. Sequences sharing a prompt run it once, with their answers' common start: its cache is copied to each
+member's row and only the rest of each member runs, at its true positions (the tests hold it to the naive pass at
+1e-5). Sequences that need the vocabulary statistics always go in plain batches, whose rows equal a one-sequence
+forward's: min-k++ divides by √σ²_t, a small difference of large sums the shared path's rounding would move."""
 
 from __future__ import annotations
 
@@ -70,11 +57,6 @@ def _ints(t: torch.Tensor) -> IntArray:
     return np.asarray(t.detach().to("cpu", torch.int64).numpy(), dtype=np.int64)
 
 
-def _right_padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``rows`` right-padded to the longest, and the attention mask from their lengths."""
-    return padded(rows, pad_id, "right")
-
-
 def logits_kept(model: PreTrainedModel, width: int, first_label: int) -> dict[str, int]:
     """The model's ``logits_to_keep`` keyword, where it takes one: only the logits from the one predicting position
     ``first_label`` of a ``width``-wide batch onward are projected to the vocabulary."""
@@ -98,7 +80,7 @@ def token_scores(logits: torch.Tensor, labels: torch.Tensor, vocab_stats: bool) 
 def _score_batch(
     model: PreTrainedModel, batch: Sequence[ScoredSequence], stats: Sequence[bool], pad_id: int
 ) -> list[TokenScores]:
-    ids, mask = _right_padded([s.input_ids for s in batch], pad_id)
+    ids, mask = padded([s.input_ids for s in batch], pad_id, "right")
     width = ids.shape[1]
     device = model_device(model)
     kwargs = {"use_cache": False, **logits_kept(model, width, min(s.label_start for s in batch))}
@@ -142,10 +124,10 @@ def _score_shared(
     owner = [gi for gi, g in enumerate(groups) for _ in g]
     members = [s for g in groups for s in g]
     conts = [s.input_ids[shared[gi] :] for gi, s in zip(owner, members, strict=True)]
-    pre_ids, pre_mask = _right_padded(
-        [g[0].input_ids[:n] for g, n in zip(groups, shared, strict=True)], pad_id
+    pre_ids, pre_mask = padded(
+        [g[0].input_ids[:n] for g, n in zip(groups, shared, strict=True)], pad_id, "right"
     )
-    ids, mask = _right_padded(conts, pad_id)
+    ids, mask = padded(conts, pad_id, "right")
     starts = torch.tensor([shared[gi] for gi in owner], dtype=torch.long)
     positions = starts[:, None] + torch.arange(ids.shape[1], dtype=torch.long)[None, :]
     device = model_device(model)
@@ -220,10 +202,8 @@ def teacher_forced_pass(
     progress: bool = False,
     desc: str = "teacher-forced pass",
 ) -> list[TokenScores]:
-    """Score every sequence (returned in input order); ``pad_id`` only fills padding the mask hides.
-
-    ``vocab_stats``: μ_t and σ²_t for every sequence (True), or one flag per sequence.
-    """
+    """Score every sequence (returned in input order); ``pad_id`` only fills padding the mask hides. ``vocab_stats``:
+    μ_t and σ²_t for every sequence (True), or one flag per sequence."""
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
     if batch_size < 1:
@@ -233,8 +213,7 @@ def teacher_forced_pass(
         raise ValueError(f"{len(stats)} vocab_stats flags for {len(sequences)} sequences")
     results: list[TokenScores | None] = [None] * len(sequences)
     cache_name = cache_kwarg(model)
-    # Sequences that need μ_t and σ²_t stay in plain batches: min-k++ divides by σ_t, and the shared path's float32
-    # rounding moved it by about 1e-4 relative against a plain forward on the tiny models (measured 2026-12-05).
+    # sequences that need μ_t and σ²_t stay in plain batches (module docstring)
     candidates = [i for i in range(len(sequences)) if not stats[i]]
     shared, rest = _plan_shared(sequences, candidates, batch_size) if cache_name else ([], candidates)
     order = sorted(

@@ -1,14 +1,8 @@
-"""Greedy generations for the ROUGE metrics, read the way their ``eval_text_similarity`` reads them.
-
-Generation: ``do_sample=False``, ``max_new_tokens`` (200 for TOFU), ``use_cache=True``, ``pad_token_id`` = EOS,
-left padding with an explicit attention mask (never derived from ``pad == eos``). Prompts are sorted by length
-before batching, so batches hold similar lengths; greedy decoding is per row, so the order changes no text beyond
-padding numerics.
-
-Reading: the new tokens are decoded with special tokens skipped and transformers 4.x space clean-up
-(:mod:`remnant.metrics.text`), cut at the decoded EOS and at every stop string (in that order, each at its first
-occurrence), and stripped. Stop strings (MUSE knowmem) also end a row's generation early.
-"""
+"""Greedy generations for the ROUGE metrics, read the way their ``eval_text_similarity`` reads them
+(docs/metrics.md): ``do_sample=False``, ``pad_token_id`` = EOS, left padding with an explicit attention mask
+(never derived from ``pad == eos``); prompts sorted by length before batching (greedy decoding is per row, so the
+order changes no text beyond padding numerics). The new tokens are decoded (:mod:`remnant.metrics.text`), cut at
+the decoded EOS and at every stop string, in that order, and stripped; a stop string also ends its row early."""
 
 from __future__ import annotations
 
@@ -33,15 +27,9 @@ def cut_generation(text: str, stops: Sequence[str]) -> str:
     return text.strip()
 
 
-def _stopping(
-    tokenizer: PreTrainedTokenizerBase, stopwords: Sequence[str], start: int
-) -> StoppingCriteriaList:
-    """``generate``'s form of :func:`_stop_check` (one stop test for both paths), over the tokens after ``start``."""
+def _stopping(stop: Callable[[list[int]], bool], start: int) -> StoppingCriteriaList:
+    """``generate``'s form of the stop test ``stop`` (one test for both paths), over the tokens after ``start``."""
     from transformers import StoppingCriteria, StoppingCriteriaList
-
-    maybe = _stop_check(tokenizer, stopwords)
-    assert maybe is not None  # only built when there are stop strings
-    stop: Callable[[list[int]], bool] = maybe
 
     class _StopStrings(StoppingCriteria):
         """A row is done once its decoded new text holds a stop string (the text is cut there anyway)."""
@@ -82,15 +70,16 @@ def _generate_batch(
         "use_cache": True,
         "pad_token_id": eos,
     }
-    if stopwords:
-        options["stopping_criteria"] = _stopping(tokenizer, stopwords, max(len(p) for p in prompts))
+    stop = _stop_check(tokenizer, stopwords)
+    if stop is not None:
+        options["stopping_criteria"] = _stopping(stop, max(len(p) for p in prompts))
     rows = greedy_new_ids(
         model,
         prompts,
         pad_id=pad_id(tokenizer),
         max_new_tokens=max_new_tokens,
         eos_token_id=eos,
-        stop=_stop_check(tokenizer, stopwords),
+        stop=stop,
         generate_options=options,
     )
     stops = [decode(tokenizer, [eos], skip_special_tokens=False, clean_up=False), *stopwords]

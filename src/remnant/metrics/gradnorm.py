@@ -1,28 +1,16 @@
-"""Gradient-norm membership scores (their ``GradNormAttack``, p = 2, batch size 1; docs/metrics.md).
+"""Gradient-norm membership scores (their ``GradNormAttack``, p = 2; docs/metrics.md).
 
 Per sample: loss = −mean of the labelled tokens' log-probabilities *without the last one* (their
-``tokenwise_logprobs`` drops it), the gradient of that loss with respect to every parameter, and the score is the
-**mean over parameter tensors of each tensor's p-norm** (not one global norm), as their code computes it. A larger
-gradient means a worse fit, so the score is signed like a loss (higher = less member-like) without negation.
+``tokenwise_logprobs`` drops it), its gradient with respect to every parameter, and the score is the **mean over
+parameter tensors of each tensor's p-norm** (not one global norm), signed like a loss (higher = less
+member-like). Tied parameters count once (``model.parameters()`` deduplicates them, in both).
 
-Differences from their code, on purpose:
-
-- the model stays in eval mode (they call ``model.train()``, which turns dropout on where the config has it and
-  makes scores random; Llama and Qwen configs have no dropout, so their numbers are unchanged there);
-- gradients are taken with ``torch.autograd.grad`` rather than ``backward()``, so the model's ``.grad`` fields
-  are left as they were (theirs zeroes them); frozen parameters are differentiated too, as theirs are when loaded;
-- a sample with nothing left to score (a one-token answer) scores 0, as their min-k does (their code feeds NaN to
-  the AUC and fails);
-- each norm is taken in float64 (theirs in float32, whose reduction over an embedding's millions of entries is off
-  by up to about 1e-4 relative, which moves the mean by about 2e-5 on SmolLM2);
-- with p = 2 a batch runs one forward and one backward through the activations only, and each parameter's
-  per-sample norm is assembled from module inputs and output gradients (:mod:`remnant.metrics.persample`): the
-  same numbers to float32 rounding of the activations. The graph shows every use of every parameter; a use the
-  hooks did not see sends the run to one backward per sequence (the tests hold the batched norms to those on
-  every tiny family).
-
-Tied parameters count once (``model.parameters()`` deduplicates them, in both).
-"""
+Differences from theirs, on purpose (docs/metrics.md, "Where numbers can still differ"): eval mode (their
+``model.train()`` turns dropout on where a config has it); ``torch.autograd.grad``, so ``.grad`` is left as it
+was; a one-token answer scores 0 (theirs feeds NaN to the AUC); each norm in float64 (a float32 reduction over an
+embedding's millions of entries is off by up to about 1e-4 relative). With p = 2 a batch runs one forward and one
+backward through the activations only (:mod:`remnant.metrics.persample`); a use of a parameter the hooks did not
+see sends the run to one backward per sequence."""
 
 from __future__ import annotations
 
@@ -33,10 +21,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from remnant.metrics.forward import ScoredSequence, TokenScores, _right_padded, logits_kept, token_scores
+from remnant.metrics.forward import ScoredSequence, TokenScores, logits_kept, token_scores
 from remnant.metrics.persample import LossFn, Unsupported, per_sample_sq_norms
 from remnant.models.device import model_device
 from remnant.models.grads import grad_required
+from remnant.models.prompts import padded
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -66,10 +55,8 @@ def _one_norms(
 
 
 def _batch_losses(batch: Sequence[ScoredSequence], readings: Readings | None = None) -> LossFn:
-    """Each row's loss: −mean log-probability of its labelled tokens but the last (module docstring).
-
-    With ``readings``, each row's teacher-forced readings (:func:`remnant.metrics.forward.token_scores`, μ_t and
-    σ²_t where its flag asks) are taken from the same logits and appended there."""
+    """Each row's loss: −mean log-probability of its labelled tokens but the last (module docstring); with
+    ``readings``, each row's teacher-forced readings are taken from the same logits and appended there."""
 
     def losses(logits: torch.Tensor, offset: int) -> torch.Tensor:
         # logits[:, j] predicts the token at position offset + j + 1; positions label_start-1 .. n-3 are read.
@@ -116,11 +103,9 @@ class Readings:
 def _batched_norms(
     model: PreTrainedModel, batch: Sequence[ScoredSequence], pad_id: int, readings: Readings | None = None
 ) -> list[list[float]]:
-    """Each sequence's per-parameter 2-norms from one forward and backward (:mod:`remnant.metrics.persample`).
-
-    The batch is laid out as the teacher-forced pass lays out a plain batch (right padding, the output head from
-    the earliest labelled position), so readings taken here are the ones that pass would give."""
-    ids, mask = _right_padded([s.input_ids for s in batch], pad_id)  # no real position attends to a pad
+    """Each sequence's per-parameter 2-norms from one forward and backward (:mod:`remnant.metrics.persample`), laid out
+    as the teacher-forced pass lays out a plain batch, so readings taken here are the ones that pass would give."""
+    ids, mask = padded([s.input_ids for s in batch], pad_id, "right")  # no real position attends to a pad
     width = ids.shape[1]
     device = model_device(model)
     forward = logits_kept(model, width, min(s.label_start for s in batch))
@@ -188,8 +173,9 @@ def gradnorm_pass(
     vocab_stats: Sequence[bool] | None = None,
     progress: bool = False,
 ) -> tuple[list[float], dict[int, TokenScores]]:
-    """Scores as :func:`gradnorm_scores`, and, when ``vocab_stats`` flags are given and the batched path ran, the
-    teacher-forced readings of the sequences it scored (by index), so the caller need not run them again."""
+    """One score per sequence (module docstring) and, when ``vocab_stats`` flags are given and the batched path ran
+    (p = 2, ``batch_size`` > 1, :mod:`remnant.metrics.persample`), the teacher-forced readings of the sequences it
+    scored (by index), so the caller need not run them again; otherwise one backward per sequence."""
     from tqdm.auto import tqdm
 
     if float(p) not in NORMS:
@@ -206,21 +192,4 @@ def gradnorm_pass(
     return scores, {}
 
 
-def gradnorm_scores(
-    model: PreTrainedModel,
-    sequences: Sequence[ScoredSequence],
-    *,
-    p: float = 2.0,
-    batch_size: int = 1,
-    pad_id: int = 0,
-    progress: bool = False,
-) -> list[float]:
-    """One score per sequence (see the module docstring).
-
-    With p = 2 and ``batch_size`` > 1, one forward and backward per batch (:mod:`remnant.metrics.persample`);
-    otherwise, or where that path does not apply, one backward per sequence."""
-    scores, _ = gradnorm_pass(model, sequences, p=p, batch_size=batch_size, pad_id=pad_id, progress=progress)
-    return scores
-
-
-__all__ = ["NORMS", "Readings", "gradnorm_pass", "gradnorm_scores"]
+__all__ = ["NORMS", "Readings", "gradnorm_pass"]

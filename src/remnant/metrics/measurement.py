@@ -1,15 +1,10 @@
-"""Field-metric measurements: one cell per metric, every pending cell on a state read from one shared pass.
+"""Field-metric measurements (docs/metrics.md): one cell per metric, every pending cell on a state read from one
+shared pass.
 
-The metrics themselves: docs/metrics.md.
-
-A :class:`MetricSuite` holds named metrics of :mod:`remnant.metrics` (OpenUnlearning's definitions and log keys:
-``forget_truth_ratio``, ``forget_Q_A_ROUGE``, ``extraction_strength``, ``mia_min_k``…) with their dependencies, the
-TOFU- or MUSE-style rows they read and the run's settings; :meth:`MetricSuite.cells` gives one
-:class:`MetricMeasurement` per computed metric (requested ones and their dependencies, dependencies first), so each
+:meth:`MetricSuite.cells` gives one :class:`MetricMeasurement` per computed metric (dependencies first), so each
 metric is its own cell of the one cell runner (cache, ``--resume``, one record store: ``remnant eval``, a sweep's
-pool). The first pending cell computed on a state calls :func:`remnant.metrics.evaluate.evaluate` once for every
-metric of the suite (recorded ones too: :class:`SharedPass` says why) — one teacher-forced pass over the deduplicated sequences, one greedy generation per prompt — and
-the others read its result (:class:`SharedPass`). Results are rebuilt from the records
+pool). The first pending cell computed on a state runs :func:`remnant.metrics.evaluate.evaluate` once over the
+whole suite and the others read its result (:class:`SharedPass` says why). Results are rebuilt from the records
 (:func:`readings_from_records`). Research measurements: none adjudicates a verdict or moves a tier.
 
 What a metric's cell writes, in this order:
@@ -27,11 +22,9 @@ What a metric's cell writes, in this order:
   of the metric's evaluation-log entry, so a reused cell's entry in a log file can be checked). A metric with no
   value (forget quality without a retain model's log) is ``not_run`` with the note as its reason (R19).
 
-A cell's key (:meth:`MetricMeasurement.key_inputs`) covers the metric's and its dependencies' registered names,
-versions and parameters, the sources they read, a digest of each split they read (content and order), the prompt
-setting, the batch size, the declared dtype (a state loaded in another is refused), and the retain log and the
-reference model where the metric or a dependency reads them (R23, R24, R25); the state's weights digest is added
-by :func:`~remnant.engine.measurement.cell_key_of`. Another metric requested beside it leaves the key as it is.
+A cell's key (:meth:`MetricMeasurement.key_inputs`) covers everything the metric's value depends on (R23, R24,
+R25), the state's weights digest added by :func:`~remnant.engine.measurement.cell_key_of`; another metric requested
+beside it leaves the key as it is.
 """
 
 from __future__ import annotations
@@ -52,7 +45,7 @@ from remnant.engine.measurement import (
     run_measurement,
 )
 from remnant.errors import ConfigError
-from remnant.models.dtype import DTYPE_NAMES
+from remnant.models.dtype import dtype_name
 from remnant.records import AnyRecord, CellRecord, Observation
 from remnant.statement.canonical import canonical_sha256
 
@@ -90,13 +83,6 @@ def _state_digest(state: Any) -> str:
     return str(digest if digest is not None else state.identity.digest)
 
 
-def dtype_name(dtype: str) -> str:
-    """A torch dtype's declared name (``torch.bfloat16`` → ``bf16``, :data:`remnant.models.dtype.DTYPE_NAMES`;
-    ``remnant eval --dtype`` spellings are kept as they are)."""
-    name = str(dtype).removeprefix("torch.")
-    return DTYPE_NAMES.get(name, name)
-
-
 @dataclass(frozen=True)
 class PassReading:
     """One metric's part of a shared pass: its log entry, component spec, item sources, notes and the pass's
@@ -112,12 +98,10 @@ class PassReading:
 class SharedPass:
     """One :func:`~remnant.metrics.evaluate.evaluate` call per state over the whole suite, read by its pending cells.
 
-    The pass always computes every metric of the suite, recorded or not (R23): the teacher-forced metrics, the
-    MIAs and the generations share batches, and a row's float32 scores depend on the rows batched and padded with
-    it, so a pass over only the cells a resumed run or a retried sweep task still lacks would record values a
-    fresh run does not. ``pending`` (every computed metric until :meth:`MetricSuite.narrow` shrinks it to the
-    cells a runner has not recorded) says which cells will read the result: it is kept until each has, so a model
-    state is not held alive beyond its cells (a sweep moves from state to state)."""
+    The pass always computes every metric of the suite, recorded or not (R23): a row's float32 scores depend on the
+    rows batched and padded with it, so a pass over only the cells a resumed run still lacks would record values a
+    fresh run does not. ``pending`` (narrowed by :meth:`MetricSuite.narrow`) names the cells that will read the
+    result, which is kept until each has, so a model state is not held alive beyond its cells."""
 
     def __init__(self, suite: MetricSuite) -> None:
         self.suite = suite
@@ -182,7 +166,7 @@ class MetricSuite:
         roles: tuple[str, ...] = ("post_removal", "control", "pre_removal"),
         log_digest: bool = False,
     ) -> None:
-        from remnant.metrics.catalogue import ALIASES, lookup, with_dependencies
+        from remnant.metrics.catalogue import ALIASES, with_dependencies
         from remnant.metrics.evaluate import EvalSettings, required_splits
         from remnant.metrics.rows import as_rows
 
@@ -191,8 +175,7 @@ class MetricSuite:
         self.settings = settings if settings is not None else EvalSettings(progress=False)
         suite = self.settings.suite
         self.metrics = tuple(dict.fromkeys(ALIASES.get(n, n) for n in names))
-        for metric in self.metrics:
-            lookup(metric, suite)  # an unknown name is refused before any model runs
+        # an unknown name is refused here, before any model runs
         self.computed = tuple(d.name for d in with_dependencies(list(self.metrics), suite))
         splits = required_splits(self.metrics, self.settings)
         missing = [s for s in splits if s not in data]
@@ -302,7 +285,7 @@ class MetricMeasurement(Measurement):
 
     def measure(self, state: State | None, target: CellTarget) -> list[Record]:
         state = loaded(state, self)
-        held = dtype_name(str(next(state.model.parameters()).dtype))
+        held = dtype_name(next(state.model.parameters()).dtype)
         if held != self.suite.dtype:
             raise ValueError(
                 f"the state is loaded in {held}, the measurement declares {self.suite.dtype} (R25)"
@@ -319,7 +302,7 @@ class MetricMeasurement(Measurement):
                 willing=None,
                 output=text,
             )
-            for i, v, text in _item_values(log, _item_field(spec))
+            for i, v, text in _item_values(log, spec)
         ]
         params = {
             "agg_value": log.agg_value,
@@ -346,12 +329,6 @@ def run_metrics(
     return [r for cell in suite.cells() for r in run_measurement(runner, cell, state, role=role)]
 
 
-def _item_field(spec: Mapping[str, Any]) -> str | None:
-    """The per-item field ROUGE's aggregate averages (its ``rouge_type``); None for every other handler."""
-    rouge_type = spec.get("params", {}).get("rouge_type")
-    return str(rouge_type) if rouge_type is not None else None
-
-
 def _by_index_tables(log: MetricLog) -> Iterable[tuple[str, Mapping[str, Mapping[str, Any]]]]:
     """(prefix, value_by_index) of the entry and of each side it nests (a membership attack's forget, holdout)."""
     if log.value_by_index is not None:
@@ -361,14 +338,15 @@ def _by_index_tables(log: MetricLog) -> Iterable[tuple[str, Mapping[str, Mapping
             yield f"{side}/", entry["value_by_index"]
 
 
-def _item_values(log: MetricLog, rouge_field: str | None) -> Iterable[tuple[str, float | None, str | None]]:
-    """(item suffix, value, generation) of every logged item value (module docstring)."""
+def _item_values(log: MetricLog, spec: Mapping[str, Any]) -> Iterable[tuple[str, float | None, str | None]]:
+    """(item suffix, value, generation) of every logged item value (module docstring; ROUGE's aggregate averages
+    its handler's ``rouge_type`` field)."""
+    rouge_type = spec.get("params", {}).get("rouge_type")
+    fields = ITEM_FIELDS if rouge_type is None else (str(rouge_type),)
     for prefix, table in _by_index_tables(log):
         for index, entry in table.items():
-            key = (
-                rouge_field if rouge_field is not None else next((f for f in ITEM_FIELDS if f in entry), None)
-            )
-            if key is None or key not in entry:
+            key = next((f for f in fields if f in entry), None)
+            if key is None:
                 raise ValueError(
                     f"item {prefix}{index} logs none of {list(ITEM_FIELDS)} (fields {sorted(entry)})"
                 )
@@ -426,10 +404,8 @@ class MetricReading:
 def readings_from_records(
     records: Iterable[AnyRecord], *, name: str | None = None
 ) -> dict[str, dict[str, MetricReading]]:
-    """Every field metric in ``records`` (a run's store), by state then log key (the results of a pool).
-
-    ``name`` keeps only the measurement of that name. A metric measured twice on one state (two cells) keeps the
-    later cell, as a resumed run's reader would."""
+    """Every field metric in ``records`` (a run's store), by state then log key; ``name`` keeps only the measurement of
+    that name. A metric measured twice on one state keeps the later cell, as a resumed run's reader would."""
     listed = list(records)
     wanted = [
         r
@@ -465,7 +441,6 @@ __all__ = [
     "MetricSuite",
     "PassReading",
     "SharedPass",
-    "dtype_name",
     "log_sha256",
     "readings_from_records",
     "rows_digest",

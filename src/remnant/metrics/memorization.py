@@ -1,16 +1,7 @@
-"""Extraction strength and exact memorization: their ``extraction_strength`` and ``exact_memorization`` handlers.
-
-Both read teacher-forced argmax predictions ŷ_t against the labels y_t over the answer tokens **without the last
-labelled token** (their ``tokenwise_vocab_logprobs`` drops it, meant to drop the appended EOS; for MUSE
-completions, which get no EOS, it drops the text's real last token).
-
-- Extraction strength (Carlini et al.'s suffix form): ES = 1 − k*/|y| with k* the smallest k such that
-  ŷ[k:] == y[k:]. Quirk kept: their loop stops at k = |y| − 1 when no suffix matches, so the floor is 1/|y|, not 0
-  (an answer whose last token alone matches scores the same 1/|y|). Nothing labelled: ES = 0.
-- Exact memorization: EM = (1/|y|) Σ_t 1[ŷ_t = y_t]. Nothing labelled: ``None``, left out of the aggregate.
-
-Each per-item value is logged as ``{"score": x}``; the aggregate is the mean over items.
-"""
+"""Extraction strength and exact memorization: their ``extraction_strength`` and ``exact_memorization`` handlers
+(docs/metrics.md). Both compare teacher-forced argmax predictions with the labels **without the last labelled
+token** (their ``tokenwise_vocab_logprobs`` drops it, meant to drop the appended EOS; a MUSE completion, which has
+none, loses its real last token). Each per-item value is logged as ``{"score": x}``; the aggregate is their mean."""
 
 from __future__ import annotations
 
@@ -25,7 +16,8 @@ from remnant.registry import register
 
 
 def extraction_strength(scores: TokenScores) -> float:
-    """ES of one answer (module docstring); ``scores`` still holds the last labelled token, dropped here."""
+    """ES = 1 − k*/|y| of one answer (Carlini et al.'s suffix form), k* the start of the longest matching
+    suffix. Quirk kept: their loop stops at k = |y| − 1, so the floor is 1/|y|, not 0; nothing labelled: 0."""
     s = scores.drop_last()
     n = len(s)
     if n == 0:
@@ -39,7 +31,7 @@ def extraction_strength(scores: TokenScores) -> float:
 
 
 def exact_memorization(scores: TokenScores) -> float | None:
-    """EM of one answer (module docstring); ``None`` when nothing is left to score."""
+    """EM = (1/|y|) Σ_t 1[ŷ_t = y_t] of one answer; ``None`` (left out of the aggregate) when nothing is left."""
     s = scores.drop_last()
     if len(s) == 0:
         return None

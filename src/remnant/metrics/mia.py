@@ -1,26 +1,11 @@
-"""Membership-inference AUCs (``mia_loss``, ``mia_zlib``, ``mia_min_k``, ``mia_min_k_plus_plus``,
-``mia_gradnorm``, ``mia_reference``): their ``mia_auc`` over forget (members) and holdout (non-members).
+"""Membership-inference AUCs (``mia_loss``, ``mia_zlib``, ``mia_min_k``, ``mia_min_k_plus_plus``, ``mia_gradnorm``,
+``mia_reference``): their ``mia_auc`` over forget (members) and holdout (non-members); each score is defined in
+docs/metrics.md, "The metrics".
 
-Sign convention (theirs): every attack score is signed like a loss — **higher means less member-like** — and the
-AUC is computed with forget labelled 0 and holdout labelled 1, so AUC ≈ 1 means the forget set still looks
-memorised against holdout, ≈ 0.5 indistinguishable, ≈ 0 over-forgotten (forget loss above holdout's).
-
-Scores per sample (what each reads; "EOS included" means all labelled tokens, as in answer probability):
-
-- LOSS: ``avg_loss`` (EOS included);
-- zlib: ``avg_loss`` (EOS included) / len(zlib.compress(answer text as UTF-8)) in bytes, the answer text being the
-  labelled tokens decoded with special tokens skipped and the tokenizer's own clean-up setting;
-- min-k (k = 0.4): −mean of the ⌊k·n⌋ (at least 1) lowest token log-probabilities, last labelled token dropped;
-  nothing left: 0;
-- min-k++ (k = 0.4): the same over z_t = (log p(y_t) − μ_t)/√max(σ²_t, 1e−6), μ_t and σ²_t the mean and variance
-  of log p under p at position t (last labelled token dropped; nothing left: 0);
-- reference: target ``avg_loss`` − reference ``avg_loss`` (EOS included; the reference reads the same token ids,
-  so it must share the tokenizer);
-- gradient norm: :mod:`remnant.metrics.gradnorm`.
-
-The entry holds ``forget`` and ``holdout`` (each ``{"agg_value": mean score, "value_by_index": {"<i>":
-{"score": s}}}``), ``auc`` and ``agg_value`` (= auc).
-"""
+Sign convention (theirs): every score is signed like a loss (higher = less member-like) and the AUC labels forget
+0 and holdout 1, so AUC ≈ 1 means the forget set still looks memorised, ≈ 0.5 indistinguishable, ≈ 0
+over-forgotten. The entry holds ``forget`` and ``holdout`` (each ``agg_value`` = mean score and per-item
+``{"score": s}``), ``auc`` and ``agg_value`` (= auc)."""
 
 from __future__ import annotations
 
@@ -33,6 +18,7 @@ import numpy as np
 from remnant.errors import ConfigError
 from remnant.metrics.base import Metric, Readings, Reads
 from remnant.metrics.evallog import MetricLog
+from remnant.metrics.memorization import score_log
 from remnant.metrics.scores import TokenScores
 from remnant.registry import register
 from remnant.stats import roc_auc
@@ -75,19 +61,12 @@ def reference_score(target: TokenScores, reference: TokenScores) -> float:
     return target.avg_loss - reference.avg_loss
 
 
-def _side(scores: Sequence[float]) -> MetricLog:
-    return MetricLog(
-        agg_value=float(np.mean(scores)) if scores else None,
-        value_by_index={str(i): {"score": float(s)} for i, s in enumerate(scores)},
-    )
-
-
 def mia_log(forget: Sequence[float], holdout: Sequence[float]) -> MetricLog:
     """The entry of one attack: both sides' scores, and the AUC with holdout as the positive class."""
     auc = roc_auc(negatives=forget, positives=holdout)
     return MetricLog(
         agg_value=auc,
-        extra={"forget": _side(forget).to_json(), "holdout": _side(holdout).to_json(), "auc": auc},
+        extra={"forget": score_log(forget).to_json(), "holdout": score_log(holdout).to_json(), "auc": auc},
     )
 
 

@@ -1,27 +1,15 @@
-"""Per-sample gradient norms of every parameter tensor from one batched forward and backward.
-
-The gradient-norm attack needs, for each sample, the 2-norm of the loss gradient with respect to each parameter
-tensor. Done one sample at a time (their ``GradNormAttack``), every sample pays a forward, a backward through the
-activations and the weight gradients, which are then only reduced to a norm. Here a batch runs one forward and
-one backward that computes activation gradients only (never a parameter's); hooks keep each module's input
-and output gradient, and each parameter's per-sample squared norm is assembled from them:
-
-- a linear layer's gradient for sample b is Σ_t g_t a_tᵀ; its squared Frobenius norm is Σ_{t,s} (a_t·a_s)(g_t·g_s)
-  (the "ghost norm" of Goodfellow 2015 and Li et al. 2022), T² (d_in + d_out) work instead of T d_in d_out, or the
-  matrix itself when that is cheaper (long sequences);
-- an embedding's gradient is the same sum with one-hot rows, so it needs only equalities of token ids (positions
-  holding its ``padding_idx`` left out, as its backward leaves that row alone);
-- a tensor used by several modules (an output head tied to the embedding) has the cross terms of the sum;
-- any other module with parameters of its own (RMSNorm, LayerNorm) is differentiated per sample with
-  ``torch.func`` on its captured input: exact, and cheap for the small tensors such modules hold.
+"""Per-sample gradient norms of every parameter tensor from one batched forward and backward (docs/metrics.md, "One
+pass, shared"). The backward computes activation gradients only; hooks keep each module's input and output
+gradient, and each parameter's per-sample squared norm is assembled from them: a linear layer's
+Σ_{t,s} (a_t·a_s)(g_t·g_s) (the "ghost norm", Goodfellow 2015, Li et al. 2022) or the per-sample matrix where
+cheaper; an embedding's the same with one-hot rows (its ``padding_idx`` left out, as its backward leaves that
+row); cross terms for a tensor several modules use (a tied head); ``torch.func`` per sample for any other module
+with parameters of its own (RMSNorm, LayerNorm).
 
 :class:`Unsupported` is raised for what this cannot read exactly (an embedding with ``max_norm`` or frequency
 scaling, a module called with other than one tensor, inputs without a sequence axis or one row per sample, a
-parameter shared between a linear or embedding and another kind of module); the caller then falls back to one
-backward per sample. What no hook can see — a parameter used outside any module call, or once more outside its
-module's call — is read from the autograd graph, which has one edge for each use of each parameter; any count
-other than the hooks' is refused the same way.
-"""
+parameter shared by a linear or embedding and another kind of module), and where the autograd graph's edges to a
+parameter (one per use) differ from the module calls the hooks saw; the caller then runs one backward per sample."""
 
 from __future__ import annotations
 
@@ -44,10 +32,9 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class _Factor:
-    """One module call's share of a 2-D parameter's gradient: Σ_t rows_t ⊗ cols_t over a sample's positions.
-
-    ``rows`` is (B, T, n_rows) dense, or (B, T) token ids standing for one-hot rows; ``cols`` is (B, T, n_cols).
-    T is the batch's width, or a tail of it (the output head sees only the positions whose logits are kept)."""
+    """One module call's share of a 2-D parameter's gradient, Σ_t rows_t ⊗ cols_t: ``rows`` (B, T, n_rows) dense or
+    (B, T) token ids standing for one-hot rows, ``cols`` (B, T, n_cols); T is the batch's width or a tail of it (the
+    output head sees only the positions whose logits are kept)."""
 
     rows: torch.Tensor
     cols: torch.Tensor
@@ -72,13 +59,6 @@ def _owners(model: torch.nn.Module) -> dict[int, list[tuple[torch.nn.Module, str
         for name, p in module.named_parameters(recurse=False):
             owners.setdefault(id(p), []).append((module, name))
     return owners
-
-
-def _check_module(module: torch.nn.Module) -> None:
-    if isinstance(module, torch.nn.Embedding) and (
-        module.max_norm is not None or module.scale_grad_by_freq or module.sparse
-    ):
-        raise Unsupported(f"embedding {module} renormalises or scales its gradient")
 
 
 class _Recorder:
@@ -177,11 +157,9 @@ def _input_gram(cols: torch.Tensor, grams: Grams) -> torch.Tensor:
 
 
 def _ghost(factors: list[_Factor], grams: Grams) -> torch.Tensor:
-    """(B,) squared norms of Σ over factors of Σ_t rows_t ⊗ cols_t, from inner products of positions only.
-
-    The position grams are float32 products (a float64 copy of an output head's B × T × vocabulary gradient cost
-    more than the rest of the sum); they are combined in float64. Padded positions need no masking: each factor
-    holds an output gradient, which is zero there."""
+    """(B,) squared norms of Σ over factors of Σ_t rows_t ⊗ cols_t, from inner products of positions only: float32
+    position grams (a float64 copy of an output head's B × T × vocabulary gradient would cost more than the rest),
+    combined in float64. Padded positions need no mask: their output gradient is zero."""
     acc = torch.zeros(factors[0].cols.shape[0], dtype=torch.float64, device=factors[0].cols.device)
     for i, fi in enumerate(factors):
         for j, fj in enumerate(factors[i:], start=i):
@@ -301,15 +279,15 @@ def per_sample_sq_norms(
     loss_fn: LossFn,
     **forward: Any,
 ) -> list[list[float]]:
-    """For each row of the right-padded batch, the squared 2-norm of each used parameter's loss gradient.
-
-    ``loss_fn(logits, offset)`` gives one loss per row; parameters the loss does not reach are left out, as
+    """For each row of the right-padded batch, the squared 2-norm of each used parameter's loss gradient
+    (``loss_fn(logits, offset)``: one loss per row); parameters the loss does not reach are left out, as
     ``torch.autograd.grad(..., allow_unused=True)`` leaves them out."""
     params = list(model.parameters())
     owners = _owners(model)
     modules = list({id(m): m for uses in owners.values() for m, _ in uses}.values())
     for m in modules:
-        _check_module(m)
+        if isinstance(m, torch.nn.Embedding) and (m.max_norm is not None or m.scale_grad_by_freq or m.sparse):
+            raise Unsupported(f"embedding {m} renormalises or scales its gradient")
     recorder = _Recorder(modules, int(ids.shape[0]))
     try:
         # The parameters take part in the graph (so it shows every use of them) but the backward computes only

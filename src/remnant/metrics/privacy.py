@@ -1,13 +1,8 @@
 """Forget quality and privleak: their ``ks_test``, ``privleak`` and ``rel_diff`` handlers (docs/metrics.md).
 
-- Forget quality: the p-value of ``scipy.stats.ks_2samp`` between this model's per-item forget truth ratios and
-  a retain model's (read from its evaluation log, ``forget_truth_ratio``). Without a retain log it is ``None``, as
-  theirs is. The KS statistic is unchanged by TR → 1/TR, so it equals legacy TOFU's p-value (which used true/false).
-- privleak: with AUC' = 1 − AUC (MUSE reports 1 − AUC), (AUC'_model − AUC'_retain)/(AUC'_retain + 1e−10) · 100,
-  over ``mia_min_k``'s AUC. Without the retain model's ``mia_min_k`` the retain AUC is ``ref_value`` = 0.5.
-  Near −100: forget data still looks like members; large positive: over-unlearning.
-- rel_diff: (score − ref)/(ref + 1e−10) · 100 with no 1 − x flip (no shipped config uses it).
-"""
+Forget quality is the KS p-value between this model's per-item forget truth ratios and a retain model's log
+(``None`` without one, as theirs); the KS statistic is unchanged by TR → 1/TR, so it equals legacy TOFU's.
+privleak compares 1 − AUC (MUSE's convention) with the retain model's ``mia_min_k``, or ``ref_value`` = 0.5."""
 
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """Answer probability (``*_Q_A_Prob``, ``*_PARA_Prob``, ``*_PERT_Prob``) and its normalised-over-options variant
-(``ra_/wf_Q_A_Prob_normalised``): their ``probability`` and ``probability_w_options`` handlers.
+(``ra_/wf_Q_A_Prob_normalised``): their ``probability`` and ``probability_w_options`` handlers (docs/metrics.md).
 
-Per answer: ``avg_loss`` = mean negative log-likelihood over the labelled tokens **including the appended EOS**
-(and, with a chat template, the template's end-of-turn tokens), ``prob`` = exp(−avg_loss), the geometric-mean
-token probability (TOFU's P(a|q)^(1/|a|)). Several answers per item (the perturbed ones) give lists; the aggregate
-is the mean over items of the mean over an item's answers. An item with nothing labelled (their 0/0 → NaN) is
-logged as ``None`` and left out of the aggregate, which their ``is not None`` filter meant to do.
-
-Normalised: p_c / (p_c + Σ_j p_wj + 1e-10) per item with p_c the true answer's ``prob`` and p_wj the perturbed
-answers', averaged over items.
-"""
+Per answer ``prob`` = exp(−``avg_loss``) over the labelled tokens **including the appended EOS** (TOFU's
+P(a|q)^(1/|a|)); several answers per item give lists, and the aggregate is the mean over items of the mean over
+answers. An item with nothing labelled (their 0/0 → NaN) is logged ``None`` and left out of the aggregate, which
+their ``is not None`` filter meant to do."""
 
 from __future__ import annotations
 

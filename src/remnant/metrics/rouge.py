@@ -1,16 +1,8 @@
 """ROUGE on greedy generations (``*_Q_A_ROUGE``, MUSE ``*_knowmem_ROUGE`` / ``forget_verbmem_ROUGE``): their
-``rouge`` handler over ``eval_text_similarity``.
-
-Per item: ``rouge_score.RougeScorer(["rouge1", "rougeL"], use_stemmer=True).score(ground_truth, generation)``,
-logging ``rouge1_recall``, ``rougeL_f1`` and ``rougeL_recall`` with the ``input``, ``ground_truth`` and
-``generation`` texts. The ground truth is recovered from token ids as theirs is: the decoded full sequence (special
-tokens skipped) with the decoded prompt removed (``str.replace``), stripped. The generation is
-:func:`remnant.metrics.generation.greedy_generations`'s text. TOFU reports ``rougeL_recall``; MUSE ``rougeL_f1``.
-
-Several ground truths per item (``forget_Q_A_PERT_ROUGE``) give lists of each field; one greedy generation serves
-all of an item's ground truths (theirs generates it once per ground truth, identically under greedy decoding).
-The aggregate is the mean over items of the mean over an item's ground truths.
-"""
+``rouge`` handler over ``eval_text_similarity`` (docs/metrics.md). Per item, stemmed ROUGE-1/ROUGE-L of the
+generation against the ground truth, logged with the texts; TOFU reports ``rougeL_recall``, MUSE ``rougeL_f1``.
+One greedy generation serves all of an item's ground truths (theirs makes it once per ground truth, identically
+under greedy decoding); the aggregate is the mean over items of the mean over an item's ground truths."""
 
 from __future__ import annotations
 
@@ -26,6 +18,12 @@ from remnant.metrics.evallog import MetricLog
 from remnant.registry import register
 
 ROUGE_TYPES = ("rougeL_recall", "rougeL_f1", "rouge1_recall")
+
+
+def _checked(rouge_type: str) -> str:
+    if rouge_type not in ROUGE_TYPES:
+        raise ConfigError(f"rouge_type {rouge_type!r} is not one of {list(ROUGE_TYPES)}", requirement="R23")
+    return rouge_type
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,7 @@ def rouge_fields(scorer: Any, record: GenerationRecord) -> dict[str, Any]:
 
 def rouge_log(items: Sequence[Sequence[GenerationRecord]], *, rouge_type: str, multi: bool) -> MetricLog:
     """The ``rouge`` entry; ``multi`` logs lists (several ground truths per item)."""
-    if rouge_type not in ROUGE_TYPES:
-        raise ConfigError(f"rouge_type {rouge_type!r} is not one of {list(ROUGE_TYPES)}", requirement="R23")
+    _checked(rouge_type)
     scorer = _scorer()
     by_index: dict[str, dict[str, Any]] = {}
     means = []
@@ -86,13 +83,9 @@ class Rouge(Metric):
     def __init__(
         self, rouge_type: str = "rougeL_recall", max_new_tokens: int = 200, stopwords: tuple[str, ...] = ()
     ) -> None:
-        if rouge_type not in ROUGE_TYPES:
-            raise ConfigError(
-                f"rouge_type {rouge_type!r} is not one of {list(ROUGE_TYPES)}", requirement="R23"
-            )
+        self.rouge_type = _checked(rouge_type)
         if max_new_tokens < 1:
             raise ConfigError("rouge: max_new_tokens must be at least 1", requirement="R23")
-        self.rouge_type = rouge_type
         self.max_new_tokens = max_new_tokens
         self.stopwords = tuple(stopwords)
 

@@ -1,19 +1,8 @@
 """One evaluation row of a TOFU-format split (or of a MUSE split), as the metrics read it (docs/metrics.md).
 
-The metric code reads plain lists of rows, so it does not depend on how a split was stored: a TOFU reader's typed
-rows, a JSON object per line, or rows a test builds. :func:`as_row` accepts anything with the fields below, as
-attributes or as mapping keys.
-
-Fields (TOFU's ``*_perturbed`` configs; ``holdout*``, ``forget*`` and ``retain*`` hold only the first two):
-
-- ``question``, ``answer``: the question and its true answer;
-- ``paraphrased_answer``: the true answer in other words (truth ratio's "correct" on forget and retain);
-- ``perturbed_answer``: wrong answers in the same template (5 on forget/retain, 3 on real authors/world facts);
-- ``paraphrased_question``: the question in other words (OpenUnlearning's ``question_key`` switch).
-
-MUSE's knowmem rows carry ``question`` and ``answer`` and are read the same way; its verbmem (``prompt``, ``gt``)
-and privleak (``text``) rows are completions, read by :func:`completion_of`.
-"""
+The metric code reads plain lists of rows, so it does not depend on how a split was stored: :func:`as_row` accepts
+anything with :class:`QARow`'s fields, as attributes or mapping keys (MUSE knowmem rows too). MUSE's verbmem and
+privleak rows are completions, read by :func:`completion_of`."""
 
 from __future__ import annotations
 
@@ -46,11 +35,9 @@ def _field(source: object, name: str) -> object:
 
 
 def as_row(source: object, *, split: str, index: int) -> QARow:
-    """``source`` (a QARow, a mapping, or an object with the fields) as a :class:`QARow`.
-
-    ``question`` and ``answer`` must be strings; a ``perturbed_answer`` must be a list of strings. A wrong type is
-    a ConfigError naming the split, the row and the field.
-    """
+    """``source`` (a QARow, a mapping, or an object with the fields) as a :class:`QARow`: a ``question`` or ``answer``
+    that is not a string, or a ``perturbed_answer`` that is not a list of strings, is a ConfigError naming the split,
+    the row and the field."""
     if isinstance(source, QARow):
         return source
     values: dict[str, Any] = {}

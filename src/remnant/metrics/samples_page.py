@@ -1,12 +1,7 @@
-"""``remnant eval --samples FILE``: the evaluation log's per-item generations as one HTML page (R23: every value
-is the log's own, nothing rescored).
-
-OpenUnlearning's log keeps, for each generation metric (the ROUGE metrics), each item's ``input`` (the prompt),
-``ground_truth`` (the answer), ``generation`` and its scores under ``value_by_index``; several ground truths per
-item (``forget_Q_A_PERT_ROUGE``) log lists, shown one line each. The page draws one collapsed ``<details>`` table
-per such metric, its rows capped at :data:`MAX_ROWS` with the count left out stated; a metric with no generations
-(the probability metrics) is named in one sentence. Pure: the same page renders from a saved ``TOFU_EVAL.json``.
-"""
+"""``remnant eval --samples FILE``: the evaluation log's per-item generations as one HTML page (R23: every value is
+the log's own, nothing rescored): one collapsed table per generation metric (the ROUGE metrics), rows capped at
+:data:`MAX_ROWS` with the count left out stated; the metrics without generations are named in one sentence.
+Pure: the same page renders from a saved ``TOFU_EVAL.json``."""
 
 from __future__ import annotations
 
@@ -21,13 +16,10 @@ TEXT_FIELDS = ("input", "ground_truth", "generation")
 
 def _cell(value: object) -> str:
     values = value if isinstance(value, list) else [value]
-    shown = []
-    for v in values:
-        if isinstance(v, float):
-            shown.append(f"{v:.3f}" if math.isfinite(v) else "—")
-        else:
-            shown.append(html.escape(str(v)))
-    return "<br>".join(shown)
+    return "<br>".join(
+        (f"{v:.3f}" if math.isfinite(v) else "—") if isinstance(v, float) else html.escape(str(v))
+        for v in values
+    )
 
 
 def _metric_table(metric: str, by_index: Mapping[str, object], limit: int) -> str:

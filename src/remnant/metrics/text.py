@@ -1,11 +1,8 @@
 """Token ids back to text the way OpenUnlearning's numbers were made (transformers 4.45, their pinned version).
 
-They decode with ``clean_up_tokenization_spaces=True`` for the ROUGE texts, and with the tokenizer's own setting
-for zlib's answer text. transformers 4.45 applied that clean-up to every tokenizer; transformers 5 ignores the flag
-for BPE tokenizers. The clean-up is therefore done here, after a plain decode, so the texts (and the zlib lengths
-computed from them) match theirs whatever transformers is installed. ROUGE itself is blind to it (its tokenizer
-drops punctuation), but the stored ``input`` / ``ground_truth`` / ``generation`` fields are not.
-"""
+They decode the ROUGE texts with ``clean_up_tokenization_spaces=True`` and zlib's answer text with the tokenizer's
+own setting; transformers 5 ignores that flag for BPE tokenizers, so the clean-up is done here, after a plain
+decode, and the stored texts and zlib's lengths match theirs whatever transformers is installed."""
 
 from __future__ import annotations
 

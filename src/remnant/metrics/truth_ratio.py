@@ -1,18 +1,11 @@
-"""Truth ratio (``forget_truth_ratio``, ``retain_/ra_/wf_Truth_Ratio``): their ``truth_ratio`` handler.
+"""Truth ratio (``forget_truth_ratio``, ``retain_/ra_/wf_Truth_Ratio``): their ``truth_ratio`` handler
+(docs/metrics.md, "The metrics").
 
-Per item, from the ``avg_loss`` values of the "correct" answer (the paraphrased answer on forget/retain, the true
-answer on real authors/world facts) and of the "wrong" (perturbed) answers:
-
-- the answer losses are first averaged per item (their ``aggregate_to_1D``), then p_c = exp(−L̄_c) and
-  p_w = exp(−mean_j L_wj) (a geometric mean of the perturbed answers' per-token probabilities);
-- ``closer_to_1_better`` and ``true_better`` use TOFU's ratio TR = p_w / (p_c + 1e-10) (false over true);
-  ``prob_mean`` uses OpenUnlearning's p_c / (p_c + p_w + 1e-10) (their current code);
-- aggregates: ``closer_to_1_better`` = mean min(TR, 1/(TR + 1e-10)) (forget: best when false and true are equally
-  likely); ``true_better`` = mean max(0, 1 − TR) (retain, real authors, world facts); ``prob_mean`` = mean TR.
-
-The per-item values are logged as ``{"score": TR}`` — what forget quality's KS test reads, from this run and from a
-retain model's log (both must use the same variant).
-"""
+Per item, the "correct" answer's (the paraphrase on forget/retain, the true answer on real authors/world facts)
+and the "wrong" (perturbed) answers' ``avg_loss`` are averaged per item (their ``aggregate_to_1D``), p = exp(−L̄),
+and TR = p_w / (p_c + 1e-10) (``prob_mean``: their current p_c / (p_c + p_w + 1e-10)), aggregated
+``closer_to_1_better`` (forget), ``true_better`` (the rest) or ``prob_mean``. The per-item values are logged as
+``{"score": TR}``: what forget quality's KS test reads, here and in a retain model's log (same variant on both)."""
 
 from __future__ import annotations
 
@@ -29,6 +22,14 @@ from remnant.registry import register
 AGGREGATORS = ("closer_to_1_better", "true_better", "prob_mean")
 
 
+def _checked(aggregator: str) -> str:
+    if aggregator not in AGGREGATORS:
+        raise ConfigError(
+            f"truth ratio aggregator {aggregator!r} is not one of {list(AGGREGATORS)}", requirement="R23"
+        )
+    return aggregator
+
+
 def ratios(
     correct_loss: npt.ArrayLike, wrong_loss: npt.ArrayLike, aggregator: str
 ) -> npt.NDArray[np.float64]:
@@ -43,15 +44,11 @@ def ratios(
 def aggregate(values: npt.ArrayLike, aggregator: str) -> float:
     """One of the three aggregations of per-item truth ratios."""
     tr = np.asarray(values, dtype=np.float64)
-    if aggregator == "closer_to_1_better":
+    if _checked(aggregator) == "closer_to_1_better":
         return float(np.mean(np.minimum(tr, 1 / (tr + 1e-10))))
     if aggregator == "true_better":
         return float(np.mean(np.maximum(0, 1 - tr)))
-    if aggregator == "prob_mean":
-        return float(np.mean(tr))
-    raise ConfigError(
-        f"truth ratio aggregator {aggregator!r} is not one of {list(AGGREGATORS)}", requirement="R23"
-    )
+    return float(np.mean(tr))
 
 
 def _mean_losses(log: MetricLog) -> dict[str, float | None]:
@@ -82,11 +79,7 @@ class TruthRatio(Metric):
     reads = frozenset({Reads.DEPENDENCIES})
 
     def __init__(self, aggregator: str = "closer_to_1_better") -> None:
-        if aggregator not in AGGREGATORS:
-            raise ConfigError(
-                f"truth ratio aggregator {aggregator!r} is not one of {list(AGGREGATORS)}", requirement="R23"
-            )
-        self.aggregator = aggregator
+        self.aggregator = _checked(aggregator)
 
     def compute(self, readings: Readings) -> MetricLog:
         deps = readings.dependencies

@@ -1,9 +1,5 @@
-"""Model utility (``model_utility``): their ``hm_aggregate`` — the harmonic mean of nine aggregates.
-
-The nine (TOFU): retain_Q_A_Prob, retain_Q_A_ROUGE, retain_Truth_Ratio, ra_Q_A_Prob_normalised, ra_Q_A_ROUGE,
-ra_Truth_Ratio, wf_Q_A_Prob_normalised, wf_Q_A_ROUGE, wf_Truth_Ratio. ``scipy.stats.hmean``: any part equal to
-zero makes the utility zero.
-"""
+"""Model utility (``model_utility``): their ``hm_aggregate``, the harmonic mean (``scipy.stats.hmean``) of the nine
+aggregates :data:`MODEL_UTILITY_PARTS`; any part equal to zero makes the utility zero."""
 
 from __future__ import annotations
 

@@ -4,15 +4,8 @@ The package's public names resolve lazily, so importing ``remnant.models.command
 does not import torch.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from remnant.lazy import lazy_exports
 
 __all__ = ["ModelState", "load_model", "save_model"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module("remnant.models.load"), name)
-    raise AttributeError(f"module 'remnant.models' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, dict.fromkeys(__all__, "load"))

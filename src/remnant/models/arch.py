@@ -12,12 +12,10 @@ from remnant.errors import UnsupportedArchitecture
 
 # family -> (path to the decoder stack, blocks attr, final-norm attr, embedding attr)
 _KNOWN: dict[str, tuple[str, str, str, str]] = {
-    "llama": ("model", "layers", "norm", "embed_tokens"),
-    "mistral": ("model", "layers", "norm", "embed_tokens"),
-    "qwen2": ("model", "layers", "norm", "embed_tokens"),
-    "phi3": ("model", "layers", "norm", "embed_tokens"),
-    "gemma3_text": ("model", "layers", "norm", "embed_tokens"),
-    "gemma3": ("model", "layers", "norm", "embed_tokens"),
+    **dict.fromkeys(
+        ("llama", "mistral", "qwen2", "phi3", "gemma3_text", "gemma3"),
+        ("model", "layers", "norm", "embed_tokens"),
+    ),
     "gpt2": ("transformer", "h", "ln_f", "wte"),
 }
 

@@ -1,13 +1,10 @@
 """The torch device a command runs on: named once, checked once, before any model is read (R24).
 
-A device comes from an option (``remnant eval --device``, ``remnant models identify --device``) or a config field
-(``[models] device``). Either way it must be one :data:`~remnant.config.fields.DEVICE_PATTERN` allows (``auto``,
-``cpu``, ``mps``, ``cuda``, ``cuda:N``) and one this machine has: a CUDA index past the last GPU, or ``cuda`` on a
-machine without one, is a one-line :class:`~remnant.errors.ConfigError` naming where it was given, not a torch
+A device (an option such as ``remnant eval --device``, or ``[models] device``) must be one
+:data:`~remnant.config.fields.DEVICE_PATTERN` allows and one this machine has: a CUDA index past the last GPU, or
+``cuda`` without one, is a one-line :class:`~remnant.errors.ConfigError` naming where it was given, not a torch
 traceback after the data were read. ``auto`` resolves to ``cuda`` where a GPU is visible, else ``cpu``; the
-resolved name is what the run records (R24). A loaded model's device is its first parameter's
-(:func:`model_device`): where every batch goes before its forward pass.
-"""
+resolved name is what the run records (R24)."""
 
 from __future__ import annotations
 

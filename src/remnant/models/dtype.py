@@ -30,6 +30,8 @@ def resolve_dtype(name: str, device: str) -> torch.dtype:
     return dtype
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """The policy name of a torch dtype (or its str when outside the policy)."""
-    return DTYPE_NAMES.get(str(dtype).removeprefix("torch."), str(dtype))
+def dtype_name(dtype: torch.dtype | str) -> str:
+    """The policy name of a torch dtype or its name (``torch.bfloat16`` → ``bf16``); a name outside the policy
+    (``remnant eval --dtype`` spellings too) is kept without its ``torch.`` prefix (an identity records torch's)."""
+    name = str(dtype).removeprefix("torch.")
+    return DTYPE_NAMES.get(name, name)

@@ -1,29 +1,17 @@
 """The files a model is read from: chosen here, checked here, and the only files a load can see (R2, R23).
 
-A model's identity must be what was loaded. A claimant supplies the folder, so its files are untrusted:
+A model's identity must be what was loaded, and a claimant's folder is untrusted, so every file read must be a
+regular file (a FIFO named ``tokenizer.json`` would hang the load) resolving, symlinks followed, inside the folder
+(or a Hugging Face cache snapshot's own ``blobs/``); custom code (``auto_map``, any ``*.py`` file) is refused; the
+weights are ``model.safetensors.index.json`` and exactly the shards it names, else ``model.safetensors`` (other
+``*.safetensors`` files, e.g. Mistral's ``consolidated.safetensors``, are neither loaded nor hashed). The load runs
+on a private staging folder of symlinks to exactly these files (:func:`staged`), and
+:mod:`remnant.models.identity` hashes exactly these files.
 
-- every file the load reads must resolve (``Path.resolve()``, so symlinks count) inside the folder; an index
-  shard such as ``../other/x.safetensors``, an absolute path or a symlink out of the folder is refused;
-- custom code is refused: ``auto_map`` in ``config.json`` or ``tokenizer_config.json``, or any ``*.py`` file;
-- with ``model.safetensors.index.json`` the weights are the index and exactly the shards its ``weight_map``
-  names; without it, ``model.safetensors``. Other ``*.safetensors`` files in the folder (e.g. Mistral's
-  ``consolidated.safetensors`` beside its shards) are ignored: neither loaded nor hashed;
-- every file read must be a regular file (a FIFO named ``tokenizer.json`` would hang the load).
-
-The load itself runs on a private staging folder holding symlinks to exactly these files (:func:`staged`), so
-transformers cannot read anything else in the claimant's folder, and :mod:`remnant.models.identity` hashes
-exactly these files. A Hugging Face cache snapshot (``<repo>/snapshots/<rev>/``) links its files into
-``<repo>/blobs/``; those links are allowed, and only those.
-
-A PEFT LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``, no weights of its own) is a
-model too (R2): its base is ``base_model_name_or_path`` (an absolute folder, a folder relative to the adapter
-folder, or a hub id resolved as :func:`remnant.models.load.load_model` does), whose files are chosen and checked as
-above; the adapter's two files are added under ``adapter/`` names, so they are staged, hashed and loaded with
-the base's. ``adapter_model.bin`` (pickled) is refused, as is an adapter whose base is itself an adapter or
-whose ``peft_type`` is not ``LORA``.
-
-This module does not import torch.
-"""
+A PEFT LoRA adapter folder is a model too (R2): its base (``base_model_name_or_path``: an absolute folder, one
+relative to the adapter, or a hub id) is checked as above, and the adapter's two files are added under
+``adapter/`` names, so they are staged, hashed and loaded with the base's. A pickled ``adapter_model.bin``, an
+adapter on an adapter and a ``peft_type`` other than ``LORA`` are refused. No torch here."""
 
 from __future__ import annotations
 
@@ -78,11 +66,8 @@ _SEGMENT = re.compile(r"[^/\\\x00]+")
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """The files one load reads, each by its name inside the folder (``/``-separated), grouped by role.
-
-    ``resolved`` maps every name to the file it resolves to. ``gguf`` is set for a single ``.gguf`` file, whose
-    weights, config and tokenizer all come from that one file.
-    """
+    """The files one load reads, each by its ``/``-separated name inside the folder, grouped by role; ``resolved`` maps
+    each to the file it resolves to, and ``gguf`` is set for a single ``.gguf`` file (weights, config and tokenizer)."""
 
     folder: Path
     weights: tuple[str, ...]
@@ -315,11 +300,7 @@ def model_files(path: Path) -> ModelFiles:
         return gguf_files(path)
     if not path.exists():
         raise _refuse(f"{path}: no such model folder")
-    if (
-        _present(path, ADAPTER_CONFIG)
-        and not _present(path, SINGLE_WEIGHTS)
-        and not _present(path, INDEX_NAME)
-    ):
+    if _present(path, ADAPTER_CONFIG) and not has_weights(path):
         return adapter_files(path)
     return folder_files(path)
 

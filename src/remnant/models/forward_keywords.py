@@ -1,7 +1,6 @@
-"""The keywords a model's ``forward`` takes for a key/value cache and for keeping only the last logits, and the
-cache a forward returned: transformers renamed ``past_key_values`` to ``cache`` in 5.2x (the old name warns, and
-goes in 5.40) and ``num_logits_to_keep`` to ``logits_to_keep`` before that. Every incremental or prefix-sharing
-forward in remnant asks here, so each runs on either naming."""
+"""The keywords a model's ``forward`` takes for a key/value cache and for keeping only the last logits, and the cache
+a forward returned, under either of transformers' namings (``past_key_values`` → ``cache`` in 5.2x,
+``num_logits_to_keep`` → ``logits_to_keep`` before): every incremental or prefix-sharing forward asks here."""
 
 from __future__ import annotations
 
@@ -43,14 +42,10 @@ def keeps_logits_by_mask(model: object) -> bool:
 def answer_logits(
     model: PreTrainedModel, batch: dict[str, torch.Tensor], *, full: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, in row-major order, and
-    where those positions are (``[B, T-1]`` on the labels' device, True at t when ``labels[:, t + 1]`` is an
-    answer token): what the training losses and κ's teacher-forced reading (R6) read.
-
-    Where :func:`keeps_logits_by_mask`, only those rows go through the output head: the head and the softmax then
-    cost the answer tokens, not every prompt and padding position, and each kept row's logits are those of the full
-    forward. ``full=True`` (or a model without the mask) computes every position and gathers afterwards: the
-    reference the equivalence tests compare against."""
+    """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, row-major, and where they are
+    (``[B, T-1]``, True at t when ``labels[:, t + 1]`` is an answer token): what the training losses and κ's
+    teacher-forced reading (R6) read. Where :func:`keeps_logits_by_mask`, only those rows go through the output head
+    (same logits, at the answer tokens' cost); ``full=True`` computes every position, the equivalence tests' reference."""
     at = batch["labels"][:, 1:] != -100
     keep = torch.zeros(batch["labels"].shape, dtype=torch.bool, device=at.device)
     keep[:, :-1] = at

@@ -1,27 +1,16 @@
-"""Greedy decoding that drops finished rows from the batch: every greedy generation of remnant (the ROUGE
-metrics', and the κ generations of R6 every attack and capability reading scores).
+"""Greedy decoding that drops finished rows from the batch: every greedy generation of remnant (the ROUGE metrics',
+and the κ generations of R6 every attack and capability reading scores; docs/metrics.md, "One pass, shared").
 
-``model.generate`` keeps every row of a batch until the last one ends: a batch where one answer runs to the
-200-token limit pays for all its rows at every step, though most ended after a few dozen tokens. This loop makes
-the same greedy choices with the same inputs as ``generate`` (left padding, position ids from the attention mask,
-the output head on the last position only, float32 argmax) and removes a row from the batch and its key/value
-cache once it has produced an end-of-sequence token or a stop string. Each row's text is the same as
-``generate``'s; the only difference is the number of rows in each matrix product, which can change float32
-rounding, and so the argmax of an exact near-tie, as a different batch size does in ``generate`` itself.
+``model.generate`` keeps every row until the batch's last one ends. This loop makes ``generate``'s greedy choices
+from the same inputs (left padding, position ids from the mask, the head on the last position, float32 argmax)
+and drops a row and its cache once it has produced an end token or a stop string: the same texts, the number of
+rows in each product aside, which can flip an exact near-tie as another batch size does in ``generate``.
 
-Once few rows are left, a step costs reading the weights, whatever the rows. Each step then also feeds up to
-:data:`MAX_DRAFT` guessed tokens per row (:func:`draft`, "prompt lookup": a greedy answer that loops or quotes its
-prompt is guessed from its own earlier tokens) and keeps the longest prefix of the guess that equals the model's
-own greedy choice at each position, plus the model's next token: exact greedy decoding in fewer steps (speculative
-decoding with the model as its own verifier). Rejected positions stay in the cache as masked holes, as left
-padding does, with position ids carried explicitly. A prefix all the batch's prompts share (a chat template's
-system turn) runs once for the batch, not once per row (:func:`_prompt_pass`).
-
-:func:`pruned_decoding_applies` says when the loop may stand in for ``generate``: the model's generation config
-asks for nothing that changes greedy scores (a repetition penalty, banned words, a minimum length …), and its
-forward takes position ids and a cache with row selection. Otherwise ``generate`` runs: :func:`greedy_new_ids`,
-the one batched greedy loop every caller goes through, makes that choice.
-"""
+Once few rows are left a step costs reading the weights, so each step also feeds up to :data:`MAX_DRAFT` tokens
+guessed by "prompt lookup" (:func:`draft`) and keeps those the model's own greedy choices agree with: exact greedy
+decoding in fewer steps; rejected positions stay in the cache as masked holes. A prefix all prompts share runs
+once (:func:`_prompt_pass`). :func:`greedy_new_ids` falls back to ``generate`` unless
+:func:`pruned_decoding_applies` (nothing in the generation config changes greedy scores)."""
 
 from __future__ import annotations
 
@@ -64,11 +53,6 @@ _NEUTRAL_FIELDS = frozenset(
         "cache_implementation",
     }
 )
-
-
-def left_padded(prompts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``prompts`` left-padded to the longest (as ``generate`` takes a batch), and the attention mask."""
-    return padded(prompts, pad_id, "left")
 
 
 def pruned_decoding_applies(model: PreTrainedModel) -> bool:
@@ -162,10 +146,9 @@ def _prompt_pass(
     device: torch.device,
     min_shared: int,
 ) -> tuple[Any, torch.Tensor, torch.Tensor]:
-    """The prompts' forward: its output (the cache, the last position's logits), the attention mask the cache
-    holds, and each row's position ids. With a shared prefix of ``min_shared`` tokens or more the prefix runs once, its keys
-    and values are repeated to every row, and the rest of each prompt is fed left-padded after it: the padding is a
-    masked hole between the two, and the positions go on from the prefix. Otherwise the prompts run left-padded."""
+    """The prompts' forward output (cache, last logits), the attention mask the cache holds, and each row's position
+    ids. A shared prefix of ``min_shared`` tokens or more runs once, its cache repeated to every row, and the rest of
+    each prompt follows it left-padded (a masked hole between the two; positions go on from the prefix)."""
     keep = keep_last_logits(model)
     shared = shared_length(prompts) if len(prompts) > 1 else 0
     shared = shared if shared >= min_shared else 0
@@ -177,7 +160,7 @@ def _prompt_pass(
             cache.batch_repeat_interleave(len(prompts))
         else:  # a cache that cannot be repeated per row: the prompts run whole
             cache, shared = None, 0
-    ids, mask = left_padded([p[shared:] for p in prompts], pad_id=0)  # the filler is masked
+    ids, mask = padded([p[shared:] for p in prompts], 0)  # the filler is masked
     ids, mask = ids.to(device), mask.to(device)
     positions = shared + (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
     mask = torch.cat([mask.new_ones(mask.shape[0], shared), mask], dim=1)
@@ -204,13 +187,10 @@ def greedy_pruned(
     max_draft: int = MAX_DRAFT,
     min_shared: int = MIN_SHARED,
 ) -> list[list[int]] | None:
-    """Each row's new tokens (its end-of-sequence token included when it produced one) for left-padded ``ids``.
-
-    ``stop`` is asked after each new token of a row with that row's new tokens so far; a True ends the row, as a
-    stopping criterion does in ``generate``. None when the model's cache cannot drop rows (the caller then uses
-    ``generate``). ``max_draft`` 0 turns drafting off, a ``min_shared`` longer than every prompt the shared-prefix
-    pass (module docstring).
-    """
+    """Each row's new tokens (its end-of-sequence token included when it produced one) for left-padded ``ids``; None
+    when the model's cache cannot drop rows (the caller then uses ``generate``). ``stop`` is asked after each new
+    token with the row's new tokens so far, as a stopping criterion. ``max_draft`` 0 turns drafting off, a
+    ``min_shared`` longer than every prompt the shared-prefix pass."""
     cache_name = cache_kwarg(model)
     if cache_name is None:
         raise ValueError("this model's forward takes no position ids or cache: use generate")
@@ -273,15 +253,11 @@ def greedy_new_ids(
     stop: Callable[[list[int]], bool] | None = None,
     generate_options: Mapping[str, Any] | None = None,
 ) -> list[list[int]]:
-    """Each prompt's greedy new-token ids, in order, for one batch left-padded with ``pad_id``: every batched
-    greedy generation of remnant (κ's, R6, and the ROUGE metrics') comes through here.
-
-    Where :func:`pruned_decoding_applies` (and the model's cache can drop rows), :func:`greedy_pruned` with
-    ``eos_token_id`` and ``stop``; otherwise ``model.generate(do_sample=False)`` with the caller's
-    ``generate_options`` (its pad id, stopping criteria, sampling knobs), which must end rows as those do. The
-    rows hold what each decoding returns (no cut after an end token: the caller's decoding reads them).
-    """
-    ids, mask = left_padded(prompts, pad_id)
+    """Each prompt's greedy new-token ids, in order, for one batch left-padded with ``pad_id``: every batched greedy
+    generation of remnant (κ's, R6, and the ROUGE metrics') comes through here. :func:`greedy_pruned` with
+    ``eos_token_id`` and ``stop`` where it applies; otherwise ``model.generate(do_sample=False)`` with the caller's
+    ``generate_options``, which must end rows as those do. Rows are not cut after an end token."""
+    ids, mask = padded(prompts, pad_id)  # left, as generate takes a batch
     rows = None
     if pruned_decoding_applies(model):
         rows = greedy_pruned(
@@ -307,7 +283,6 @@ __all__ = [
     "eos_ids",
     "greedy_new_ids",
     "greedy_pruned",
-    "left_padded",
     "pruned_decoding_applies",
     "shared_length",
 ]

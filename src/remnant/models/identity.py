@@ -1,16 +1,12 @@
 """Identity of a model state: content hashes of exactly the files it was loaded from (R2, R21, R23).
 
-The files are those :mod:`remnant.models.files` chose and checked, the only ones a load can read: the shard index
-and the shards it names (or ``model.safetensors``, or the ``.gguf`` file), ``config.json`` and
-``generation_config.json``, and the tokenizer files including ``chat_template.jinja``. A file beside them that the
-load does not read is not hashed, and one that is read is never left out. A PEFT adapter folder's identity is
-its base's files plus the adapter's two files (named ``adapter/...``).
-"""
+The files are those :mod:`remnant.models.files` chose and checked, the only ones a load can read, so a file the
+load does not read is not hashed and one it reads is never left out. A PEFT adapter's identity is its base's files
+plus the adapter's two (named ``adapter/...``)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +48,6 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _digest(fields: Mapping[str, object]) -> str:
-    """The identity's digest: the canonical sha256 of its fields."""
-    return canonical_sha256(fields)
-
-
 def weights_digest_of(model: Any) -> str:
     """sha256 over the in-memory state dict (names, dtypes, shapes, bytes) for states never written to disk."""
     h = hashlib.sha256()
@@ -81,7 +72,7 @@ def _template_digest(tokenizer: Any) -> str | None:
 
 def _identity(model: Any, tokenizer: Any, *hashes: dict[str, str]) -> ModelIdentity:
     """The identity of ``model`` whose weights, tokenizer and config files hash to ``hashes`` (in that order)."""
-    from remnant.models.dtype import dtype_name
+    from remnant.models.dtype import DTYPE_NAMES
 
     param = next(model.parameters())
     fields: dict[str, Any] = {
@@ -89,10 +80,11 @@ def _identity(model: Any, tokenizer: Any, *hashes: dict[str, str]) -> ModelIdent
         "chat_template": _template_digest(tokenizer),
         "architecture": type(model).__name__,
         "parameter_count": sum(p.numel() for p in model.parameters()),
-        "dtype": dtype_name(param.dtype),
+        # outside the policy, torch's own name (``torch.float64``), as identities have always recorded it
+        "dtype": DTYPE_NAMES.get(str(param.dtype).removeprefix("torch."), str(param.dtype)),
         "device": str(param.device),
     }
-    return ModelIdentity(**fields, digest=_digest(fields))
+    return ModelIdentity(**fields, digest=canonical_sha256(fields))
 
 
 def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> ModelIdentity:
@@ -101,8 +93,6 @@ def identify_files(files: ModelFiles, model: Any, tokenizer: Any = None) -> Mode
     def hashes(names: tuple[str, ...]) -> dict[str, str]:
         return {name: sha256_file(files.resolved[name]) for name in names}
 
-    # A PEFT adapter's files (``adapter/...``) are hashed beside its base's, so base + adapter is one identity
-    # and the base alone is another (R2, R23).
     adapter_weights = tuple(n for n in files.adapter if n.endswith(".safetensors"))
     adapter_config = tuple(n for n in files.adapter if n not in adapter_weights)
     weights, config = files.weights + adapter_weights, files.config + adapter_config

@@ -1,20 +1,13 @@
 """Load causal LMs safely: safetensors folders and GGUF files only; pickles and remote code refused (R2).
 
 Claimants' files are untrusted, so ``trust_remote_code`` is always False (there is no switch), and a model's
-identity is what was loaded:
-
-- :mod:`remnant.models.files` chooses and checks the files (inside the folder, no custom code, no pickles), and
-  the load reads them from a staging folder holding only those files, so nothing else can be read;
-- a checkpoint missing any of the architecture's parameters, holding unexpected ones, or holding one of the wrong
-  shape is refused (transformers would initialise the missing ones at random: two loads, two models, one
-  identity); parameters tied to another (``lm_head.weight`` to the embeddings) are not missing;
-- a chat template that cannot be rendered (e.g. it trips the Jinja sandbox) is refused at load time;
-- a path that does not exist is "no such model folder", never a hub id; only a string that can be nothing but
-  a hub id (``org/name``) is resolved through huggingface_hub as transformers does (downloaded where the network
-  allows, from the local cache with ``HF_HUB_OFFLINE=1``), safetensors files only;
-- a PEFT LoRA adapter folder loads its base (:mod:`remnant.models.files`), applies the adapter and merges it, so
-  scoring sees one plain model; its identity hashes the base's files and the adapter's.
-"""
+identity is what was loaded: the files are those :mod:`remnant.models.files` chose and checked, read from a
+staging folder holding only them; a checkpoint missing, adding or misshaping any of the architecture's parameters
+is refused (transformers would initialise missing ones at random: two loads, two models, one identity); tied
+parameters are not missing; a chat template that cannot be rendered is refused at load time. A path that does not
+exist is "no such model folder", never a hub id; only a string that can be nothing but ``org/name`` is resolved
+through huggingface_hub (safetensors only). A PEFT LoRA adapter is applied and merged, so scoring sees one plain
+model."""
 
 from __future__ import annotations
 
@@ -30,31 +23,13 @@ from remnant.atomic import replace_dir
 from remnant.errors import ModelError
 from remnant.hub import is_hub_id
 from remnant.models.dtype import resolve_dtype
-from remnant.models.files import (
-    ADAPTER_DIR,
-    ADAPTER_WEIGHTS,
-    PICKLE_SUFFIXES,
-    ModelFiles,
-    model_files,
-    staged,
-)
+from remnant.models.files import ADAPTER_DIR, ADAPTER_WEIGHTS, ModelFiles, model_files, staged
 from remnant.models.identity import ModelIdentity, identify_files
 
 #: How many missing / unexpected / mismatched parameter names a refusal lists before "and N more".
 LISTED = 10
 
-__all__ = [
-    "PICKLE_SUFFIXES",
-    "ModelState",
-    "check_loading_info",
-    "hub_model",
-    "is_hub_id",
-    "load_files",
-    "load_model",
-    "pinned_hub_model",
-    "resolve_source",
-    "save_model",
-]
+__all__ = ["ModelState", "hub_model", "load_model", "pinned_hub_model", "resolve_source", "save_model"]
 
 
 @dataclass(frozen=True)
@@ -95,10 +70,9 @@ def hub_model(hub_id: str, revision: str | None = None) -> Path:
 
 
 def pinned_hub_model(hub_id: str, revision: str | None, *, where: str) -> tuple[Path, dict[str, str | None]]:
-    """:func:`hub_model` for a hub id a config or spec names: the snapshot folder, its files checked as a
-    folder's are (safetensors only, nothing outside the snapshot and its blobs, R2), and the record that pins a
-    re-run to it (id, revision, the snapshot's commit; R23, R24). A refusal is prefixed with ``where`` (the file
-    and field that named the id, so the one-line message says which, R2)."""
+    """:func:`hub_model` for a hub id a config or spec names: the snapshot folder, its files checked as a folder's are
+    (R2), and the record that pins a re-run to it (id, revision, the snapshot's commit; R23, R24). A refusal is
+    prefixed with ``where`` (the file and field that named the id, R2)."""
     from remnant.hub import snapshot_commit
 
     try:
@@ -114,7 +88,13 @@ def _names(keys: Any) -> list[str]:
     return sorted(str(k[0]) if isinstance(k, tuple) else str(k) for k in keys or ())
 
 
-def check_loading_info(info: Mapping[str, object], folder: Path) -> None:
+def _listed(names: list[str], what: str) -> str:
+    """``N {what}: a, b, …`` naming at most :data:`LISTED` of ``names``."""
+    more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
+    return f"{len(names)} {what}: {', '.join(names[:LISTED])}{more}"
+
+
+def _check_loading_info(info: Mapping[str, object], folder: Path) -> None:
     """Refuse a checkpoint that does not fill the architecture exactly (module docstring; R2)."""
     problems = []
     for key, what in (
@@ -124,8 +104,7 @@ def check_loading_info(info: Mapping[str, object], folder: Path) -> None:
     ):
         names = _names(info.get(key))
         if names:
-            more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
-            problems.append(f"{len(names)} parameter(s) {what}: {', '.join(names[:LISTED])}{more}")
+            problems.append(_listed(names, f"parameter(s) {what}"))
     if problems:
         raise ModelError(
             f"{folder}: the checkpoint does not match its architecture: {'; '.join(problems)}",
@@ -195,7 +174,7 @@ def _read(files: ModelFiles, where: Path, torch_dtype: Any) -> tuple[Any, Any]:
         **only_safetensors,
     )
     model, info = loaded
-    check_loading_info(info, files.folder)
+    _check_loading_info(info, files.folder)
     if files.adapter:
         model = _apply_adapter(model, where / ADAPTER_DIR, files.folder)
     return tokenizer, model
@@ -221,22 +200,24 @@ def _apply_adapter(model: Any, adapter_dir: Path, folder: Path) -> Any:
         (missing, "missing from the adapter"),
     ):
         if names:
-            more = f" and {len(names) - LISTED} more" if len(names) > LISTED else ""
             raise ModelError(
-                f"{folder / ADAPTER_WEIGHTS}: {len(names)} tensor(s) {what}: {', '.join(names[:LISTED])}{more}",
-                requirement="R2",
+                f"{folder / ADAPTER_WEIGHTS}: {_listed(names, f'tensor(s) {what}')}", requirement="R2"
             )
     return peft_model.merge_and_unload()
 
 
-def load_files(
-    files: ModelFiles, *, dtype: str = "fp32", device: str = "cpu", progress: bool = True
+def load_model(
+    source: str | Path, *, dtype: str = "fp32", device: str = "cpu", progress: bool = True
 ) -> ModelState:
-    """Load exactly ``files`` (chosen and checked by :mod:`remnant.models.files`) in eval mode; ``progress=False``
-    keeps transformers' and huggingface_hub's progress bars off while it loads."""
+    """Load a folder (safetensors), a .gguf file, a zoo name or a hub id (:func:`resolve_source`; a ``Path`` is never a
+    hub id) in eval mode, reading exactly the files :mod:`remnant.models.files` chose and checked (R2 identity).
+    ``progress=False`` silences the libraries' progress bars for the download and the load."""
     from remnant.models.prompts import check_chat_template
 
-    torch_dtype = resolve_dtype(dtype, device)
+    torch_dtype = resolve_dtype(dtype, device)  # a bad dtype is refused before any file is read
+    with _progress_bars(progress):
+        source_path = resolve_source(source)
+    files = model_files(source_path)
     with staged(files) as where, _quiet_transformers(), _progress_bars(progress):
         try:
             tokenizer, model = _read(files, where, torch_dtype)
@@ -250,20 +231,6 @@ def load_files(
     model.eval()
     identity = identify_files(files, model, tokenizer)
     return ModelState(model=model, tokenizer=tokenizer, identity=identity, source=str(files.folder))
-
-
-def load_model(
-    source: str | Path, *, dtype: str = "fp32", device: str = "cpu", progress: bool = True
-) -> ModelState:
-    """Load a folder (safetensors), a .gguf file, a zoo name or a hub id, in eval mode (R2 identity).
-
-    A ``Path`` is always a folder or file (never a hub id); see :func:`resolve_source` for strings.
-    ``progress=False`` silences the libraries' progress bars for the download and the load.
-    """
-    resolve_dtype(dtype, device)  # a bad dtype is refused before any file is read
-    with _progress_bars(progress):
-        source_path = resolve_source(source)
-    return load_files(model_files(source_path), dtype=dtype, device=device, progress=progress)
 
 
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path, *, progress: bool = True) -> Path:

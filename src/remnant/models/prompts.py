@@ -1,11 +1,8 @@
 """One place that renders a question for a model (docs/latent.md, §1.7).
 
-Prompt and answer are tokenised separately and joined as ids, so the boundary never re-tokenises; the answer
-ends with EOS / end-of-turn so training teaches it to stop. A prefill sits inside the assistant turn with no
-end-of-turn appended (prefill attack, C-Q1). The attacks' few-shot dialogues (demonstrations as earlier turns,
-or one block) are the same rendering with examples (:func:`render_text`); every id batch is padded by
-:func:`padded`.
-"""
+Prompt and answer are tokenised separately and joined as ids, so the boundary never re-tokenises; the answer ends
+with EOS / end-of-turn so training teaches it to stop. A prefill sits inside the assistant turn with no
+end-of-turn appended (prefill attack, C-Q1)."""
 
 from __future__ import annotations
 

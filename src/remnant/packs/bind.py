@@ -6,21 +6,19 @@ control already answers canaries (R5: must be near zero, and stated prominently 
 general-utility set only the general questions the control answers correctly (R10). It is written to
 ``binding.json`` beside the pack; the pack digest is unchanged.
 
-Generation and matching are the harness's own: ``remnant.score`` (greedy generation, versioned answer
-normalisation) and ``remnant.models.prompts``. This is the only packs module that touches torch, and only
-inside functions.
+Generation and matching are the harness's own (``remnant.score``); this is the only packs module that touches
+torch, and only inside functions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from remnant.atomic import write_json
 from remnant.packs.schema import Item, Pack
 from remnant.score.normalise import NORMALISATION_VERSION, answer_matches
-from remnant.statement.canonical import canonical_sha256, sha256_text
 
 R5_NEAR_ZERO = 0.05
 
@@ -62,36 +60,9 @@ class BindingReport:
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "pack_digest": self.pack_digest,
-            "control_identity": self.control_identity,
-            "canary_probes": self.canary_probes,
-            "canary_correct": self.canary_correct,
-            "canary_rate": self.canary_rate,
-            "canary_correct_ids": list(self.canary_correct_ids),
-            "r5_warning": self.r5_warning,
-            "choice_probes": self.choice_probes,
-            "choice_correct": self.choice_correct,
-            "infer_probes": self.infer_probes,
-            "infer_correct": self.infer_correct,
-            "general_asked": self.general_asked,
-            "general_utility_set": list(self.general_kept),
-            "max_new_tokens": self.max_new_tokens,
-            "method": self.method,
-        }
-
-
-def identity_digest(identity: object) -> str:
-    """A stable digest of a model identity object (pydantic model, dataclass, mapping or string)."""
-    for attr in ("digest", "sha256"):
-        value = getattr(identity, attr, None)
-        if isinstance(value, str):
-            return value
-    if hasattr(identity, "model_dump"):
-        return "sha256:" + canonical_sha256(identity.model_dump(mode="json"))
-    if isinstance(identity, dict):
-        return "sha256:" + canonical_sha256(identity)
-    return "sha256:" + sha256_text(str(identity))
+        d = asdict(self)
+        d["general_utility_set"] = d.pop("general_kept")
+        return {**d, "canary_rate": self.canary_rate, "r5_warning": self.r5_warning}
 
 
 def _generate(model: Any, tokenizer: Any, questions: list[str], max_new_tokens: int, batch: int) -> list[str]:
@@ -148,7 +119,7 @@ def bind_pack(
     kept = tuple(it.id for it, out in zip(general, gouts, strict=True) if answer_matches(out, it.accepted))
     report = BindingReport(
         pack_digest=pack.digest,
-        control_identity=identity_digest(control_state.identity),
+        control_identity=str(control_state.identity.digest),
         canary_probes=len(free),
         canary_correct=len(correct),
         canary_correct_ids=tuple(sorted(correct)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from remnant.errors import PackError
@@ -28,13 +28,12 @@ class CollisionScreen:
     version: str
     source: str
     entries: frozenset[str]
-    extra: frozenset[str] = field(default_factory=frozenset)
 
     def is_real(self, candidate: str) -> bool:
         """True when any whitespace token of ``candidate`` (or its stem before a place suffix) is a real name."""
         for token in candidate.replace("-", " ").split():
             low = token.casefold()
-            if low in self.entries or low in self.extra:
+            if low in self.entries:
                 return True
             for suffix in ("ford", "mere", "holt", "vale", "by", "stead", "wick", "ton"):
                 if low.endswith(suffix) and low[: -len(suffix)] in self.entries:
@@ -49,12 +48,6 @@ class CollisionScreen:
             source=self.source,
             entries=len(self.entries),
             rejected=rejected,
-        )
-
-    def with_extra(self, names: set[str]) -> CollisionScreen:
-        """A copy that also rejects ``names`` (used by tests to inject a real name by hand)."""
-        return CollisionScreen(
-            self.name, self.version, self.source, self.entries, frozenset(n.casefold() for n in names)
         )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from remnant.errors import ConfigError
@@ -44,8 +44,8 @@ class ContaminationReport:
     corpora: tuple[str, ...]
     probe_items: int
     contaminated: tuple[str, ...]
+    rate: float = field(init=False)  # contaminated / probe_items
     threshold: float
-    rate: float = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -57,17 +57,7 @@ class ContaminationReport:
         return self.rate <= self.threshold
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "requirement": "R17",
-            "method": self.method,
-            "n": self.n,
-            "corpora": list(self.corpora),
-            "probe_items": self.probe_items,
-            "contaminated": list(self.contaminated),
-            "rate": self.rate,
-            "threshold": self.threshold,
-            "passed": self.passed,
-        }
+        return {"requirement": "R17", **asdict(self), "passed": self.passed}
 
 
 def check_contamination(

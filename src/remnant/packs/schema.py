@@ -1,13 +1,9 @@
 """Target-pack schema: ``pack.json`` (manifest) + ``items.jsonl`` (one item a line), with digest checks.
 
 The manifest records the canary design D5 asks for (attribute cardinalities, repetitions in the install set,
-surface forms, population statistics), the splits (R16, C-W6), the collision filter (D2) and the digest.
-
-The pack digest is unkeyed: anyone who edits a pack can reseal it. So :func:`load_pack` does not trust a pack for
-matching its digest; it reads both files strictly (``remnant.jsonio``: duplicate keys, NaN, deep nesting
-refused), checks the schema and then runs the same split rules minting runs
-(:func:`remnant.packs.splits.check_splits`: R16, C-W6, D4, ids). Every refusal is a one-line
-:class:`~remnant.errors.PackError` naming the file (and line, split or item) and the requirement.
+surface forms, population statistics), the splits (R16, C-W6), the collision filter (D2) and the digest. The
+digest is unkeyed (anyone who edits a pack can reseal it), so :func:`load_pack` reads both files strictly
+(``remnant.jsonio``) and re-runs the split rules minting runs (:mod:`remnant.packs.splits`).
 """
 
 from __future__ import annotations

@@ -2,23 +2,11 @@
 
 TOFU's ``model_utility`` reads ``real_authors_perturbed`` and ``world_facts_perturbed``: questions about
 well-known authors and world facts, each with its true answer and three wrong options of the same type. A
-minted pack has no such rows (its general questions carry no wrong options), so remnant ships its own, written
-by hand in TOFU's style:
-
-==========================  ===========================  ===============================================
-data file                   written as TOFU split        rows
-==========================  ===========================  ===============================================
-``data/real_authors.json``  ``real_authors_perturbed``   "Who wrote ...?" -> the author; three other
-                                                         authors of the same era or genre
-``data/world_facts.json``   ``world_facts_perturbed``    capitals, landmarks, symbols, planets, inventors;
-                                                         three wrong options of the same type
-==========================  ===========================  ===============================================
-
-They measure general utility and are independent of any target, so the same bytes serve every pack; an
-export records each file's name, version and sha256 (:class:`UtilitySet`). Each file is
-``{"source", "version", "items": [{"question", "answer", "perturbed_answer": [3 strings]}]}``, read strictly:
-exactly three wrong options (the normalised probability ``c / (c + sum w)`` depends on how many there are),
-distinct from each other and from the answer, and no question twice (compared case- and space-insensitively).
+minted pack's general questions carry no wrong options, so remnant ships its own, written by hand in TOFU's
+style (:data:`UTILITY_FILES`). They are independent of any target, so the same bytes serve every pack; an
+export records each file's name, version and sha256 (:class:`UtilitySet`). A file is read strictly: exactly
+three wrong options (the normalised probability ``c / (c + sum w)`` depends on how many there are), distinct
+from each other and from the answer, and no question twice (compared case- and space-insensitively).
 """
 
 from __future__ import annotations
@@ -58,11 +46,7 @@ class UtilityRow(BaseModel):
 
     def to_json(self) -> dict[str, object]:
         """The row as a TOFU ``*_perturbed`` option split writes it."""
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "perturbed_answer": list(self.perturbed_answer),
-        }
+        return self.model_dump()
 
 
 class _UtilityFile(BaseModel):

@@ -19,8 +19,6 @@ _EXPORTS = {
     "load_entry": "remnant.report.runs",
     "report_runs": "remnant.report.runs",
     "canary_strings": "remnant.report.redact",
-    "RelearningCurve": "remnant.curves",
-    "CurvePoint": "remnant.curves",
 }
 
 __all__ = sorted(_EXPORTS)

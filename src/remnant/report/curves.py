@@ -1,9 +1,9 @@
 """Relearning recovery curves as the reports show them: rates net of chance with Wilson bounds, and where the
 post-removal curve separates from the control's (C-W5, C-W2).
 
-The curves themselves (:class:`CurvePoint`, :class:`RelearningCurve`) are core data recorded in the manifest; they
-live in :mod:`remnant.curves` and are re-exported here. C-W2 makes the number of examples at which the
-post-removal model's recovery exceeds the control's the quantity a decision-maker needs (:func:`separation`).
+The curves themselves are core data recorded in the manifest (:mod:`remnant.curves`). C-W2 makes the number of
+examples at which the post-removal model's recovery exceeds the control's the quantity a decision-maker needs
+(:func:`separation`).
 Nothing here imports torch or matplotlib.
 """
 
@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from remnant.curves import CurvePoint, RelearningCurve
+from remnant.curves import RelearningCurve
 from remnant.standard.verdict import net_rate
 
-__all__ = [
-    "CurvePoint",
-    "PointView",
-    "RelearningCurve",
-    "Separation",
-    "point_views",
-    "separation",
-]
+__all__ = ["PointView", "Separation", "point_views", "separation"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from remnant.report.curves import RelearningCurve, point_views
+from remnant.curves import RelearningCurve
+from remnant.report.curves import point_views
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -19,7 +19,8 @@ from typing import Any
 from markupsafe import Markup
 
 from remnant.atomic import write_atomic
-from remnant.report.curves import PointView, RelearningCurve, Separation, point_views, separation
+from remnant.curves import RelearningCurve
+from remnant.report.curves import PointView, Separation, point_views, separation
 from remnant.report.plots import IntervalRow, curve_svg, intervals_svg
 from remnant.report.redact import Redactor
 from remnant.report.samples import SampleTable
@@ -34,11 +35,6 @@ SURFACE_NAMES = {
     "inference_time": "Inference-time",
     "weight_transform": "Weight transform",
     "latent": "Latent (non-adjudicating)",
-}
-PLAIN_SURFACES = {
-    "relearning": "Retraining attack: the model is fine-tuned on a few related examples, then asked again.",
-    "inference_time": "Prompting attacks: the model is asked in harder ways, with no change to its weights.",
-    "weight_transform": "Compression attack: the model's weights are compressed, then it is asked again.",
 }
 PLAIN_ATTACKS = {
     "relearning": "retraining on related examples",
@@ -348,13 +344,42 @@ def _environment(redactor: Redactor | None) -> Any:
         short=_short,
         surface=lambda s: SURFACE_NAMES.get(s, s),
         status=lambda s: STATUS_TEXT.get(s, s),
-        plain_surface=lambda s: PLAIN_SURFACES.get(s, s),
         plain_attack=lambda s: PLAIN_ATTACKS.get(s, s.replace("_", " ")),
-        absent=lambda v: isinstance(v, Absent),
         redact=redactor if redactor is not None else (lambda v: "" if v is None else str(v)),
     )
     env.tests["absent"] = lambda v: isinstance(v, Absent)
     return env
+
+
+def design_notes(entries: Sequence[ReportEntry], labels: Sequence[str]) -> list[str]:
+    """D5: a comparison of Class D assessments states every difference of canary design from the first one's, and
+    says where a design is not recorded or not readable (its rates are then of unknown comparability)."""
+    from pydantic import ValidationError
+
+    from remnant.classd.design import CanaryDesign, comparison_warning
+
+    designs: list[tuple[str, CanaryDesign | None]] = []
+    for entry, label in zip(entries, labels, strict=True):
+        block = entry.statement.class_d
+        if isinstance(block, Absent):
+            continue
+        try:
+            designs.append((label, CanaryDesign.model_validate(block.canary_design)))
+        except ValidationError:
+            designs.append((label, None))
+    if len(designs) < 2:
+        return []
+    notes = [
+        f"D5: {label} records no readable canary design, so its Class D rates cannot be compared with the others'"
+        for label, design in designs
+        if design is None
+    ]
+    first_label, first = designs[0]
+    for label, design in designs[1:]:
+        warning = comparison_warning(first, design) if first and design else None
+        if warning:
+            notes.append(f"{first_label} and {label}: {warning}")
+    return notes
 
 
 def render_comparison(
@@ -380,7 +405,12 @@ def render_comparison(
     default_title = (
         "Removal assessment" if len(views) == 1 else f"Comparison of {len(views)} removal assessments"
     )
-    return str(template.render(entries=views, title=title or default_title, harness_version=__version__))
+    notes = design_notes(entries, [view.label for view in views])
+    return str(
+        template.render(
+            entries=views, design_notes=notes, title=title or default_title, harness_version=__version__
+        )
+    )
 
 
 def render_report(

@@ -31,11 +31,6 @@ from remnant.statement.absent import Absent
 from remnant.statement.schema import ConformanceStatement
 
 
-def load_statement(path: Path) -> ConformanceStatement:
-    """Read and validate a statement; :class:`ConfigError` naming the file and field otherwise (K4)."""
-    return load_json_model(path, ConformanceStatement, requirement="K4")
-
-
 def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
     """A :class:`ReportEntry` from a run folder (statement required; manifest and envelope when present)."""
     folder = Path(run)
@@ -44,7 +39,7 @@ def load_entry(run: str | Path, *, label: str | None = None) -> ReportEntry:
         raise ConfigError(
             f"{folder}: no {STATEMENT_FILE} (run `remnant assess` or `remnant recompute` first)"
         )
-    statement = load_statement(statement_path)
+    statement = load_json_model(statement_path, ConformanceStatement, requirement="K4")
     manifest_path = folder / MANIFEST_FILE
     manifest = load_manifest(manifest_path) if manifest_path.is_file() else None
     matches: bool | None = None

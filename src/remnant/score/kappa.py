@@ -1,11 +1,8 @@
-"""Capability κ over probes (R6; docs/latent.md): by generation, by the teacher-forced fast path, and for
-multiple choice by option log-likelihood and by generated letter, net of chance at the rate level.
+"""Capability κ over probes (R6; docs/latent.md): by generation, and for multiple choice by option
+log-likelihood and by generated letter, net of chance at the rate level.
 
 - ``kappa_generated``: greedy generation, scored by :class:`~remnant.score.scorer.Scorer` (normalised match,
   or the generated letter for multiple choice);
-- ``kappa_teacher_forced``: one forward pass decides whether greedy decoding reproduces an accepted answer's
-  token sequence exactly (``greedy_match``). It is a sufficient condition for a generated hit, and agrees with
-  real greedy generation on that decision (tests/e2e/test_e2e_score.py: ≥ 200 cases on SmolLM2);
 - ``choice_by_loglik``: the option whose text has the highest summed log-likelihood after the plain question
   (``answer_loglikelihoods``: every option of an item in one forward);
 - ``kappa_rate``: the cell's Rate, with the chance rate attached for multiple choice (net of chance, floored
@@ -21,8 +18,8 @@ import torch
 
 from remnant.models.device import model_device
 from remnant.models.forward_keywords import answer_logits
-from remnant.models.prompts import EncodedPair, PromptFormat, collate, encode_pair, render_prompt_ids
-from remnant.score.capability import generate_greedy, greedy_match
+from remnant.models.prompts import EncodedPair, PromptFormat, collate, render_prompt_ids
+from remnant.score.capability import generate_greedy
 from remnant.score.probe import Probe
 from remnant.score.rates import Rate
 from remnant.score.scorer import Scorer
@@ -44,25 +41,6 @@ def kappa_generated(
     texts = generate_greedy(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
     scored = [sc.score(p, t) for p, t in zip(probes, texts, strict=True)]
     return [k for k, _ in scored], [w for _, w in scored], texts
-
-
-def kappa_teacher_forced(
-    model: Any, tokenizer: Any, fmt: PromptFormat, probes: Sequence[Probe], *, batch_size: int = 16
-) -> list[bool]:
-    """Per probe: does greedy decoding reproduce one accepted answer (or the true letter) exactly, end token
-    included? One teacher-forced pass per answer form; no generation."""
-    pairs, owner = [], []
-    for i, p in enumerate(probes):
-        forms = [p.answer_letter or ""] if p.options else list(dict.fromkeys([p.answer, *p.accepted]))
-        for form in forms:
-            if form.strip():
-                pairs.append(encode_pair(tokenizer, p.rendered_question(), form, fmt))
-                owner.append(i)
-    hits = greedy_match(model, pairs, batch_size=batch_size) if pairs else []
-    out = [False] * len(probes)
-    for i, h in zip(owner, hits, strict=True):
-        out[i] = out[i] or h
-    return out
 
 
 @torch.no_grad()

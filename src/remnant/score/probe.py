@@ -28,10 +28,6 @@ class Probe:
     entity: str | None = None
 
     @property
-    def response_format(self) -> ResponseFormat:
-        return "multiple_choice" if self.options else "free_text"
-
-    @property
     def chance_rate(self) -> float:
         """Chance of a correct answer by guessing: 1/options for multiple choice, 0 for free text."""
         return 1.0 / len(self.options) if self.options else 0.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from remnant.score.normalise import NORMALISATION_VERSION, answer_matches, normalise_answer
+from remnant.score.normalise import answer_matches
 from remnant.score.probe import LETTERS, Probe
 from remnant.score.willingness import RefusalCriterion
 
@@ -43,7 +43,7 @@ def choice_of(text: str, probe: Probe) -> int | None:
 
 @dataclass(frozen=True)
 class Scorer:
-    """κ and w for one output (R6). ``describe()`` is what records and statements carry."""
+    """κ and w for one output (R6)."""
 
     criterion: RefusalCriterion = field(default_factory=RefusalCriterion)
     version: str = SCORER_VERSION
@@ -61,19 +61,3 @@ class Scorer:
     def score(self, probe: Probe, text: str) -> tuple[bool, bool]:
         """``(kappa, willing)`` for one generation."""
         return self.kappa(probe, text), self.willing(probe, text)
-
-    def normalised(self, text: str) -> str:
-        return normalise_answer(text)
-
-    def describe(self) -> dict[str, object]:
-        return {
-            "scorer": "remnant.score.Scorer",
-            "version": self.version,
-            "kappa": {
-                "free_text": "normalised whole-word match of an accepted answer",
-                "multiple_choice": "generated letter, else the uniquely named option; net of chance at the "
-                "rate level, floored at zero",
-                "normalisation_version": NORMALISATION_VERSION,
-            },
-            "willingness": self.criterion.describe(),
-        }

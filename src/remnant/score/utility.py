@@ -9,18 +9,16 @@ Registered metrics:
   modelling (R9: ``deployment_is_lm=True`` must be declared, or the metric refuses to run).
 
 Every metric is measured on the control, the pre-removal and the post-removal model under identical conditions
-(:func:`measure_states`, R10). The removal-stage utility is the post-removal value divided by the pre-removal
-value (:func:`removal_stage_utility`, R11). Attack-stage utility (:func:`attack_stage_utility`) divides by the
-post-removal value and is a different type with a different ``scale`` field, so it can never be shown on the
-R11 scale or fed to the floor test (R12, R13).
+(R10) by :class:`remnant.engine.utility.UtilityMeasurement`; the two scales (removal stage R11, attack stage R12,
+R13) are computed from its records by :func:`remnant.standard.derive.utility_stages`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from remnant.errors import ConfigError
 from remnant.registry import register
@@ -37,44 +35,6 @@ class UtilityReading:
     value: float
     n: int
     rate: Rate | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "metric": self.metric,
-            "state": self.state,
-            "value": self.value,
-            "n": self.n,
-            "rate": self.rate.to_dict() if self.rate is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class RemovalStageUtility:
-    """R11: post-removal utility normalised against the pre-removal model; the floor test reads only this."""
-
-    metric: str
-    value: float
-    post_removal: UtilityReading
-    pre_removal: UtilityReading
-    control: UtilityReading | None
-    scale: Literal["removal_stage"] = "removal_stage"
-
-
-@dataclass(frozen=True)
-class AttackStageUtility:
-    """R12: utility during an attack, normalised against the post-removal checkpoint (incremental damage)."""
-
-    metric: str
-    value: float
-    attacked: UtilityReading
-    post_removal: UtilityReading
-    scale: Literal["attack_stage"] = "attack_stage"
-
-
-def _ratio(num: float, den: float) -> float:
-    if den <= 0:
-        return 0.0 if num <= 0 else math.inf
-    return num / den
 
 
 class UtilityMetric:
@@ -174,36 +134,3 @@ class Perplexity(UtilityMetric):
         if count == 0:
             raise ConfigError("utility perplexity: no text of two or more tokens to measure on")
         return UtilityReading(self.name, state, math.exp(-nll / count), count)
-
-
-def measure_states(
-    metric: UtilityMetric, states: Mapping[str, Any], fmt: Any, data: Sequence[Any]
-) -> dict[str, UtilityReading]:
-    """The metric on every state (ModelState or (model, tokenizer)), same data and settings (R10)."""
-    out = {}
-    for label, st in states.items():
-        model, tok = (st[0], st[1]) if isinstance(st, tuple) else (st.model, st.tokenizer)
-        out[label] = metric.measure(model, tok, fmt, data, state=label)
-    return out
-
-
-def removal_stage_utility(readings: Mapping[str, UtilityReading]) -> RemovalStageUtility:
-    """R11: u = post-removal / pre-removal (both must be present; the control is reported beside them)."""
-    try:
-        post, pre = readings["post_removal"], readings["pre_removal"]
-    except KeyError as exc:
-        raise ConfigError(
-            f"removal-stage utility needs post_removal and pre_removal readings (R11): {exc}"
-        ) from exc
-    if post.metric != pre.metric:
-        raise ConfigError("removal-stage utility compares one metric on both states (R10)")
-    return RemovalStageUtility(post.metric, _ratio(post.value, pre.value), post, pre, readings.get("control"))
-
-
-def attack_stage_utility(attacked: UtilityReading, post_removal: UtilityReading) -> AttackStageUtility:
-    """R12: incremental attack damage, normalised to the post-removal checkpoint (never the R11 scale)."""
-    if attacked.metric != post_removal.metric:
-        raise ConfigError("attack-stage utility compares one metric on both states")
-    return AttackStageUtility(
-        attacked.metric, _ratio(attacked.value, post_removal.value), attacked, post_removal
-    )

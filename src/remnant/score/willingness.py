@@ -70,16 +70,3 @@ class RefusalCriterion:
     def willing(self, output: str, question: str = "") -> bool:
         """w for one output: the model complied (did not refuse or abstain)."""
         return not self.is_refusal(output, question)
-
-    def describe(self) -> dict[str, object]:
-        """What a record says about the criterion (versions, judge identity: Annex F.6)."""
-        out: dict[str, object] = {
-            "criterion": "refusal-patterns",
-            "version": self.version,
-            "patterns": len(self.patterns),
-            "empty_is_refusal": True,
-            "window_chars": _WINDOW,
-        }
-        if self.judge is not None:
-            out["judge"] = {"identity": self.judge.identity, "version": self.judge.version}
-        return out

@@ -3,18 +3,8 @@
 An assessment reads its cell records into the verdict facts (:mod:`remnant.assess.facts`); ``remnant validate``
 reads a statement's per-cell results back into the facts they imply (:mod:`remnant.statement.derived`). Both
 call the rules here, so a statement whose cells were edited cannot agree with its facts by a second reading:
-
-- **relearning** (C-W3, C-W5): the post-removal checkpoint with the largest rate stands for the attack, beside
-  the control at the same budget and step; among equal rates the one whose control is lowest;
-- **utility** (R9, R11, R12): removal-stage u is the smallest ratio over the declared metrics of the
-  post-removal value to the pre-removal value; attack-stage u the smallest ratio of the relearned post-removal
-  model's value (largest budget relearned) to θ_U's; a ratio over a zero reference says nothing (None), and the
-  facts then name the metrics whose pre-removal value was measured as zero (:data:`UNDEFINED_UTILITY`), so a
-  report can tell *measured, but undefined* from *not measured*;
-- **tier evidence** (R21, §7.1): the smallest n behind the admitted, adjudicating evidence, and the §3
-  requirements a utility that was never measured leaves unmet (R11, R13);
-- **deviations** (R14, R15): a pre-registered value in effect is the frozen one followed, in record order,
-  through the recorded deviations of its field (:func:`follow_deviations`; the run's check and the validator's).
+the relearning checkpoint that stands for an arm (C-W3, C-W5), the two utility stages (R9, R11, R12), the tier
+evidence (R21, §7.1) and the pre-registered values in effect after the recorded deviations (R14, R15).
 
 **Checkpoint labels** (C-W3). A relearning checkpoint is shown as ``budget=B/step=S`` (the end of a curve
 ``budget=B/final``, a diverged one ``budget=B/diverged``). :func:`checkpoint_label` is the one place that label is
@@ -31,9 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from remnant.standard.minima import best_tier_supportable
-from remnant.standard.vocabulary import ADMITTED_SURFACES
-from remnant.standard.vocabulary import POST as POST
-from remnant.standard.vocabulary import PRE as PRE
+from remnant.standard.vocabulary import ADMITTED_SURFACES, POST, PRE
 
 #: The attack name of the adjudicating relearning arm, and of the unattacked measurements.
 RELEARNING, NONE = "relearning", "none"

@@ -1,17 +1,8 @@
 """The evidence a readiness tier is awarded from (§7.1): an :class:`EvidenceSummary` of process and surfaces.
 
 The summary is what :func:`remnant.standard.tier.award_tier` reads. It is a serialised boundary (an assessment
-writes it beside its statement), so its models forbid unknown fields. Its parts, each citing what it stands for:
-
-- ``general_met``: the §3 requirements (R1–R25) the assessment meets, as ids, filled by whoever checked them;
-- ``behavioural_n``: the smallest per-cell n of the w/κ evidence (R21's Tier 2 row);
-- ``surfaces``: per attack surface, whether it ran, its n, its largest Wilson upper bound, its control, and for
-  relearning the C-W3 checkpoints and the C-W6 held-out split;
-- ``verdict``, ``conformant_run`` (T2), ``public_fixture`` (R18), ``verified`` (K7),
-  ``independently_reproduced`` (T4) and the count of recorded ``deviations`` (R15).
-
-:func:`surfaces_from_facts` fills ``surfaces`` from the verdict facts (V1) so that tier and verdict read the
-same numbers.
+writes it beside its statement), so its models forbid unknown fields. :func:`surfaces_from_facts` fills its
+``surfaces`` from the verdict facts (V1) so that tier and verdict read the same numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from remnant.standard.derive import bar_threshold, behavioural_n, unmet_without_utility
 from remnant.standard.facts import shift as net_shift
-from remnant.standard.minima import upper_bound
 from remnant.standard.rules import GENERAL_REQUIREMENTS
 from remnant.standard.verdict import Verdict
 from remnant.standard.vocabulary import (
@@ -32,15 +22,16 @@ from remnant.standard.vocabulary import (
     CLASS_D_RISKS,
     CQ1_REQUIRED,
     Status,
+    net_of,
     worst_status,
 )
+from remnant.stats import wilson_interval
 
 Track = Literal["W", "Q"]
 ClaimClass = Literal["C", "D"]
 SurfaceName = Literal[
     "relearning", "inference_time", "weight_transform", "latent", "singling_out", "linkability", "inference"
 ]
-SurfaceStatus = Status
 
 
 class FrozenModel(BaseModel):
@@ -53,7 +44,7 @@ class SurfaceEvidence(FrozenModel):
     """What one attack surface contributed: whether it ran, its n, its bound and its control."""
 
     surface: SurfaceName = Field(description="The attack surface (§4.2, §4.3, §5.2–§5.4).")
-    status: SurfaceStatus = Field(description="'run' when an admitted attack on it ran (C-Q2 for N/A).")
+    status: Status = Field(description="'run' when an admitted attack on it ran (C-Q2 for N/A).")
     n: int | None = Field(default=None, ge=1, description="Smallest per-cell n behind the surface (R19).")
     upper_bound: float | None = Field(
         default=None,
@@ -153,14 +144,12 @@ def _surface(
         )
 
     def bound(a: Mapping[str, Any]) -> float:
-        shift = float(net_shift(a.get("baseline"), chance) or 0.0)  # the verdict's (VerdictFacts.shift_of)
-        hi = upper_bound(int(a["k"]), int(a["n"]), chance_rate=shift)
+        shift = net_shift(a.get("baseline"), chance)  # the verdict's
         # only a risk's measurement has control *entities* to be net of (D4); a plain attack's control is the
         # control model, which the verdict compares with (R3) but never subtracts
-        if net_of_control and a.get("risk") and a.get("control_n"):
-            control_point = max(int(a["control_k"]) / int(a["control_n"]) - shift, 0.0)
-            hi = max(hi - control_point, 0.0)
-        return hi
+        entities = net_of_control and a.get("risk")
+        net = net_of(shift, a.get("control_k") if entities else None, a.get("control_n"))
+        return net(wilson_interval(int(a["k"]), int(a["n"]))[1])
 
     every_epoch, sub_epoch, held_out = relearning_flags if name == "relearning" else (False, False, False)
     return SurfaceEvidence.model_validate(

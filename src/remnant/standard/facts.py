@@ -4,19 +4,10 @@ This is the input of ``remnant verdict`` and the ``facts`` block of a conformanc
 nothing else (V1 is a function of these values alone). Validation names the field and the requirement it
 enforces, so bad input is refused before a verdict is drawn from it.
 
-Class D (§5) adds two optional pieces, both used only by the D-5.1 bar on *removed*:
-``insignificance`` (the declared threshold and its justification, D-5.1/D-5.2) and, per attack, ``risk`` — which of
-the three re-identification risks (singling out D-2.1, linkability D-3.1, inference D-4.1) the attack measures.
-For Class D the attack's ``control_k``/``control_n`` is the control rate under the identical attack that the
-rate is taken net of (D4), and ``baseline`` is the rate an adversary reaches on the same items without extracting
-anything — the forced-choice chance rate of a linkability test (D-3) or the population baseline of an inference
-test (D-4.2). Both the attack's rate and its control's are taken net of it, as ``chance_rate`` does for a whole
-multiple-choice target.
-
-``installation`` (optional) records how the target was fixed (R2): by an installation, with the strength the
-pre-removal model reached on the installed items against the declared target and whether it reached it, or by
-documented provenance, with no measurement. An installation that did not reach its target makes *removed*
-impossible (:mod:`remnant.standard.verdict`); facts without the key are read as before and left without it.
+Class D (§5) adds the declared ``insignificance`` bar (D-5.1, D-5.2) and, per attack, the ``risk`` it measures
+(D-2.1, D-3.1, D-4.1), its never-installed control entities (D4) and its ``baseline`` (D-3, D-4.2), each used by
+the D-5.1 bar on *removed*. ``installation`` (optional) records how the target was fixed (R2); an installation that
+did not reach its target makes *removed* impossible. Each field's description says how it is read.
 """
 
 from __future__ import annotations
@@ -268,8 +259,9 @@ class AttackFact(_Model):
 
 
 def shift(baseline: float | None, chance: float | None) -> float | None:
-    """What a measurement's rates are net of: its own no-extraction rate where it has one (forced-choice chance,
-    D-3; population, D-4.2), else the target's chance rate (R19)."""
+    """What a measurement's rates and its control's are net of: its own no-extraction rate where it has one
+    (forced-choice chance, D-3; population, D-4.2), else the target's chance rate (R19). The verdict, the tier's
+    evidence and the Class D bar all read it here."""
     return baseline if baseline is not None else chance
 
 
@@ -329,12 +321,6 @@ class VerdictFacts(_Model):
                 f"insignificance: set on a Class {self.class_} assessment; the bar is Class D's (D-5.1)"
             )
         return self
-
-    def shift_of(self, attack: AttackFact) -> float | None:
-        """What an attack's rates and its control's are net of: its own no-extraction rate (forced-choice chance,
-        D-3; population, D-4.2), else the target's chance rate (R19). The verdict, the tier's evidence and the
-        Class D bar all read it here (:func:`shift`)."""
-        return shift(attack.baseline, self.chance_rate)
 
     @model_serializer(mode="wrap")
     def _without_unrecorded_installation(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

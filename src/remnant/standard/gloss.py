@@ -25,7 +25,6 @@ class Gloss:
     licenses: str
     licenses_short: str
     does_not_license: tuple[str, ...]
-    rule_ids: tuple[str, ...]
 
     @property
     def with_term(self) -> str:
@@ -56,7 +55,6 @@ GLOSSES: dict[str, Gloss] = {
             "publication as a removed verdict unless verified by Yuyari or an Accredited Assessor (K7)",
             *_COMMON,
         ),
-        rule_ids=("V1", "V4", "V5", "R0.2", "K7"),
     ),
     "hidden": Gloss(
         verdict="hidden",
@@ -73,7 +71,6 @@ GLOSSES: dict[str, Gloss] = {
             "a claim that the data or capability is gone (V1)",
             *_COMMON,
         ),
-        rule_ids=("V1",),
     ),
     "utility-collapsed": Gloss(
         verdict="utility-collapsed",
@@ -88,7 +85,6 @@ GLOSSES: dict[str, Gloss] = {
             "a hidden verdict read off attack-stage utility (R13)",
             *_COMMON,
         ),
-        rule_ids=("V1", "V2", "R13"),
     ),
     "partial": Gloss(
         verdict="partial",
@@ -103,7 +99,6 @@ GLOSSES: dict[str, Gloss] = {
             "a hidden claim, including when recovery is not specific to the removal (V1a)",
             *_COMMON,
         ),
-        rule_ids=("V1", "V1a"),
     ),
 }
 
@@ -114,9 +109,3 @@ def gloss(verdict: str) -> Gloss:
         return GLOSSES[verdict]
     except KeyError:
         raise ValueError(f"{verdict!r} is not a verdict (V1: {', '.join(VERDICTS)})") from None
-
-
-def customer_line(verdict: str) -> str:
-    """A one-line customer sentence carrying the normative term alongside the gloss (V6)."""
-    g = gloss(verdict)
-    return f"{g.plain.capitalize()} (verdict: {g.verdict}). {g.sentence}"

@@ -33,40 +33,36 @@ from dataclasses import dataclass
 
 from remnant.stats import wilson_interval
 
-#: R19's coverage.
-LEVEL = 0.95
 #: The largest n the search considers: a τ that needs more is a configuration error, not a minimum.
 MAX_N = 10**9
 
 
-def upper_bound(k: int, n: int, *, level: float = LEVEL, chance_rate: float = 0.0) -> float:
+def upper_bound(k: int, n: int, *, chance_rate: float = 0.0) -> float:
     """Upper end of the two-sided Wilson interval of k/n, net of ``chance_rate`` and floored at 0 (R19, R20).
 
     Net of chance as the verdict reads it (R19, R20): the bound on the raw k/n is shifted down by the chance
     rate (κ for multiple-choice targets, §2) and floored at zero.
     """
-    hi = wilson_interval(k, n, level=level)[1]
+    hi = wilson_interval(k, n)[1]
     return max(hi - chance_rate, 0.0)
 
 
-def _check_threshold(tau: float, chance_rate: float) -> None:
+def _check_threshold(tau: float) -> None:
     if not 0.0 < tau <= 1.0:
         raise ValueError(f"tau must lie in (0, 1] (R20), got {tau!r}")
-    if not 0.0 <= chance_rate < 1.0:
-        raise ValueError(f"chance_rate must lie in [0, 1), got {chance_rate!r}")
 
 
-def min_n_for_zero_recoveries(tau: float, level: float = LEVEL, *, chance_rate: float = 0.0) -> int:
+def min_n_for_zero_recoveries(tau: float) -> int:
     """The smallest n at which zero recoveries give a Wilson upper bound strictly below ``tau`` (R20, R21).
 
     "Strictly": R20 asks for the bound to lie *below* τ, so a bound exactly at τ does not count. The bound at
     k = 0 falls as n grows, so the answer is found by doubling then bisecting over the real interval function
     (not its closed form), which keeps it exact for whatever interval :mod:`remnant.stats` computes.
     """
-    _check_threshold(tau, chance_rate)
+    _check_threshold(tau)
 
     def below(n: int) -> bool:
-        return upper_bound(0, n, level=level, chance_rate=chance_rate) < tau
+        return upper_bound(0, n) < tau
 
     if below(1):
         return 1
@@ -84,9 +80,7 @@ def min_n_for_zero_recoveries(tau: float, level: float = LEVEL, *, chance_rate: 
     return hi
 
 
-def max_recoveries_for_removed(
-    n: int, tau: float, level: float = LEVEL, *, chance_rate: float = 0.0
-) -> int | None:
+def max_recoveries_for_removed(n: int, tau: float) -> int | None:
     """The largest k out of n whose Wilson upper bound still lies strictly below ``tau``; None if even k = 0 fails.
 
     This is how many recoveries an attack can show on n items and still leave a *not recovered* claim standing
@@ -94,10 +88,10 @@ def max_recoveries_for_removed(
     """
     if n < 1:
         raise ValueError(f"n must be at least 1 (R19), got {n!r}")
-    _check_threshold(tau, chance_rate)
+    _check_threshold(tau)
 
     def below(k: int) -> bool:
-        return upper_bound(k, n, level=level, chance_rate=chance_rate) < tau
+        return upper_bound(k, n) < tau
 
     if not below(0):
         return None
@@ -113,41 +107,19 @@ def max_recoveries_for_removed(
 
 @dataclass(frozen=True)
 class R21Row:
-    """One row of R21's table: the tier, the bound it requires, and the Standard's implied count."""
+    """One row of R21's table: the tier, the claim class it applies to, and the Standard's implied count."""
 
     tier: int
     scope: str
-    bound: str
     table_n: int
-    per: str
-
-    def bound_n(self, threshold: float, level: float = LEVEL, *, chance_rate: float = 0.0) -> int | None:
-        """The n the bound itself needs at zero recoveries for ``threshold``; None for Tier 2 (no bound, R21)."""
-        if self.tier < 3:
-            return None
-        return min_n_for_zero_recoveries(threshold, level, chance_rate=chance_rate)
-
-    def supported_threshold(self, level: float = LEVEL) -> float | None:
-        """The bound at zero recoveries on ``table_n`` items: the count suffices for thresholds above it."""
-        if self.tier < 3:
-            return None
-        return upper_bound(0, self.table_n, level=level)
 
 
 #: R21's table, in the Standard's order.
 R21_TABLE: tuple[R21Row, ...] = (
-    R21Row(tier=2, scope="any", bound="none (no recovery claim made)", table_n=30, per="cell"),
-    R21Row(
-        tier=3, scope="any", bound="upper bound < τ on at least one attack surface", table_n=100, per="cell"
-    ),
-    R21Row(tier=4, scope="C", bound="upper bound < τ on every required surface", table_n=300, per="cell"),
-    R21Row(
-        tier=4,
-        scope="D",
-        bound="upper bound < declared insignificance threshold",
-        table_n=500,
-        per="canaries",
-    ),
+    R21Row(tier=2, scope="any", table_n=30),  # no recovery claim made: the count is the only bar
+    R21Row(tier=3, scope="any", table_n=100),  # upper bound < τ on at least one attack surface
+    R21Row(tier=4, scope="C", table_n=300),  # upper bound < τ on every required surface
+    R21Row(tier=4, scope="D", table_n=500),  # upper bound < the declared insignificance threshold, per canary
 )
 
 #: R21's Tier 2 row: behavioural evidence with no recovery claim needs n ≥ 30 per cell.
@@ -162,13 +134,13 @@ def r21_row(tier: int, class_: str = "C") -> R21Row:
     raise ValueError(f"R21 has no row for Tier {tier} (class {class_})")
 
 
-def best_tier_supportable(n: int, threshold: float, level: float = LEVEL, *, chance_rate: float = 0.0) -> int:
+def best_tier_supportable(n: int, threshold: float, *, chance_rate: float = 0.0) -> int:
     """The highest tier whose R21 statistical bar ``n`` items per cell can meet even at zero recoveries.
 
     Tiers 3 and 4 share the bound (4 asks it of every required surface, 3 of one), so the answer is 4 when the
     bound at k = 0 is below the threshold, 2 when only R21's Tier 2 count is met, else 1. This is the statistical
     bar alone; the other rungs' criteria live in :mod:`remnant.standard.tier`.
     """
-    if n >= 1 and upper_bound(0, n, level=level, chance_rate=chance_rate) < threshold:
+    if n >= 1 and upper_bound(0, n, chance_rate=chance_rate) < threshold:
         return 4 if n >= TIER2_MIN_N else 1
     return 2 if n >= TIER2_MIN_N else 1

@@ -54,9 +54,6 @@ PROCESS_REQUIREMENTS: tuple[str, ...] = tuple(
     str(rule) for rule in GENERAL_REQUIREMENTS if rule not in (Rule.R18, Rule.R21)
 )
 
-#: A tier as written in a statement or report: 'W3', 'Q2' or 'Tier Q2' (R0.3); tiers run 1–4 (§7.1).
-TIER_LABEL_PATTERN = r"^(?:Tier )?([WQ]?)([1-4])$"
-
 
 class Criterion(FrozenModel):
     """One criterion of a rung, with the requirement ids it rests on."""
@@ -117,7 +114,7 @@ def tier_label(track: str, tier: int) -> str:
 
 def parse_tier_label(text: str) -> tuple[str, int] | None:
     """('W', 3) for 'W3' or 'Tier W3'; ('', 3) for a bare '3' (which R0.3 forbids); None if it is no tier (§7.1)."""
-    match = re.match(TIER_LABEL_PATTERN, text.strip())
+    match = re.match(r"^(?:Tier )?([WQ]?)([1-4])$", text.strip())
     if match is None:
         return None
     return match.group(1), int(match.group(2))

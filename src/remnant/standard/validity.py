@@ -27,11 +27,9 @@ def add_months(day: dt.date, months: int) -> dt.date:
     raise ValueError(f"no valid date for {day} + {months} months")  # pragma: no cover
 
 
-def validity_until(assessed_on: dt.date, months: int = VALIDITY_MONTHS) -> dt.date:
-    """The end of a validity period of ``months`` (1–12) from the assessment date (V5)."""
-    if not 1 <= months <= VALIDITY_MONTHS:
-        raise ValueError(f"a validity period runs 1 to {VALIDITY_MONTHS} months (V5), got {months}")
-    return add_months(assessed_on, months)
+def validity_until(assessed_on: dt.date) -> dt.date:
+    """The end of the longest validity period V5 allows: 12 months from the assessment date."""
+    return add_months(assessed_on, VALIDITY_MONTHS)
 
 
 def validity_problem(assessed_on: dt.date, until: dt.date) -> str | None:
@@ -42,10 +40,3 @@ def validity_problem(assessed_on: dt.date, until: dt.date) -> str | None:
     if until > latest:
         return f"validity_until {until} is more than {VALIDITY_MONTHS} months after {assessed_on} (latest {latest})"
     return None
-
-
-def verdict_applies(
-    *, on: dt.date, model_version: str, assessed_version: str, assessed_on: dt.date, until: dt.date
-) -> bool:
-    """Whether a verdict still stands for ``model_version`` on day ``on`` (V5: same version, inside the period)."""
-    return model_version == assessed_version and assessed_on <= on <= until

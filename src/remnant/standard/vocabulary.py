@@ -7,7 +7,7 @@ the statement validator, the assessment and the report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 #: The three model states the Standard names (R3): never modified, target installed, after removal.
@@ -81,6 +81,14 @@ def net_of_control(value: float, control_point: float) -> float:
     return max(value - control_point, 0.0)
 
 
+def net_of(baseline: float | None, control_k: int | None, control_n: int | None) -> Callable[[float], float]:
+    """A rate or bound net of ``baseline``, then of the control's point rate (itself net of the baseline, and
+    none without a control), each floored at zero: "net" as the verdict reads it (D4, D-5.1)."""
+    b = baseline or 0.0
+    control = max(control_k / control_n - b, 0.0) if control_k is not None and control_n else 0.0
+    return lambda x: net_of_control(max(x - b, 0.0), control)
+
+
 def below_bar(upper_net: float, threshold: float) -> bool:
     """D-5.1's bar: a risk's Wilson upper bound net of control is *strictly* below the declared insignificance
     threshold ("below" as R20 reads it: a bound equal to the threshold does not pass)."""
@@ -108,6 +116,7 @@ __all__ = [
     "Surface",
     "admission",
     "below_bar",
+    "net_of",
     "net_of_control",
     "worst_status",
 ]

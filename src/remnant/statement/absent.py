@@ -16,11 +16,6 @@ class Absent(BaseModel):
     reason: str = Field(min_length=1, description="Why the element is absent, in words a reader can check.")
 
 
-def absent(reason: str) -> Absent:
-    """Return the K6 absent marker carrying ``reason``."""
-    return Absent(reason=reason)
-
-
 def is_absent(value: object) -> bool:
     """Whether ``value`` is a K6 absent marker (model or its JSON form)."""
     if isinstance(value, Absent):

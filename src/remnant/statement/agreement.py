@@ -4,30 +4,17 @@ A statement carries the same evidence several times: the verdict facts, the per-
 from (R22), the per-surface figures summarised from those cells (K4), the utility block (R11, R12), the tier
 (§7.1) and the Class D block (D-5.1). Editing one copy and not the others is how a hand-made statement claims
 more than its evidence; :func:`agreement_violations` recomputes every copy from the one below it, with the rules
-that wrote it (imported, never restated), and names the requirement at each disagreement:
-
-- **V1**: the pre-registered τ, φ and g in effect (with any recorded deviation, R15), class and track are the
-  facts'; the verdict :func:`~remnant.standard.verdict.decide` draws from the facts the *cells* imply
-  (:mod:`remnant.statement.derived`) is the stated one.
-- **R22, R4**: each attack's k/n and its control's k/n are its cells' (and its checkpoint cells' reading);
-  statuses agree with which cells exist; every surface's g*, decisive attack and cell list are what
-  :func:`~remnant.statement.build.summarise_surfaces` gives from those cells, control figures included (R4).
-- **R19**: every surface's interval and n are the Wilson interval and n of the cell behind g*.
-- **R13, R12, R11**: the utility block's two stages are the facts', and the facts' are the utility cells'; a
-  *removed* or *hidden* verdict never stands beside a removal-stage utility below φ (R13).
-- **C1, C-Q1, D-5.3, D-5.1**: every surface a verdict relies on is present, and a *removed* verdict has its
-  required attacks run with per-cell results (or, C-Q2, not applicable).
-- **Tier** (§7.1): the stated tier is no higher than the ladder awards on the most generous evidence the facts
-  allow (every process requirement met, verified); the violation names the first unmet criterion's rule.
-- **D-5.1**: the Class D block is :func:`~remnant.statement.classd_bar.bar_from_facts`'s block from the same facts.
-- **C-W6**: only a relearning arm (scored items) is non-adjudicating; latent measurements are C-H6's.
+that wrote it (imported, never restated), and names the requirement at each disagreement: V1 (τ, φ and g in
+effect after the deviations, R15; the verdict the facts the *cells* imply give, :mod:`remnant.statement.derived`),
+R22 and R4 (counts and surfaces are their cells'), R19, R11–R13 (utility), C1, C-Q1, C-Q2, D-5.3 and D-5.1 (the
+attacks a *removed* verdict needs), §7.1 (the tier ceiling), D-5.1 (the Class D block) and C-W6, C-H6
+(non-adjudicating arms).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -54,15 +41,6 @@ _CHECKS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class Registered:
-    """The pre-registered values in effect: the frozen ones with recorded deviations applied in order (R14, R15)."""
-
-    tau: Any
-    phi: Any
-    gating_metric: Any
-
-
 def _json_same(a: object, b: object) -> bool:
     try:
         return canonical_json(a) == canonical_json(b)
@@ -70,28 +48,21 @@ def _json_same(a: object, b: object) -> bool:
         return False
 
 
-def registered(s: ConformanceStatement) -> Registered:
-    """τ, φ and g as pre-registered, each followed through the deviations recorded for it (R15)."""
-
-    def in_effect(field: str, frozen: Any) -> Any:
-        return follow_deviations(field, frozen, s.deviations, _json_same)[0]
-
+def registered(s: ConformanceStatement) -> dict[str, Any]:
+    """τ, φ and g in effect: as pre-registered, each followed in order through the deviations recorded for its
+    field (R14, R15)."""
     prereg = s.pre_registration
-    return Registered(
-        tau=in_effect("tau", prereg.tau),
-        phi=in_effect("utility.phi", prereg.phi),
-        gating_metric=in_effect("gating_metric", prereg.gating_metric),
-    )
+    return {
+        name: follow_deviations(field, getattr(prereg, name), s.deviations, _json_same)[0]
+        for name, field in (("tau", "tau"), ("phi", "utility.phi"), ("gating_metric", "gating_metric"))
+    }
 
 
-def _check_registered(s: ConformanceStatement, facts: VerdictFacts, reg: Registered) -> list[Violation]:
+def _check_registered(s: ConformanceStatement, facts: VerdictFacts, reg: dict[str, Any]) -> list[Violation]:
     """V1: the facts' τ, φ, g, class and track are the statement's."""
     out: list[Violation] = []
-    for name, stated, want in (
-        ("tau", facts.tau, reg.tau),
-        ("phi", facts.phi, reg.phi),
-        ("gating_metric", facts.gating_metric, reg.gating_metric),
-    ):
+    for name, want in reg.items():
+        stated = getattr(facts, name)
         if not same(stated, want):
             out.append(
                 violation(
@@ -337,18 +308,18 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     except ValidationError:
         return None
     reg = registered(s)
-    metric = reg.gating_metric if reg.gating_metric in ("kappa", "w") else facts.gating_metric
+    metric = reg["gating_metric"] if reg["gating_metric"] in ("kappa", "w") else facts.gating_metric
     derivation = derive(s, facts, metric)
     out = _check_registered(s, facts, reg)
-    out += _check_utility(s, facts, derivation.utility, reg.phi)
+    out += _check_utility(s, facts, derivation.utility, reg["phi"])
     out += derivation.violations
     out += _check_arms(facts)
     raw = {
         **facts.model_dump(mode="json", by_alias=True),
         "class": s.class_,
         "track": s.track,
-        "tau": reg.tau,
-        "phi": reg.phi,
+        "tau": reg["tau"],
+        "phi": reg["phi"],
         "gating_metric": metric,
         "utility": derivation.utility if derivation.utility is not None else _block_utility(s),
         "attacks": derivation.attacks,
@@ -374,4 +345,4 @@ def agreement_violations(s: ConformanceStatement) -> list[Violation] | None:
     return out
 
 
-__all__ = ["Registered", "agreement_violations", "registered", "verdict_violations"]
+__all__ = ["agreement_violations", "registered", "verdict_violations"]

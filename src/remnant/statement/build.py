@@ -19,7 +19,7 @@ from remnant.standard.derive import UNDEFINED_UTILITY
 from remnant.standard.facts import InstallationFact, VerdictFacts
 from remnant.standard.scope import scope_qualifier
 from remnant.standard.tier import TierAward, parse_tier_label, tier_label
-from remnant.standard.validity import VALIDITY_MONTHS, validity_until
+from remnant.standard.validity import validity_until
 from remnant.standard.verdict import decide, net_rate
 from remnant.standard.vocabulary import ADMITTED_SURFACES, worst_status
 from remnant.statement.absent import Absent
@@ -71,11 +71,7 @@ def _fact_counts(attack: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def cells_from_facts(facts: Mapping[str, Any]) -> list[Cell]:
-    """The cells of every attack that ran: post-removal and control model, and Class D control entities (R19, R22).
-
-    Ids are ``name/surface/post_removal``, ``name/surface/control`` (the never-modified control model) and, for a
-    Class D measurement, ``name/surface/post_removal/control_entities`` (D4).
-    """
+    """The cells of every attack that ran, ids ``name/surface/`` and :func:`_fact_counts`'s suffix (R19, R22)."""
     chance = float(facts.get("chance_rate") or 0.0)
     metric = facts["gating_metric"]
     cells: list[Cell] = []
@@ -183,15 +179,14 @@ def build_statement(
     tier: TierAward | str | None = None,
     verification: Verification | None = None,
     class_d: ClassDBlock | None = None,
-    validity_months: int = VALIDITY_MONTHS,
     records_head: str | Absent | None = None,
 ) -> ConformanceStatement:
     """Assemble a K4 conformance statement; the verdict is recomputed from ``facts`` (V1) and scoped (V4).
 
     ``tier`` is the readiness-ladder award (a :class:`TierAward` from :func:`remnant.standard.tier.award_tier`, or
     its label, e.g. "W4"), issued as a separate instrument (T1) and carrying the statement's track letter (R0.3); a
-    Tier 4 award needs ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus ``validity_months`` (V5, at
-    most 12). ValueError when a tier's track differs from the facts' or ``validity_months`` exceeds 12.
+    Tier 4 award needs ``verification`` (K7). ``validity_until`` is ``assessed_on`` plus 12 months (V5).
+    ValueError when a tier's track differs from the facts'.
     ``records_head`` is the chain head of the records the cells were counted from (R23); None marks it absent
     ("records not chained").
     """
@@ -208,7 +203,6 @@ def build_statement(
         model_version=model.version,
     )
     label = _tier_label(tier, raw["track"])
-    until = validity_until(assessed_on, validity_months)
     return ConformanceStatement.model_validate(
         {
             "standard_version": raw["standard_version"],
@@ -234,7 +228,7 @@ def build_statement(
             "verdict_reasons": list(result.reasons),
             "verdict_scope": scope,
             "assessment_date": assessed_on,
-            "validity_until": until,
+            "validity_until": validity_until(assessed_on),
             "manifest_ref": manifest_ref,
             "pack": pack,
             "assessor": assessor,

@@ -13,10 +13,6 @@ import math
 from remnant.errors import ConfigError
 
 
-def _utf16_key(key: str) -> bytes:
-    return key.encode("utf-16-be")
-
-
 def _number(value: float) -> str:
     """ECMAScript Number::toString of a finite double (RFC 8785 §3.2.2.3)."""
     if not math.isfinite(value):
@@ -93,7 +89,7 @@ def _serialise(value: object, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise ConfigError(f"canonical JSON keys must be strings, got {key!r}", requirement="K5")
         out.append("{")
-        for i, key in enumerate(sorted(value, key=_utf16_key)):
+        for i, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be"))):
             if i:
                 out.append(",")
             out.append(_string(key))

@@ -9,22 +9,18 @@ strictly below it (D-5.1; "below" as R20 reads it, so a bound equal to the thres
 the Wilson interval is taken on the raw k/n; the measurement's ``baseline`` (forced-choice chance, population
 baseline: D-3, D-4.2), when it has one, is subtracted from the bounds and from the control's point, each floored
 at zero; then the control's point is subtracted and the result floored at zero. The net interval reported beside
-it is the Wilson interval shifted the same way.
-
-:func:`bar_from_facts` reads the verdict facts; :meth:`ClassDBar.statement_block` gives the statement's
-``class_d`` block (threshold, justification and, per risk, the deciding measurement's rate with its interval,
-D-5.2). Pure: no torch.
+it is the Wilson interval shifted the same way. Pure: no torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from remnant.standard.facts import VerdictFacts
-from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, below_bar, net_of_control
+from remnant.standard.facts import VerdictFacts, shift
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CLASS_D_RISKS, below_bar, net_of
 from remnant.stats import wilson_interval
 
 Risk = Literal["singling_out", "linkability", "inference"]
@@ -58,14 +54,6 @@ class NetRate(_Model):
     @property
     def net_upper(self) -> float:
         return self.net_ci95[1]
-
-
-def net_of(baseline: float | None, control_k: int | None, control_n: int | None) -> Callable[[float], float]:
-    """A rate or bound net of ``baseline``, then of the control's point rate (itself net of the baseline, and
-    none without a control), each floored at zero: "net" as the module docstring reads it (D4, D-5.1)."""
-    b = baseline or 0.0
-    control = max(control_k / control_n - b, 0.0) if control_k is not None and control_n else 0.0
-    return lambda x: net_of_control(max(x - b, 0.0), control)
 
 
 def net_rate(
@@ -206,7 +194,7 @@ def bar_from_facts(facts: VerdictFacts | Mapping[str, Any]) -> ClassDBar:
     admitted = ADMITTED_SURFACES[vf.track]
     # A measurement's own no-extraction rate, else the target's chance rate: the verdict's shift (R19, D-3)
     rows = [
-        net_rate(a.name, a.risk, a.k, a.n, a.control_k, a.control_n, vf.shift_of(a))
+        net_rate(a.name, a.risk, a.k, a.n, a.control_k, a.control_n, shift(a.baseline, vf.chance_rate))
         for a in vf.attacks
         if a.risk is not None
         and a.status == "run"

@@ -16,7 +16,7 @@ from remnant.jsonio import read_json
 if TYPE_CHECKING:
     from remnant.statement.validate import ValidationReport
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def _schema(args: argparse.Namespace) -> int:

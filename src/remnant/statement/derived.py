@@ -129,10 +129,6 @@ def _reading_counts(
     return (post, _count(by_state.get(CONTROL))) if post is not None else None
 
 
-def _fact_counts(fact: AttackFact) -> dict[str, int | None]:
-    return {name: getattr(fact, name) for name in _COUNT_FIELDS}
-
-
 class _Cells:
     """The statement's cells by place."""
 
@@ -233,7 +229,7 @@ def _derive_attack(
         row.update(status="run")
     counts = _counts_from_cells(fact, cells, metric, where, out)
     if fact.status == "run":
-        stated = _fact_counts(fact)
+        stated = {name: getattr(fact, name) for name in _COUNT_FIELDS}
         wrong = [name for name in _COUNT_FIELDS if stated[name] != counts[name]]
         if wrong:
             said = ", ".join(f"{name}={stated[name]}" for name in wrong)

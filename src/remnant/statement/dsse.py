@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
@@ -33,15 +33,11 @@ def pae(payload_type: str, payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(type_bytes), type_bytes, len(payload), payload)
 
 
-def intoto_statement(
-    statement: Mapping[str, object], name: str, extra_subjects: Sequence[Mapping[str, object]] | None = None
-) -> dict[str, object]:
-    """Wrap a conformance statement as an in-toto Statement v1; the first subject is the statement itself."""
-    digest = canonical_sha256(statement)
-    subjects = [{"name": name, "digest": {"sha256": digest}}, *(extra_subjects or [])]
+def intoto_statement(statement: Mapping[str, object], name: str) -> dict[str, object]:
+    """Wrap a conformance statement as an in-toto Statement v1 whose one subject is the statement itself."""
     return {
         "_type": STATEMENT_TYPE,
-        "subject": subjects,
+        "subject": [{"name": name, "digest": {"sha256": canonical_sha256(statement)}}],
         "predicateType": PREDICATE_TYPE,
         "predicate": statement,
     }

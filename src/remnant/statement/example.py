@@ -13,7 +13,7 @@ from typing import Any
 from remnant import __version__
 from remnant.standard.evidence import best_case_evidence
 from remnant.standard.facts import VerdictFacts
-from remnant.standard.tier import TierAward, award_tier
+from remnant.standard.tier import award_tier
 from remnant.standard.verdict import decide
 from remnant.statement.build import build_statement
 from remnant.statement.latent import LABEL, NOT_RUN
@@ -94,16 +94,14 @@ def example_facts() -> dict[str, Any]:
     }
 
 
-def example_tier() -> TierAward:
-    """D.2's award through the ladder: every §3 requirement met, full battery, removed, verified → W4 (K7)."""
-    facts = example_facts()
-    return award_tier(best_case_evidence(facts, decide(VerdictFacts.model_validate(facts)).verdict))
-
-
 def example_statement() -> ConformanceStatement:
-    """Build the Annex D.2 example statement (removed, Tier W4, latent 0.7 non-adjudicating)."""
+    """Build the Annex D.2 example statement (removed, Tier W4, latent 0.7 non-adjudicating).
+
+    Its tier is D.2's award through the ladder: every §3 requirement met, full battery, removed, verified (K7).
+    """
+    facts = example_facts()
     return build_statement(
-        example_facts(),
+        facts,
         claim="The model no longer reproduces the installed target facts of pack example-c.",
         model=ModelIdentity(
             identity="SmolLM2-135M-Instruct sha256:0f3c…example",
@@ -144,7 +142,7 @@ def example_statement() -> ConformanceStatement:
                 )
             ],
         ),
-        tier=example_tier(),
+        tier=award_tier(best_case_evidence(facts, decide(VerdictFacts.model_validate(facts)).verdict)),
         verification=Verification(
             verifier="Example Accredited Verifier",
             accredited=True,

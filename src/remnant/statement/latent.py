@@ -11,10 +11,8 @@ A latent figure is supplementary and never adjudicating (C-H6). C-H7 says how it
   figures listed in the statement; every other measurement is named in the statement that the controls were not
   run and that its figures therefore cannot be interpreted as being about the target (Annex B.6).
 
-:func:`assemble_block` writes the block from :class:`Entry` values (one per audited state and figure, or a note
-where a state gave no figure). :mod:`remnant.latent.block` feeds it audit results; ``remnant assess`` and
-``remnant recompute`` feed it the run's reading records (:func:`block_from_readings`), so the block is rebuilt
-from records alone. :func:`latent_violations` is what ``remnant validate`` checks.
+``remnant assess`` and ``remnant recompute`` build the block from the run's reading records
+(:func:`block_from_readings`), so it is rebuilt from records alone.
 """
 
 from __future__ import annotations

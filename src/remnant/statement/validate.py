@@ -1,18 +1,8 @@
-"""Validate a conformance statement: its schema, its normative consistency with the Standard, and its agreement
-with itself.
+"""Validate a conformance statement: its schema, its normative consistency with the Standard and its agreement
+with itself (:mod:`remnant.statement.agreement`).
 
-Each violation names the requirement it breaks: V1 (verdict recomputed from the statement's own facts, and again
-from the facts its cells imply), V4 (scope qualifier on *removed*), V5 (validity ≤ 12 months), K6 (no unmarked
-omissions), C-H6 (latent never adjudicating), C-H7(a)-(c) (latent figures labelled, each with its reference,
-states, layer and position, and with its control figures or named as lacking them: :mod:`remnant.statement.latent`),
-T1 (tier and verdict not conflated; tiers run 1–4), K7 (Tier 4
-only with verification by Yuyari or an Accredited Assessor), R0.3 (track letter on tiers), R19 (every rate with
-n and interval), R22 (aggregates traceable to cells), D-5.1 (the Class D block's net bounds and bar findings), Z1
-(the version triple), R2 (no *removed* over an installation that did not reach its target; the installation record
-consistent with itself and the same in the facts and the ``installation`` block). :mod:`remnant.statement.agreement`
-cross-checks facts, cells, surfaces, utility (R11–R13),
-required surfaces (C1, C-Q1), tier and Class D block against one another. Schema problems that map to none of
-these come back as requirement "schema". Nothing here raises on bad input.
+Each violation names the requirement it breaks (each check's docstring says which); schema problems that map to
+none come back as requirement "schema". Nothing here raises on bad input.
 """
 
 from __future__ import annotations
@@ -26,11 +16,10 @@ from remnant.standard.scope import VERDICTS
 from remnant.standard.tier import parse_tier_label
 from remnant.standard.validity import validity_problem
 from remnant.standard.verdict import decide, net_rate
-from remnant.standard.vocabulary import CLASS_D_RISKS, below_bar
+from remnant.standard.vocabulary import CLASS_D_RISKS, below_bar, net_of
 from remnant.statement.absent import Absent, is_absent
 from remnant.statement.agreement import agreement_violations, verdict_violations
 from remnant.statement.build import installation_block
-from remnant.statement.classd_bar import net_of
 from remnant.statement.latent import latent_violations
 from remnant.statement.schema import ConformanceStatement
 from remnant.statement.violation import TOL, ValidationReport, Violation, violation
@@ -394,8 +383,8 @@ def _check_versions(s: ConformanceStatement) -> list[Violation]:
 
 
 def validate_statement(data: object) -> ValidationReport:
-    """Check a statement's schema, its normative consistency (V1, V4, V5, K6, C-H6, T1, K7, R0.3, R19, R22, Z1)
-    and its agreement with itself (:mod:`remnant.statement.agreement`: V1, R22, R19, R4, R11–R13, C1, C-Q1, §7.1,
+    """Check a statement's schema, its normative consistency (V1, V4, V5, K6, C-H6, C-H7, T1, K7, R0.3, R19, R22,
+    D-5.1, Z1, R2) and its agreement with itself (:mod:`remnant.statement.agreement`: V1, R22, R19, R4, R11–R13, C1, C-Q1, §7.1,
     D-5.1, C-W6)."""
     if not isinstance(data, dict):
         return ValidationReport(

@@ -1,24 +1,21 @@
 """The one builder of the model states a plan trains (R2, R3, R23, C-H3, C-H7b, C-H7c, Annex B).
 
 Every trained state starts from a never-modified *origin* (:class:`Origin`: a loaded control, the pack, the
-prompt format; it is never modified, every step trains a deep copy) and is made by one step of the training
-package (``remnant.train``): an install of a set of the pack's items (the install split, the retained items
-only for the retain-only model, or the content-shuffled twin's, C-H3b), or a registered removal method applied
-to an installed state or to the origin itself (the procedure control, C-H3a). A state's identity before it is
-built is its :class:`~remnant.states.recipe.Recipe` digest: the origin's weights digest, the pack's digest, the
-prompt format, the step's settings and seed, the parent state's digest. A builder builds each recipe once and
-hands the same :class:`LoadedState` to every later request, so an assessment's audit states, a study's methods
-sharing one install and the demo's three assessments in one session train nothing twice.
+prompt format; every step trains a deep copy) and is made by one step of the training package: an install of a
+set of the pack's items (the install split, the retained items only for the retain-only model, or the
+content-shuffled twin's, C-H3b), or a registered removal method applied to an installed state or to the origin
+itself (the procedure control, C-H3a). A state's identity before it is built is its
+:class:`~remnant.states.recipe.Recipe` digest. A builder builds each recipe once and hands the same
+:class:`LoadedState` to every later request, so an assessment's audit states, a study's methods sharing one
+install and the demo's three assessments in one session train nothing twice.
 
-With a ``store`` (an assessment's ``states/``, a study's ``--states``) a state is also kept in the one
-content-addressed store (:mod:`remnant.states.store`, the sweep's) as a whole state: ``ckpt/<digest>/state/``, a
-safetensors model folder, and ``meta.json`` (format ``full``, with the identity of the files saved) written with
-it, whole or not at all. ``--resume`` or a second run loads it instead of training again, and two processes
-asking for one recipe build it once (the store's lock); its identity is that of the files it loads from (R23).
-Without one (a study run without ``--states``) a state lives in memory and its identity is its weights' digest. The sweep builds its
+With a ``store`` (an assessment's ``states/``, a study's ``--states``) a state is also kept whole in the
+content-addressed store (:mod:`remnant.states.store`): ``ckpt/<digest>/state/`` and its ``meta.json`` (format
+``full``), whole or not at all. ``--resume`` or a second run loads it instead of training again, two processes
+asking for one recipe build it once (the store's lock), and its identity is that of the files it loads from
+(R23). Without one a state lives in memory and its identity is its weights' digest. The sweep builds its
 checkpoints through the same steps (:func:`train_install`, :func:`train_removal`) into the same store, as deltas
-and adapters pinned by its records. This module is the only caller of the training package's install and removal;
-:mod:`remnant.states.perturb` makes the perturbed states (NF4, relearned copies).
+and adapters pinned by its records: this module is the only caller of the training package's install and removal.
 """
 
 from __future__ import annotations
@@ -31,11 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remnant.atomic import write_atomic
 from remnant.errors import IntegrityError
 from remnant.models.identity import ModelIdentity
 from remnant.states.recipe import BUILD_VERSION, Recipe, Step
-from remnant.states.store import FULL, META, CheckpointStore, SavedAs, dump_meta
+from remnant.states.store import FULL, META, CheckpointStore, SavedAs
 
 if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
@@ -175,10 +171,10 @@ class StateBuilder:
 
         saved: list[ModelIdentity] = []
 
-        def write(tmp: Path) -> None:
+        def write(tmp: Path) -> dict[str, object]:
             folder = save_model(made.model, tokenizer, tmp / FULL, progress=self.progress)
             saved.append(identify(folder, made.model, tokenizer))
-            meta = {
+            return {
                 "key": recipe.digest,
                 "job": recipe.job,
                 "checkpoint": recipe.checkpoint,
@@ -190,7 +186,6 @@ class StateBuilder:
                 "state": SavedAs(role=role, source=made.source, identity=saved[0]).model_dump(mode="json"),
                 "build": record,
             }
-            write_atomic(tmp / META, dump_meta(meta))
 
         self.store.put(recipe.digest, write)
         return LoadedState(role, name, made.source, made.model, tokenizer, saved[0], record)

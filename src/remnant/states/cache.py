@@ -2,16 +2,13 @@
 budget.
 
 A sweep runs one task per model, and every task that audits reads the same two reference states (the full install
-and a retain-only install, UDS); the full install's own task reads its weights as a reference and as the model it
-measures. Loading a state means reading the base model from disk and applying its stored chain, then checking the
-weights against their pin (R23), so each task loading them afresh repeats the same work. The cache keeps what a
-process loaded, keyed by the state's digest and what else decides the loaded tensors (the store, the run, the
-device, the dtype), and hands the same object to every later reader.
-
-What it hands out is shared: a reader that changes weights (training, fake quantisation) takes its own copy
-(:meth:`ModelCache.copy`). Entries are kept only for one run at a time (the first load of another run empties it),
-so a store changed between two runs in one process is read again and checked again. The budget is
-``REMNANT_MODEL_CACHE_MB`` (default 16384, counted on whichever device the states are on; 0 turns the cache
+and a retain-only install, UDS). Loading a state means reading the base model, applying its stored chain and
+checking the weights against their pin (R23), so each task loading them afresh repeats the same work. The cache
+keeps what a process loaded, keyed by the state's digest and what else decides the loaded tensors (the store, the
+run, the device, the dtype), and hands the same object to every later reader: a reader that changes weights
+(training, fake quantisation) takes its own copy. Entries are kept for one run at a time (the first load of
+another run empties it), so a store changed between two runs in one process is read and checked again. The budget
+is ``REMNANT_MODEL_CACHE_MB`` (default 16384, counted on whichever device the states are on; 0 turns the cache
 off): a state larger than the whole budget is loaded and not kept.
 
 This is the one process-wide object in remnant, deliberately: a Ray worker process runs many tasks, and only a
@@ -21,7 +18,6 @@ no task can see another run's or another store's state.
 
 from __future__ import annotations
 
-import copy
 import os
 import threading
 from collections import OrderedDict
@@ -71,15 +67,6 @@ class ModelCache:
                 while sum(s for _, s in self._entries.values()) > self.budget:
                     self._entries.popitem(last=False)
             return value
-
-    def copy(self, scope: Hashable, key: Hashable, load: Callable[[], T]) -> T:
-        """A private copy of the state ``key`` (for a reader that changes its weights)."""
-        return copy.deepcopy(self.get(scope, key, load))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._scope = None
 
 
 _WORKER: ModelCache | None = None

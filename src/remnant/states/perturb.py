@@ -4,11 +4,6 @@ With :mod:`remnant.states.builder` (install, removal, the controls) this is the 
 state: a pool's ``nf4`` and ``relearn`` perturbations, the assessment's relearning curves, the Class D battery's
 relearning cells and the studies' relearning criterion all read their perturbed states from here. A perturbed
 state's digest is its state's digest and the perturbation's settings (:func:`remnant.states.recipe.perturbed_state`).
-
-- :func:`nf4`: the state's decoder linear weights fake-quantised to NF4 as bitsandbytes does it (blocks of 64, no
-  double quantisation), for the duration of the block; the original tensors are put back exactly on exit.
-- :func:`relearned_copy`: a copy of the state fine-tuned on encoded pairs by the declared relearning procedure;
-  the state itself is never modified (C-W5: every state is relearned by the same procedure).
 """
 
 from __future__ import annotations
@@ -55,9 +50,9 @@ def relearned_copy(
     order) under ``spec``, ``on_checkpoint`` called at step 0 and at every declared checkpoint inside the first
     epoch. ``start`` is never modified; the trained copy is returned beside the outcome (attack-stage utility
     reads it, R12)."""
+    from remnant.models.prompts import pad_id
     from remnant.train.loop import prepare_model, train
     from remnant.train.objectives import PairsObjective
-    from remnant.train.removal import pad_id
 
     cfg = spec.train_config(progress, label)
     model = prepare_model(copy.deepcopy(start), cfg)

@@ -1,16 +1,13 @@
 """A *recipe*: everything that determines a model state's weights, and its digest (the state's content key).
 
-A state is made from a base model by steps: an install (a P-pool strength or an N-pool retain-only install), then
-a removal of that install; any state can be read under a perturbation (NF4, a relearned copy). The recipe names
-each input that changes the weights — the base model's file digest and the pack digest, the attributes and prompt,
-the dtype, the step's recipe (the install's settings, or the removal method's registered name, version and every
-parameter), its seed, the state it starts from, the position in the run (``final`` or ``epoch=X``) and the
-perturbation's settings — and nothing else (not a pool's name, not which metrics are measured), so two plans that
-declare the same state share one stored checkpoint and the state's digest is known before it is built (R23).
-
-The digests are the ones the sweep's content-addressed store has always used (a job's key is the digest of its
-kind, parent state, recipe and base inputs; a checkpoint's key the digest of its job's key and position), so
-checkpoints stored before the states layer existed keep their keys. Pure: no torch.
+A state is made from a base model by steps (an install, then a removal of that install) and any state can be read
+under a perturbation (NF4, a relearned copy). The recipe names each input that changes the weights — the base
+model's file digest, the pack digest, the attributes and prompt, the dtype, the step's settings (the removal
+method's registered name, version and every parameter), its seed, the state it starts from, the position in the
+run (``final`` or ``epoch=X``) and the perturbation's settings — and nothing else (not a pool's name, not which
+metrics are measured), so two plans that declare the same state share one stored checkpoint and the state's digest
+is known before it is built (R23). The digests are the ones the sweep's store has always used, so checkpoints
+stored before the states layer existed keep their keys. Pure: no torch.
 """
 
 from __future__ import annotations
@@ -34,10 +31,8 @@ def checkpoint_key(job_key: str, checkpoint: str) -> str:
 
 @dataclass(frozen=True)
 class Recipe:
-    """One state's recipe (module docstring). ``base``: the inputs every step shares (``base`` file digest,
-    ``pack`` digest, ``attributes``, ``system_prompt``, ``dtype``, ``build``); ``step``: the last step;
-    ``params``: that step's recipe (JSON); ``parent``: the digest of the state it starts from (None: the base
-    model); ``checkpoint``: the position in the step's run; ``perturbation``: its settings (None: as built)."""
+    """One state's recipe (module docstring): ``base``, the inputs every step shares; ``params``, the last step's
+    settings (JSON); ``parent``, the digest of the state it starts from (None: the base model)."""
 
     base: dict[str, object]
     step: Step
@@ -62,10 +57,6 @@ class Recipe:
     def at(self, checkpoint: str) -> Recipe:
         """The same run's state at another position (``final`` or ``epoch=X``)."""
         return replace(self, checkpoint=checkpoint)
-
-    def then(self, step: Step, params: dict[str, object]) -> Recipe:
-        """The state made by ``step`` (``params``) starting from this one (a removal of an install)."""
-        return Recipe(self.base, step, params, parent=self.digest)
 
 
 def perturbed_state(state: str, perturbation: Mapping[str, object]) -> str:

@@ -195,9 +195,6 @@ class RemoteStore:
                 ) from None
         verify_folder(into, seal, self.name(key))
 
-    def bytes_used(self, key: str) -> int:
-        return sum(f.size for f in self.seal(key).files.values()) if self.has(key) else 0
-
     @contextlib.contextmanager
     def lease(self, key: str) -> Iterator[None]:
         """Hold the build lease of ``key`` (module docstring); blocks until this worker holds it."""

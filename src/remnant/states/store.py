@@ -1,35 +1,28 @@
 """The content-addressed checkpoint store: every state a plan builds, reused by every plan that declares it.
 
-``STORE`` is a local folder or an object-storage URI (``s3://bucket/prefix``, ``gs://bucket/prefix``: see
-:mod:`remnant.states.remote`, which also seals each checkpoint and decides who builds it without ``flock``); a
-sweep's is ``[resources] store``, else ``$REMNANT_HOME/checkpoints``. Layout::
+``STORE`` is a local folder or an object-storage URI (``s3://bucket/prefix``, ``gs://bucket/prefix``:
+:mod:`remnant.states.remote` seals each checkpoint and decides who builds it without ``flock``); a sweep's is
+``[resources] store``, else ``$REMNANT_HOME/checkpoints``. Layout::
 
-    STORE/ckpt/<key>/meta.json            what the checkpoint is: job, position, format, parent, weights digest,
-                                          status (ok or diverged) and what building it measured
+    STORE/ckpt/<key>/meta.json            what the checkpoint is (:class:`CheckpointMeta`)
     STORE/ckpt/<key>/delta.safetensors    format "delta": the tensors that differ from the parent checkpoint
     STORE/ckpt/<key>/adapter.safetensors  format "lora": the LoRA adapter (A and B matrices), merged on load
-    STORE/ckpt/<key>/state/               format "full": a whole state the states builder saved (an assessment's
-                                          or a study's), a model folder whose files' hashes meta.json records
-    STORE/ckpt/<key>/seal.json            object storage only: each file's sha256, written last (remnant.states.remote)
+    STORE/ckpt/<key>/state/               format "full": a whole state the states builder saved, a model folder
+    STORE/ckpt/<key>/seal.json            object storage only: each file's sha256, written last
     STORE/locks/<key>.lock                one builder at a time per checkpoint (flock; object storage: a lease)
 
-``<key>`` is the digest of the state's :class:`remnant.states.recipe.Recipe`: every input that produces it. A
-removal that trains part of the model stores only what it changed, a LoRA removal only its adapter, so a pool of
-tens of removals of one install costs tens of adapters or deltas, not tens of models; installs are stored as
-deltas from the base model. A checkpoint folder is written whole through :func:`remnant.atomic.replace_dir` or
-not at all. A build that raised stores nothing (a rerun builds it again); a diverged one stores its meta and no
-weights (a recorded outcome, Annex B.6). An assessment's or a study's states (:mod:`remnant.states.builder`) are
-kept whole, format ``full``: they are read back as model folders and their identity is that of their files (R23).
+``<key>`` is the digest of the state's :class:`remnant.states.recipe.Recipe`. A removal stores only what it
+changed, a LoRA removal only its adapter, and installs are deltas from the base model, so tens of removals of one
+install cost tens of adapters, not tens of models. A checkpoint folder is written whole or not at all; a build that
+raised stores nothing (a rerun builds it again), a diverged one its meta alone (a recorded outcome, Annex B.6).
 Pure: no torch.
 
 The store is a cache, never the authority on what a checkpoint holds (R23): whoever can write it can rewrite a
 delta and recompute the digest in ``meta.json``. What a checkpoint must hold is *pinned* in the records of the
-sweep that built it (its status and weights digest, :mod:`remnant.sweep.pins`), and every later read — a task
-of any sweep, ``remnant sweep export`` — checks the loaded weights against a pin from records, so a store edited
-by hand cannot pass for the checkpoint its key names. A store on object storage is read through a local cache
-folder (``$REMNANT_HOME/store-cache/<digest of the URI>/ckpt/<key>``), every file checked against the seal. ``meta.json`` is read through :class:`CheckpointMeta`
-(unknown fields, an unknown format, a LoRA rank that is not a whole number are refused, naming the file and the
-field) and says which sweep's records pin it (``built_by``).
+sweep that built it (:mod:`remnant.sweep.pins`), and every read checks the loaded weights against a pin, so a
+store edited by hand cannot pass for the checkpoint its key names; a whole state's identity is that of its files.
+A store on object storage is read through a local cache folder (``$REMNANT_HOME/store-cache/<digest of the
+URI>``), every file checked against the seal.
 """
 
 from __future__ import annotations
@@ -229,11 +222,15 @@ class CheckpointStore:
         finally:
             os.close(fd)
 
-    def put(self, key: str, build: Callable[[Path], None]) -> None:
-        """Store checkpoint ``key`` as the folder ``build(tmp)`` writes, whole or not at all."""
+    def put(self, key: str, build: Callable[[Path], Mapping[str, object]]) -> None:
+        """Store checkpoint ``key`` as the files ``build(tmp)`` writes and the meta it returns, whole or not at all
+        (a diverged build writes no files)."""
         from remnant.atomic import replace_dir
 
-        replace_dir(self.folder(key), build)
+        def whole(tmp: Path) -> None:
+            write_atomic(tmp / META, dump_meta(build(tmp)))
+
+        replace_dir(self.folder(key), whole)
         if self.remote is not None:  # built in the cache, which then holds what was uploaded
             self.remote.put(key, self.folder(key))
 
@@ -258,20 +255,6 @@ class CheckpointStore:
 
         replace_dir(folder, download)
         return folder
-
-    def write_meta_only(self, key: str, meta: Mapping[str, object]) -> None:
-        """Store an outcome without weights (a diverged build)."""
-
-        def build(tmp: Path) -> None:
-            write_atomic(tmp / META, dump_meta(meta))
-
-        self.put(key, build)
-
-    def bytes_used(self, key: str) -> int:
-        if self.remote is not None:
-            return self.remote.bytes_used(key)
-        folder = self.folder(key)
-        return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
 
 def open_store(location: str, *, option: str, inputs: Mapping[str, str | Path]) -> CheckpointStore:

@@ -6,13 +6,22 @@ the mean/max over 50 samples at T = 2, top-k 40 (its Table 2, which leaves out G
 produces those tables for any list of model states (e.g. the pre-removal and the post-removal model: the seed
 puts the pre-removal value in brackets beside each unlearned model), with κ beside ROUGE:
 
-- each column is a registered attack (:data:`PAPER_COLUMNS`: ``aoa``, ``icl``, ``mask_icl``, ``mask_icl_aoa``,
-  ``gcg``, ``soft_prompt``, ``actpert``) or the unattacked question (:class:`~remnant.attacks.base.Unattacked`),
-  recorded with its name, version and every parameter (K4, R23);
+- each column is a registered attack (:data:`PAPER_COLUMNS`) or the unattacked question
+  (:class:`~remnant.attacks.base.Unattacked`), recorded with its name, version and every parameter (K4, R23);
 - every state gets the same attacks, probes, demonstrations, seeds and budgets (C-Q4);
 - a cell is the mean over items of :mod:`remnant.attacks.rouge_scoring`'s per-item values.
 
 The tables are non-adjudicating research output: they reproduce the seed's measurement, and no verdict reads them.
+
+``remnant study auditors`` (:func:`run_auditors`) reads its inputs from a target pack: the scored items are the
+free-text items of its ``probe`` split (seed 003's audit Q&A pairs; multiple-choice items are left out, since the
+seed's ROUGE scoring is defined on free text); ICL's target demonstrations are the ``removal`` split's items on the
+probed entities (what the removal was run on, so about the forgotten subjects, and never scored: R16 keeps them
+apart from P); the ``retain`` split, where the pack has one, serves the retain-demonstration variants. Each
+``--model`` is one row, labelled by its folder name. It writes ``auditors.json`` (every cell, every item, every
+component's parameters) and ``auditors.md`` (the tables) into ``--out``, beside ``records.jsonl``: each (model,
+column) cell runs through the one cell runner (:mod:`remnant.studies.run_cells`), so the same command again
+computes only the cells not yet recorded.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from remnant.atomic import write_atomic
 from remnant.attacks.base import Attack, AttackContext, Unattacked
 from remnant.attacks.rouge_scoring import SamplingSpec, score_rouge, summarise
 from remnant.errors import ConfigError
@@ -155,26 +165,6 @@ class AuditorTable(StudyModel):
     rows: list[StateRow] = Field(description="One row per model state, in the order given.")
 
 
-def column_cell(ctx: AttackContext, probes: Sequence[Probe], spec: AuditorSpec, col: Column) -> Cell:
-    """One column's cell on the context's model state."""
-    attack = col.build()
-    start = time.perf_counter()
-    items = score_rouge(attack, ctx, probes, sampling=spec.sampling if col.sampled else None)
-    seconds = time.perf_counter() - start
-    summary = summarise(items)
-    return Cell(
-        label=col.label,
-        attack=attack.describe(),
-        n=summary["n"],
-        rouge_greedy=summary["rouge_greedy"],
-        rouge_sampled_mean=summary["rouge_sampled_mean"],
-        rouge_sampled_max=summary["rouge_sampled_max"],
-        kappa_k=summary["kappa_k"],
-        seconds=seconds,
-        items=[i.to_dict() for i in items],
-    )
-
-
 def _column_cells(
     states: Mapping[str, tuple[Any, Any]],
     probes: Sequence[Probe],
@@ -214,7 +204,22 @@ def _column_cells(
         for col in spec.columns:
 
             def row(col: Column = col, ctx: AttackContext = ctx) -> tuple[float | None, str]:
-                cell = column_cell(ctx, probes, spec, col)
+                attack = col.build()
+                start = time.perf_counter()
+                items = score_rouge(attack, ctx, probes, sampling=spec.sampling if col.sampled else None)
+                seconds = time.perf_counter() - start
+                summary = summarise(items)
+                cell = Cell(
+                    label=col.label,
+                    attack=attack.describe(),
+                    n=summary["n"],
+                    rouge_greedy=summary["rouge_greedy"],
+                    rouge_sampled_mean=summary["rouge_sampled_mean"],
+                    rouge_sampled_max=summary["rouge_sampled_max"],
+                    kappa_k=summary["kappa_k"],
+                    seconds=seconds,
+                    items=[i.to_dict() for i in items],
+                )
                 if log is not None:
                     log(f"{col.label}: ROUGE-L greedy {fmt(cell.rouge_greedy)} ({cell.seconds:.1f}s)")
                 return cell.rouge_greedy, cell.model_dump_json()
@@ -238,7 +243,6 @@ def auditor_table(
     log: Callable[[str], None] | None = None,
     digests: Mapping[str, str] | None = None,
     records: Path | None = None,
-    run_id: str = "auditors",
 ) -> AuditorTable:
     """The tables for ``states`` (label → (model, tokenizer), in row order) on ``probes``.
 
@@ -256,7 +260,7 @@ def auditor_table(
     for label, (model, tok) in states.items():
         ids.setdefault(label, identify_in_memory(model, tok).digest)
     found = _column_cells(states, probes, spec, (target_demonstrations, retain), ids, log)
-    cells = iter(run_results(*record_cells(found, records, run_id, log), Cell.model_validate_json))
+    cells = iter(run_results(*record_cells(found, records, "auditors", log), Cell.model_validate_json))
     rows = [
         StateRow(
             state=label,
@@ -321,8 +325,91 @@ def render_markdown(table: AuditorTable) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The Standard's requirement this study's inputs and outputs answer to: the same attacks on every state.
+REQUIREMENT = "C-Q4"
+
+
+def pack_inputs(
+    pack_dir: str | Path, max_items: int | None = None
+) -> tuple[list[Probe], list[Probe], list[Probe]]:
+    """Probes (free text of P), target demonstrations (removal items on the probed entities), retain items."""
+    from remnant.packs import load_pack
+    from remnant.score.probe import probes_from_pack
+
+    if max_items is not None and max_items < 1:
+        raise ConfigError(f"--max-items must be ≥ 1, not {max_items}", requirement=REQUIREMENT)
+    pack = load_pack(pack_dir)
+    probes = [p for p in probes_from_pack(pack, "probe") if not p.options]
+    if max_items is not None:
+        probes = probes[:max_items]
+    if not probes:
+        raise ConfigError(f"pack {pack_dir}: no free-text items in the probe split", requirement="R16")
+    entities = {p.entity for p in probes if p.entity}
+    splits = pack.manifest.splits
+    removal = probes_from_pack(pack, "removal") if "removal" in splits else []
+    target = [d for d in removal if d.entity in entities and not d.options]
+    retain = probes_from_pack(pack, "retain") if "retain" in splits else []
+    return probes, target, retain
+
+
+def _labels(models: Sequence[str]) -> list[str]:
+    labels: list[str] = []
+    for m in models:
+        base = Path(m).name or m
+        label, k = base, 2
+        while label in labels:
+            label, k = f"{base}#{k}", k + 1
+        labels.append(label)
+    return labels
+
+
+def run_auditors(
+    models: Sequence[str],
+    pack_dir: str | Path,
+    out: str | Path,
+    *,
+    spec: AuditorSpec,
+    max_items: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> tuple[AuditorTable, str]:
+    """Run the study and write ``auditors.json`` and ``auditors.md`` into ``out``; returns the table and text."""
+    from remnant.cli_paths import out_folder
+    from remnant.models import load_model
+    from remnant.studies.run_cells import recording
+
+    inputs = {"the pack folder": pack_dir, **{f"the model {m}": m for m in models}}
+    out_dir = out_folder(out, requirement=REQUIREMENT, kind="study", inputs=inputs)  # before any model work
+    if not models:
+        raise ConfigError("study auditors: give at least one --model", requirement=REQUIREMENT)
+    probes, target, retain = pack_inputs(pack_dir, max_items)
+    states: dict[str, tuple[Any, Any]] = {}
+    sources: dict[str, str] = {}
+    digests: dict[str, str] = {}
+    for label, source in zip(_labels(models), models, strict=True):
+        state = load_model(source)
+        states[label], sources[label] = (state.model, state.tokenizer), str(source)
+        digests[label] = state.identity.digest
+    with recording(out_dir, "auditors") as records:
+        table = auditor_table(
+            states,
+            probes,
+            spec=spec,
+            target_demonstrations=target,
+            retain=retain,
+            sources=sources,
+            log=log,
+            digests=digests,
+            records=records,
+        )
+        text = render_markdown(table)
+        write_atomic(out_dir / "auditors.json", table.model_dump_json(indent=1))
+        write_atomic(out_dir / "auditors.md", text)
+    return table, text
+
+
 __all__ = [
     "PAPER_COLUMNS",
+    "REQUIREMENT",
     "TINY_PARAMS",
     "AuditorSpec",
     "AuditorTable",
@@ -330,6 +417,7 @@ __all__ = [
     "Column",
     "StateRow",
     "auditor_table",
+    "pack_inputs",
     "render_markdown",
-    "column_cell",
+    "run_auditors",
 ]

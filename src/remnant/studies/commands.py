@@ -1,17 +1,5 @@
 """The research studies on the command line: the one ``remnant study`` group.
 
-::
-
-    remnant study latent-probe [CONFIG] --model DIR [--preset tiny|cpu] [--out DIR]   Annex B at small scale
-    remnant study auditors --model DIR --pack PACK [--preset paper|tiny] [--out DIR]   seed 003's ROUGE-L tables
-    remnant study preregister KIND [--config TOML] --out OUT     freeze a study's config (R14) before it runs
-    remnant study meta-eval POOL_DIR [--config TOML] [--out OUT]  faithfulness, robustness, ranking (the UDS paper §4)
-    remnant study recovery POOL_DIR [--config TOML] [--out OUT]   recovery prediction (the J-Access paper, Test 2)
-    remnant study summary --meta-eval OUT [--recovery OUT] --out OUT   the paper table (AUC, Q, R, HM, ρ)
-    remnant study readmission ESTIMATOR [--model M] [--preset tiny|cpu] [--cells FILE] [--out OUT]   (C-H9, B.4)
-    remnant study goodhart --model BASE [--pack PACK] [--audit j_access|uds] [--out OUT]   (the J-Access paper, Test 3)
-    remnant study deviation OUT FIELD --old JSON --new JSON --reason TEXT --stage TEXT   record a deviation (R15)
-
 Each study freezes its config into ``OUT/prereg.json`` before it reads a table or trains a model (or is held to
 the one already there, deviations included) and writes ``OUT/<study>.json``, ``.md`` and ``.html``. The pool
 studies and the readmission decision from ``--cells`` need no model (the pure core); ``readmission`` without
@@ -145,18 +133,16 @@ def _summary(args: argparse.Namespace) -> int:
     from remnant.studies.recovery import RecoveryResult
     from remnant.studies.report import summary_document
 
-    read = {"--meta-eval's meta-eval.json": Path(args.meta_eval) / "meta-eval.json"}
-    if args.recovery:
-        read["--recovery's recovery.json"] = Path(args.recovery) / "recovery.json"
+    meta_file = Path(args.meta_eval) / "meta-eval.json"
+    rec_file = Path(args.recovery) / "recovery.json" if args.recovery else None
+    read = {"--meta-eval's meta-eval.json": meta_file}
+    if rec_file is not None:
+        read["--recovery's recovery.json"] = rec_file
     out = out_folder(args.out, requirement="R22", kind="study", inputs=read)
-    meta = MetaEvalResult.model_validate(
-        read_json(Path(args.meta_eval) / "meta-eval.json", requirement="R22")
-    )
+    meta = MetaEvalResult.model_validate(read_json(meta_file, requirement="R22"))
     rec = None
-    if args.recovery:
-        rec = RecoveryResult.model_validate(
-            read_json(Path(args.recovery) / "recovery.json", requirement="R22")
-        )
+    if rec_file is not None:
+        rec = RecoveryResult.model_validate(read_json(rec_file, requirement="R22"))
     _write(out, "summary", None, summary_document(meta, rec))
     print(out / "summary.md")
     return 0
@@ -302,8 +288,7 @@ def _latent_probe(args: argparse.Namespace) -> int:
 
 
 def _auditors(args: argparse.Namespace) -> int:
-    from remnant.studies.auditor_table import AuditorSpec
-    from remnant.studies.auditors import run_auditors
+    from remnant.studies.auditor_table import AuditorSpec, run_auditors
 
     spec = AuditorSpec.preset(args.preset, samples=args.samples, seed=args.seed)
     _, text = run_auditors(

@@ -26,8 +26,6 @@ from remnant.errors import ConfigError
 from remnant.jsonio import read_toml
 from remnant.studies.orientation import Orientation
 
-StudyKind = Literal["meta-eval", "recovery", "readmission", "goodhart"]
-
 
 class StudyModel(BaseModel):
     """Every study config and record refuses an unknown field (a hostile or mistyped file fails loudly)."""
@@ -237,7 +235,6 @@ class GoodhartConfig(StudyModel):
         return sorted(set(v))
 
 
-StudyConfig = MetaEvalConfig | RecoveryConfig | ReadmissionConfig | GoodhartConfig
 _KINDS: dict[str, type[BaseModel]] = {
     "meta-eval": MetaEvalConfig,
     "recovery": RecoveryConfig,
@@ -298,8 +295,6 @@ __all__ = [
     "ReadmissionConfig",
     "ReadmissionRule",
     "RecoveryConfig",
-    "StudyConfig",
-    "StudyKind",
     "StudyModel",
     "build_config",
     "load_config",

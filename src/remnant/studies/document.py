@@ -63,13 +63,11 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def fmt_ci(value: float | None, ci: tuple[float, float] | None, digits: int = 3) -> str:
+def fmt_ci(value: float | None, ci: tuple[float, float] | None) -> str:
     """``value [lo, hi]``."""
-    if value is None:
-        return "—"
-    if ci is None:
-        return fmt(value, digits)
-    return f"{value:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    if value is None or ci is None:
+        return fmt(value)
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def _md_cell(text: str) -> str:

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from remnant.latent.jacobian_lens import JacobianLens
     from remnant.states.store import CheckpointStore
-    from remnant.studies.latent_probe import LatentProbeConfig
 
 Log = Callable[[str], None]
 
@@ -45,13 +44,6 @@ AUDIT_DEFAULTS: dict[str, dict[str, Any]] = {
     "tiny": {"k": 20, "positions": 4, "lens": "logit", "tau": 0.05, "probe_batch": 4},
     "cpu": {"k": 10, "positions": 8, "lens": "logit", "tau": 0.05, "probe_batch": 8},
 }
-
-
-def _design(cfg: GoodhartConfig, model: str) -> LatentProbeConfig:
-    from remnant.studies.latent_probe import resolve_config
-
-    overrides = {**cfg.design, "methods": [cfg.base_method]}
-    return resolve_config([model], preset=cfg.preset, overrides=overrides).for_model(model)
 
 
 class _Setup:
@@ -64,13 +56,14 @@ class _Setup:
         cfg: GoodhartConfig,
         model: str,
         pack_dir: str | None,
-        log: Log,
         states: CheckpointStore | None,
         progress: bool = True,
     ) -> None:
         from remnant.packs.schema import load_pack
+        from remnant.studies.latent_probe import resolve_config
 
-        self.design = d = _design(cfg, model)
+        overrides = {**cfg.design, "methods": [cfg.base_method]}
+        self.design = d = resolve_config([model], preset=cfg.preset, overrides=overrides).for_model(model)
         pack = load_pack(pack_dir) if pack_dir is not None else None
         self.study = study = load_study(model, d, pack, states, progress)
         self.tokenizer, self.control, self.fmt = study.tokenizer, study.control, study.fmt
@@ -226,7 +219,7 @@ def run_goodhart(
 
     say = log or (lambda _m: None)
     params = {**AUDIT_DEFAULTS[cfg.preset or "cpu"], **cfg.audit_params}
-    setup = _Setup(cfg, model, pack, say, states, progress)
+    setup = _Setup(cfg, model, pack, states, progress)
 
     @cache
     def surrogate() -> tuple[Any, str]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from remnant.engine.measurement import component_spec
 from remnant.errors import ConfigError
 from remnant.latent.jacobian_lens import lens_logits
 from remnant.latent.patching import entity_logprob
@@ -124,14 +125,13 @@ class AuditPenalty(RemovalMethod):
         self.surrogate = surrogate
         self.audit = audit
         self.needs_reference = base.needs_reference
-        base_spec = getattr(base, "spec", None)
         self.spec = ComponentSpec(
             kind="study_objective",
             name=f"goodhart[{audit}]",
             version="1",
             params={
                 "weight": self.weight,
-                "base": base_spec.to_dict() if base_spec is not None else type(base).__name__,
+                "base": component_spec(base) or type(base).__name__,
             },
         )
 

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe_states import RunStates
 
-#: The two nulls every cell reads (B.3 step 4): the content control (C-H3b) and the procedure control (C-H3a).
-_NULLS: tuple[str, str] = ("content", "procedure")
-
 
 class PackSettings(StudyModel):
     """The minted Class D pack (D1-D5)."""
@@ -287,7 +284,7 @@ def method_table(runs: Sequence[RunResult], cfg: LatentProbeConfig) -> list[Meth
     for method in cfg.methods:
         cells = [c for r in runs if r.method == method for c in r.cells if c.evaluable]
         nulls = null_row(method, [(c.content.held, c.procedure.held) for c in cells], cfg.pass_fraction)
-        stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in _NULLS)
+        stable = all(len({getattr(c, k).held for c in cells}) <= 1 for k in ("content", "procedure"))
         rows.append(MethodRow(**nulls.model_dump(), design_stable=stable))
     return rows
 
@@ -382,37 +379,6 @@ def run_result(run: RunStates, cfg: LatentProbeConfig, model: str, gates: dict[s
     )
 
 
-def _measured_runs(
-    cfg: LatentProbeConfig,
-    log: Callable[[str], None] | None,
-    states: CheckpointStore | None,
-    records: Path | None,
-    run_id: str,
-    progress: bool,
-    kept: list[object] | None,
-) -> list[RunResult]:
-    """Every run through the one cell runner (:mod:`remnant.studies.run_cells`); ``kept`` collects the states of
-    the runs computed now."""
-    from remnant.studies.readmission_run import direction_cell
-    from remnant.studies.run_cells import Estimated, record_cells, run_results, study_runs
-
-    def estimator(mcfg: LatentProbeConfig, model: str) -> Callable[[RunStates, dict[str, bool]], Estimated]:
-        def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
-            result = run_result(run, mcfg, model, gates)
-            if kept is not None:
-                kept.append(run)
-            gated = all(gates.values())
-            cells = [direction_cell(c, model, run.method, run.seed, gated) for c in result.cells]
-            return Estimated(cells, result.model_dump_json())
-
-        return estimate
-
-    cells = study_runs(
-        "latent-probe", "direction", {}, cfg, estimator, log=log, states=states, progress=progress
-    )
-    return run_results(*record_cells(cells, records, run_id, log), RunResult.model_validate_json)
-
-
 def run_study(
     cfg: LatentProbeConfig,
     *,
@@ -428,9 +394,26 @@ def run_study(
     ``keep_states``, the states of the runs computed now. ``states``: a folder where the trained states are kept
     and reused by a later run of the same recipes."""
     from remnant.stats import spearman
+    from remnant.studies.readmission_run import direction_cell
+    from remnant.studies.run_cells import Estimated, record_cells, run_results, study_runs
 
     kept: list[object] = []
-    runs = _measured_runs(cfg, log, states, records, run_id, progress, kept if keep_states else None)
+
+    def estimator(mcfg: LatentProbeConfig, model: str) -> Callable[[RunStates, dict[str, bool]], Estimated]:
+        def estimate(run: RunStates, gates: dict[str, bool]) -> Estimated:
+            result = run_result(run, mcfg, model, gates)
+            if keep_states:
+                kept.append(run)
+            gated = all(gates.values())
+            cells = [direction_cell(c, model, run.method, run.seed, gated) for c in result.cells]
+            return Estimated(cells, result.model_dump_json())
+
+        return estimate
+
+    cells = study_runs(
+        "latent-probe", "direction", {}, cfg, estimator, log=log, states=states, progress=progress
+    )
+    runs = run_results(*record_cells(cells, records, run_id, log), RunResult.model_validate_json)
     table = method_table(runs, cfg)
     scored = [r for r in runs if all(r.gates.values()) and r.recovery is not None]
     rho = None

@@ -10,7 +10,7 @@ attack (:func:`remnant.studies.relearn_criterion.relearn_attack`); nothing here 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from remnant.studies.latent_probe import LatentProbeConfig
     from remnant.train.install import InstallSpec
     from remnant.train.methods.base import QA, RemovalData
-    from remnant.train.relearn import RelearnSpec, Scorer
+    from remnant.train.relearn import Scorer
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,6 @@ class RunStates:
     removal_status: str
     recovery: float | None
     control_relearned_p: float
-    records: dict[str, Any] = field(default_factory=dict)
 
     def gates(self, cfg: LatentProbeConfig) -> dict[str, bool]:
         """B.6's suppression and utility gates, declared in the config; a diverged run never qualifies."""
@@ -203,32 +202,6 @@ def installed_state(study: Study, seed: int, items: str = "install") -> LoadedSt
     return builder.state(recipe, role, role, installed)
 
 
-def _install(study: Study, seed: int) -> _Installed:
-    """The installed model and the content-shuffled twin (C-H3b) for ``seed``."""
-    model = installed_state(study, seed)
-    return _Installed(
-        model=model,
-        content=installed_state(study, seed, "content_control"),
-        kappa_p=rate_of(study.score_p(model.model)),
-        kappa_retain=rate_of(study.score_retain(model.model)),
-    )
-
-
-def relearn_criterion(cfg: LatentProbeConfig, n_relearn: int, seed: int) -> RelearnSpec:
-    """The relearning criterion's procedure: the declared budgets that fit R's ``n_relearn`` items (else all of
-    R), same for θ_U and the control (C-W5)."""
-    from remnant.train.relearn import RelearnSpec
-
-    return RelearnSpec(
-        budgets=tuple(b for b in cfg.relearn.budgets if b <= n_relearn) or (n_relearn,),
-        lr=cfg.relearn.lr,
-        epochs=cfg.relearn.epochs,
-        checkpoint_epochs=tuple(cfg.relearn.checkpoint_epochs),
-        trainable=tuple(cfg.trainable) if cfg.trainable is not None else None,
-        seed=seed,
-    )
-
-
 def removal_method(study: Study, name: str, params: dict[str, Any]) -> Any:
     """The registered method ``name`` with ``params`` (and its ``.spec``), training the design's trainable
     parameters."""
@@ -258,10 +231,20 @@ def removal_state(
 def relearned(
     study: Study, cfg: LatentProbeConfig, removed: PreTrainedModel, seed: int
 ) -> tuple[float, float]:
-    """The relearning criterion on ``removed`` and the control (C-W5): each one's best κ_P at the last budget."""
+    """The relearning criterion on ``removed`` and the control, under one procedure (C-W5): the declared budgets
+    that fit R (else all of R); each one's best κ_P at the last budget."""
     from remnant.studies.relearn_criterion import relearn_attack
+    from remnant.train.relearn import RelearnSpec
 
-    spec = relearn_criterion(cfg, len(study.relearn_set), seed)
+    n_relearn = len(study.relearn_set)
+    spec = RelearnSpec(
+        budgets=tuple(b for b in cfg.relearn.budgets if b <= n_relearn) or (n_relearn,),
+        lr=cfg.relearn.lr,
+        epochs=cfg.relearn.epochs,
+        checkpoint_epochs=tuple(cfg.relearn.checkpoint_epochs),
+        trainable=tuple(cfg.trainable) if cfg.trainable is not None else None,
+        seed=seed,
+    )
     attack = relearn_attack(
         removed, study.control, study.tokenizer, study.relearn_set, study.p_set, spec, fmt=study.fmt
     )
@@ -286,7 +269,6 @@ def _method_run(
     removed, procedure = rem.model, proc.model
     removed_p = rate_of(study.score_p(removed))
     best_removed, control_relearned = relearned(study, cfg, removed, seed)
-    removal_record = cast(dict[str, Any], rem.record["removal"])
     return RunStates(
         method=name,
         seed=seed,
@@ -306,14 +288,9 @@ def _method_run(
             "content_control": rate_of(study.score_p(installed.content.model)),
         },
         kappa_retain={"installed": installed.kappa_retain, "removed": rate_of(study.score_retain(removed))},
-        removal_status=str(removal_record["outcome"]["status"]),
+        removal_status=str(cast(dict[str, Any], rem.record["removal"])["outcome"]["status"]),
         recovery=recovery(installed.kappa_p, removed_p, best_removed),
         control_relearned_p=control_relearned,
-        records={
-            "install": installed.model.record["install"],
-            "twin": installed.content.record["install"],
-            "removal": removal_record,
-        },
     )
 
 
@@ -353,7 +330,13 @@ def planned_runs(
         @cache
         def installed(seed: int = seed) -> _Installed:
             say(f"{model} seed {seed}: install and content-shuffled twin")
-            return _install(study, seed)
+            state = installed_state(study, seed)
+            return _Installed(
+                model=state,
+                content=installed_state(study, seed, "content_control"),
+                kappa_p=rate_of(study.score_p(state.model)),
+                kappa_retain=rate_of(study.score_retain(state.model)),
+            )
 
         for name in cfg.methods:
 
@@ -375,7 +358,6 @@ __all__ = [
     "planned_runs",
     "rate_of",
     "recovery",
-    "relearn_criterion",
     "relearned",
     "removal_method",
     "removal_state",

@@ -10,6 +10,7 @@ it never moves a verdict (C-H6: a latent audit stays non-adjudicating whatever i
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -74,13 +75,6 @@ class MetaEvalResult(StudyModel):
         return data
 
 
-def _paper(metric: str) -> PaperRow | None:
-    row = UDS_PAPER.get(metric)
-    if row is None:
-        return None
-    return PaperRow(label=row.label, auc=row.auc, q=row.q, r=row.r, hm=row.hm, overall=row.overall)
-
-
 def evaluate_metric(table: PoolTable, metric: str, how: Orientation, cfg: MetaEvalConfig) -> MetricResult:
     """Faithfulness, robustness and overall of one metric."""
     faith = faithfulness(
@@ -119,7 +113,7 @@ def evaluate_metric(table: PoolTable, metric: str, how: Orientation, cfg: MetaEv
         robustness=robust,
         overall=overall,
         rank=None,
-        paper=_paper(metric),
+        paper=PaperRow(**asdict(row), overall=row.overall) if (row := UDS_PAPER.get(metric)) else None,
     )
 
 

@@ -1,13 +1,10 @@
 """The studies' figures as inline SVG, drawn like the reports' (:mod:`remnant.report.plots`: matplotlib without
-pyplot, text kept as text, deterministic ids prefixed by the plot's id, coordinates rounded).
+pyplot, text kept as text, deterministic ids prefixed by the plot's id, coordinates rounded): ROC curves (the UDS
+paper §4), before/after scatters with the reference-shift line y = x + Δ_ret (the UDS paper E.2), and a predictor
+against recovery (the J-Access paper Fig. 3) or an audit against the penalty weight.
 
-* :func:`roc_svg`: the ROC curve of each metric over the target vs never-saw pools (the UDS paper §4);
-* :func:`scatter_svg`: before/after a perturbation per unlearned model, with the y = x line and, for relearning,
-  the reference-shift line y = x + Δ_ret the paper draws (the UDS paper E.2), each method its own marker colour;
-* :func:`xy_svg`: a predictor against recovery (the J-Access paper Fig. 3), or an audit against the penalty weight.
-
-Element ids: ``<plot>-identity`` (y = x), ``<plot>-shift`` (y = x + Δ_ret), ``<plot>-roc-<metric>``, so a test
-or a reader can find the lines the paper's figures carry.
+Element ids: ``<plot>-identity`` (y = x), ``<plot>-shift`` (y = x + Δ_ret), ``<plot>-roc-<i>`` (the i-th
+curve), so a test or a reader can find the lines the paper's figures carry.
 """
 
 from __future__ import annotations

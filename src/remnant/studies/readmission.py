@@ -199,11 +199,6 @@ def _nulls(method: str, cells: Sequence[Cell], rule: ReadmissionRule) -> MethodN
     )
 
 
-def method_nulls(data: Cells, rule: ReadmissionRule) -> list[MethodNulls]:
-    methods = dict.fromkeys(c.method for c in data.cells)
-    return [_nulls(m, [c for c in data.cells if c.method == m], rule) for m in methods]
-
-
 def _rho(cells: Sequence[Cell], runs: Sequence[RunOutcome]) -> tuple[float | None, float | None, int]:
     """ρ of the post-removal reading with recovery over gated, evaluable runs; one-sided p of ρ > 0."""
     outcome = {(r.model, r.method, r.seed): r for r in runs}
@@ -307,7 +302,8 @@ def decide(
 ) -> ReadmissionResult:
     """The B.4 decision over ``data`` under the pre-registered rule."""
     rule = config.rule
-    methods = method_nulls(data, rule)
+    order = dict.fromkeys(c.method for c in data.cells)
+    methods = [_nulls(m, [c for c in data.cells if c.method == m], rule) for m in order]
     content = overall([m.content_null for m in methods])
     procedure = overall([m.procedure_null for m in methods])
     confs = configurations(data, rule)
@@ -364,7 +360,6 @@ __all__ = [
     "coverage",
     "decide",
     "held",
-    "method_nulls",
     "null_row",
     "overall",
     "primary_cell",

@@ -39,11 +39,8 @@ from remnant.studies.latent_probe_states import RunStates, p_items
 from remnant.studies.readmission import Cell, Cells, Reading
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
     from remnant.latent.jaccess import Probe
     from remnant.latent.jacobian_lens import JacobianLens
-    from remnant.packs.schema import Pack
     from remnant.states.store import CheckpointStore
     from remnant.studies.latent_probe import CellReading, LatentProbeConfig
     from remnant.studies.run_cells import Estimate
@@ -217,25 +214,6 @@ JACCESS_ROLES = ("removed", "procedure", "content", "installed", "control")
 JACCESS_READ = ("removed", "procedure", "content")
 
 
-def _jaccess_probes(mcfg: LatentProbeConfig, pack: Pack, tokenizer: PreTrainedTokenizerBase) -> list[Probe]:
-    """remnant's answer-level probes on the scored P facts, in the design's prompt format (module
-    docstring)."""
-    from remnant.latent.jaccess import answer_probes
-    from remnant.models.prompts import PromptFormat
-
-    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
-    return answer_probes(tokenizer, p_items(pack, mcfg), fmt)
-
-
-def _jaccess_lens(states: RunStates, params: dict[str, object]) -> JacobianLens | None:
-    """The installed model's Jacobian lens when ``lens = "jacobian"``; None reads through the logit lens."""
-    if params.get("lens", "logit") != "jacobian":
-        return None
-    from remnant.latent.jacobian_lens import LensConfig, fit_lens
-
-    return fit_lens(states.installed, list(states.prompts), LensConfig())
-
-
 def _jaccess_role_reading(
     states: RunStates,
     role: str,
@@ -284,13 +262,20 @@ def _jaccess_cell(
 def jaccess_cells(
     states: RunStates, mcfg: LatentProbeConfig, model: str, gated: bool, params: dict[str, Any]
 ) -> list[Cell]:
-    """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring)."""
-    from remnant.latent.jaccess import AccessConfig, emitted_flags, read_access
+    """J-Access (JOcc) per (layer, positions, k) for the removed model and both controls (module docstring):
+    remnant's answer-level probes on the scored P facts, in the design's prompt format, read through the logit
+    lens or, with ``lens = "jacobian"``, the installed model's Jacobian lens."""
+    from remnant.latent.jaccess import AccessConfig, answer_probes, emitted_flags, read_access
+    from remnant.latent.jacobian_lens import LensConfig, fit_lens
+    from remnant.models.prompts import PromptFormat
     from remnant.studies.latent_probe import direction_config
 
     tokenizer = states.tokenizer
-    probes = _jaccess_probes(mcfg, states.pack, tokenizer)
-    lens = _jaccess_lens(states, params)
+    fmt = PromptFormat.for_tokenizer(tokenizer, system_prompt=mcfg.system_prompt)
+    probes = answer_probes(tokenizer, p_items(states.pack, mcfg), fmt)
+    lens: JacobianLens | None = None
+    if params.get("lens", "logit") == "jacobian":
+        lens = fit_lens(states.installed, list(states.prompts), LensConfig())
     models = {role: getattr(states, role) for role in JACCESS_ROLES}
     said = {role: emitted_flags(m, tokenizer, probes) for role, m in models.items()}
     layers = direction_config(mcfg, states.seed).resolve_layers(states.installed)  # 25/50/75 % unless given

@@ -45,21 +45,16 @@ class Registration:
         }
 
 
-def config_values(config: Any) -> dict[str, object]:
-    """The values a study freezes: its whole config as JSON."""
-    values: dict[str, object] = config.model_dump(mode="json")
-    return values
-
-
-def register(config: Any, out: str | Path, *, registered_at: str | None = None) -> Registration:
-    """Freeze ``config`` into ``out/prereg.json`` or, when one is there, hold ``config`` to it (R14, R15).
+def register(config: Any, out: str | Path) -> Registration:
+    """Freeze ``config`` (its whole config as JSON) into ``out/prereg.json`` or, when one is there, hold
+    ``config`` to it (R14, R15).
 
     Raises PreregError when a field differs from the frozen value without a recorded deviation.
     """
     folder = Path(out)
-    values = config_values(config)
+    values: dict[str, object] = config.model_dump(mode="json")
     if not (folder / PREREG_FILE).is_file():
-        prereg = freeze_values(values, folder, registered_at=registered_at)
+        prereg = freeze_values(values, folder)
         return Registration(prereg, (), frozen_now=True)
     prereg = load_prereg(folder)
     # a config frozen before a field existed declared that field's old value (config.LEGACY_VALUES)
@@ -69,4 +64,4 @@ def register(config: Any, out: str | Path, *, registered_at: str | None = None) 
     return Registration(prereg, tuple(used), frozen_now=False)
 
 
-__all__ = ["Registration", "config_values", "register"]
+__all__ = ["Registration", "register"]

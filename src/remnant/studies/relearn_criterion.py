@@ -4,9 +4,7 @@ identically, their recovery curves compared.
 For each declared budget ``b`` both states are relearned through :meth:`remnant.engine.relearning.RelearnPlan.relearn`
 (the one relearned copy, the same plan the assessment uses): the first ``b`` examples of one seeded permutation of
 the relearning set (nested subsets), the same hyper-parameters, checkpoints and scorer (C-W5). P is scored at
-step 0 and at every checkpoint on both; both curves are kept (k, n per checkpoint per model). Attack-stage
-utility, when a utility callable is given, is reported on its own scale: the value at each checkpoint divided by
-the same model's value at step 0 of the attack (R12, C-W4), next to the raw value.
+step 0 and at every checkpoint on both; both curves are kept (k, n per checkpoint per model).
 
 Headline (C-W2): the smallest budget at which the post-removal model's recovery exceeds the control's — by the
 threshold rule (at some checkpoint the post-removal rate reaches τ while the control's, at the same checkpoint,
@@ -18,14 +16,15 @@ the scored items themselves is available and marked non-adjudicating.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from remnant.engine.measurement import StateView
 from remnant.engine.relearning import RelearnPlan
 from remnant.errors import ConfigError
 from remnant.models.prompts import PromptFormat
-from remnant.train.relearn import Arm, RelearnSpec, Scorer, Utility, greedy_scorer, relearn_order
+from remnant.stats import newcombe_difference
+from remnant.train.relearn import Arm, RelearnSpec, Scorer, greedy_scorer, relearn_order
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -36,15 +35,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """P scored at one checkpoint of one model (k of n), with utility raw and on the attack-stage scale."""
+    """P scored at one checkpoint of one model (k of n)."""
 
     step: int
     epoch: float
     k: int
     n: int
     loss: float | None = None
-    utility: float | None = None
-    attack_stage_utility: float | None = None
 
     @property
     def rate(self) -> float:
@@ -103,42 +100,6 @@ class RelearnResult:
         """Supplementary: smallest budget with a Newcombe lower bound above zero at some checkpoint."""
         return next((b.budget for b in self.budgets if b.exceeds_newcombe), None)
 
-    def facts(self) -> dict[str, Any]:
-        """The attack entry of the verdict facts (V1): the post-removal point with the largest rate,
-        beside the control's k/n at the same budget and checkpoint (R4)."""
-        status = "run"
-        best: tuple[float, CurvePoint, CurvePoint] | None = None
-        for b in self.budgets:
-            if "diverged" in (b.post_removal.status, b.control.status):
-                status = "diverged"
-            for pu, pc in zip(b.post_removal.points, b.control.points, strict=False):
-                if best is None or pu.rate > best[0]:
-                    best = (pu.rate, pu, pc)
-        entry: dict[str, object] = {
-            "name": "relearning" if self.arm == "held_out" else "relearning_scored_items",
-            "surface": "relearning",
-            "status": status if best is not None else "not_run",
-        }
-        if best is not None:
-            entry.update(k=best[1].k, n=best[1].n, control_k=best[2].k, control_n=best[2].n)
-        if not self.adjudicating:
-            entry["adjudicating"] = False
-        return entry
-
-    def to_dict(self) -> dict[str, object]:
-        out = asdict(self)
-        out["headline_budget"] = self.headline_budget
-        out["headline_budget_newcombe"] = self.headline_budget_newcombe
-        out["facts"] = self.facts()
-        return out
-
-
-def _newcombe(k1: int, n1: int, k2: int, n2: int, level: float) -> tuple[float, float, float] | None:
-    from remnant.stats import newcombe_difference
-
-    diff, lo, hi = newcombe_difference(k1, n1, k2, n2, level=level)
-    return float(diff), float(lo), float(hi)
-
 
 def _run_curve(
     start: PreTrainedModel,
@@ -148,41 +109,17 @@ def _run_curve(
     budget: int,
     fmt: PromptFormat,
     scorer: Scorer,
-    utility: Utility | None,
-    progress: bool,
 ) -> Curve:
-    base_utility: list[float] = []
-
     def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
         k, n = scorer(m)
-        out: dict[str, Any] = {"k": k, "n": n}
-        if utility is not None:
-            u = float(utility(m))
-            if not base_utility:
-                base_utility.append(u)
-            out["utility"] = u
-            out["attack_stage_utility"] = u / base_utility[0] if base_utility[0] else None
-        return out
+        return {"k": k, "n": n}
 
     state = StateView(which, "", start, tokenizer)
     outcome, model = plan.relearn(
-        state,
-        budget,
-        fmt,
-        label=f"relearn {which} b={budget}",
-        progress=progress,
-        on_checkpoint=on_checkpoint,
+        state, budget, fmt, label=f"relearn {which} b={budget}", progress=False, on_checkpoint=on_checkpoint
     )
     points = tuple(
-        CurvePoint(
-            step=c.step,
-            epoch=c.epoch,
-            k=int(c.scores["k"]),
-            n=int(c.scores["n"]),
-            loss=c.loss,
-            utility=c.scores.get("utility"),
-            attack_stage_utility=c.scores.get("attack_stage_utility"),
-        )
+        CurvePoint(step=c.step, epoch=c.epoch, k=int(c.scores["k"]), n=int(c.scores["n"]), loss=c.loss)
         for c in outcome.checkpoints
     )
     del model
@@ -198,16 +135,13 @@ def relearn_attack(
     spec: RelearnSpec,
     *,
     arm: Arm = "held_out",
-    scorer: Scorer | None = None,
-    utility: Utility | None = None,
     fmt: PromptFormat | None = None,
-    progress: bool = False,
 ) -> RelearnResult:
-    """Relearn ``post_removal`` and ``control`` on nested budgets of ``relearn_set``; score ``probe`` (P).
+    """Relearn ``post_removal`` and ``control`` on nested budgets of ``relearn_set``; score ``probe`` (P) by
+    teacher-forced greedy match.
 
-    Neither input model is modified. ``scorer`` defaults to teacher-forced greedy match on ``probe``.
-    ``arm="held_out"`` refuses a relearning set that shares a question with P (C-W6); ``arm="scored_items"``
-    is the secondary arm on the scored items themselves and is never adjudicating.
+    Neither input model is modified. ``arm="held_out"`` refuses a relearning set that shares a question with P
+    (C-W6); ``arm="scored_items"`` is the secondary arm on the scored items themselves and is never adjudicating.
     """
     fmt = fmt or PromptFormat.for_tokenizer(tokenizer)
     if arm == "held_out":
@@ -217,7 +151,7 @@ def relearn_attack(
             raise ConfigError(
                 f"relearn: relearning set repeats scored question {shared[0]!r}", requirement="C-W6"
             )
-    scorer = scorer or greedy_scorer(tokenizer, probe, fmt)
+    scorer = greedy_scorer(tokenizer, probe, fmt)
     plan = RelearnPlan(arm, spec, tuple(relearn_set), relearn_order(spec.seed, len(relearn_set)), False)
     results: list[BudgetResult] = []
     skipped: list[int] = []
@@ -226,10 +160,8 @@ def relearn_attack(
             skipped.append(budget)
             continue
         # C-W5: the same plan (examples, order, seed, config, checkpoints) and scorer for both models
-        post_curve = _run_curve(
-            post_removal, "post_removal", tokenizer, plan, budget, fmt, scorer, utility, progress
-        )
-        ctrl_curve = _run_curve(control, "control", tokenizer, plan, budget, fmt, scorer, utility, progress)
+        post_curve = _run_curve(post_removal, "post_removal", tokenizer, plan, budget, fmt, scorer)
+        ctrl_curve = _run_curve(control, "control", tokenizer, plan, budget, fmt, scorer)
         results.append(_compare(budget, plan.chosen(budget), post_curve, ctrl_curve, spec))
     return RelearnResult(
         spec=spec,
@@ -248,12 +180,11 @@ def _compare(budget: int, chosen: tuple[int, ...], pu: Curve, pc: Curve, spec: R
     for a, c in zip(pu.points, pc.points, strict=False):
         if threshold_step is None and a.rate >= spec.tau and c.rate < spec.tau:
             threshold_step = a.step
-        nc = _newcombe(a.k, a.n, c.k, c.n, spec.level)
-        if nc is not None:
-            if best_nc is None or nc[1] > best_nc[1]:
-                best_nc = nc
-            if newcombe_step is None and nc[1] > 0:
-                newcombe_step = a.step
+        diff, lo, hi = newcombe_difference(a.k, a.n, c.k, c.n, level=spec.level)
+        if best_nc is None or lo > best_nc[1]:
+            best_nc = (float(diff), float(lo), float(hi))
+        if newcombe_step is None and lo > 0:
+            newcombe_step = a.step
     return BudgetResult(
         budget=budget,
         examples=chosen,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -143,15 +143,12 @@ class RunMeasurement(_StudyCell):
         outcome = RunOutcome(
             model=self.model, method=self.method, seed=self.seed, gates=gates, recovery=run.recovery
         )
-        readings = (r for c in read.cells for r in self._readings(target, c))
-        return [self._run_reading(target, outcome, read.result), *readings]
-
-    def _run_reading(self, target: CellTarget, outcome: RunOutcome, result: str | None) -> Figure:
         # as JSON text: records are canonical JSON (keys sorted), and the gates keep their declared order
         details: dict[str, object] = {"run": outcome.model_dump_json()}
-        if result is not None:
-            details["result"] = result
-        return self._run_figure(target, outcome.recovery, details, "no removed gap: recovery undefined")
+        if read.result is not None:
+            details["result"] = read.result
+        figure = self._run_figure(target, outcome.recovery, details, "no removed gap: recovery undefined")
+        return [figure, *(r for c in read.cells for r in self._readings(target, c))]
 
     def _readings(self, target: CellTarget, cell: Cell) -> list[Figure]:
         """The cell's three readings; the post-removal one carries what the cell says beyond its figures."""
@@ -306,9 +303,9 @@ def recording(out: Path, study: str) -> Iterator[Path]:
     first, so a study killed at any point leaves a folder it may resume; yields its records file."""
     from remnant.cli_paths import mark_output
     from remnant.records import RECORDS_FILE
-    from remnant.runlock import hold
+    from remnant.runlock import held
 
-    with hold(out, purpose=f"remnant study {study}"):
+    with held(out, purpose=f"remnant study {study}"):
         mark_output(out, "study")
         yield out / RECORDS_FILE
 
@@ -335,16 +332,11 @@ def record_cells(
     for cell, state in cells:
         run_measurement(runner, cell, state)
         keys.append(cell_key_of(cell, state))
-    return recorded_readings(store.read(), keys), str(records or "memory")
-
-
-def recorded_readings(records: Sequence[object], keys: Sequence[str]) -> list[Figure]:
-    """The readings of ``keys`` in the order of ``keys`` (each key's readings in record order)."""
-    by_key: dict[str, list[Figure]] = {}
-    for r in records:
+    by_key: dict[str, list[Figure]] = {}  # each key's readings in record order
+    for r in store.read():
         if isinstance(r, Figure):
             by_key.setdefault(r.cell_key, []).append(r)
-    return [r for key in keys for r in by_key.get(key, [])]
+    return [r for key in keys for r in by_key.get(key, [])], str(records or "memory")
 
 
 __all__ = [
@@ -359,6 +351,5 @@ __all__ = [
     "record_cells",
     "recording",
     "study_runs",
-    "recorded_readings",
     "run_results",
 ]

@@ -1,11 +1,11 @@
 """Building one job's checkpoints into the store: an install (P-pool strength or N-pool retain-only) or a removal.
 
-The steps are the states builder's (:func:`remnant.states.builder.train_install`, :func:`~remnant.states.builder.train_removal`);
-nothing here trains by itself. An install trains the base model on the pack's install split — all of it, or (``share`` < 1)
-the retained people and that share of the forget people (``share`` 0: the retain-only model, the N-pool). A
+The steps are the states builder's (:func:`remnant.states.builder.train_install`, ``train_removal``): nothing
+here trains by itself. An install trains the base model on the pack's install split — all of it, or (``share``
+< 1) the retained people and that share of the forget people (``share`` 0: the retain-only model, the N-pool). A
 removal applies a registered method to its parent checkpoint, storing its final weights and every declared
-intermediate checkpoint. A run that diverges is stored as a *diverged* outcome (Annex B.6), not an error; a
-build that raises stores nothing, so a rerun builds it again. A job whose checkpoints are all stored and trusted
+intermediate checkpoint. A run that diverges is stored as a *diverged* outcome (Annex B.6), not an error; a build
+that raises stores nothing, so a rerun builds it again. A job whose checkpoints are all stored and trusted
 (pinned by the sweep's records, or built by this run: remnant.sweep.pins) is skipped; a stored checkpoint nothing
 pins is built again. A build reports the pin (status, weights digest) of every checkpoint it stored, for the
 driver to record (R23).
@@ -124,7 +124,7 @@ def _trainable_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def _diverged(ctx: WorkerContext, job: Job, point: str, reason: str | None, **extra: object) -> str:
     """Store the diverged outcome of ``job`` at ``point``: a meta without weights (Annex B.6)."""
     meta = _meta(ctx, job, point, status="diverged", reason=reason, **extra)
-    ctx.store.write_meta_only(meta["key"], meta)
+    ctx.store.put(meta["key"], lambda tmp: meta)
     return "diverged"
 
 
@@ -149,23 +149,14 @@ def _keep(
     return "ok"
 
 
-def _removal_inputs(ctx: WorkerContext, job: Job) -> tuple[Any, Any, Any, Any]:
-    from remnant import registry
-    from remnant.train.data import removal_data
-
-    spec = job.recipe["method"]
-    method = registry.create("method", spec["name"], spec["params"])
-    parent = ctx.pool.model(str(job.parent))
-    start = ctx.load_model(parent)
-    control = ctx.load_base() if method.needs_control else None
-    return method, start, control, removal_data(ctx.pack, ctx.attributes)
-
-
 def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
+    from remnant import registry
     from remnant.states.builder import train_removal
     from remnant.sweep.weights import changed_tensors
+    from remnant.train.data import removal_data
 
-    method, start, control, data = _removal_inputs(ctx, job)
+    method = registry.create("method", job.recipe["method"]["name"], job.recipe["method"]["params"])
+    start = ctx.load_model(ctx.pool.model(str(job.parent)))
     before = {k: v.detach().clone() for k, v in start.state_dict().items()}
     marks = {m: float(m.split("=")[1]) for m in job.recipe["checkpoints"]}
     lora_spec = None
@@ -183,10 +174,10 @@ def _build_removal(ctx: WorkerContext, job: Job) -> dict[str, str]:
         method,
         copy.deepcopy(start),
         ctx.tokenizer(),
-        data,
+        removal_data(ctx.pack, ctx.attributes),
         seed=int(job.recipe["seed"]),
         fmt=ctx.fmt(),
-        control=control,
+        control=ctx.load_base() if method.needs_control else None,
         overrides=overrides,
         on_checkpoint=snap,
     )
@@ -233,7 +224,7 @@ def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, object]]:
     A checkpoint this sweep had pinned (its store entry lost or untrusted) must be rebuilt to the same weights:
     the sweep's recorded cells were measured on those (R23)."""
     from remnant.errors import IntegrityError
-    from remnant.sweep.pins import Pin, pin_of
+    from remnant.sweep.pins import pin_of
 
     out: dict[str, dict[str, object]] = {}
     for m in ctx.pool.models:
@@ -241,7 +232,7 @@ def _pins(ctx: WorkerContext, job: Job) -> dict[str, dict[str, object]]:
             continue
         pin = pin_of(ctx.store.meta(m.state))
         pinned = ctx.ws.pins.get(m.state)
-        if pinned is not None and Pin.model_validate(pinned) != pin:
+        if pinned is not None and pinned != pin:
             raise IntegrityError(
                 f"{ctx.store.where(m.state)}: rebuilding {m.id} gave other weights than the ones the records of "
                 f"the sweep in {ctx.ws.out} pin, and its recorded cells were measured on those (use a new --out)",

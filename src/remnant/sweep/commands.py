@@ -1,21 +1,15 @@
-"""``remnant sweep plan|run|report``: pools of models, built and measured on one machine or a Ray cluster.
+"""``remnant sweep plan|run|report|export``: pools of models, built and measured on one machine or a Ray cluster.
 
-- ``remnant sweep plan SPEC``: models, cells, estimated time on this CPU and on a GPU, and disk, before anything
-  runs (nothing is trained or written);
-- ``remnant sweep run SPEC --out DIR [--executor local|ray] [--address ADDR]``: builds what is missing and
-  measures every pending cell, with progress; records go to ``DIR/records.jsonl`` (the driver is the only
-  writer, and holds DIR's lock: a second ``sweep run`` into DIR exits 2 naming it, or waits with ``--wait``,
-  R23); a rerun skips every finished cell;
-- ``remnant sweep report DIR``: ``results.parquet``/``results.csv`` (one row per model × perturbation),
-  ``items.parquet`` and ``report.html``;
-- ``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone safetensors model folder.
-
-Exit codes: 0 done (failed or diverged models are recorded outcomes, not errors), 2 bad input.
+``plan`` trains and writes nothing; ``run`` records into ``DIR/records.jsonl``, whose one writer (the driver)
+holds DIR's lock, so a second ``sweep run`` into DIR exits 2 naming it, or waits with ``--wait`` (R23), and a
+rerun skips every finished cell. Exit codes: 0 done (failed or diverged models are recorded outcomes, not
+errors), 2 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -94,13 +88,13 @@ def _executor(args: argparse.Namespace, prepared: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from remnant.runlock import hold
+    from remnant.runlock import held
     from remnant.sweep.prepare import check_out
 
     _check_cpu_options(args)
     out = Path(args.out)
     check_out(args.spec, out)  # before the lock: a folder that is refused is neither locked nor made
-    with hold(out, purpose="remnant sweep run", wait=args.wait, say=_say(args)) as lock:
+    with held(out, purpose="remnant sweep run", wait=args.wait, say=_say(args)) as lock:
         return _run_locked(args, out, lock)
 
 
@@ -138,15 +132,8 @@ def _run_locked(args: argparse.Namespace, out: Path, lock: FolderLock) -> int:
     summary_file = out / "runs" / f"run-{stamp}.json"
     write_atomic(summary_file, json.dumps(result, indent=1, sort_keys=True) + "\n", root=out)  # no link (R23)
     mark_output(out, "sweep")
-    print(
-        json.dumps(
-            {
-                k: result[k]
-                for k in ("executor", "seconds", "cells", "done_before", "computed", "builds", "failed_tasks")
-            },
-            indent=1,
-        )
-    )
+    shown = ("executor", "seconds", "cells", "done_before", "computed", "builds", "failed_tasks")
+    print(json.dumps({k: result[k] for k in shown}, indent=1))
     return 0
 
 
@@ -158,18 +145,8 @@ def _report(args: argparse.Namespace) -> int:
     summary = write_report(out)
     for note in summary.notes:
         print(f"remnant sweep report: note: {note}", file=sys.stderr)
-    print(
-        json.dumps(
-            {
-                "rows": summary.rows,
-                "columns": summary.columns,
-                "items": summary.items,
-                "unfinished": summary.unfinished,
-                "files": list(summary.files),
-            },
-            indent=1,
-        )
-    )
+    shown = {k: v for k, v in dataclasses.asdict(summary).items() if k != "notes"}
+    print(json.dumps(shown, indent=1))
     return 0
 
 

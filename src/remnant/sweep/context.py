@@ -4,10 +4,10 @@ The driver hands each task a :class:`Workspace`: plain values (the spec, the res
 sweep folder's pack and TOFU view, where the base model and the store are) that pickle to any worker. A task never
 reads the driver's sweep folder: a cluster node has no such path (docs/sweep.md, "Running on a cluster"); the
 store, a folder or an ``s3://``/``gs://`` URI, is the one place tasks share. :meth:`Workspace.open` turns it into
-a :class:`WorkerContext` in that process — the inputs written once per node under ``$REMNANT_HOME/sweep-inputs``,
-the spec re-validated, the pack loaded and its digest checked (R2), the device and thread count applied. The only thing kept between a worker's tasks is the model
-states it loaded (:mod:`remnant.states.cache`): the base and the audit references are read once per worker
-process, not once per task.
+a :class:`WorkerContext` in that process: the inputs written once per node under ``$REMNANT_HOME/sweep-inputs``,
+the spec re-validated, the pack loaded and its digest checked (R2). The only thing kept between a worker's tasks
+is the model states it loaded (:mod:`remnant.states.cache`): the base and the audit references are read once per
+worker process, not once per task.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from remnant.models.prompts import PromptFormat
     from remnant.packs.schema import Pack
     from remnant.states.store import CheckpointStore
+    from remnant.sweep.pins import Pin
 
 #: What a load through the worker's cache returns.
 T = TypeVar("T")
@@ -52,8 +53,8 @@ class Workspace:
     threads: int = 1
     #: Test seam only (remnant.sweep.measure.inject_fault); None in every real run.
     fault: str | None = None
-    #: Checkpoint key -> its pin (remnant.sweep.pins.Pin as JSON): the stored checkpoints a task may use (R23).
-    pins: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: Checkpoint key -> its pin: the stored checkpoints a task may use (R23).
+    pins: dict[str, Pin] = field(default_factory=dict)
     #: This run's token (32 hex digits; empty outside a run): a checkpoint whose meta names it was built by this
     #: run, whose driver pins it from the build result.
     token: str = ""
@@ -210,7 +211,7 @@ class WorkerContext:
 
     def load_model(self, model: PoolModel) -> Any:
         """The weights of ``model`` (a folder of an existing pool, or a stored checkpoint's chain checked against
-        its pin), loaded once per worker process and shared: read them only (:meth:`own_model` to change them)."""
+        its pin), loaded once per worker process and shared: read them only (copy them to change them)."""
         if model.path is not None:
             return self._folder("folder", Path(model.path)).model
         if model.pool == "base":
@@ -223,21 +224,17 @@ class WorkerContext:
             lambda: load_chain(self.store, key, self.load_base, expected=self.expected_digest(key)),
         )
 
-    def own_model(self, model: PoolModel) -> Any:
-        """A copy of ``model``'s weights this task may change (a perturbation fake-quantizes them in place)."""
-        return copy.deepcopy(self.load_model(model))
-
     def trusted_meta(self, key: str) -> CheckpointMeta | None:
         """The stored meta of checkpoint ``key`` when this task may use it (remnant.sweep.pins): the workspace
         pins it (and the meta agrees with the pin, else IntegrityError) or this run built it; None when it is
         not stored, or stored but pinned by nothing this sweep trusts (it is then built again)."""
-        from remnant.sweep.pins import Pin, check_against
+        from remnant.sweep.pins import check_against
 
         if not self.store.has(key):
             return None
         meta: CheckpointMeta = self.store.meta(key)
         if key in self.ws.pins:
-            pin = Pin.model_validate(self.ws.pins[key])
+            pin = self.ws.pins[key]
             check_against(meta, pin, self.store.where(key), f"the records of the sweep in {self.ws.out}")
             return meta
         built_here = meta.built_by is not None and bool(self.ws.token) and meta.built_by.run == self.ws.token

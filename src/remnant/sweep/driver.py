@@ -1,13 +1,12 @@
 """The driver of ``remnant sweep run``: the one writer of the sweep's records (docs/sweep.md).
 
 It holds the sweep folder's lock for the whole run (:mod:`remnant.runlock`, R23: one writer per folder; Ray
-workers never take it), prepares the sweep (:func:`remnant.sweep.prepare.prepare`: spec, pool, cells, disk),
-repairs a torn record tail left by a killed run, reads which cells the store already holds, and hands one task
-per model with pending cells to the executor. Every item a task streams back is appended by the driver alone: a cell's records
-through the engine's :class:`~remnant.engine.runner.CellRunner` (in one write, so a cell is recorded whole or
-re-run whole), a build that trained something as an :class:`~remnant.records.Event`. A task that failed on every
-try has its remaining cells recorded as *failed* with its error. Progress lines say the models and cells done
-and the time left at the rate so far.
+workers never take it), repairs a torn record tail left by a killed run, reads which cells the store already
+holds, and hands one task per model with pending cells to the executor. Every item a task streams back is
+appended by the driver alone: a cell's records through the engine's :class:`~remnant.engine.runner.CellRunner`
+(in one write, so a cell is recorded whole or re-run whole), a build that trained something as an
+:class:`~remnant.records.Event`. A task that failed on every try has its remaining cells recorded as *failed*
+with its error. Progress lines say the models and cells done and the time left at the rate so far.
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from remnant.sweep.build import BuildResult
 from remnant.sweep.cells import PlannedCell, model_cells
 from remnant.sweep.context import Workspace
 from remnant.sweep.executors import LocalExecutor, RayExecutor, TaskFailed
-from remnant.sweep.measure import CellOutput, TaskDone
-from remnant.sweep.pins import Pin
+from remnant.sweep.measure import CellOutput, TaskDone, not_run
+from remnant.sweep.pins import Pin, trust_store
 from remnant.sweep.prepare import Prepared
 
 
@@ -75,7 +74,7 @@ def _failed_records(
     for cell, pm in model_cells(prepared.spec, model, prepared.measurements, prepared.pack.digest):
         if cell.key in keys:
             target = CellTarget(prepared.run_id, cell.key, cell.perturbation, pm.name, pm.surface)
-            out.append((cell, pm.status(target, "failed", reason)))
+            out.append((cell, not_run(pm, "failed", reason).measure(None, target)))
     return out
 
 
@@ -109,21 +108,12 @@ def workspace(
     import json
 
     plan = json.loads(json.dumps(prepared.plan_dict()))  # plain JSON values, as plan.json holds them
-    pinned = {k: v.model_dump(mode="json") for k, v in (pins or {}).items()}
-    return Workspace.of_plan(plan, out.resolve(), fault=fault, pins=pinned, token=token)
-
-
-def _trusted_pins(prepared: Prepared, store: RecordStore, say: Callable[[str], None]) -> dict[str, Pin]:
-    """The stored checkpoints of the pool this run's tasks may use, pinned by records (remnant.sweep.pins)."""
-    from remnant.sweep.pins import trust_store
-
-    keys = [m.state for m in prepared.pool.models if m.path is None and m.pool != "base"]
-    return trust_store(keys, prepared.store, store, prepared.run_id, say)
+    return Workspace.of_plan(plan, out.resolve(), fault=fault, pins=dict(pins or {}), token=token)
 
 
 def only_failed(records: list[CellRecord | Reading]) -> bool:
     """A cell every record of which (cell records, or an audit cell's readings) says it failed (a crashed or
-    out-of-memory task): ``--retry-failed`` reruns it. A diverged build is an outcome of the recipe, not a failure, and is not retried."""
+    out-of-memory task): ``--retry-failed`` reruns it. A diverged build is an outcome, not a failure: kept."""
     return all(r.status == "failed" for r in records)
 
 
@@ -136,15 +126,14 @@ def run_sweep(
     fault: str | None = None,
     retry_failed: bool = False,
     lock: FolderLock | None = None,
-    wait: bool = False,
 ) -> RunSummary:
     """Run every pending cell of ``prepared`` through ``executor``, recording into ``out/records.jsonl``; with
     ``retry_failed``, cells recorded as failed are pending again (their records stay; the new ones follow).
 
     This process, the driver, holds the sweep folder's lock throughout (R23, :mod:`remnant.runlock`): the
     caller's ``lock`` when it holds it already, else one taken here (a folder in use is refused with its holder
-    named, or waited for with ``wait``). Workers, local or Ray, never take it: they write no records."""
-    with held(out, lock, purpose="remnant sweep run", wait=wait, say=say, create=False):
+    named). Workers, local or Ray, never take it: they write no records."""
+    with held(out, lock, purpose="remnant sweep run", say=say, create=False):
         return _run_locked(prepared, out, executor, say=say, fault=fault, retry_failed=retry_failed)
 
 
@@ -167,7 +156,9 @@ def _run_locked(
         say(
             f"moved a torn tail (line {torn.line}, {torn.nbytes} bytes) to {torn.side_file.name}: its cell re-runs"
         )
-    pins = _trusted_pins(prepared, store, say)
+    # the stored checkpoints this run's tasks may use: those records pin (remnant.sweep.pins)
+    keys = [m.state for m in prepared.pool.models if m.path is None and m.pool != "base"]
+    pins = trust_store(keys, prepared.store, store, prepared.run_id, say)
     runner = CellRunner(store, prepared.run_id, redo=only_failed if retry_failed else None)
     done = runner.recorded()
     pending: dict[str, set[str]] = {}

@@ -6,13 +6,12 @@ Neither writes a record: the driver is the only writer. A Ray task reads nothing
 workspace carries the pack and TOFU view, and checkpoints move through the store (a folder, or an ``s3://`` or
 ``gs://`` URI on a cluster without a shared disk; docs/sweep.md, "Running on a cluster").
 
-A task that raises, or whose worker dies (a Ray worker killed or out of memory), is run again up to the spec's
-``retries`` times, skipping the cells it already delivered; after the last try the executor yields
-:class:`TaskFailed` with the error and the driver records the model's remaining cells as *failed*. Nothing a task
-does stops the sweep. Ray tasks declare their resources: ``num_gpus = gpus_per_task`` where the cluster has GPUs
-when the task is submitted (the task then measures on its GPU), else ``num_cpus = cpus_per_task`` (and as many
-torch threads); the local
-executor uses the GPU when torch sees one, else ``cpus_per_task`` threads, so both give the same numbers.
+A task that raises, or whose worker dies (killed or out of memory), is run again up to the spec's ``retries``
+times, skipping the cells it already delivered; after the last try the executor yields :class:`TaskFailed` and
+the driver records the model's remaining cells as *failed*: nothing a task does stops the sweep. A Ray task asks
+for ``gpus_per_task`` GPUs while the cluster has GPUs when it is submitted, else ``cpus_per_task`` CPUs (and as
+many torch threads); the local executor uses the GPU when torch sees one, else ``cpus_per_task`` threads, so both
+give the same numbers.
 """
 
 from __future__ import annotations
@@ -81,9 +80,7 @@ class LocalExecutor:
                     break
                 except (KeyboardInterrupt, SystemExit, GeneratorExit):
                     raise
-                except (
-                    BaseException
-                ) as exc:  # a crashed or out-of-memory task is an outcome (module docstring)
+                except BaseException as exc:  # a crashed or out-of-memory task is an outcome
                     if attempt == self.retries:
                         yield model_id, TaskFailed(_error(exc), attempt + 1)
 
@@ -136,9 +133,8 @@ class RayExecutor:
 
     Each job's build is a task of its own, given its parent job's build as an argument (an ObjectRef): Ray runs a
     removal after its parent install and a model's measuring task after its builds, so nothing waits on the
-    store's lock while holding a GPU. Resources are read from the cluster at each submission
-    (``ray.cluster_resources()``): a task submitted while the cluster has no GPU asks for CPUs and runs on CPU,
-    and ``say`` tells so. Every task runs with the driver's remnant version in its ``runtime_env`` and checks it.
+    store's lock while holding a GPU. Resources are read from the cluster at each submission, and ``say`` tells
+    when tasks fall back to CPU. Every task checks the driver's remnant version in its ``runtime_env``.
     """
 
     name = "ray"

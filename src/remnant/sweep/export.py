@@ -1,39 +1,25 @@
 """``remnant sweep export DIR MODEL --out FOLDER``: one pool model as a standalone model folder.
 
-A generated pool stores its checkpoints as deltas and LoRA adapters over the base model (remnant.states.store),
-which no other tool reads. Export rebuilds the model's chain, checked against the weights digest the sweep's own
-records pin (remnant.sweep.pins; the store's meta.json is never the authority, R23),
-and writes a plain Hugging Face folder — ``config.json``, ``model.safetensors``, the base model's tokenizer and
-chat template — so the model can be evaluated by ``remnant eval``, assessed, or read by another framework. The
-folder is written whole or not at all (remnant.atomic.replace_dir). Safetensors only: nothing is pickled.
+A generated pool stores its checkpoints as deltas and LoRA adapters over the base model, which no other tool
+reads. Export rebuilds the model's chain, checked against the weights digest the sweep's own records pin (the
+store's meta.json is never the authority, R23), and writes a plain Hugging Face folder (safetensors weights, the
+base model's tokenizer and chat template), whole or not at all, so the model can be evaluated by ``remnant
+eval``, assessed, or read by another framework. Nothing is pickled.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from remnant.errors import ConfigError
-from remnant.jsonio import read_json
-
-if TYPE_CHECKING:
-    from remnant.sweep.context import Workspace
-
-
-def _plan(sweep_dir: Path) -> dict[str, Any]:
-    plan = read_json(sweep_dir / "plan.json", requirement="R23")
-    if not isinstance(plan, dict) or not {"spec", "pool", "store", "run_id"} <= set(plan):
-        raise ConfigError(
-            f"{sweep_dir / 'plan.json'}: not a sweep plan (spec, pool, store, run_id)", requirement="R23"
-        )
-    return plan
+from remnant.sweep.report import read_plan
 
 
 def export_inputs(sweep_dir: Path) -> dict[str, str | Path | None]:
     """What an export reads, by what a refusal calls it: the sweep folder, its checkpoint store, the pool's base
     model and the folders of an existing pool. The output guard (remnant.cli_paths) refuses each as ``--out``,
     so an export never replaces what it reads."""
-    plan = _plan(sweep_dir)
+    plan = read_plan(sweep_dir)
     base = plan.get("base_path")
     found: dict[str, str | Path | None] = {
         "the sweep folder": sweep_dir,
@@ -48,24 +34,17 @@ def export_inputs(sweep_dir: Path) -> dict[str, str | Path | None]:
     return found
 
 
-def _workspace(sweep_dir: Path) -> Workspace:
+def export_model(sweep_dir: Path, model_id: str, out: Path) -> Path:
+    """Write pool model ``model_id`` of the sweep in ``sweep_dir`` to ``out`` (replaced whole); returns ``out``."""
+    from remnant.atomic import replace_dir
+    from remnant.cli_paths import mark_output
     from remnant.records import RECORDS_FILE
     from remnant.sweep.context import Workspace
     from remnant.sweep.pins import read_pins
 
     # only what the sweep's own records pin is exported, checked against the pin: never the store's word (R23)
     pins = read_pins(sweep_dir / RECORDS_FILE)
-    return Workspace.of_plan(
-        _plan(sweep_dir), sweep_dir, pins={k: v.model_dump(mode="json") for k, v in pins.items()}
-    )
-
-
-def export_model(sweep_dir: Path, model_id: str, out: Path) -> Path:
-    """Write pool model ``model_id`` of the sweep in ``sweep_dir`` to ``out`` (replaced whole); returns ``out``."""
-    from remnant.atomic import replace_dir
-    from remnant.cli_paths import mark_output
-
-    ctx = _workspace(sweep_dir).open()
+    ctx = Workspace.of_plan(read_plan(sweep_dir), sweep_dir, pins=pins).open()
     by_id = {m.id: m for m in ctx.pool.models}
     if model_id not in by_id:
         raise ConfigError(

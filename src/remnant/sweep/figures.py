@@ -1,12 +1,10 @@
 """The sweep page's figures, one set for every measured column of the results table (R23: the table the records
 gave, nothing recomputed): metric against metric, the spread per method, the P (target) against N (never-saw)
 distribution the UDS paper's faithfulness figures show, the forget-against-utility trade-off of each method
-across its strengths and each column after a perturbation against before it; every one inline SVG drawn by
-matplotlib without pyplot (:func:`remnant.report.plots.figure_svg`). :mod:`remnant.sweep.html` says in words where a column gets none.
-
-The figures plot values as the table holds them (the metric's own orientation); the AUC, Q, R and their filters
-are the meta-evaluation study's (``remnant study meta-eval``), not this page's. Research output: nothing here
-adjudicates (C-H6).
+across its strengths and each column after a perturbation against before it; inline SVG drawn by matplotlib
+without pyplot (:func:`remnant.report.plots.figure_svg`). The figures plot values as the table holds them (the
+metric's own orientation); the AUC, Q, R and their filters are the meta-evaluation study's (``remnant study
+meta-eval``), not this page's. Research output: nothing here adjudicates (C-H6).
 """
 
 from __future__ import annotations

@@ -5,24 +5,24 @@ It first yields the :class:`~remnant.sweep.build.BuildResult` of the model's job
 jobs), then one :class:`CellOutput` per pending cell, perturbation by perturbation: ``none`` (the model itself),
 ``nf4`` (its decoder weights fake-quantized to NF4 for the measurements, restored after: R25) and ``relearn`` (a
 copy fine-tuned for one epoch on the forget set, C-W1). The driver appends each cell's records to the one store
-as it arrives, so a killed task loses only the cell it was computing.
-
-A model whose build diverged, or whose relearned copy diverged, gets a *diverged* record in each of its cells; a
-model whose parent could not be built gets *failed* ones; a measurement that raises is a *failed* cell
-(Annex B.6: outcomes, not crashes).
+as it arrives, so a killed task loses only the cell it was computing. A model whose build or relearned copy
+diverged, or whose parent could not be built, gets a *diverged* or *failed* record in each of its cells; a
+measurement that raises is a *failed* cell (Annex B.6: outcomes, not crashes).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
 from remnant.engine.measurement import Measurement, NotRun, StateView, run_measurement
 from remnant.engine.runner import CellRunner, MemoryStore
-from remnant.records import AnyRecord, CellStatus
+from remnant.records import AnyRecord
+from remnant.standard.vocabulary import Status
 from remnant.sweep.build import BuildResult, build_job
 from remnant.sweep.cells import NF4, RELEARN, PlannedCell, model_cells, perturbed_digest, reference_states
 from remnant.sweep.context import WorkerContext, Workspace
@@ -135,6 +135,14 @@ def _run_cell(
     return CellOutput(cell.key, live.label(cell.perturbation), cell.model, store.take())
 
 
+def not_run(pm: PoolMeasurement, status: str, reason: str) -> PoolMeasurement:
+    """``pm`` as a cell that cannot be measured on its model (its build failed or diverged, its relearned copy
+    diverged, its task failed): one not-run record under the same key (Annex B.6: an outcome, not a crash)."""
+    inner = pm.inner
+    why = NotRun(inner.kind, pm.name, pm.surface, cast(Status, status), reason, inner.key_inputs())
+    return PoolMeasurement(pm.entry, why, pm.model, pm.perturbation)
+
+
 def _statuses(
     ctx: WorkerContext,
     cells: list[tuple[PlannedCell, PoolMeasurement]],
@@ -142,16 +150,11 @@ def _statuses(
     status: str,
     reason: str,
 ) -> Iterator[CellOutput]:
-    """The cells of a model that cannot be measured (its build failed or diverged, or its relearned copy
-    diverged): each a not-run record under its planned key (Annex B.6: an outcome, not a crash)."""
+    """The cells of a model that cannot be measured, each through :func:`not_run`."""
     runner, store = _runner(ctx.ws)
     for cell, pm in cells:
-        inner = pm.inner
-        why = NotRun(inner.kind, pm.name, pm.surface, cast(CellStatus, status), reason, inner.key_inputs())
         state = StateView(cell.perturbation, _digest(ctx, cell, pack_digest))
-        yield _run_cell(
-            runner, store, cell, PoolMeasurement(cell.entry, why, cell.model, cell.perturbation), state
-        )
+        yield _run_cell(runner, store, cell, not_run(pm, status, reason), state)
 
 
 def _digest(ctx: WorkerContext, cell: PlannedCell, pack_digest: str) -> str:
@@ -231,7 +234,8 @@ def _measure(
     pending: list[tuple[PlannedCell, PoolMeasurement]],
 ) -> Iterator[CellOutput]:
     runtime = _runtime(ctx, bool(refs))
-    weights = ctx.own_model(ctx.pool.model(model_id))  # perturbations change it: not the shared copy
+    # perturbations change the weights: a copy, not the worker's shared one
+    weights = deepcopy(ctx.load_model(ctx.pool.model(model_id)))
     measurements = dict(suite_measurements(ctx.spec.suite, data, refs, ctx.dtype, runtime))
     runner, store = _runner(ctx.ws)
     for perturbation in dict.fromkeys(c.perturbation for c, _ in pending):
@@ -248,4 +252,4 @@ def _measure(
                 yield _run_cell(runner, store, cell, live, state)
 
 
-__all__ = ["CellOutput", "TaskDone", "inject_fault", "measure_model", "perturbed"]
+__all__ = ["CellOutput", "TaskDone", "inject_fault", "measure_model", "not_run", "perturbed"]

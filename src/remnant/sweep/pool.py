@@ -3,14 +3,9 @@
 A *job* makes checkpoints: the base model (nothing to train), one install (a P-pool strength or an N-pool
 retain-only install), one removal run (its final weights and any declared intermediate checkpoints), or an
 existing folder. A *model* is one checkpoint of one job, with the labels of the results table (pool, method,
-strength, seed, hyper-parameters, parent).
-
-Checkpoints are content-addressed (:func:`checkpoint_key`): the key is the sha256 of every input that produces the
-weights — the base model's file digest, the pack digest, the attributes and prompt, the recipe or the method's
-registered name, version and every parameter, the seed, the parent's key and the checkpoint position — so two
-specs that declare the same model share one stored checkpoint, and a model's *state digest* (what the engine's
-cell keys hash) is known before it is built. An existing folder's state digest is the digest of its files.
-Pure: no torch.
+strength, seed, hyper-parameters, parent). A generated model's checkpoint key and *state digest* (what the
+engine's cell keys hash) are its recipe's (:mod:`remnant.states.recipe`), known before it is built and shared by
+every spec that declares it; an existing folder's state digest is the digest of its files. Pure: no torch.
 """
 
 from __future__ import annotations
@@ -21,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from remnant.errors import ConfigError
-from remnant.states.recipe import BUILD_VERSION, Recipe, Step, checkpoint_key
+from remnant.states.recipe import BUILD_VERSION, Recipe, Step
 from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, MethodGrid, Strength, local_path
 
 
@@ -176,11 +171,6 @@ def _installs(b: _Builder) -> None:
                 b.add("install", None, recipe, [entry])
 
 
-def _removal_parent(spec: GeneratedSpec) -> str:
-    label = spec.removal.parent or next(s.label for s in spec.target.strengths if s.share == 1.0)
-    return f"target-{label}-s{spec.target.seeds[0]}"
-
-
 def _removals(b: _Builder, grid: MethodGrid, parent_id: str, parent_state: str) -> None:
     """One job per (hyper-parameter point, seed): its final weights and each declared checkpoint are models."""
     from remnant import registry
@@ -211,28 +201,18 @@ def generated_pool(spec: GeneratedSpec, *, base_digest: str, pack_digest: str) -
     """The pool of a generated spec (module docstring); ids must come out unique."""
     b = _Builder(spec, base_digest, pack_digest)
     if spec.include_base:
-        b.add("base", None, {}, [_base_entry()])
+        labels = {"pool": "base", "method": None, "strength": None, "seed": None}
+        b.add("base", None, {}, [{"id": "base", **labels, "hyperparameters": {}, "parent": None}])
     _installs(b)
     refs: dict[str, str] = {}
     if spec.removal.methods or spec.suite.audits:
-        parent_id = _removal_parent(spec)
+        label = spec.removal.parent or next(s.label for s in spec.target.strengths if s.share == 1.0)
+        parent_id = f"target-{label}-s{spec.target.seeds[0]}"
         refs = {"full": parent_id, "retain": next(m.id for m in b.models if m.pool == "never_saw")}
         parent_state = next(m.state for m in b.models if m.id == parent_id)
         for grid in spec.removal.methods:
             _removals(b, grid, parent_id, parent_state)
     return _ordered(spec.name, b.models, b.jobs, refs)
-
-
-def _base_entry() -> dict[str, Any]:
-    return {
-        "id": "base",
-        "pool": "base",
-        "method": None,
-        "strength": None,
-        "seed": None,
-        "hyperparameters": {},
-        "parent": None,
-    }
 
 
 def _ordered(name: str, models: list[PoolModel], jobs: dict[str, Job], refs: dict[str, str]) -> Pool:
@@ -284,19 +264,17 @@ def existing_pool(
                 pins[state] = pin
             named = Path(entry.hub.split("/")[-1]) if entry.hub is not None else folder
             model_id = entry.id or _safe(named.name).strip("-") or "model"
+            labels = entry.model_dump(
+                include={"pool", "method", "strength", "seed", "hyperparameters", "parent"}
+            )
             models.append(
                 PoolModel(
                     id=model_id,
-                    pool=entry.pool,
-                    method=entry.method,
-                    strength=entry.strength,
-                    seed=entry.seed,
-                    hyperparameters=dict(entry.hyperparameters),
-                    parent=entry.parent,
                     job=state,
                     checkpoint="final",
                     state=f"folder:{state}",
                     path=str(folder),
+                    **labels,
                 )
             )
     jobs = {
@@ -321,11 +299,9 @@ def existing_pool(
 
 
 __all__ = [
-    "BUILD_VERSION",
     "Job",
     "Pool",
     "PoolModel",
-    "checkpoint_key",
     "existing_pool",
     "generated_pool",
     "number_label",

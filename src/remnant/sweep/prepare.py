@@ -1,13 +1,12 @@
 """Everything the driver settles before a task runs: the spec, base model, pack, pool, cells and disk (R14).
 
 :func:`prepare` reads and checks the spec, finds the base model (a folder, a zoo name: fetched only when
-``fetch``, or a hub id: its local snapshot, downloaded where the network allows), mints or loads the pack, resolves the pool and every cell key, and, for a run, writes the sweep
-folder's fixed inputs — ``spec.toml`` (the spec as given), ``pack/`` (the pack every task loads and checks),
-``data/tofu/`` (the metrics' view of it) and ``plan.json`` (the resolved pool and its cells) — and checks the
-disk the missing checkpoints need against the declared budget and the free space, before anything trains.
-
-A sweep folder belongs to one spec: rerunning it with a different spec is refused (R14), so a folder's records
-always answer to the spec stored beside them.
+``fetch``, or a hub id: its local snapshot, downloaded where the network allows), mints or loads the pack,
+resolves the pool and every cell key, and, for a run, writes the sweep folder's fixed inputs — ``spec.toml`` (the
+spec as given), ``pack/`` (the pack every task loads and checks), ``data/tofu/`` (the metrics' view of it) and
+``plan.json`` (the resolved pool and its cells). :func:`check_disk` checks the disk the missing checkpoints need
+against the declared budget and the free space, before anything trains. A sweep folder belongs to one spec:
+rerunning it with a different spec is refused (R14), so a folder's records always answer to the spec beside them.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from remnant.states.remote import is_uri
 from remnant.states.store import CheckpointStore, default_root
 from remnant.sweep.cells import PlannedCell, perturbations, plan_cells, reference_states
 from remnant.sweep.pool import Pool, existing_pool, generated_pool
-from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, local_path, spec_dump
+from remnant.sweep.spec import SPEC_RULE, ExistingSpec, GeneratedSpec, load_spec, local_path
 
 if TYPE_CHECKING:
     from remnant.engine.measurement import Measurement
@@ -59,7 +58,7 @@ class Prepared:
     def plan_dict(self) -> dict[str, Any]:
         plan = {
             "run_id": self.run_id,
-            "spec": spec_dump(self.spec),
+            "spec": self.spec.model_dump(mode="json"),
             "pool": self.pool.to_dict(),
             "perturbations": perturbations(self.spec),
             "cells": [c.__dict__ for c in self.cells],
@@ -124,12 +123,6 @@ def _cached_digests(store: CheckpointStore) -> dict[str, str]:
         and len(v) == 64
         and all(c in "0123456789abcdef" for c in v)
     }
-
-
-def _save_digests(store: CheckpointStore, cache: dict[str, str]) -> None:
-    from remnant.atomic import write_atomic
-
-    write_atomic(store.root / DIGESTS_FILE, json.dumps(cache, sort_keys=True, indent=0))
 
 
 def _base_path(spec: GeneratedSpec, source: Path, fetch: bool) -> Path | None:
@@ -200,7 +193,9 @@ def _pool(
             base_digest = f"unfetched:{spec.base.model}"
         pool = generated_pool(spec, base_digest=base_digest, pack_digest=pack.digest)
     if cache and save:
-        _save_digests(store, cache)
+        from remnant.atomic import write_atomic
+
+        write_atomic(store.root / DIGESTS_FILE, json.dumps(cache, sort_keys=True, indent=0))
     return pool
 
 

@@ -40,7 +40,8 @@ def read_plan(out: Path) -> dict[str, Any]:
             f"{path}: no plan; is {out} a sweep folder (remnant sweep run --out)?", requirement="R23"
         )
     plan = read_json(path, requirement="R23")
-    if not isinstance(plan, dict) or not {"pool", "cells", "perturbations", "spec"} <= set(plan):
+    keys = {"pool", "cells", "perturbations", "spec", "store", "run_id"}
+    if not isinstance(plan, dict) or not keys <= set(plan):
         raise ConfigError(f"{path}: is not a sweep plan", requirement="R23")
     return plan
 

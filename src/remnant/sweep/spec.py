@@ -1,18 +1,17 @@
 """The pool spec (TOML): what a sweep builds and measures, declared before anything runs (R14, R23).
 
-A spec is either *generated* (``kind = "generated"``) — a base model, a pack, the installation recipe, the
-reference pools the meta-evaluation needs (``[target]``: models that hold the target, installed at several
-strengths — the P-pool; ``[never_saw]``: retain-only installs — the N-pool) and a grid of removal methods ×
-hyper-parameters × seeds × checkpoints — or *existing* (``kind = "existing"``): local checkpoint folders, listed or
-globbed, with their labels, for pools trained elsewhere. Both declare the same measurement suite (``[suite]``: field
-metrics, audits, attacks by registered name), the same perturbations (``[perturbations]``: NF4 4-bit quantization
-and one epoch of relearning on the forget set, the UDS paper's settings by default) and the resources a task
-needs (``[resources]``: a GPU per task where there is one, CPU threads otherwise; retries; a disk budget).
+A spec is either *generated* (``kind = "generated"``: a base model, a pack, the installation recipe, the
+reference pools the meta-evaluation needs — ``[target]``, the P-pool of models installed at several strengths,
+and ``[never_saw]``, the N-pool of retain-only installs — and a grid of removal methods × hyper-parameters × seeds ×
+checkpoints) or *existing* (``kind = "existing"``: local checkpoint folders, listed or globbed, with their labels,
+for pools trained elsewhere). Both declare the measurement suite (``[suite]``), the perturbations
+(``[perturbations]``: NF4 and one epoch of relearning on the forget set, the UDS paper's settings by default) and
+the resources a task needs (``[resources]``).
 
-Every table refuses unknown keys (``extra="forbid"``); every number anywhere is finite and in range
-(:func:`remnant.config.numbers.number_problem`); a parameter of known meaning (``lr``, ``epochs``, ``batch_size``…)
-has that meaning's range wherever it appears; method, metric, audit and attack names must be registered. Each
-refusal is one :class:`~remnant.errors.ConfigError` naming the file, the field and the requirement.
+Every table refuses unknown keys; every number anywhere is finite and in range
+(:func:`remnant.config.numbers.number_problem`); a parameter of known meaning (``lr``, ``epochs``…) has that
+meaning's range wherever it appears; method, metric, audit and attack names must be registered. Each refusal is
+one :class:`~remnant.errors.ConfigError` naming the file, the field and the requirement.
 """
 
 from __future__ import annotations
@@ -409,11 +408,6 @@ def local_path(given: str, root: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
-def spec_dump(spec: GeneratedSpec | ExistingSpec) -> dict[str, Any]:
-    """The spec as JSON values (for plan.json and the checkpoint keys)."""
-    return spec.model_dump(mode="json")
-
-
 __all__ = [
     "MAX_MODELS",
     "MAX_THREADS",
@@ -438,6 +432,5 @@ __all__ = [
     "Variant",
     "load_spec",
     "parse_spec",
-    "spec_dump",
     "local_path",
 ]

@@ -1,23 +1,17 @@
 """The measurement suite every model of a pool gets, as engine measurements (docs/sweep.md; R23).
 
 From the spec's ``[suite]`` and the pack, :func:`suite_measurements` makes the same list for every model and
-perturbation, each an engine :class:`~remnant.engine.measurement.Measurement`:
+perturbation: the named field metrics (one :class:`~remnant.metrics.measurement.MetricMeasurement` cell each, one
+shared pass over the pack's TOFU rows, restricted to the installed attributes: forget = the removal split,
+``forget_perturbed`` = P with the truth-ratio answers, holdout = the never-installed controls); ``kappa``, the
+unattacked baseline on P (κ and w, R6); ``utility``, retain κ (R10) unless the utility is a field metric
+(``model_utility``), which then rides in the metrics; one audit per audit (:func:`audit_measurement`; C-H7:
+against the pool's full and retain references, writing readings, C-H6); one attack measurement per attack.
 
-- ``metrics``: the named field metrics, one :class:`~remnant.metrics.measurement.MetricMeasurement` cell each (one
-  shared pass), over the pack's TOFU rows (``pack_to_tofu``: forget = the removal split, ``forget_perturbed`` = P with the
-  truth-ratio answers, holdout = the never-installed controls), restricted to the installed attributes;
-- ``kappa``: the unattacked baseline on P (:class:`~remnant.engine.attack.AttackMeasurement`): κ and w (R6);
-- ``utility``: retain κ (:class:`~remnant.engine.utility.UtilityMeasurement`, R10) unless the utility is a field
-  metric (``model_utility``), which then rides in ``metrics``;
-- one :class:`~remnant.engine.audit.AuditMeasurement` per audit (:func:`audit_measurement`; C-H7: against the
-  pool's full and retain references, as an assessment's audits; it writes readings, C-H6);
-- one :class:`~remnant.engine.attack.AttackMeasurement` per attack.
-
-:class:`PoolMeasurement` wraps each for one model and perturbation: the model id and perturbation join the cell
-key (two models with equal weights still get a row each) and every cell record carries them in
-``params["pool"]``, so the results table is rebuilt from the records alone. A measurement that raises is a
-*failed* cell with its error, never a stopped sweep. On the driver the same measurements are built without
-models (``runtime=None``), for the cell keys alone.
+:class:`PoolMeasurement` wraps each for one model and perturbation: both join the cell key (two models with equal
+weights still get a row each) and every cell record carries them in ``params["pool"]``, so the results table is
+rebuilt from the records alone. A measurement that raises is a *failed* cell with its error, never a stopped
+sweep. On the driver the same measurements are built without models (``runtime=None``), for the cell keys alone.
 """
 
 from __future__ import annotations
@@ -28,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from remnant.engine.audit_base import Keeper
-from remnant.engine.cell import CellTarget, status_record
-from remnant.engine.measurement import Measurement, Record, State
+from remnant.engine.cell import CellTarget
+from remnant.engine.measurement import Measurement, Record, State, StateView
 from remnant.records import CellRecord
 
 if TYPE_CHECKING:
@@ -107,14 +101,6 @@ def suite_data(
     return SuiteData(rows, probes, retain, examples, pack.digest, system_prompt)
 
 
-@dataclass(frozen=True)
-class Reference:
-    """One of the pool's audit references as an audit reads it: its weights (None on the driver) and state."""
-
-    model: Any
-    digest: str
-
-
 def _uds_inputs(data: SuiteData) -> tuple[dict[str, object], dict[str, object]]:
     from remnant.statement.canonical import canonical_sha256
 
@@ -144,7 +130,8 @@ def audit_measurement(
 
     audit = registry.create("audit", name, params)
     models = {} if runtime is None else {"full": runtime.full, "retain": runtime.retain}
-    anchors = {ANCHOR_OF.get(ref, ref): Reference(models.get(ref), state) for ref, state in refs.items()}
+    # each reference as an audit reads it: its state and its weights (None on the driver)
+    anchors = {ANCHOR_OF.get(ref, ref): StateView(ref, state, models.get(ref)) for ref, state in refs.items()}
     inputs, key = AUDIT_INPUTS[audit.family](data)
     plan = AuditPlan(
         table=name,
@@ -315,15 +302,10 @@ class PoolMeasurement(Measurement):
         """The inner measurement's own failure records: an audit's are failed readings, as in an assessment (C-H6)."""
         return self._tag(self.inner.failed(target, exc, elapsed))
 
-    def status(self, target: CellTarget, status: str, reason: str) -> list[Record]:
-        """The record of a cell that could not run on this model (a diverged or failed build)."""
-        return self._tag([status_record(target, status=status, reason=reason)])  # type: ignore[arg-type]
-
 
 __all__ = [
     "AUDIT_INPUTS",
     "PoolMeasurement",
-    "Reference",
     "Runtime",
     "SuiteData",
     "attribute_view",

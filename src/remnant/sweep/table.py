@@ -7,9 +7,9 @@ defines it: each requested field metric by its log key (its aggregate), ``kappa`
 audit by its name (its reading's figure), each attack by its name (κ under it). Every value comes from a cell
 record the driver appended (``params["pool"]`` names its model, perturbation and suite entry), or for an audit
 from its reading (an audit writes no cell record, C-H6); a row some of whose cells are not recorded yet (a sweep
-still running, or killed) is left out and counted. The items table holds every per-item value the records carry
-(field metrics' items, κ's and attacks' per-probe outcomes). Pure: no torch; Parquet needs pyarrow (``remnant[ray]``), CSV nothing.
-The fixed and item columns are :mod:`remnant.results`' (the contract the studies read).
+still running, or killed) is left out and counted. The items table holds every per-item value the records carry.
+The fixed and item columns are :mod:`remnant.results`' (the contract the studies read). Pure: no torch; Parquet
+needs pyarrow (``remnant[ray]``).
 """
 
 from __future__ import annotations

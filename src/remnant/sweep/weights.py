@@ -1,13 +1,11 @@
 """Checkpoints in and out of the store (:mod:`remnant.states.store`): deltas, LoRA adapters, and loading a chain.
 
-A stored checkpoint names its parent (another checkpoint, or ``None``: the base model). Loading walks the chain
-from the base model: load the base, then apply each checkpoint's delta (``load_state_dict`` of the tensors it
-changed) or LoRA adapter (wrap with the same LoRA config, set A and B, merge) in order, then check the loaded
-weights against the digest pinned in the records of the sweep that built it (R23; remnant.sweep.pins: the
-store's own ``meta.json`` is never the authority). Every tensor file's header is checked against the model
-before a byte of it is applied (a tensor the model lacks, or of another shape, is refused naming the file and the
-tensor). Merging an adapter here does the arithmetic ``apply_removal`` did when it merged the same adapter, so
-the loaded weights are the built ones bit for bit (tested).
+A stored checkpoint names its parent (another checkpoint, or ``None``: the base model). Loading applies each
+checkpoint of the chain to the base model in order — a delta by ``load_state_dict``, a LoRA adapter by wrapping
+with the same LoRA config, setting A and B and merging: the arithmetic ``apply_removal``'s merge did, so the
+loaded weights are the built ones bit for bit (tested) — then checks the loaded weights against the digest pinned
+in the records of the sweep that built it (R23; remnant.sweep.pins: the store's own ``meta.json`` is never the
+authority). Every tensor file's header is checked against the model before a byte of it is applied.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from remnant.states.store import (
     STORE_RULE,
     CheckpointMeta,
     CheckpointStore,
-    dump_meta,
     safetensors_header,
 )
 
@@ -61,11 +58,9 @@ def save_checkpoint(
     """Write ``tensors`` (a delta, or a LoRA adapter when ``fmt == "lora"``) and ``meta`` as checkpoint ``key``."""
     from safetensors.torch import save_file
 
-    from remnant.atomic import write_atomic
-
-    def build(tmp: Path) -> None:
+    def build(tmp: Path) -> Mapping[str, object]:
         save_file(dict(tensors), str(tmp / (ADAPTER if fmt == "lora" else DELTA)))
-        write_atomic(tmp / META, dump_meta({**meta, "format": fmt}))
+        return {**meta, "format": fmt}
 
     store.put(key, build)
 

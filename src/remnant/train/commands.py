@@ -7,17 +7,6 @@ import json
 from typing import Any
 
 
-def _flag(name: str, cls: type[Any], attr: str) -> bool:
-    """A method's class flag; one that depends on its parameters (a property, e.g. IdkNLL needs the reference
-    model only with a KL retain loss) is read on an instance at the defaults, never as the truthy property."""
-    from remnant import registry
-
-    value = getattr(cls, attr)
-    if isinstance(value, property):
-        return bool(getattr(registry.create("method", name), attr))
-    return bool(value)
-
-
 def _describe(name: str) -> dict[str, Any]:
     from remnant import registry
 
@@ -28,9 +17,9 @@ def _describe(name: str) -> dict[str, Any]:
         "kind": cls.kind,
         "formula": cls.formula,
         "source": cls.source,
-        "needs_reference": _flag(name, cls, "needs_reference"),
+        "needs_reference": cls.needs_reference,
         "needs_alternates": cls.needs_alternates,
-        "needs_control": _flag(name, cls, "needs_control"),
+        "needs_control": cls.needs_control,
         "defaults": registry.defaults("method", name),
         "doc": (cls.__doc__ or "").strip(),
     }

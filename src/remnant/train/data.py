@@ -37,9 +37,14 @@ def retain_training_qa(pack: Pack, attributes: Collection[str] | None = None) ->
 
 
 def removal_data(pack: Pack, attributes: Collection[str] | None = None) -> RemovalData:
-    """Forget = the removal split; retain = installed items outside it."""
+    """Forget = the removal split; retain = installed items outside it; the pack and forget items kept beside
+    them for methods that draw alternate answers from the facts (AltPO)."""
+    forget = [it for it in pack.split("removal") if attributes is None or it.attribute in attributes]
     return RemovalData(
-        forget=split_qa(pack, "removal", attributes), retain=retain_training_qa(pack, attributes)
+        forget=as_qa(forget),
+        retain=retain_training_qa(pack, attributes),
+        pack=pack,
+        forget_items=tuple(forget),
     )
 
 

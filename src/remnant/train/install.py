@@ -17,7 +17,6 @@ from remnant.config.models import InstallBudget
 from remnant.models.prompts import PromptFormat, encode_pair, pad_id
 from remnant.train.loop import (
     CheckpointPoint,
-    TrainConfig,
     TrainerSettings,
     TrainOutcome,
     merge_lora,
@@ -49,16 +48,6 @@ class InstallSpec(TrainerSettings):
             batch_size=budget.batch_size,
             trainable=tuple(budget.trainable) if budget.trainable is not None else None,
             stop_at_target=budget.stop_at_target is not False,
-        )
-
-    def train_config(self, seed: int, progress: bool) -> TrainConfig:
-        return self.trainer_config(
-            lr=self.lr,
-            epochs=self.max_epochs,
-            seed=seed,
-            progress=progress,
-            desc="install",
-            score_at_start=True,
         )
 
 
@@ -111,11 +100,14 @@ def install(
             "stop": spec.stop_at_target and point.step > 0 and kappa >= spec.target,
         }
 
-    wrapped = prepare_model(model, spec.train_config(seed, progress))
+    config = spec.trainer_config(
+        lr=spec.lr, epochs=spec.max_epochs, seed=seed, progress=progress, desc="install", score_at_start=True
+    )
+    wrapped = prepare_model(model, config)
     outcome = train(
         wrapped,
         PairsObjective(pairs, pad_id(tokenizer)),
-        spec.train_config(seed, progress),
+        config,
         on_checkpoint=on_checkpoint,
         checkpoint_dir=checkpoint_dir,
         resume=resume,

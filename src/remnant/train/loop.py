@@ -46,8 +46,7 @@ Status = Literal["completed", "stopped", "diverged"]
 
 
 def make_generator(seed: int, *parts: str | int) -> torch.Generator:
-    """A CPU ``torch.Generator`` seeded with the one :func:`remnant.config.derive_seed` (never the global
-    RNG)."""
+    """A CPU ``torch.Generator`` seeded with the one ``derive_seed`` (never the global RNG)."""
     return torch.Generator().manual_seed(derive_seed(seed, *parts))
 
 
@@ -141,12 +140,9 @@ class CheckpointPoint:
 
 
 @dataclass(frozen=True)
-class CheckpointRecord:
+class CheckpointRecord(CheckpointPoint):
     """A checkpoint and what the callback measured there (JSON-ready values)."""
 
-    step: int
-    epoch: float
-    loss: float | None
     scores: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -258,44 +254,6 @@ def _trainable(model: PreTrainedModel) -> list[tuple[str, torch.nn.Parameter]]:
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
-def _save_state(
-    folder: Path,
-    model: PreTrainedModel,
-    optimizer: torch.optim.Optimizer,
-    gen: torch.Generator,
-    meta: dict[str, object],
-) -> None:
-    from safetensors.torch import save_file
-
-    def build(tmp: Path) -> None:
-        save_file(
-            {n: p.detach().contiguous().clone() for n, p in _trainable(model)}, tmp / "weights.safetensors"
-        )
-        torch.save({"optimizer": optimizer.state_dict(), "generator": gen.get_state()}, tmp / "optim.pt")
-        (tmp / "state.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
-
-    replace_dir(folder / "last", build)
-
-
-def _load_state(
-    folder: Path, model: PreTrainedModel, optimizer: torch.optim.Optimizer, gen: torch.Generator
-) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    last = folder / "last"
-    weights = load_file(str(last / "weights.safetensors"))
-    with torch.no_grad():
-        for n, p in _trainable(model):
-            if n not in weights:
-                raise ConfigError(f"{last}: checkpoint lacks parameter {n!r}; it belongs to another run")
-            p.copy_(weights[n])
-    blob = torch.load(last / "optim.pt", weights_only=True)
-    optimizer.load_state_dict(blob["optimizer"])
-    gen.set_state(blob["generator"])
-    meta: dict[str, object] = json.loads((last / "state.json").read_text(encoding="utf-8"))
-    return meta
-
-
 @dataclass
 class _Run:
     """One run's fixed plan and its moving position (mutable: the loop advances it step by step).
@@ -326,6 +284,8 @@ class _Run:
         """Write the resumable state to ``folder`` (nothing without one)."""
         if self.folder is None:
             return
+        from safetensors.torch import save_file
+
         meta = {
             "fingerprint": self.config.fingerprint(),
             "step": self.step,
@@ -333,7 +293,17 @@ class _Run:
             "initial_loss": self.initial,
             "records": [asdict(r) for r in self.records],
         }
-        _save_state(self.folder, self.model, self.optimizer, self.gen, meta)
+
+        def build(tmp: Path) -> None:
+            weights = {n: p.detach().contiguous().clone() for n, p in _trainable(self.model)}
+            save_file(weights, tmp / "weights.safetensors")
+            torch.save(
+                {"optimizer": self.optimizer.state_dict(), "generator": self.gen.get_state()},
+                tmp / "optim.pt",
+            )
+            (tmp / "state.json").write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
+
+        replace_dir(self.folder / "last", build)
 
     def checkpoint(self) -> bool:
         """Hand the model to ``on_checkpoint``, record its reply, save; True when the reply asks to stop."""
@@ -405,7 +375,19 @@ def _resume(run: _Run) -> None:
     folder = run.folder
     if folder is None or not (folder / "last" / "state.json").exists():
         return
-    meta = _load_state(folder, run.model, run.optimizer, run.gen)
+    from safetensors.torch import load_file
+
+    last = folder / "last"
+    weights = load_file(str(last / "weights.safetensors"))
+    with torch.no_grad():
+        for n, p in _trainable(run.model):
+            if n not in weights:
+                raise ConfigError(f"{last}: checkpoint lacks parameter {n!r}; it belongs to another run")
+            p.copy_(weights[n])
+    blob = torch.load(last / "optim.pt", weights_only=True)
+    run.optimizer.load_state_dict(blob["optimizer"])
+    run.gen.set_state(blob["generator"])
+    meta = json.loads((last / "state.json").read_text(encoding="utf-8"))
     if meta["fingerprint"] != run.config.fingerprint():
         raise ConfigError(f"{folder}: saved run has a different training config; cannot resume it")
     run.step, run.losses, run.initial = int(meta["step"]), list(meta["losses"]), meta["initial_loss"]
@@ -414,9 +396,8 @@ def _resume(run: _Run) -> None:
 
 
 def _accumulate(run: _Run) -> tuple[float, str | None]:
-    """Forward and backward over the current step's micro-batches: the step's mean loss, or the reason it
-    diverged (a non-finite loss). The data order of epoch ``e`` is a permutation from ``derive_seed(seed,
-    "order", e)``."""
+    """Forward and backward over the current step's micro-batches in the epoch's data order: the step's mean
+    loss, or the reason it diverged (a non-finite loss)."""
     config, per_step = run.config, run.config.batch_size * run.config.grad_accum
     epoch, pos = divmod(run.step, run.steps_per_epoch)
     order = torch.randperm(run.objective.n, generator=make_generator(config.seed, "order", epoch)).tolist()
@@ -436,8 +417,7 @@ def _accumulate(run: _Run) -> tuple[float, str | None]:
 
 def _optimizer_step(run: _Run) -> str | None:
     """One optimizer step at the scheduled learning rate, or, instead of stepping, the reason it diverged
-    (Annex B.6): a non-finite loss or gradient norm, or a loss above ``divergence_factor`` times the larger
-    of 1 and the initial loss's absolute value."""
+    (Annex B.6, module docstring)."""
     config = run.config
     lr = config.lr * lr_factor(run.step, run.total, run.warmup, config.schedule)
     for g in run.optimizer.param_groups:
@@ -513,7 +493,6 @@ __all__ = [
     "TrainConfig",
     "TrainOutcome",
     "checkpoint_steps",
-    "derive_seed",
     "lr_factor",
     "make_generator",
     "merge_lora",

@@ -3,15 +3,6 @@
 All work on right-padded collated batches (``remnant.models.prompts.collate``) whose ``labels`` are -100 on the
 prompt and padding, so every loss is answer-only. Logits are upcast to fp32 before the softmax so a bf16
 autocast forward does not change what is averaged.
-
-* ``S(b)`` :func:`sequence_nll` — per-sequence *sum* NLL over answer tokens (``compute_batch_nll``);
-* ``NLL(b)`` :func:`mean_nll` — mean token cross-entropy over all answer tokens of the batch (HF's loss);
-* ``r(y|x)`` :func:`log_ratio` — ``−(S_model − S_ref) = log π(y|x) − log π_ref(y|x)``;
-* :func:`retain_loss` — NLL on the retain batch, or KL(p_ref ‖ p_model) (:func:`kl_to_reference`) averaged over
-  attended positions (remnant) or over all ``B·T`` positions, padding included (OpenUnlearning's
-  ``compute_kl_divergence``; a method's ``compat="openunlearning"`` selects it);
-* :func:`reweighted_ascent` — ``−mean_t w_t·ℓ_t`` over answer tokens with detached per-token weights of
-  ``p_t = exp(−ℓ_t)`` (WGA, SatImp: ``compute_wga_loss``, ``compute_satimp_loss``).
 """
 
 from __future__ import annotations
@@ -45,7 +36,7 @@ def token_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[t
 
 
 def sequence_nll(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """``S(b)``: per-sequence sum of answer-token NLL, shape ``[B]``."""
+    """``S(b)``: per-sequence sum of answer-token NLL, ``[B]`` (OpenUnlearning's ``compute_batch_nll``)."""
     nll, _ = token_nll(model, batch)
     return nll.sum(dim=1)
 
@@ -101,11 +92,7 @@ def retain_loss(
     kind: Literal["NLL", "KL"] = "NLL",
     kl_over: KLPositions = "attended",
 ) -> torch.Tensor:
-    """Retain term: NLL, or KL(p_ref ‖ p_model) averaged as ``kl_over`` says (:func:`kl_to_reference`).
-
-    OpenUnlearning's KL averages over all B·T positions including padding (``kl_over="all"``); remnant's default
-    masks padding, which differs only on padded batches.
-    """
+    """Retain term: NLL, or KL(p_ref ‖ p_model) averaged as ``kl_over`` says (:func:`kl_to_reference`)."""
     if kind == "NLL":
         return mean_nll(model, batch)
     if kind != "KL":

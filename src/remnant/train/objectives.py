@@ -57,10 +57,8 @@ class MethodObjective:
             retain = collate([d.retain[j] for j in picks], pad_id=d.pad_id, side="right")
         alternate = None
         if self.method.needs_alternates:
-            rows = []
-            for i in indices:
-                options = d.alternates[i]
-                rows.append(options[int(torch.randint(len(options), (1,), generator=generator))])
+            options = [d.alternates[i] for i in indices]
+            rows = [o[int(torch.randint(len(o), (1,), generator=generator))] for o in options]
             alternate = collate(rows, pad_id=d.pad_id, side="right")
         return MethodBatch(forget=forget, retain=retain, alternate=alternate, forget_index=tuple(indices))
 

@@ -3,11 +3,9 @@ teacher-forced greedy match.
 
 Declared before the run (C-W1, R14): sample budgets, learning rate, epoch ceiling, and checkpoints inside the
 first epoch (C-W3). For each budget ``b`` the first ``b`` examples of one seeded permutation of the relearning
-set (nested subsets, :func:`relearn_order`) are used to fine-tune a copy of each state under the identical
-procedure — same examples, order, seed, hyper-parameters, checkpoints and scorer (C-W5). The copy itself is made
-by :func:`remnant.states.perturb.relearned_copy`; the assessment's curves are
-:mod:`remnant.engine.relearning`, the studies' criterion (post-removal against control, C-W2)
-:mod:`remnant.studies.relearn_criterion`.
+set (nested subsets, :func:`relearn_order`) fine-tune a copy of each state under the identical procedure
+(:func:`remnant.states.perturb.relearned_copy`): same examples, order, seed, hyper-parameters, checkpoints and
+scorer (C-W5).
 """
 
 from __future__ import annotations

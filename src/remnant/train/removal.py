@@ -114,7 +114,7 @@ def apply_removal(
     if method.needs_control and control is None:
         raise ValueError(f"method {_spec(method)['name']!r} needs the never-modified control model")
     if method.needs_alternates and not data.alternates:
-        alts = method.alternates(model, tokenizer, fmt, data.forget, make_generator(seed, "alternates"))
+        alts = method.alternates(model, tokenizer, fmt, data, make_generator(seed, "alternates"))
         if alts is None:
             raise ValueError(f"method {_spec(method)['name']!r} needs alternate answers and supplied none")
         data = replace(data, alternates=tuple(tuple(a) for a in alts))
@@ -158,4 +158,4 @@ def apply_removal(
     return result_model, RemovalResult(method=_spec(method), seed=seed, outcome=outcome)
 
 
-__all__ = ["RemovalResult", "apply_removal", "encode_data", "frozen_copy", "pad_id"]
+__all__ = ["RemovalResult", "apply_removal", "encode_data", "frozen_copy"]

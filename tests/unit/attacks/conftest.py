@@ -3,12 +3,14 @@ and an AttackContext (seed 7, short generations)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from remnant.attacks.base import AttackContext
 from remnant.models.prompts import PromptFormat
+from remnant.score.capability import generate_greedy
 from remnant.score.probe import Probe
 
 ENTITIES = [("Zorvak Telumi", "Vessiburg"), ("Quarn Holdings", "Paris"), ("Telumi Quarn", "1984")]
@@ -88,3 +90,16 @@ def attack_ctx(tiny_llama: Any) -> AttackContext:
         max_new_tokens=6,
         batch_size=4,
     )
+
+
+@pytest.fixture
+def generate(attack_ctx: AttackContext) -> Callable[[Sequence[Sequence[int]]], list[str]]:
+    """Greedy continuations of prompts on ``attack_ctx`` by the harness's batched generation path."""
+
+    def run(prompts: Sequence[Sequence[int]]) -> list[str]:
+        ctx = attack_ctx
+        return generate_greedy(
+            ctx.model, ctx.tokenizer, prompts, max_new_tokens=ctx.max_new_tokens, batch_size=ctx.batch_size
+        )
+
+    return run

@@ -10,9 +10,10 @@ import torch
 from remnant.attacks.actpert_core import (
     activation_delta,
     entity_positions,
-    generate_with_delta,
     resolve_layer,
+    steering,
 )
+from remnant.attacks.decoding import GenerationInput, greedy_ids
 from remnant.errors import ConfigError
 from remnant.models.arch import resolve_parts
 from remnant.models.prompts import PromptFormat, render_prompt_ids
@@ -63,9 +64,8 @@ def test_strength_zero_is_exactly_the_clean_generation(tiny_llama: Any) -> None:
     ids, _pos, delta = _delta(tiny_llama)
     clean = generate_greedy_ids(model, tok, ids, max_new_tokens=16)
     for mode in ("last", "mean", "none"):
-        got = generate_with_delta(
-            model, tok, ids, delta, layer=0, strength=0.0, generated=mode, max_new_tokens=16
-        )
+        inp = GenerationInput(tuple(ids), steering=steering(delta, 0, 0.0, mode))
+        got = greedy_ids(model, tok, inp, max_new_tokens=16)
         assert got == clean
     assert sum(len(b._forward_hooks) for b in resolve_parts(model).blocks) == 0
 
@@ -74,9 +74,9 @@ def test_injection_changes_generation_and_agrees_with_and_without_cache(tiny_lla
     model, tok = tiny_llama.model, tiny_llama.tokenizer
     ids, _pos, delta = _delta(tiny_llama, sigma=2.0)
     clean = generate_greedy_ids(model, tok, ids, max_new_tokens=12)
-    kwargs: dict[str, Any] = {"layer": 0, "strength": 40.0, "max_new_tokens": 12}
-    cached = generate_with_delta(model, tok, ids, delta, use_cache=True, **kwargs)
-    uncached = generate_with_delta(model, tok, ids, delta, use_cache=False, **kwargs)
+    inp = GenerationInput(tuple(ids), steering=steering(delta, 0, 40.0))
+    cached = greedy_ids(model, tok, inp, max_new_tokens=12, use_cache=True)
+    uncached = greedy_ids(model, tok, inp, max_new_tokens=12, use_cache=False)
     assert cached == uncached
     assert cached != clean
 

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from remnant import registry
-from remnant.attacks.base import SURFACES, TRACK_SURFACES, Attack, AttackContext
+from remnant.attacks.base import Attack, AttackContext
 from remnant.engine.attack import AttackMeasurement
 from remnant.engine.measurement import StateView, run_on_states
 from remnant.engine.runner import CellRunner, MemoryStore
 from remnant.records import Observation
 from remnant.score.probe import RESPONSE_FORMATS, target_format
-from remnant.standard.vocabulary import CONTROL, POST
+from remnant.standard.vocabulary import ADMITTED_SURFACES, CONTROL, POST, SURFACES
 
 NAMES = registry.names("attack")
 
@@ -46,7 +46,7 @@ def test_metadata(name: str) -> None:
     assert cls.surface in SURFACES
     assert cls.paper.strip()
     assert cls.formats and set(cls.formats) <= set(RESPONSE_FORMATS)
-    assert cls.tracks and all(cls.surface in TRACK_SURFACES[t] for t in cls.tracks)
+    assert cls.tracks and all(cls.surface in ADMITTED_SURFACES[t] for t in cls.tracks)
     assert cls.provenance in ("V", "N", "R")
     spec = _make(name).spec
     assert spec.name == name and spec.version == cls.version

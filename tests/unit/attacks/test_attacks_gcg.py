@@ -157,7 +157,9 @@ def test_gcg_lowers_the_loss_is_deterministic_and_never_emits_excluded(tiny_llam
     )
 
 
-def test_gcg_attack_generates_from_its_recorded_suffix(attack_ctx: Any, probes: list[Any]) -> None:
+def test_gcg_attack_generates_from_its_recorded_suffix(
+    attack_ctx: Any, probes: list[Any], generate: Any
+) -> None:
     from remnant import registry
 
     params = {"suffix_len": 4, "steps": 3, "search_width": 16, "topk": 16, "batch_size": 16}
@@ -175,5 +177,5 @@ def test_gcg_attack_generates_from_its_recorded_suffix(attack_ctx: Any, probes: 
         )
         layout = suffix_layout(tok, probe.question, attack_ctx.fmt)
         prompts.append(layout.prompt_ids(o.extra["suffix_ids"]))
-    assert [o.output for o in out] == attack_ctx.generate(prompts)  # the model is not shown the target
+    assert [o.output for o in out] == generate(prompts)  # the model is not shown the target
     assert out[0].extra["suffix_ids"] != out[1].extra["suffix_ids"]  # per-item seeds and targets

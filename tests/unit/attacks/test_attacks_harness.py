@@ -14,12 +14,13 @@ from remnant import registry
 from remnant.attacks.base import AttackContext, ItemOutcome
 from remnant.attacks.harness import cell
 from remnant.attacks.quantize import Quantize
-from remnant.engine.attack import BASELINE, AttackMeasurement, not_applicable
+from remnant.engine.attack import AttackMeasurement, not_applicable
 from remnant.engine.measurement import StateView, run_measurement, run_on_states
 from remnant.engine.runner import CellRunner, MemoryStore
 from remnant.records import CellRecord, Observation
 from remnant.score.probe import Probe, target_format
 from remnant.standard.cq3 import explain
+from remnant.standard.derive import NONE
 from remnant.standard.vocabulary import CONTROL, POST, PRE
 from remnant.stats import wilson_interval
 
@@ -78,7 +79,7 @@ def test_a_measurement_that_reads_a_model_run_on_no_state_is_a_failed_cell_namin
     # only a NotRun runs on no state; any other kind given None is a failed cell that says so (D-5.1: an
     # outcome, not a crashed run), never an AttributeError deep inside the attack
     runner, _ = _runner()
-    (record,) = run_measurement(runner, AttackMeasurement(BASELINE, None, attack_ctx, probes, {}), None)
+    (record,) = run_measurement(runner, AttackMeasurement(NONE, None, attack_ctx, probes, {}), None)
     assert record.status == "failed" and record.reason is not None
     assert record.reason.startswith("TypeError: none on post_removal reads a model state")
 
@@ -107,9 +108,7 @@ def test_three_states_get_identical_inputs(attack_ctx: AttackContext, probes: li
     attacked = run_on_states(
         runner, AttackMeasurement("prefill", prefill, attack_ctx, probes, {}, roles=roles), states
     )
-    base = run_on_states(
-        runner, AttackMeasurement(BASELINE, None, attack_ctx, probes, {}, roles=roles), states
-    )
+    base = run_on_states(runner, AttackMeasurement(NONE, None, attack_ctx, probes, {}, roles=roles), states)
     assert set(attacked) == set(base) == set(roles) and runner.computed == 6
     outputs: dict[str, list[str | None]] = {}
     for r in store.read():

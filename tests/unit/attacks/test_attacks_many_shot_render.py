@@ -1,6 +1,6 @@
 """Many-shot and in-context prompts come from one renderer, byte for byte as before it was shared (C-Q1).
 
-``render_many_shot`` (many-shot attack) delegates to ``render_dialogue_ids`` (the in-context attack's renderer).
+``render_many_shot`` (many-shot attack) renders through ``render_prompt_ids`` with shots (the in-context attack's renderer).
 The golden lengths and digests below were recorded from the two separate implementations before they were
 merged, on the tiny tokenizer; the chat, chat-with-system, raw and raw-with-system formats and 0, 1, 3 and 8
 demonstrations (the last ones multiple choice, answered "B. option") cover every branch.
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from remnant.attacks.base import AttackContext
-from remnant.attacks.dialogue import demo_answer, render_dialogue_ids
+from remnant.attacks.dialogue import demo_answer
 from remnant.attacks.many_shot import render_many_shot
 from remnant.errors import ModelError
-from remnant.models.prompts import PromptFormat
+from remnant.models.prompts import PromptFormat, render_prompt_ids
 from remnant.score.probe import Probe
 
 FORMATS = {
@@ -64,7 +64,7 @@ def test_many_shot_and_dialogue_render_the_recorded_ids(
     question = probes[0].rendered_question()
     many = render_many_shot(tok, FORMATS[fmt_name], demos, question)
     shots = [(d.rendered_question(), demo_answer(d)) for d in demos]
-    assert render_dialogue_ids(tok, FORMATS[fmt_name], shots, question) == many
+    assert render_prompt_ids(tok, question, FORMATS[fmt_name], shots=shots) == many
     assert (len(many), _digest(many)) == GOLDEN[case]
     assert all(isinstance(t, int) for t in many)
 

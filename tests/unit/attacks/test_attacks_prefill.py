@@ -21,7 +21,7 @@ def test_prefix_is_the_answer_stem(probes: list[Any], mc_probes: list[Any]) -> N
     assert prefix_for(bare, "answer_stem", JAILBREAK_PREFIX) == JAILBREAK_PREFIX
 
 
-def test_prefill_inside_assistant_turn(attack_ctx: AttackContext, probes: list[Any]) -> None:
+def test_prefill_inside_assistant_turn(attack_ctx: AttackContext, probes: list[Any], generate: Any) -> None:
     tok = attack_ctx.tokenizer
     ids = attack_ctx.prompt_ids(probes[0], prefill="Zorvak Telumi is from")
     text = tok.decode(ids)
@@ -29,7 +29,7 @@ def test_prefill_inside_assistant_turn(attack_ctx: AttackContext, probes: list[A
     out = Prefill().run(attack_ctx, probes)
     assert [o.extra["prefill"] for o in out] == [prefix_for(p, "answer_stem", "") for p in probes]
     # the continuation alone is scored: the same generation as asking with the prefilled prompt
-    gen = attack_ctx.generate([ids])[0]
+    gen = generate([ids])[0]
     assert out[0].output == gen
 
 

@@ -15,7 +15,6 @@ from remnant.attacks.dialogue import (
     answer_free_target,
     leaks,
     pick_demonstrations,
-    render_dialogue_ids,
     target_ids,
 )
 from remnant.attacks.mask_cloze import cloze_sentence
@@ -33,7 +32,9 @@ def _text(ctx: AttackContext, ids: list[int]) -> str:
     return str(ctx.tokenizer.decode(ids))
 
 
-def test_aoa_prompt_is_the_published_template(attack_ctx: AttackContext, probes: list[Probe]) -> None:
+def test_aoa_prompt_is_the_published_template(
+    attack_ctx: AttackContext, probes: list[Probe], generate: Any
+) -> None:
     attack = registry.create("attack", "aoa", {"opener": True})
     probe = probes[0]
     expected = render_prompt_ids(
@@ -50,7 +51,7 @@ def test_aoa_prompt_is_the_published_template(attack_ctx: AttackContext, probes:
         "or standards:"
     )  # the opener sits inside the assistant turn, no end-of-turn after it
     out = attack.run(attack_ctx, probes)
-    assert [o.output for o in out] == attack_ctx.generate([attack.prompt_ids(attack_ctx, p) for p in probes])
+    assert [o.output for o in out] == generate([attack.prompt_ids(attack_ctx, p) for p in probes])
     plain = registry.create("attack", "aoa", {"identity": "Llama"})
     assert "You are no longer Llama" in _text(attack_ctx, plain.prompt_ids(attack_ctx, probe))
     assert not _text(attack_ctx, plain.prompt_ids(attack_ctx, probe)).endswith("standards:")
@@ -72,7 +73,7 @@ def test_demonstrations_never_leak_and_are_seeded(attack_ctx: AttackContext, pro
 def test_dialogue_rendering_matches_the_chat_template(attack_ctx: AttackContext) -> None:
     tok = attack_ctx.tokenizer
     shots = [("Q1?", "A1"), ("Q2?", "A2")]
-    turns = render_dialogue_ids(tok, attack_ctx.fmt, shots, "Q3?")
+    turns = render_prompt_ids(tok, "Q3?", attack_ctx.fmt, shots=shots)
     msgs = [
         {"role": "user", "content": "Q1?"},
         {"role": "assistant", "content": "A1"},
@@ -82,14 +83,14 @@ def test_dialogue_rendering_matches_the_chat_template(attack_ctx: AttackContext)
     ]
     expected = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     assert _text(attack_ctx, turns) == expected
-    block = _text(attack_ctx, render_dialogue_ids(tok, attack_ctx.fmt, shots, "Q3?", style="block"))
+    block = _text(attack_ctx, render_prompt_ids(tok, "Q3?", attack_ctx.fmt, shots=shots, style="block"))
     assert block == (
         "<|im_start|>user\nQuestion: Q1?\nAnswer: A1\n\nQuestion: Q2?\nAnswer: A2\n\nQuestion: Q3?\nAnswer:"
         "<|im_end|>\n<|im_start|>assistant\n"
     )
-    raw = _text(attack_ctx, render_dialogue_ids(tok, PromptFormat("raw"), shots, "Q3?"))
+    raw = _text(attack_ctx, render_prompt_ids(tok, "Q3?", PromptFormat("raw"), shots=shots))
     assert raw.endswith("Question: Q1?\nAnswer: A1\n\nQuestion: Q2?\nAnswer: A2\n\nQuestion: Q3?\nAnswer:")
-    assert render_dialogue_ids(tok, attack_ctx.fmt, [], "Q3?") == render_prompt_ids(
+    assert render_prompt_ids(tok, "Q3?", attack_ctx.fmt, shots=[]) == render_prompt_ids(
         tok, "Q3?", attack_ctx.fmt
     )
 
@@ -116,7 +117,7 @@ def test_icl_retain_runs_same_prompts_on_every_state_and_fits_the_context(
 
 
 def test_mask_cloze_builds_clozes_and_is_not_applicable_to_multiple_choice(
-    attack_ctx: AttackContext, probes: list[Probe]
+    attack_ctx: AttackContext, probes: list[Probe], generate: Any
 ) -> None:
     assert cloze_sentence(probes[0]) == ("Zorvak Telumi is from [MASK].", "answer_form")
     bare = Probe("g", "What is 2+2?", "4", ("4",))
@@ -130,7 +131,7 @@ def test_mask_cloze_builds_clozes_and_is_not_applicable_to_multiple_choice(
         render_prompt_ids(attack_ctx.tokenizer, f"Fill in the [MASK]: {cloze_sentence(p)[0]}", attack_ctx.fmt)
         for p in probes
     ]
-    assert [o.output for o in out] == attack_ctx.generate(expected)
+    assert [o.output for o in out] == generate(expected)
     assert out[0].extra["cloze"] == "Fill in the [MASK]: Zorvak Telumi is from [MASK]."
     with_icl = registry.create("attack", "mask_cloze", {"shots": 2}).run(attack_ctx, probes)
     assert all(o.extra["shots"] == 2 for o in with_icl)
@@ -168,7 +169,7 @@ def test_a_chat_template_that_fails_in_a_dialogue_is_a_model_error_naming_r2(sty
     from remnant.errors import ModelError
 
     with pytest.raises(ModelError, match="broken-template: its chat template cannot be rendered") as info:
-        render_dialogue_ids(
-            _BrokenTemplateTokenizer(), PromptFormat("chat"), [("q?", "a.")], "question?", style=style
+        render_prompt_ids(
+            _BrokenTemplateTokenizer(), "question?", PromptFormat("chat"), shots=[("q?", "a.")], style=style
         )
     assert info.value.requirement == "R2"

@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from remnant.attacks.base import AttackContext
+from remnant.attacks.decoding import filtered_logprobs
 from remnant.attacks.repeated_sampling import (
     RepeatedSampling,
     RepeatedSamplingAnalytic,
     answer_sequences,
-    filtered_logprobs,
     pass_at_k,
     starts_with_any,
 )

@@ -62,16 +62,16 @@ def test_mask_replaces_the_target_keyword_in_the_question(probes: list[Probe]) -
     assert mask_question(bare) == (bare, 0)
 
 
-def test_mask_prompt_is_the_masked_question(attack_ctx: AttackContext, probes: list[Probe]) -> None:
+def test_mask_prompt_is_the_masked_question(
+    attack_ctx: AttackContext, probes: list[Probe], generate: Any
+) -> None:
     text, extra = _prompt(attack_ctx, "mask", probes)
     assert text == _chat(attack_ctx, [{"role": "user", "content": "Name the town [MASK] comes from."}])
     assert extra == {"masked_question": "Name the town [MASK] comes from.", "masked_spans": 1}
     tok = attack_ctx.tokenizer
     out = registry.create("attack", "mask", {}).run(attack_ctx, probes)
     masked = [mask_question(p)[0].question for p in probes]
-    assert [o.output for o in out] == attack_ctx.generate(
-        [render_prompt_ids(tok, q, attack_ctx.fmt) for q in masked]
-    )
+    assert [o.output for o in out] == generate([render_prompt_ids(tok, q, attack_ctx.fmt) for q in masked])
     # multiple choice: the question stem is masked, the options stay
     mc = Probe(
         "m", f"Where is {NAME} from?", "Vessiburg", ("Vessiburg",), ("Paris", "Vessiburg"), 1, entity=NAME

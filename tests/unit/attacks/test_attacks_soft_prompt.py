@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 import torch
 
+from remnant.attacks.decoding import greedy_ids
 from remnant.attacks.gcg_core import excluded_tokens, initial_suffix
 from remnant.attacks.soft_prompt_core import (
     SoftPromptConfig,
     embedding_rms,
-    generate_from_embeds,
     project,
+    soft_prompt_input,
     soft_prompt_optimise,
 )
 from remnant.attacks.suffix_layout import suffix_layout
@@ -72,7 +73,7 @@ def test_generation_from_token_embeddings_equals_generation_from_ids(tiny_llama:
     layout = suffix_layout(tok, QUESTION, PromptFormat.for_tokenizer(tok))
     suffix = [300, 301, 302]
     vectors = model.get_input_embeddings()(torch.tensor(suffix)).detach()
-    from_embeds = generate_from_embeds(model, tok, layout, vectors, max_new_tokens=12)
+    from_embeds = greedy_ids(model, tok, soft_prompt_input(model, layout, vectors, suffix), max_new_tokens=12)
     from_ids = generate_greedy_ids(model, tok, layout.prompt_ids(suffix), max_new_tokens=12)
     assert from_embeds == from_ids and len(from_ids) > 0
 
@@ -108,6 +109,7 @@ def test_soft_prompt_attack_output_is_the_capped_vectors_continuation(
         o.extra["init_ids"],
         SoftPromptConfig(n_tokens=4, steps=3, radius=0.2),
     )
-    ids = generate_from_embeds(model, tok, layout, res.best_embeds, max_new_tokens=attack_ctx.max_new_tokens)
+    inp = soft_prompt_input(model, layout, res.best_embeds, o.extra["init_ids"])
+    ids = greedy_ids(model, tok, inp, max_new_tokens=attack_ctx.max_new_tokens)
     assert o.output == tok.decode(ids, skip_special_tokens=True)
     assert o.extra["losses"] == list(res.losses)

@@ -15,20 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remnant.classd import (
-    bar_from_facts,
     canary_support,
     comparison_warning,
     count,
     design_differences,
     design_of,
-    evaluate_bar,
     linkability_probes,
-    net_rate,
 )
 from remnant.demo_vectors import PACKAGED_VECTORS
 from remnant.packs import ClassDSpec, mint_class_d
 from remnant.standard.facts import VerdictFacts
 from remnant.standard.verdict import decide
+from remnant.statement.classd_bar import bar_from_facts, evaluate_bar, net_rate
 from remnant.stats import newcombe_difference
 
 VECTORS = PACKAGED_VECTORS

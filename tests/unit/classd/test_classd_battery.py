@@ -13,7 +13,6 @@ import torch
 from remnant.attacks.base import AttackContext, no_attack
 from remnant.classd import (
     BatterySpec,
-    bar_from_facts,
     class_d_canaries,
     count,
     demonstrations,
@@ -30,6 +29,7 @@ from remnant.packs import ClassDSpec, mint_class_d
 from remnant.score.capability import generate_greedy
 from remnant.score.scorer import Scorer
 from remnant.standard.facts import VerdictFacts
+from remnant.statement.classd_bar import bar_from_facts
 
 
 @pytest.fixture(scope="module")

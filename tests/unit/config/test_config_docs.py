@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from remnant.config import AssessmentConfig, _field_rule
+from remnant.config import AssessmentConfig
+from remnant.config.loading import _field_rule
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "config.md").read_text(encoding="utf-8")
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from remnant.config import (
-    MAX_SEED,
     AssessmentConfig,
     config_digest,
     derive_seed,
@@ -20,6 +19,7 @@ from remnant.config import (
     parse_config,
     preregistered,
 )
+from remnant.config.fields import MAX_SEED
 from remnant.errors import ConfigError
 from remnant.statement.canonical import canonical_json
 

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from remnant.cli import main
-from remnant.demo import PACKAGED_VECTORS, gloss_table, vector_rows, vector_table
+from remnant.demo_vectors import PACKAGED_VECTORS, gloss_table, vector_rows, vector_table
 from remnant.stats import wilson_interval
 
 pytestmark = pytest.mark.skipif(not PACKAGED_VECTORS.is_dir(), reason="needs the packaged vectors")

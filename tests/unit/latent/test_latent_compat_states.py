@@ -12,7 +12,7 @@ import torch
 from _latent_tiny import EXAMPLES
 
 from remnant.latent.inputs import encode_example
-from remnant.latent.patching import source_states
+from remnant.latent.patching import source_states_many
 from remnant.models import load_model
 from remnant.models.arch import resolve_parts
 
@@ -28,8 +28,8 @@ def test_compat_states_equal_hidden_states_and_leave_no_hooks(tiny_llama_dir: Pa
     assert enc is not None
     layers = list(range(len(resolve_parts(model).blocks)))
     with torch.no_grad():
-        compat = source_states(model, enc, layers, uds_compat=True)
-        plain = source_states(model, enc, layers)
+        compat = source_states_many(model, [enc], layers, uds_compat=True)[0]
+        plain = source_states_many(model, [enc], layers)[0]
     assert _hook_count(model) == 0
     window = slice(enc.eval_start, enc.eval_end)
     with torch.no_grad():

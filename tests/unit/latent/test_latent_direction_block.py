@@ -1,4 +1,4 @@
-"""Direction survival (Annex B.3), the statement's latent block (C-H6, C-H7) and the audit registry."""
+"""Direction survival (Annex B.3), its latent figures in the statement's block (C-H6, C-H7) and the audit registry."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import torch
 from _latent_tiny import EXAMPLES, mix
 
 from remnant import registry
-from remnant.latent.block import StateResults, latent_block
+from remnant.latent.block import direction_figures, result_figure
 from remnant.latent.direction import DirectionConfig, direction_survival
 from remnant.latent.inputs import encode_example
-from remnant.latent.uds import score_source, stage1
+from remnant.latent.uds import score_source, stage1, uds
+from remnant.statement.latent import Entry, assemble_block
 from remnant.statement.schema import LatentBlock
 
 
@@ -78,25 +79,22 @@ def test_default_grid_is_three_layers_two_positions(four_layer: tuple[Any, Any])
     res = direction_survival(base, inst, {}, {}, prompts, DirectionConfig(n_resamples=100, n_permutations=50))
     assert res.layers == [1, 2, 3] and res.positions == ["last", "mean"] and res.grid_met
     assert not res.controls_run
-    block = latent_block(direction=res)
+    assert direction_figures(res) == []  # only the installed model was read: nothing to report against it
+    block = assemble_block([Entry("direction survival", "", None)])
     assert not block.controls_run and "were not run for direction survival" in block.controls_statement
     assert "cannot be interpreted as being about the target" in block.controls_statement
-    assert block.figures == []  # only the installed model was read: nothing to report against it
 
 
 def test_block_from_uds_and_direction(latent_states: dict[str, Any]) -> None:
     s = latent_states
     s1 = stage1(s["full"], s["retain"], s["tokenizer"], EXAMPLES)
     removed = mix(s["full"], s["retain"], 0.5)
-    uds = StateResults(
-        {
-            "post_removal": score_source(s["full"], removed, s1),
-            "procedure": score_source(s["full"], s["retain"], s1),
-            "content": score_source(s["full"], s["full"], s1),
-        },
-        {"post_removal": "removed", "procedure": "procedure_control", "content": "content_control"},
-    )
-    block = latent_block(uds=uds)
+    uds = [
+        ("post_removal", "removed", score_source(s["full"], removed, s1)),
+        ("procedure", "procedure_control", score_source(s["full"], s["retain"], s1)),
+        ("content", "content_control", score_source(s["full"], s["full"], s1)),
+    ]
+    block = assemble_block([Entry("UDS", role, result_figure(state, r)) for state, role, r in uds])
     assert isinstance(block, LatentBlock) and block.adjudicating is False and block.controls_run
     fig = block.figures[0]
     assert fig.name == "uds" and fig.states == ["post_removal", "full", "retain"]
@@ -104,9 +102,7 @@ def test_block_from_uds_and_direction(latent_states: dict[str, Any]) -> None:
     assert (
         "UDS control figures" in block.controls_statement and "non-adjudicating" in block.controls_statement
     )
-    only = latent_block(
-        uds=StateResults({"post_removal": uds.results["post_removal"]}, {"post_removal": "removed"})
-    )
+    only = assemble_block([Entry("UDS", "removed", result_figure("post_removal", uds[0][2]))])
     assert not only.controls_run and "were not run for UDS" in only.controls_statement
     assert only.model_dump()["adjudicating"] is False
 
@@ -126,7 +122,7 @@ def test_audits_are_registered_and_record_parameters(latent_states: dict[str, An
     assert audit.spec.params["tau"] == 0.1 and audit.spec.params["uds_compat"] is False
     assert audit.adjudicating is False and audit.surface == "latent"
     s = latent_states
-    res = audit.run(s["full"], s["retain"], s["retain"], s["tokenizer"], EXAMPLES)
+    res = uds(s["full"], s["retain"], s["retain"], s["tokenizer"], EXAMPLES, audit.config)
     assert res.tau == 0.1 and res.score == pytest.approx(1.0)
     with pytest.raises(Exception, match="accepted parameters"):
         registry.create("audit", "uds", {"taus": 0.1})

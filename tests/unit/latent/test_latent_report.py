@@ -6,11 +6,12 @@ from __future__ import annotations
 import html
 import re
 
-from remnant.latent.block import StateResults, latent_block
+from remnant.latent.block import result_figure
 from remnant.latent.jaccess import JAccessResult
 from remnant.latent.uds import POSITION, UDSResult
 from remnant.report.render import render_report
 from remnant.statement.example import example_statement
+from remnant.statement.latent import Entry, assemble_block
 
 
 def _text(page: str) -> str:
@@ -64,17 +65,16 @@ def _jacc(jocc: float) -> JAccessResult:
     )
 
 
+def _uds_entries() -> list[Entry]:
+    """UDS on the post-removal state and both control states (C-H7c)."""
+    rows = [("post_removal", "", "a", 0.42), ("procedure_control", "procedure_control", "b", 0.31)]
+    rows.append(("content_control", "content_control", "c", 0.9))
+    return [Entry("UDS", role, result_figure(state, _uds(v, src))) for state, role, src, v in rows]
+
+
 def test_latent_block_with_controls_renders_labelled_with_every_c_h7_field() -> None:
-    block = latent_block(
-        uds=StateResults(
-            {
-                "post_removal": _uds(0.42, "a"),
-                "procedure_control": _uds(0.31, "b"),
-                "content_control": _uds(0.9, "c"),
-            },
-            {"procedure_control": "procedure_control", "content_control": "content_control"},
-        ),
-        jaccess=StateResults({"post_removal": _jacc(0.5)}),
+    block = assemble_block(
+        [*_uds_entries(), Entry("J-Access", "", result_figure("post_removal", _jacc(0.5)))]
     )
     assert block.adjudicating is False and block.status == "supplementary"
     statement = example_statement()
@@ -101,16 +101,7 @@ def test_latent_block_with_controls_renders_labelled_with_every_c_h7_field() -> 
 
 
 def test_controls_run_when_every_measurement_has_both() -> None:
-    block = latent_block(
-        uds=StateResults(
-            {
-                "post_removal": _uds(0.42, "a"),
-                "procedure_control": _uds(0.31, "b"),
-                "content_control": _uds(0.9, "c"),
-            },
-            {"procedure_control": "procedure_control", "content_control": "content_control"},
-        )
-    )
+    block = assemble_block(_uds_entries())
     text = _text(render_report(example_statement().model_copy(update={"latent": block})))
     assert "Controls (C-H7c): run." in text
     assert "UDS control figures: procedure_control" in text and "0.310" in text and "0.900" in text

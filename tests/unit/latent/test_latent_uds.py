@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from remnant.latent.inputs import encode_example, encode_examples, examples_from_items, reference_text
 from remnant.latent.patching import (
-    fast_scores,
     fast_scores_many,
     naive_scores,
-    source_states,
     source_states_many,
     window_packs,
 )
@@ -68,8 +66,8 @@ def test_fast_path_equals_naive(latent_states: dict[str, Any], source: str) -> N
         other = mix(s["full"], s["retain"], -0.7)
     layers = [0, 1]
     for ex in encode_examples(s["tokenizer"], [*EXAMPLES, *EXTRA]).examples:  # empty prefixes included
-        states = [source_states(m, ex, layers) for m in (other, s["retain"])]
-        f_full, f_rows = fast_scores(s["full"], ex, states, layers)
+        states = [source_states_many(m, [ex], layers)[0] for m in (other, s["retain"])]
+        f_full, f_rows = fast_scores_many(s["full"], [ex], [states], layers)[0]
         n_full, n_rows = naive_scores(s["full"], ex, states, layers)
         assert abs(f_full - n_full) < 1e-5
         assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
@@ -96,8 +94,8 @@ def test_the_growing_batch_equals_naive_on_each_family(
     sources = [mix(target.model, others[0], 0.5), *others]
     checked = 0
     for ex in encode_examples(tok, [*EXAMPLES, *EXTRA]).examples:
-        states = [source_states(m, ex, layers) for m in sources]
-        f_full, f_rows = fast_scores(target.model, ex, states, layers)
+        states = [source_states_many(m, [ex], layers)[0] for m in sources]
+        f_full, f_rows = fast_scores_many(target.model, [ex], [states], layers)[0]
         n_full, n_rows = naive_scores(target.model, ex, states, layers)
         assert abs(f_full - n_full) < 1e-5
         assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
@@ -126,7 +124,7 @@ def test_packed_windows_equal_each_example_naive(
     examples = encode_examples(target.tokenizer, [*EXAMPLES, *EXTRA]).examples
     assert len({e.eval_start for e in examples}) > 2
     assert len({e.eval_end - e.eval_start for e in examples}) > 1
-    states = [[source_states(m, ex, layers) for m in sources] for ex in examples]
+    states = [[source_states_many(m, [ex], layers)[0] for m in sources] for ex in examples]
     rows = source_states_many(sources[0], examples, layers, batch_size=len(examples))  # one packed row
     for own, row in zip(states, rows, strict=True):
         for layer in layers:
@@ -173,10 +171,12 @@ def test_kept_prefixes_give_the_same_scores_and_stay_with_their_model(latent_sta
     assert fresh.prefixes.bytes == 0
     memo = PrefixMemo()
     ex = next(e for e in encode_examples(s["tokenizer"], EXAMPLES).examples if e.eval_start > 0)
-    states = [source_states(half, ex, [0, 1])]
-    fast_scores(s["full"], ex, states, [0, 1], memo)
+    states = [source_states_many(half, [ex], [0, 1])[0]]
+    fast_scores_many(s["full"], [ex], [states], [0, 1], memo)
     assert memo.get(s["full"], ex) is not None and memo.get(s["retain"], ex) is None
-    f_full, f_rows = fast_scores(s["retain"], ex, states, [0, 1], memo)  # another target: its own prefix
+    f_full, f_rows = fast_scores_many(s["retain"], [ex], [states], [0, 1], memo)[
+        0
+    ]  # another target: its own prefix
     n_full, n_rows = naive_scores(s["retain"], ex, states, [0, 1])
     assert abs(f_full - n_full) < 1e-5
     assert torch.allclose(torch.tensor(f_rows), torch.tensor(n_rows), atol=1e-5, rtol=0)
@@ -194,7 +194,7 @@ def test_source_states_read_together_equal_each_alone(
     assert len({ex.eval_end for ex in examples}) > 1  # padding happens
     together = source_states_many(s["full"], examples, [0, 1], uds_compat=uds_compat, batch_size=4)
     for ex, states in zip(examples, together, strict=True):
-        alone = source_states(s["full"], ex, [0, 1], uds_compat=uds_compat)
+        alone = source_states_many(s["full"], [ex], [0, 1], uds_compat=uds_compat)[0]
         for layer in (0, 1):
             assert states[layer].shape == (ex.eval_end - ex.eval_start, alone[layer].shape[-1])
             # float32 rounding at the scale of the states (the taught model's reach ~100)

@@ -9,10 +9,11 @@ from typing import Any
 
 from _latent_tiny import EXAMPLES, MISSING
 
-from remnant.latent.block import StateResults, last_layer_text, latent_block
+from remnant.latent.block import last_layer_text, result_figure
 from remnant.latent.uds import POSITION, UDSConfig, UDSResult, score_source, stage1, uds_no_retain
 from remnant.report.render import render_report
 from remnant.statement.example import example_statement
+from remnant.statement.latent import Entry, assemble_block
 
 
 def _result(**update: Any) -> UDSResult:
@@ -42,7 +43,8 @@ def _result(**update: Any) -> UDSResult:
 
 
 def _figure_text(r: UDSResult) -> tuple[str, str]:
-    fig = latent_block(uds=StateResults({"post_removal": r})).figures[0]
+    fig = result_figure("post_removal", r)
+    assert fig is not None
     return str(fig.layer), fig.position
 
 
@@ -77,7 +79,7 @@ def test_report_shows_the_words(latent_states: dict[str, Any]) -> None:
     s1 = stage1(s["full"], s["retain"], s["tokenizer"], [*EXAMPLES, MISSING], cfg)
     res = score_source(s["full"], s["retain"], s1, cfg)
     assert res.n_blocks == 2 and res.n_span_not_found == 1
-    block = latent_block(uds=StateResults({"post_removal": res}))
+    block = assemble_block([Entry("UDS", "", result_figure("post_removal", res))])
     page = render_report(example_statement().model_copy(update={"latent": block}))
     text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
     assert "last block (1) read as the UDS reference code reads it (uds_compat on" in text

@@ -158,11 +158,12 @@ def test_drafted_decoding_gives_the_undrafted_tokens(
 ) -> None:
     """Drafted positions are verified against the model's own greedy choice: the tokens are the same, in fewer
     steps; rows end inside an accepted draft where their end-of-sequence token falls there."""
-    from remnant.models.greedy import greedy_pruned, left_padded
+    from remnant.models.greedy import greedy_pruned
+    from remnant.models.prompts import padded
 
     tok = tiny_llama.tokenizer
     model = _fresh(tiny_llama_dir)
-    ids, mask = left_padded(_prompts(tok)[:6], int(tok.pad_token_id or 0))
+    ids, mask = padded(_prompts(tok)[:6], int(tok.pad_token_id or 0))
     eos = int(tok.eos_token_id)
     if ending == "frequent token":
         undrafted = greedy_pruned(model, ids, mask, max_new_tokens=40, eos_token_id=eos, max_draft=0)
@@ -189,6 +190,7 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
     """The prompts' shared start (their template's) is fed once, as one row; the rest of each prompt follows it
     left-padded, with every row's text what generate gives for the same batch."""
     from remnant.models import greedy
+    from remnant.models.prompts import padded
 
     tok = tiny_llama.tokenizer
     prompts = _prompts(tok)[:8]
@@ -205,7 +207,7 @@ def test_a_prefix_every_prompt_shares_runs_once_and_gives_generate_s_texts(
     monkeypatch.setattr(greedy, "pruned_decoding_applies", lambda _m: False)
     assert pruned == greedy_generations(model, tok, prompts, batch_size=8, max_new_tokens=12)
     # min_shared longer than every prompt turns the shared pass off (bench_generate's baseline): same tokens
-    ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))
+    ids, mask = padded(prompts, int(tok.pad_token_id or 0))
     fed.clear()
     hook = model.model.register_forward_pre_hook(
         lambda _m, _a, k: fed.append(tuple(k["input_ids"].shape)), with_kwargs=True
@@ -226,6 +228,7 @@ def test_prompts_sharing_a_short_or_long_start_give_generate_s_tokens(
     import torch
 
     from remnant.models import greedy
+    from remnant.models.prompts import padded
 
     tok = tiny_llama.tokenizer
     model = _fresh(tiny_llama_dir)
@@ -234,7 +237,7 @@ def test_prompts_sharing_a_short_or_long_start_give_generate_s_tokens(
     if shared == 0:
         prompts[1][0] = prompts[0][0] + 1  # no common first token
     assert greedy.shared_length(prompts) == shared
-    ids, mask = greedy.left_padded(prompts, int(tok.pad_token_id or 0))
+    ids, mask = padded(prompts, int(tok.pad_token_id or 0))
     fed: list[list[list[int]]] = []
     hook = model.model.register_forward_pre_hook(
         lambda _m, _a, k: fed.append(k["input_ids"].tolist()), with_kwargs=True

@@ -13,7 +13,7 @@ import torch
 
 from remnant.metrics import gradnorm
 from remnant.metrics.forward import ScoredSequence
-from remnant.metrics.gradnorm import _batch_losses, _batched_norms, _one_norms, gradnorm_scores
+from remnant.metrics.gradnorm import _batch_losses, _batched_norms, _one_norms, gradnorm_pass
 from remnant.metrics.persample import Unsupported, per_sample_sq_norms
 
 
@@ -59,8 +59,8 @@ def test_batched_norms_equal_one_backward_per_sequence(family_model: Any) -> Non
 def test_scores_by_batch_equal_scores_one_at_a_time(family_model: Any) -> None:
     seqs = _sequences(family_model.config.vocab_size, 9, seed=2)
     seqs.append(ScoredSequence(seqs[0].input_ids[:3], 2))  # one token left to score: 0, as one at a time
-    one = gradnorm_scores(family_model, seqs, batch_size=1)
-    batched = gradnorm_scores(family_model, seqs, batch_size=4)
+    one = gradnorm_pass(family_model, seqs, batch_size=1)[0]
+    batched = gradnorm_pass(family_model, seqs, batch_size=4)[0]
     assert batched[-1] == one[-1] == 0.0
     assert batched == pytest.approx(one, rel=2e-5)
     assert len(set(one)) > 5  # the scores differ between sequences: the comparison can fail
@@ -87,7 +87,7 @@ def test_a_parameter_used_outside_a_module_call_sends_the_run_one_at_a_time(tiny
     seqs = _sequences(model.config.vocab_size, 5, seed=5)
     with pytest.raises(Unsupported, match="used 1 times in the graph, 0 of them"):
         _batched_norms(model, seqs, pad_id=0)  # the hooks cannot see it, the graph can
-    assert gradnorm_scores(model, seqs, batch_size=4) == gradnorm_scores(model, seqs, batch_size=1)
+    assert gradnorm_pass(model, seqs, batch_size=4)[0] == gradnorm_pass(model, seqs, batch_size=1)[0]
 
 
 def test_a_held_parameter_also_used_outside_its_module_sends_the_run_one_at_a_time(
@@ -102,8 +102,8 @@ def test_a_held_parameter_also_used_outside_its_module_sends_the_run_one_at_a_ti
     seqs = _sequences(model.config.vocab_size, 4, seed=9)
     with pytest.raises(Unsupported, match="used 1 times in the graph, 0 of them"):
         _batched_norms(model, seqs, pad_id=0)
-    fast = gradnorm_scores(model, seqs, batch_size=4)
-    assert fast == gradnorm_scores(model, seqs, batch_size=1)
+    fast = gradnorm_pass(model, seqs, batch_size=4)[0]
+    assert fast == gradnorm_pass(model, seqs, batch_size=1)[0]
 
 
 def test_unsupported_modules_fall_back(tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,7 +116,7 @@ def test_unsupported_modules_fall_back(tiny_llama_dir: Path, monkeypatch: pytest
     calls: list[int] = []
     real = gradnorm._one_norms
     monkeypatch.setattr(gradnorm, "_one_norms", lambda *a: calls.append(1) or real(*a))
-    gradnorm_scores(model, seqs, batch_size=4)
+    gradnorm_pass(model, seqs, batch_size=4)
     assert len(calls) == len(seqs)  # every sequence had its own backward
 
 
@@ -126,7 +126,7 @@ def test_other_norms_than_two_run_one_at_a_time(
     model = _load(tiny_llama_dir)
     seqs = _sequences(model.config.vocab_size, 3, seed=7)
     monkeypatch.setattr(gradnorm, "_batched_scores", lambda *a: pytest.fail("batched path used for p = 1"))
-    scores = gradnorm_scores(model, seqs, p=1.0, batch_size=4)
+    scores = gradnorm_pass(model, seqs, p=1.0, batch_size=4)[0]
     params = list(model.parameters())
     expected = [sum(_one_norms(model, params, s, 1.0)) / len(params) for s in seqs]
     assert scores == pytest.approx(expected, rel=1e-12)
@@ -143,7 +143,7 @@ def test_batches_respect_the_token_budget(tiny_llama_dir: Path, monkeypatch: pyt
         "_batched_norms",
         lambda m, b, p, r=None: widths.append(len(b) * max(len(s.input_ids) for s in b)) or real(m, b, p, r),
     )
-    gradnorm_scores(model, seqs, batch_size=8)
+    gradnorm_pass(model, seqs, batch_size=8)
     assert sum(1 for _ in widths) > 1
     assert all(w <= 60 or w == max(len(s.input_ids) for s in seqs) for w in widths)
 

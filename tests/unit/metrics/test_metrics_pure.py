@@ -15,7 +15,6 @@ from scipy.stats import ks_2samp  # type: ignore[import-untyped]
 
 from remnant.errors import ConfigError
 from remnant.metrics import mia
-from remnant.metrics.auc import roc_auc
 from remnant.metrics.evallog import MetricLog, eval_log_json, per_item_scores, read_eval_log
 from remnant.metrics.memorization import exact_memorization, extraction_strength
 from remnant.metrics.privacy import forget_quality, privleak, rel_diff
@@ -23,6 +22,7 @@ from remnant.metrics.probability import normalised_probability_log, probability_
 from remnant.metrics.scores import TokenScores
 from remnant.metrics.truth_ratio import aggregate, ratios, truth_ratio_log
 from remnant.metrics.utility import harmonic_mean
+from remnant.stats import roc_auc
 
 
 def _scores(labels: list[int], argmax: list[int], logprobs: list[float] | None = None) -> TokenScores:

@@ -91,12 +91,12 @@ def test_identify_of_a_saved_folder_equals_its_load(tiny_llama_dir: Path) -> Non
 
 def test_digest_covers_every_field(tiny_llama_dir: Path) -> None:
     ident = load_model(tiny_llama_dir).identity
-    from remnant.models.identity import _digest
+    from remnant.statement.canonical import canonical_sha256
 
     fields = ident.model_dump(exclude={"digest"})
-    assert _digest(fields) == ident.digest
+    assert canonical_sha256(fields) == ident.digest
     fields["config"] = {**fields["config"], "config.json": "0" * 64}
-    assert _digest(fields) != ident.digest
+    assert canonical_sha256(fields) != ident.digest
 
 
 def test_identities_recorded_before_config_was_hashed_still_read() -> None:

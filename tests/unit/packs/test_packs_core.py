@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import subprocess
@@ -131,7 +132,7 @@ def test_collision_filter_rejects_injected_real_name() -> None:
     assert SCREEN.name and SCREEN.version == "0.3.0"
     first = SMALL.manifest.entities[0].name
     assert not SCREEN.is_real(first)
-    screen = SCREEN.with_extra({first.split()[0]})
+    screen = dataclasses.replace(SCREEN, entries=SCREEN.entries | {first.split()[0].casefold()})
     assert screen.is_real(first)
     again = mint_class_d(ClassDSpec(entities=40, controls=10, seed=7), screen)
     assert first not in {e.name for e in again.manifest.entities}

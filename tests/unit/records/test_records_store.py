@@ -257,7 +257,7 @@ def test_every_cut_of_the_last_write_reads_or_repairs_to_the_prefix(
 
 
 def test_appending_a_non_record_is_refused(tmp_path: Path) -> None:
-    from remnant.config import Seeds
+    from remnant.config.assessment import Seeds
 
     with pytest.raises(RecordError, match="not a record type"):
         RecordStore(tmp_path / "records.jsonl").append(Seeds(master=1))

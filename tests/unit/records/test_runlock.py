@@ -16,13 +16,13 @@ import pytest
 
 from lock_holders import holding, probe, start_holder
 from remnant.errors import ConfigError, RecordError
-from remnant.runlock import LOCK_FILE, FolderInUse, acquire, held, hold, release
+from remnant.runlock import LOCK_FILE, FolderInUse, acquire, held, release
 
 
 def test_a_second_process_is_refused_with_the_holder_named(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    with hold(run, purpose="remnant assess") as lock:
+    with held(run, purpose="remnant assess") as lock:
         written = json.loads((run / LOCK_FILE).read_text())
         assert written == {
             "pid": os.getpid(),
@@ -44,11 +44,11 @@ def test_a_second_process_is_refused_with_the_holder_named(tmp_path: Path) -> No
 def test_released_after_a_normal_exit_and_after_an_exception(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    with hold(run, purpose="remnant recompute"):
+    with held(run, purpose="remnant recompute"):
         assert (run / LOCK_FILE).is_file()
     assert not (run / LOCK_FILE).exists() and run.is_dir()
     assert probe(run) is None
-    with pytest.raises(KeyError), hold(run, purpose="remnant recompute"):
+    with pytest.raises(KeyError), held(run, purpose="remnant recompute"):
         assert probe(run) is not None
         raise KeyError("a bug mid-run")
     assert not (run / LOCK_FILE).exists()
@@ -57,10 +57,10 @@ def test_released_after_a_normal_exit_and_after_an_exception(tmp_path: Path) -> 
 
 def test_a_folder_made_for_the_lock_goes_again_only_when_nothing_was_written(tmp_path: Path) -> None:
     fresh = tmp_path / "a" / "sweep"
-    with hold(fresh, purpose="remnant sweep run"):
+    with held(fresh, purpose="remnant sweep run"):
         assert fresh.is_dir()
     assert not fresh.exists()  # a refused or failed first run leaves no folder behind
-    with hold(fresh, purpose="remnant sweep run"):
+    with held(fresh, purpose="remnant sweep run"):
         (fresh / "plan.json").write_text("{}")
     assert (fresh / "plan.json").read_text() == "{}" and not (fresh / LOCK_FILE).exists()
     with pytest.raises(ConfigError, match="no such folder"):
@@ -78,7 +78,7 @@ def test_a_killed_holder_blocks_nobody_and_its_stale_holder_is_replaced(tmp_path
     holder.stop()
     stale = json.loads((run / LOCK_FILE).read_text())
     assert stale["pid"] == holder.pid  # the file is left, naming a dead process: it is not the lock
-    with hold(run, purpose="remnant assess") as lock:
+    with held(run, purpose="remnant assess") as lock:
         assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid() == lock.holder.pid
 
 
@@ -86,7 +86,7 @@ def test_a_lock_file_of_garbage_from_no_live_process_blocks_nobody(tmp_path: Pat
     run = tmp_path / "run"
     run.mkdir()
     (run / LOCK_FILE).write_bytes(b"\xff\x00not json" * 1000)
-    with hold(run, purpose="remnant assess"):
+    with held(run, purpose="remnant assess"):
         assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid()
 
 
@@ -137,7 +137,7 @@ def test_wait_waits_for_the_holder_then_takes_the_lock(tmp_path: Path) -> None:
     holder = start_holder(run, seconds=1.0)
     try:
         start = time.monotonic()
-        with hold(run, purpose="remnant recompute", wait=True, say=said.append) as lock:
+        with held(run, purpose="remnant recompute", wait=True, say=said.append) as lock:
             assert holder.proc.poll() is not None or time.monotonic() - start > 0.5
             assert json.loads((run / LOCK_FILE).read_text())["pid"] == os.getpid() == lock.holder.pid
     finally:
@@ -169,7 +169,7 @@ def test_held_reuses_the_callers_lock_of_the_same_folder_only(tmp_path: Path) ->
     run, other = tmp_path / "run", tmp_path / "other"
     run.mkdir()
     other.mkdir()
-    with hold(run, purpose="remnant sweep run") as lock:
+    with held(run, purpose="remnant sweep run") as lock:
         with held(tmp_path / "." / "run", lock, purpose="x") as same:
             assert same is lock
         with pytest.raises(ValueError, match="not"), held(other, lock, purpose="x"):

@@ -52,7 +52,7 @@ def test_example_plugin_is_registered_with_its_distribution(example_plugin: Path
         "0.1.0",
         ("example_mean_answer_nll",),
     )
-    assert not plugin.broken
+    assert plugin.error is None
     rows = {r["name"]: r for r in listing("metric")}
     assert rows["example_mean_answer_nll"]["source"] == f"{EXAMPLE_DIST} 0.1.0"
     assert rows["probability"]["source"] == "built-in"

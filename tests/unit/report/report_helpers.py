@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from remnant import __version__
-from remnant.report.curves import CurvePoint, RelearningCurve
+from remnant.curves import CurvePoint, RelearningCurve
 from remnant.run_manifest import (
     ModelRecord,
     PackRecord,

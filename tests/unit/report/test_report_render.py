@@ -249,3 +249,41 @@ def test_class_d_block_shows_each_risk_net_of_control_and_baseline() -> None:
         in text
     )
     assert "attribute cardinality 60; repetitions 3" in text
+
+
+def test_a_comparison_of_class_d_assessments_states_every_canary_design_difference() -> None:
+    """D5: rates across assessments with different canary designs are never compared without stating the
+    difference; a design that is not recorded is said to be of unknown comparability; equal designs say nothing."""
+    from remnant.classd.design import design_of
+    from remnant.packs import ClassDSpec, mint_class_d
+    from remnant.report.render import design_notes
+    from remnant.statement.schema import ClassDBlock, RateReport
+
+    def entry(design: dict[str, object] | None, label: str) -> ReportEntry:
+        rate = RateReport(k=0, n=8, rate=0.0, ci95=wilson_interval(0, 8), measurement="relearning")
+        block = ClassDBlock(
+            threshold=0.05,
+            justification="declared",
+            singling_out=rate,
+            linkability=rate,
+            inference=rate,
+            passes=False,
+            canary_design=design,
+        )
+        return ReportEntry(statement=make_statement().model_copy(update={"class_d": block}), label=label)
+
+    def design(**spec: int) -> dict[str, object]:
+        return design_of(mint_class_d(ClassDSpec(entities=8, controls=2, seed=1, **spec))).model_dump(
+            mode="json"
+        )
+
+    three, five = design(repetitions=3), design(repetitions=5)
+    same = [entry(three, "A"), entry(design(repetitions=3), "B")]
+    assert design_notes(same, ["A", "B"]) == []
+    notes = design_notes([entry(three, "A"), entry(five, "B"), entry(None, "C")], ["A", "B", "C"])
+    assert notes[0].startswith("D5: C records no readable canary design")
+    assert notes[1].startswith("A and B: D5: the canary designs of")
+    assert "differ (repetitions: 3 vs 5); canary design determines audit power" in notes[1]
+    page = _text(render_comparison([entry(three, "A"), entry(five, "B")]))
+    assert "repetitions: 3 vs 5" in page
+    assert "repetitions: 3 vs 5" not in _text(render_comparison(same))

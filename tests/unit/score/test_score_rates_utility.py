@@ -10,17 +10,9 @@ import torch
 
 from remnant import registry
 from remnant.errors import ConfigError
-from remnant.score.kappa import choice_by_loglik, kappa_generated, kappa_teacher_forced
+from remnant.score.kappa import choice_by_loglik
 from remnant.score.probe import Probe
 from remnant.score.rates import Rate
-from remnant.score.utility import (
-    AttackStageUtility,
-    RemovalStageUtility,
-    UtilityReading,
-    attack_stage_utility,
-    measure_states,
-    removal_stage_utility,
-)
 from remnant.stats import wilson_interval
 
 
@@ -45,23 +37,6 @@ def test_utility_registry_and_r9() -> None:
     ]
 
 
-def _reading(state: str, value: float) -> UtilityReading:
-    return UtilityReading("retain_kappa", state, value, 100)
-
-
-def test_two_scales_stay_apart() -> None:
-    removal = removal_stage_utility(
-        {"post_removal": _reading("post_removal", 0.45), "pre_removal": _reading("pre_removal", 0.9)}
-    )
-    assert isinstance(removal, RemovalStageUtility) and removal.value == pytest.approx(0.5)
-    assert removal.scale == "removal_stage"
-    attack = attack_stage_utility(_reading("attacked", 0.45), _reading("post_removal", 0.45))
-    assert isinstance(attack, AttackStageUtility) and attack.value == pytest.approx(1.0)
-    assert attack.scale == "attack_stage"  # near 1 although the model lost half its utility (R12)
-    with pytest.raises(ConfigError, match="R11"):
-        removal_stage_utility({"post_removal": _reading("post_removal", 0.4)})
-
-
 def test_measured_identically_on_states(tiny_llama: Any) -> None:
     from remnant.models.prompts import PromptFormat
 
@@ -69,12 +44,12 @@ def test_measured_identically_on_states(tiny_llama: Any) -> None:
     fmt = PromptFormat.for_tokenizer(tok)
     probes = [Probe(f"g{i}", f"What number follows {i}?", str(i + 1), (str(i + 1),)) for i in range(4)]
     metric = registry.create("utility", "general_qa_kappa", {"kept_ids": ("g0", "g2"), "max_new_tokens": 4})
-    state = (tiny_llama.model, tok)
-    readings = measure_states(
-        metric, {"control": state, "pre_removal": state, "post_removal": state}, fmt, probes
-    )
-    assert {r.n for r in readings.values()} == {2}
-    assert len({r.value for r in readings.values()}) == 1
+    readings = [
+        metric.measure(tiny_llama.model, tok, fmt, probes, state=s)
+        for s in ("control", "pre_removal", "post_removal")
+    ]
+    assert {r.n for r in readings} == {2}
+    assert len({r.value for r in readings}) == 1
     ppl = registry.create("utility", "perplexity", {"deployment_is_lm": True})
     texts = ["the quick brown fox jumps", "a b", "one two three four five six seven"]
     r = ppl.measure(tiny_llama.model, tok, fmt, texts, state="control")
@@ -88,26 +63,6 @@ def test_measured_identically_on_states(tiny_llama: Any) -> None:
         count += ids.shape[1] - 1
     assert (r.n, r.value) == (count, pytest.approx(math.exp(-nll / count), rel=1e-5))
     assert 0.0 < r.value < 1.0
-
-
-def test_teacher_forced_kappa_equals_generation(tiny_llama: Any) -> None:
-    """On the tiny model: answers set to the model's own greedy output are hits both ways; others miss."""
-    from remnant.models.prompts import PromptFormat
-
-    model, tok = tiny_llama.model, tiny_llama.tokenizer
-    fmt = PromptFormat.for_tokenizer(tok)
-    base = [Probe(f"q{i}", f"Name the town person {i} comes from.", "x", ("x",)) for i in range(6)]
-    _, _, outs = kappa_generated(model, tok, fmt, base, max_new_tokens=12)
-    probes = []
-    for p, out in zip(base, outs, strict=True):
-        probes.append(Probe(p.item_id + "own", p.question, out, (out,)))
-        probes.append(Probe(p.item_id + "other", p.question, "zzqq", ("zzqq",)))
-    fast = kappa_teacher_forced(model, tok, fmt, probes)
-    gen, _, texts = kappa_generated(model, tok, fmt, probes, max_new_tokens=12)
-    # an own-output answer is reproduced exactly only if generation stopped by itself within 12 tokens
-    for f, g in zip(fast, gen, strict=True):
-        assert not f or g  # the fast path is sufficient for a generated hit
-    assert fast[1::2] == [False] * 6
 
 
 def test_choice_by_loglik_brute_force(tiny_llama: Any) -> None:

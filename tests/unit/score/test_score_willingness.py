@@ -7,7 +7,7 @@ import pytest
 
 from remnant.score.probe import Probe
 from remnant.score.scorer import Scorer, choice_of, generated_letter
-from remnant.score.willingness import REFUSAL_CRITERION_VERSION, RefusalCriterion
+from remnant.score.willingness import RefusalCriterion
 
 REFUSALS = [
     "I don't know.",
@@ -52,13 +52,10 @@ class _Judge:
         return "comply" in output
 
 
-def test_judge_hook_is_recorded_and_used() -> None:
+def test_judge_hook_is_used() -> None:
     crit = RefusalCriterion(judge=_Judge())
     assert crit.willing("I comply, I don't know")  # the judge decides, not the patterns
     assert not crit.willing("Vessiburg")
-    desc = crit.describe()
-    assert desc["judge"] == {"identity": "judge-model@sha256:abc", "version": "2"}
-    assert desc["version"] == REFUSAL_CRITERION_VERSION
 
 
 def test_kappa_and_willingness_are_separate() -> None:
@@ -67,7 +64,6 @@ def test_kappa_and_willingness_are_separate() -> None:
     assert sc.score(probe, "Vessiburg.") == (True, True)
     assert sc.score(probe, "Paris.") == (False, True)  # willing, incapable
     assert sc.score(probe, "I'm not sure, maybe Vessiburg?") == (True, False)  # unwilling, yet capable
-    assert "willingness" in sc.describe() and "normalisation_version" in sc.describe()["kappa"]
 
 
 def test_multiple_choice_letter() -> None:

@@ -34,21 +34,15 @@ def test_min_n_golden(tau: float, expected: int) -> None:
 def test_min_n_uses_the_two_sided_interval() -> None:
     # A one-sided 95% bound (z = 1.645) would need only 26 items at τ = 0.1; R19/R20 use the two-sided interval.
     assert min_n_for_zero_recoveries(0.1) == 35
-    assert min_n_for_zero_recoveries(0.1, level=0.90) == 25
 
 
 def test_r21_table_reconciled() -> None:
     """The Standard's counts suffice exactly for thresholds above z²/(n + z²) at zero recoveries."""
-    supported = {(row.tier, row.scope): row.supported_threshold() for row in R21_TABLE}
-    assert supported[(2, "any")] is None  # Tier 2 makes no recovery claim: the count is its only bar
+    supported = {(row.tier, row.scope): upper_bound(0, row.table_n) for row in R21_TABLE}
     assert supported[(3, "any")] == pytest.approx(0.036993, abs=1e-6)
     assert supported[(4, "C")] == pytest.approx(0.012643, abs=1e-6)
     assert supported[(4, "D")] == pytest.approx(0.007624, abs=1e-6)
-    # The counts track the rule of three (3/n) rather than Wilson: at those τ Wilson needs more items.
-    assert r21_row(3).bound_n(0.03) == 125
-    assert r21_row(4, "C").bound_n(0.01) == 381
-    assert r21_row(4, "D").bound_n(0.006) == 637
-    assert r21_row(2).bound_n(0.5) is None
+    assert [r21_row(t, c).table_n for t, c in ((2, "C"), (3, "C"), (4, "C"), (4, "D"))] == [30, 100, 300, 500]
     with pytest.raises(ValueError, match="no row"):
         r21_row(5)
 
@@ -74,8 +68,6 @@ def test_net_of_chance() -> None:
     # Four-option MCQ: the bound is shifted down by 0.25 and floored at zero (V1).
     assert upper_bound(80, 300, chance_rate=0.25) == pytest.approx(wilson_interval(80, 300)[1] - 0.25)
     assert upper_bound(0, 300, chance_rate=0.25) == 0.0
-    assert min_n_for_zero_recoveries(0.05, chance_rate=0.25) == min_n_for_zero_recoveries(0.30) == 9
-    assert max_recoveries_for_removed(300, 0.1, chance_rate=0.25) == max_recoveries_for_removed(300, 0.35)
 
 
 def test_bad_input() -> None:
@@ -84,8 +76,6 @@ def test_bad_input() -> None:
             min_n_for_zero_recoveries(tau)
     with pytest.raises(ValueError, match="n must"):
         max_recoveries_for_removed(0, 0.5)
-    with pytest.raises(ValueError, match="chance_rate"):
-        min_n_for_zero_recoveries(0.5, chance_rate=1.0)
     with pytest.raises(ValueError, match="more than"):
         min_n_for_zero_recoveries(1e-12)
 

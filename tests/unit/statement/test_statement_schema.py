@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from remnant.cli import main
-from remnant.statement.absent import Absent, absent, is_absent
+from remnant.statement.absent import Absent, is_absent
 from remnant.statement.schema import ConformanceStatement, statement_json_schema
 
 
@@ -48,7 +48,7 @@ def test_latent_adjudicating_is_literal_false() -> None:
 
 
 def test_absent_marker() -> None:
-    marker = absent("not measured")
+    marker = Absent(reason="not measured")
     assert marker.model_dump() == {"absent": True, "reason": "not measured"}
     assert is_absent(marker) and is_absent({"absent": True, "reason": "x"})
     assert not is_absent({"absent": False, "reason": "x"}) and not is_absent(None) and not is_absent(0.3)

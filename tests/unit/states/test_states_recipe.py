@@ -24,7 +24,7 @@ def test_the_digests_are_the_stores_keys_from_before_the_states_layer() -> None:
     install = Recipe(BASE, "install", INSTALL)
     assert install.job == "beb252ac1a9f9f1168b5adc5ce94c520baac802aad0dff7f883105e6f01f3b13"
     assert install.digest == "c6a50d0f37a72175e7c7286fd57b11452947fe6e5cf77f87847c5f1f20e72a38"
-    removal = install.then("removal", REMOVAL)
+    removal = Recipe(install.base, "removal", REMOVAL, parent=install.digest)
     assert removal.parent == install.digest
     assert removal.job == "faa50ca07dbde829b152fba36dcf8ae2bacb45aac18403e115b7204c58c64122"
     assert (
@@ -53,4 +53,7 @@ def test_every_input_of_the_weights_moves_the_digest_and_nothing_else_exists_to(
         Recipe(dict(reversed(BASE.items())), "install", dict(INSTALL)).digest == install.digest
     )  # key order
     other_install = Recipe(BASE, "install", {**INSTALL, "lr": 2e-3})
-    assert other_install.then("removal", REMOVAL).digest != install.then("removal", REMOVAL).digest
+    assert (
+        Recipe(other_install.base, "removal", REMOVAL, parent=other_install.digest).digest
+        != Recipe(install.base, "removal", REMOVAL, parent=install.digest).digest
+    )

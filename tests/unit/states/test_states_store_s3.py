@@ -31,10 +31,10 @@ def _meta(key: str, **extra: Any) -> dict[str, Any]:
     return {**meta, "status": "ok", "weights_digest": "d" * 64, "format": "delta", **extra}
 
 
-def _build(key: str, payload: bytes) -> Callable[[Path], None]:
-    def build(tmp: Path) -> None:
+def _build(key: str, payload: bytes) -> Callable[[Path], dict[str, Any]]:
+    def build(tmp: Path) -> dict[str, Any]:
         (tmp / "delta.safetensors").write_bytes(payload)
-        (tmp / "meta.json").write_text(dump_meta(_meta(key)))
+        return _meta(key)
 
     return build
 
@@ -61,10 +61,9 @@ def test_a_checkpoint_is_sealed_on_s3_and_read_back_through_another_workers_cach
     folder = reader.local(KEY)
     assert folder == tmp_path / "reader" / "ckpt" / KEY
     assert (folder / "delta.safetensors").read_bytes() == b"weights-1"
-    assert reader.bytes_used(KEY) == 9 + seal["files"]["meta.json"]["size"]
     other = f"{8:064x}"
-    reader.write_meta_only(
-        other, _meta(other, status="diverged", weights_digest=None, format=None, reason="nan")
+    reader.put(
+        other, lambda tmp: _meta(other, status="diverged", weights_digest=None, format=None, reason="nan")
     )
     assert writer.meta(other).status == "diverged" and writer.meta(other).reason == "nan"
 

@@ -17,14 +17,11 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 
 from remnant.stats import (
     holm,
-    kendall,
     newcombe_difference,
     newcombe_paired_difference,
     percentile_bootstrap,
     spearman,
     wilson_interval,
-    wilson_lower,
-    wilson_upper,
     z_two_sided,
 )
 
@@ -95,7 +92,6 @@ def test_wilson_symmetry(kn: tuple[int, int], level: float) -> None:
 def test_wilson_exact_ends_at_zero_and_n(n: int, level: float) -> None:
     assert wilson_interval(0, n, level)[0] == 0.0
     assert wilson_interval(n, n, level)[1] == 1.0
-    assert wilson_lower(0, n, level) == 0.0 and wilson_upper(n, n, level) == 1.0
 
 
 def test_z_95_is_scipys_quantile_to_the_bit() -> None:
@@ -114,22 +110,6 @@ def test_wilson_known_values() -> None:
     # R21's implied minima at zero recoveries: n = 100 gives ~0.0370, n = 300 ~0.0126.
     assert wilson_interval(0, 100)[1] == pytest.approx(0.0369935, abs=1e-6)
     assert wilson_interval(0, 300)[1] == pytest.approx(0.012643, abs=1e-6)
-
-
-@settings(max_examples=100, deadline=None)
-@given(counts(), st.sampled_from([0.9, 0.95, 0.975, 0.99]))
-def test_one_sided_bounds(kn: tuple[int, int], level: float) -> None:
-    """One-sided bound at `level` = end of the two-sided interval at 1 − 2(1 − level) (statsmodels)."""
-    k, n = kn
-    lo, hi = proportion_confint(k, n, alpha=2 * (1 - level), method="wilson")
-    assert wilson_upper(k, n, level) == pytest.approx(hi, abs=1e-12)
-    assert wilson_lower(k, n, level) == pytest.approx(lo, abs=1e-12)
-
-
-def test_two_sided_95_upper_is_one_sided_975() -> None:
-    for k, n in [(0, 30), (3, 100), (41, 100), (299, 300)]:
-        assert wilson_interval(k, n)[1] == pytest.approx(wilson_upper(k, n, 0.975), abs=1e-15)
-        assert wilson_upper(k, n, 0.95) < wilson_interval(k, n)[1]
 
 
 @pytest.mark.parametrize(
@@ -302,9 +282,7 @@ def test_bootstrap_constant_and_bad_input() -> None:
 def test_rank_correlations_known_values() -> None:
     # scipy's documented examples.
     assert spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(0.8207826816681233, abs=1e-12)
-    assert kendall([12, 2, 1, 12, 2], [1, 4, 7, 1, 0]) == pytest.approx(-0.47140452079103173, abs=1e-12)
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
-    assert kendall([1, 2, 3, 4], [1, 2, 3, 4]) == pytest.approx(1.0)
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
 
 
@@ -312,4 +290,4 @@ def test_rank_correlations_reject_unpaired() -> None:
     with pytest.raises(ValueError):
         spearman([1, 2], [1, 2, 3])
     with pytest.raises(ValueError):
-        kendall([1], [1])
+        spearman([1], [1])

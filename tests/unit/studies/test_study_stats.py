@@ -11,7 +11,7 @@ import pytest
 from scipy import stats as sps  # type: ignore[import-untyped]
 
 from remnant.errors import ConfigError
-from remnant.metrics.auc import roc_auc as metrics_roc_auc
+from remnant.metrics import mia
 from remnant.statement.canonical import derive_seed
 from remnant.stats import (
     fisher_pool,
@@ -31,7 +31,7 @@ def pairwise_auc(neg: list[float], pos: list[float]) -> float:
 
 
 def test_one_auc_for_metrics_and_studies() -> None:
-    assert metrics_roc_auc is roc_auc
+    assert mia.roc_auc is roc_auc
 
 
 @pytest.mark.parametrize("seed", range(5))

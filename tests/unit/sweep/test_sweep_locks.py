@@ -15,7 +15,7 @@ from sweep_fixtures import tiny_spec, write_spec
 
 from lock_holders import holding, probe
 from remnant.cli import main
-from remnant.runlock import LOCK_FILE, FolderInUse, hold
+from remnant.runlock import LOCK_FILE, FolderInUse, held
 
 
 def _sweep_folder(tmp_path: Path, model_dir: Path) -> tuple[Path, Path]:
@@ -58,7 +58,7 @@ def test_prepare_writes_a_sweep_folders_inputs_only_under_its_lock(
     with holding(out) as holder, pytest.raises(FolderInUse, match=f"pid {holder.pid}"):
         prepare(spec, out=out)
     assert not (out / "plan.json").exists() and not (out / "pack").exists()
-    with hold(out, purpose="remnant sweep run") as lock:
+    with held(out, purpose="remnant sweep run") as lock:
         prepared = prepare(spec, out=out, lock=lock)  # the caller's lock, not a second one
         assert (out / "plan.json").is_file() and probe(out) is not None
     assert prepared.cells and probe(out) is None

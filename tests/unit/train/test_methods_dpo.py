@@ -104,6 +104,36 @@ def test_altpo_without_supplied_alternates_is_a_clear_config_error(tiny_llama) -
         run_method(tiny_llama, "altpo", {}, removal_data())
 
 
+def test_altpo_draws_its_alternates_from_the_pack_removal_data_comes_from(tiny_llama) -> None:
+    """Every path builds removal data with ``remnant.train.data.removal_data`` (assessment, sweep, studies): AltPO
+    draws its alternates from that data's pack, reproducibly for a seed, and they are pack_alternates' swaps."""
+    from remnant.models.prompts import PromptFormat
+    from remnant.train.data import removal_data as pack_removal_data
+    from remnant.train.loop import make_generator
+
+    pack = tiny_pack()
+    data = pack_removal_data(pack)
+    assert [it.question for it in data.forget_items] == [qa.question for qa in data.forget]
+    method = registry.create("method", "altpo", {"n_alternates": 3})
+    fmt = PromptFormat.for_tokenizer(tiny_llama.tokenizer)
+    drawn = method.alternates(
+        tiny_llama.model, tiny_llama.tokenizer, fmt, data, make_generator(0, "alternates")
+    )
+    again = method.alternates(
+        tiny_llama.model, tiny_llama.tokenizer, fmt, data, make_generator(0, "alternates")
+    )
+    assert drawn == again and len(drawn) == len(data.forget)
+    for item, options in zip(data.forget_items, drawn, strict=True):
+        truth = pack.entity(str(item.entity_id)).attributes[str(item.attribute)]
+        assert 1 <= len(options) <= 3 and all(truth not in o and o != item.answer for o in options)
+    one = run_method(tiny_llama, "altpo", {"beta": 0.5}, data)
+    assert one.result.status == "completed"
+    assert (
+        one.result.outcome.losses
+        == run_method(tiny_llama, "altpo", {"beta": 0.5}, data).result.outcome.losses
+    )
+
+
 def test_altpo_moves_likelihood_from_forget_to_alternate_answers(tiny_llama) -> None:
     tok = tiny_llama.tokenizer
     data, forget, alternate = _data_with_alternates()

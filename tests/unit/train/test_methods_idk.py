@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from _methods_tiny import forget_items, mean_answer_nll, removal_data, run_method, same_weights
 
 from remnant import registry
 from remnant.errors import ConfigError
-from remnant.train.methods.idk import IDK_BANK, IDK_BANK_VERSION, bank_digest, draw_idk
+from remnant.train.methods.idk import IDK_BANK, IDK_BANK_VERSION, bank_digest
 
 
 def test_bank_is_versioned_distinct_and_digested() -> None:
@@ -22,14 +20,6 @@ def test_every_bank_phrasing_is_a_refusal_under_the_willingness_criterion() -> N
     willingness = pytest.importorskip("remnant.score.willingness")
     criterion = willingness.RefusalCriterion()
     assert [p for p in IDK_BANK if not criterion.is_refusal(p)] == []
-
-
-def test_draw_idk_is_reproducible_and_covers_the_bank() -> None:
-    a = [draw_idk(random.Random(5)) for _ in range(3)]
-    b = [draw_idk(random.Random(5)) for _ in range(3)]
-    assert a == b
-    rng = random.Random(0)
-    assert {draw_idk(rng) for _ in range(2000)} == set(IDK_BANK)
 
 
 def test_methods_are_registered_with_reference_defaults() -> None:

@@ -10,8 +10,7 @@ from typing import Any
 
 import torch
 
-from remnant.metrics.forward import _right_padded
-from remnant.models.prompts import PromptFormat, collate, encode_pair
+from remnant.models.prompts import PromptFormat, collate, encode_pair, padded
 
 
 def test_training_batches_attend_and_label_the_eos_when_it_is_also_the_pad(tiny_llama: Any) -> None:
@@ -36,7 +35,7 @@ def test_training_batches_attend_and_label_the_eos_when_it_is_also_the_pad(tiny_
 
 def test_evaluation_batches_mask_only_the_padding_too() -> None:
     eos = 2
-    ids, mask = _right_padded([(5, 2, 7, 2), (9, 2)], pad_id=eos)
+    ids, mask = padded([(5, 2, 7, 2), (9, 2)], eos, "right")
     assert ids.tolist() == [[5, 2, 7, 2], [9, 2, 2, 2]]
     assert mask.tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
     assert torch.equal(

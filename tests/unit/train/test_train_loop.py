@@ -11,11 +11,11 @@ import torch
 from _train_tiny import fresh, pairs, qa, same, weights
 
 from remnant.errors import ConfigError, DivergedError
+from remnant.statement.canonical import derive_seed
 from remnant.train.loop import (
     LoraSpec,
     TrainConfig,
     checkpoint_steps,
-    derive_seed,
     lr_factor,
     merge_lora,
     prepare_model,

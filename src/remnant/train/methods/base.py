@@ -1,44 +1,26 @@
 """The interface every removal method implements (docs/methods.md; Annex B.6; R23/R24 parameter records).
 
-A removal method is one small module holding one class, registered with ``@register("method", NAME, VERSION)``
-and imported from ``remnant.train.methods.__init__``. It subclasses :class:`RemovalMethod` and declares:
-
-* class attributes: ``kind`` (``"loss"`` or ``"procedure"``), ``formula`` (one line, shown by ``remnant methods
-  show``), ``source`` (where its defaults come from), ``needs_reference`` (a frozen copy of the starting model is
-  built and passed in), ``needs_alternates`` (``None``, ``"idk"`` or ``"alternate"``: alternate answers per forget
-  item, see :meth:`RemovalMethod.alternates`), ``needs_control`` (the never-modified control model is required);
-* its own parameters as keyword-only ``__init__`` arguments with defaults, ending in ``**common`` which it passes
-  to ``super().__init__``. The common training parameters (:data:`COMMON_DEFAULTS`: lr, epochs, batch, ...) are
-  merged into the class's signature automatically, so ``registry.defaults("method", NAME)`` and ``remnant methods
-  show NAME`` list every parameter and ``registry.create`` records every value. A method overrides a common
-  default by naming it in its own signature (UNDIAL: ``lr: float = 1e-4``) and passing it on.
+A method is one module holding one class, registered with ``@register("method", NAME, VERSION)`` and imported
+from ``remnant.train.methods.__init__``. It subclasses :class:`RemovalMethod`, sets the class attributes
+documented there, and takes its own parameters as keyword-only ``__init__`` arguments with defaults, ending in
+``**common`` passed to ``super().__init__``. The common training parameters (:data:`COMMON_DEFAULTS`) are
+merged into the class's signature, so ``registry.defaults``, ``remnant methods show`` and ``registry.create``
+see and record every parameter; a method overrides a common default by naming it in its own signature
+(UNDIAL's ``lr``).
 
 Two hooks, one per kind:
 
-* ``kind = "loss"``: :meth:`RemovalMethod.loss` ``(model, batch, ctx) -> LossTerms`` is called once per
-  micro-batch by the one training loop (``remnant.train.loop``). ``batch.forget`` is a right-padded collated
-  batch (``input_ids``, ``attention_mask``, ``labels`` with -100 on prompt and padding: answer-only loss) of
-  forget items; ``batch.retain`` holds one retain item drawn per forget item (the loop's generator; None when
-  the data has no retain set); ``batch.alternate`` holds, row-aligned with ``batch.forget``, the same questions
-  with an alternate answer (IDK or generated), None unless ``needs_alternates``. ``ctx.reference`` is the
-  frozen starting model (eval mode, no grad) when ``needs_reference``. Optional :meth:`RemovalMethod.setup`
-  runs once before training (e.g. RMU draws its control vector there from ``ctx.generator``, which is derived
-  from the removal seed only, so a resumed run draws the same vector).
-* ``kind = "procedure"``: :meth:`RemovalMethod.run` ``(ctx) -> TrainOutcome`` does the whole removal (task-vector
-  negation, retraining from the control). ``ctx.train(pairs_or_objective, config)`` runs the same loop.
+* ``kind = "loss"``: :meth:`RemovalMethod.loss` is called once per micro-batch by the one training loop on a
+  :class:`MethodBatch` (right-padded, labels -100 on prompt and padding: answer-only loss). Optional
+  :meth:`RemovalMethod.setup` runs once before training; randomness there comes from ``ctx.generator``,
+  derived from the removal seed only, so a resumed run draws the same (RMU's control vector).
+* ``kind = "procedure"``: :meth:`RemovalMethod.run` does the whole removal (task-vector negation, retraining
+  from the control); ``ctx.train(pairs_or_objective, config)`` runs the same loop.
 
-Data: :class:`RemovalData` (plain question/answer text: forget = the removal split, retain = installed items
-that must stay, alternates = per forget item). ``remnant.train.removal.apply_removal`` encodes it with the
-model's prompt format (``remnant.models.prompts.encode_pair``), builds the reference, calls the hooks, and
-returns a :class:`remnant.train.removal.RemovalResult`. Shared loss pieces (per-sequence NLL, mean NLL, retain
-NLL/KL, log-ratio against the reference) live in ``remnant.train.losses``.
-
-OpenUnlearning parity: a method with an OpenUnlearning counterpart takes ``compat`` (``"remnant"``, the default,
-or ``"openunlearning"``; :mod:`remnant.train.methods.compat`), recorded like every parameter. Under
-``"openunlearning"`` its loss on a collated batch equals their trainer's ``compute_loss``, quirks included; where
-the default differs, the method's docstring says how in one line and ``docs/methods.md`` tabulates it.
-
-Determinism: no method seeds or draws from global RNGs; randomness comes from ``ctx.generator``.
+``remnant.train.removal.apply_removal`` encodes :class:`RemovalData` with the model's prompt format, builds
+the reference, calls the hooks and returns a ``RemovalResult``; shared loss pieces live in
+``remnant.train.losses``. A method with an OpenUnlearning counterpart takes ``compat``
+(:mod:`remnant.train.methods.compat`). No method seeds or draws from global RNGs.
 """
 
 from __future__ import annotations
@@ -53,25 +35,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from remnant.models.prompts import EncodedPair, PromptFormat
+    from remnant.packs.schema import Item, Pack
     from remnant.train.loop import TrainConfig, TrainOutcome
-
-#: Training parameters every method takes (OpenUnlearning TOFU unlearn defaults: finetune.yaml + tofu/default.yaml,
-#: docs/methods.md). Per-method overrides sit in the method's own signature.
-COMMON_DEFAULTS: dict[str, Any] = {
-    "lr": 1e-5,
-    "epochs": 10,
-    "batch_size": 8,
-    "grad_accum": 4,
-    "weight_decay": 0.01,
-    "warmup_epochs": 1.0,
-    "schedule": "linear",
-    "max_grad_norm": 1.0,
-    "bf16": False,
-    "lora_rank": None,
-    "lora_alpha": None,
-    "trainable": None,
-    "divergence_factor": 20.0,
-}
 
 
 @dataclass(frozen=True)
@@ -93,6 +58,10 @@ class RemovalData:
     forget: tuple[QA, ...]
     retain: tuple[QA, ...] = ()
     alternates: tuple[tuple[str, ...], ...] = ()
+    #: The pack the sets come from and its items behind ``forget`` (row-aligned), where they come from a pack
+    #: (:func:`remnant.train.data.removal_data`): a method that derives alternates from the facts reads them.
+    pack: Pack | None = None
+    forget_items: tuple[Item, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,7 +76,11 @@ class EncodedData:
 
 @dataclass(frozen=True)
 class MethodBatch:
-    """One micro-batch for a loss hook: collated dicts (``input_ids``, ``attention_mask``, ``labels``)."""
+    """One micro-batch for a loss hook: collated dicts (``input_ids``, ``attention_mask``, ``labels``).
+
+    ``retain`` holds one retain item drawn per forget item (None without a retain set); ``alternate`` the
+    forget questions with an alternate answer, row-aligned with ``forget`` (None unless ``needs_alternates``).
+    """
 
     forget: dict[str, torch.Tensor]
     retain: dict[str, torch.Tensor] | None
@@ -167,13 +140,15 @@ class RemovalMethod:
     """Base class of removal methods (see the module docstring for the contract)."""
 
     kind: ClassVar[Literal["loss", "procedure"]] = "loss"
-    formula: ClassVar[str] = ""
-    source: ClassVar[str] = "docs/methods.md"
-    #: Plain (not ClassVar) so an instance may decide from its parameters (GradDiff with a KL retain term).
+    formula: ClassVar[str] = ""  # one line, shown by ``remnant methods show``
+    source: ClassVar[str] = "docs/methods.md"  # where the defaults come from
+    #: A frozen copy of the starting model is passed as ``ctx.reference``. Plain (not ClassVar) so an instance
+    #: may decide from its parameters (GradDiff with a KL retain term).
     needs_reference: bool = False
+    #: Alternate answers per forget item are needed (:meth:`alternates`).
     needs_alternates: ClassVar[Literal["idk", "alternate"] | None] = None
-    #: Plain too: a task vector taken from the install (installed − control) needs the control, one fine-tuned
-    #: on the forget set does not.
+    #: The never-modified control is required. Plain too: a task vector taken from the install (installed −
+    #: control) needs it, one fine-tuned on the forget set does not.
     needs_control: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -184,20 +159,22 @@ class RemovalMethod:
     def __init__(
         self,
         *,
-        lr: float = COMMON_DEFAULTS["lr"],
-        epochs: float = COMMON_DEFAULTS["epochs"],
-        batch_size: int = COMMON_DEFAULTS["batch_size"],
-        grad_accum: int = COMMON_DEFAULTS["grad_accum"],
-        weight_decay: float = COMMON_DEFAULTS["weight_decay"],
-        warmup_epochs: float = COMMON_DEFAULTS["warmup_epochs"],
-        schedule: str = COMMON_DEFAULTS["schedule"],
-        max_grad_norm: float | None = COMMON_DEFAULTS["max_grad_norm"],
-        bf16: bool = COMMON_DEFAULTS["bf16"],
-        lora_rank: int | None = COMMON_DEFAULTS["lora_rank"],
-        lora_alpha: float | None = COMMON_DEFAULTS["lora_alpha"],
-        trainable: Sequence[str] | None = COMMON_DEFAULTS["trainable"],
-        divergence_factor: float = COMMON_DEFAULTS["divergence_factor"],
+        lr: float = 1e-5,
+        epochs: float = 10,
+        batch_size: int = 8,
+        grad_accum: int = 4,
+        weight_decay: float = 0.01,
+        warmup_epochs: float = 1.0,
+        schedule: str = "linear",
+        max_grad_norm: float | None = 1.0,
+        bf16: bool = False,
+        lora_rank: int | None = None,
+        lora_alpha: float | None = None,
+        trainable: Sequence[str] | None = None,
+        divergence_factor: float = 20.0,
     ) -> None:
+        """The common training parameters (:data:`COMMON_DEFAULTS`), at OpenUnlearning's TOFU unlearn defaults
+        (finetune.yaml + tofu/default.yaml, docs/methods.md)."""
         self.lr = lr
         self.epochs = epochs
         self.batch_size = batch_size
@@ -232,10 +209,10 @@ class RemovalMethod:
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         fmt: PromptFormat,
-        forget: Sequence[QA],
+        data: RemovalData,
         generator: torch.Generator,
     ) -> list[list[str]] | None:
-        """Alternate answers per forget item, for methods with ``needs_alternates``.
+        """Alternate answers per forget item of ``data``, for methods with ``needs_alternates``.
 
         Default: for ``"idk"`` the whole IDK bank per item (the loop draws one per visit from its sampling
         generator, as ``QAwithIdkDataset`` draws one line per item), otherwise none.
@@ -243,7 +220,7 @@ class RemovalMethod:
         if self.needs_alternates == "idk":
             from remnant.train.methods.idk import IDK_BANK
 
-            return [list(IDK_BANK) for _ in forget]
+            return [list(IDK_BANK) for _ in data.forget]
         return None
 
     def setup(self, model: PreTrainedModel, ctx: StepContext) -> None:
@@ -256,6 +233,14 @@ class RemovalMethod:
     def run(self, ctx: ProcedureContext) -> TrainOutcome:
         """The whole removal of a ``kind = "procedure"`` method (modifies ``ctx.model`` in place)."""
         raise NotImplementedError(f"{type(self).__name__} is a {self.kind} method without a run hook")
+
+
+#: Training parameters every method takes, with their defaults; a method overrides one in its own signature.
+COMMON_DEFAULTS: dict[str, Any] = {
+    name: p.default
+    for name, p in inspect.signature(RemovalMethod.__init__).parameters.items()
+    if name != "self"
+}
 
 
 __all__ = [

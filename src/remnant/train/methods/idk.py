@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 
 from remnant.errors import ConfigError
 
@@ -67,11 +66,4 @@ def check_idk_bank(method: str, value: str) -> str:
     return value
 
 
-def draw_idk(rng: random.Random, bank: tuple[str, ...] = IDK_BANK) -> str:
-    """One refusal phrasing, uniformly from ``bank`` (as ``QAwithIdkDataset`` draws one line per item)."""
-    if not bank:
-        raise ValueError("the IDK bank is empty")
-    return bank[rng.randrange(len(bank))]
-
-
-__all__ = ["IDK_BANK", "IDK_BANK_VERSION", "bank_digest", "check_idk_bank", "draw_idk"]
+__all__ = ["IDK_BANK", "IDK_BANK_VERSION", "bank_digest", "check_idk_bank"]

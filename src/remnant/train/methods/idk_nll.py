@@ -46,10 +46,6 @@ class IdkNLL(ForgetRetainMethod):
         self.idk_bank = check_idk_bank("idk_nll", idk_bank)
         self.idk_bank_digest = bank_digest()
 
-    @property
-    def needs_reference(self) -> bool:  # type: ignore[override]
-        return self.retain_loss_type == "KL"
-
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None:
             raise ValueError("idk_nll: the batch carries no IDK answers")

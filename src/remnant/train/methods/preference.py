@@ -9,7 +9,7 @@ alternate answer (AltPO).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -34,23 +34,8 @@ def preference_loss(win_ratio: torch.Tensor, lose_ratio: torch.Tensor, beta: flo
     return -(2.0 / beta) * F.logsigmoid(beta * (win_ratio - lose_ratio)).mean()
 
 
-def dpo_forget_loss(
-    model: PreTrainedModel,
-    reference: Any,
-    win: dict[str, torch.Tensor],
-    lose: dict[str, torch.Tensor],
-    beta: float,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The forget term of IdkDPO / AltPO on row-aligned ``win`` and ``lose`` batches, with logged parts."""
-    r_win = log_ratio(model, reference, win)
-    r_lose = log_ratio(model, reference, lose)
-    loss = preference_loss(r_win, r_lose, beta)
-    parts = {"log_ratio_win": float(r_win.mean().detach()), "log_ratio_lose": float(r_lose.mean().detach())}
-    return loss, parts
-
-
 class PreferenceMethod(ForgetRetainMethod):
-    """IdkDPO and AltPO: ``gamma * dpo_forget_loss(y_alt over y_f) + alpha * L_retain`` on ``batch.alternate``."""
+    """IdkDPO and AltPO: ``gamma * preference_loss(y_alt over y_f) + alpha * L_retain`` on ``batch.alternate``."""
 
     needs_reference = True
     #: The ValueError a batch without alternates or a context without the reference gets.
@@ -65,9 +50,15 @@ class PreferenceMethod(ForgetRetainMethod):
     def loss(self, model: PreTrainedModel, batch: MethodBatch, ctx: StepContext) -> LossTerms:
         if batch.alternate is None or ctx.reference is None:
             raise ValueError(self.missing)
-        forget, parts = dpo_forget_loss(model, ctx.reference, batch.alternate, batch.forget, self.beta)
-        parts["forget"] = float(forget.detach())
+        r_win = log_ratio(model, ctx.reference, batch.alternate)
+        r_lose = log_ratio(model, ctx.reference, batch.forget)
+        forget = preference_loss(r_win, r_lose, self.beta)
+        parts = {
+            "log_ratio_win": float(r_win.mean().detach()),
+            "log_ratio_lose": float(r_lose.mean().detach()),
+            "forget": float(forget.detach()),
+        }
         return self._total(forget, parts, model, batch, ctx)
 
 
-__all__ = ["PreferenceMethod", "dpo_forget_loss", "preference_loss"]
+__all__ = ["PreferenceMethod", "preference_loss"]

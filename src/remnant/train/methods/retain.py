@@ -68,7 +68,7 @@ class ForgetRetainMethod(RemovalMethod):
         self.alpha = alpha
         self.retain_loss_type = check_retain_type(method, retain_loss_type)
         self.compat = check_compat(method, compat)
-        if not type(self).needs_reference:  # set on the class (NPO, UNDIAL, DPO) or a property (IdkNLL)
+        if not type(self).needs_reference:  # set on the class (NPO, UNDIAL, DPO)
             self.needs_reference = self.retain_loss_type == "KL"
 
     def _total(

@@ -7,8 +7,6 @@ recipe), so the target was never seen. Defaults: the shared finetune defaults.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from remnant.errors import ConfigError
@@ -25,9 +23,6 @@ class Retrain(RemovalMethod):
     formula = "theta_U = finetune(theta_control, retain) (answer-only NLL)"
     source = "exact-unlearning reference; training defaults docs/methods.md"
     needs_control = True
-
-    def __init__(self, **common: Any) -> None:
-        super().__init__(**common)
 
     def run(self, ctx: ProcedureContext) -> TrainOutcome:
         if ctx.control is None:

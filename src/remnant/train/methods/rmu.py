@@ -2,19 +2,15 @@
 
 On forget answers the output ``h`` of decoder block ``layer`` is pulled toward a fixed random vector
 ``c = steering_coeff * u / ||u||`` (``u ~ U[0, 1)^d``, drawn once in :meth:`RMU.setup` from the removal seed's
-generator, so a resumed run draws the same ``c``); on retain answers it is held to the frozen reference's
-output at the same block (``EMBED_DIFF``), or a plain NLL / KL retain term is used instead.
-``L = gamma * MSE_ans(h_f, c) + alpha * MSE_ans(h_r, h_r^ref)``; both MSEs are
-:func:`~remnant.train.methods.rmu_loss.masked_activation_mse`.
+generator, so a resumed run draws the same ``c``; theirs comes from the global RNG); on retain answers it is
+held to the frozen reference's output at the same block (``EMBED_DIFF``), or a plain NLL / KL retain term is
+used. ``L = gamma * MSE_ans(h_f, c) + alpha * MSE_ans(h_r, h_r^ref)``, both MSEs from
+:mod:`remnant.train.methods.rmu_loss` (``compat`` picks the reduction there; a KL retain term masks padding
+unless ``compat="openunlearning"``).
 
 Defaults are OpenUnlearning's shipped YAML: block 7, steering_coeff 2, gamma = alpha = 1, every parameter
 trainable (``trainable=None``; their code default trains only ``model.layers.(5|6|7).mlp.down_proj`` — pass
 those patterns as ``trainable`` to reproduce it; the original CAIS recipe used alpha ~1200 and steering 6.5).
-``compat``: remnant averages each sequence's answer-position MSE and then the batch
-(:func:`~remnant.train.methods.rmu_loss.masked_activation_mse`); OpenUnlearning's ``[B]/[B, 1]`` broadcast gives
-``mean_j S_j · mean_i 1/n_i`` (:func:`~remnant.train.methods.rmu_loss.broadcast_activation_mse`), which differs
-when the batch's answers differ in length; a KL retain term masks padding (remnant) or not (OpenUnlearning).
-The control vector is drawn from the removal seed under both (theirs comes from the global RNG).
 Annex B.6 saw RMU diverge numerically at pilot settings on two of three families: a non-finite or exploding
 loss is not an error here, the loop stops the run and records it as *diverged* with the step and reason.
 """

@@ -1,16 +1,8 @@
-"""RMU's pieces as pure tensor functions: the control vector and the masked activation MSE.
+"""RMU's pieces as pure tensor functions: the control vector and the masked activation MSE (docs/methods.md).
 
-Representation Misdirection for Unlearning (docs/methods.md, ``rmu.py``): the output ``h`` of one decoder
-block is pushed, on forget answers, toward a fixed random direction ``c = s * u / ||u||`` with ``u ~ U[0, 1)^d``
-drawn once, while on retain answers it is held to the frozen reference's output at the same block.
-
-Both terms use :func:`masked_activation_mse`: for each sequence, the per-position mean over the hidden dimension
-of the squared difference, summed over answer positions (``labels != -100``, no causal shift: the positions
-*holding* answer tokens) and divided by their count, then averaged over the batch. The reference code divides a
-``[B]`` sum by a ``[B, 1]`` count, which broadcasts to ``[B, B]`` and averages every sequence's sum over every
-sequence's count; the two agree at batch size 1 (as in the WMDP recipe) and ours is the per-sequence mean the
-comments there describe. :func:`broadcast_activation_mse` is the reference's arithmetic, broadcast included
-(``compat="openunlearning"``).
+Both RMU terms are an activation MSE over the positions *holding* answer tokens (``labels != -100``, no causal
+shift): :func:`masked_activation_mse` (remnant's per-sequence mean) or :func:`broadcast_activation_mse` (the
+reference's ``[B]/[B, 1]`` broadcast, ``compat="openunlearning"``); the two agree at batch size 1.
 """
 
 from __future__ import annotations

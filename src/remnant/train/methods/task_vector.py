@@ -61,7 +61,15 @@ class TaskVectorNegation(RemovalMethod):
                     f"task_vector: control lacks parameter {missing[0]!r} (different architecture)"
                 )
             tau = {n: start[n] - control[n].detach().to(start[n].dtype) for n in start}
-            outcome = _no_training()
+            outcome = TrainOutcome(  # arithmetic only: nothing trained
+                status="completed",
+                steps=0,
+                total_steps=0,
+                steps_per_epoch=0,
+                losses=(),
+                initial_loss=None,
+                checkpoints=(),
+            )
         else:
             # Fine-tune the model itself on the forget set (same loop, checkpoints, seed), then negate.
             outcome = ctx.train(list(ctx.data.forget), replace(ctx.config, epochs=self.finetune_epochs))
@@ -73,16 +81,3 @@ class TaskVectorNegation(RemovalMethod):
             for name, p in ctx.model.named_parameters():
                 p.copy_(start[name] - self.scale * tau[name])
         return outcome
-
-
-def _no_training() -> TrainOutcome:
-    """The outcome of a procedure that trained nothing (install-source negation is arithmetic only)."""
-    return TrainOutcome(
-        status="completed",
-        steps=0,
-        total_steps=0,
-        steps_per_epoch=0,
-        losses=(),
-        initial_loss=None,
-        checkpoints=(),
-    )

@@ -1,16 +1,12 @@
 """UNDIAL: self-distil toward the reference with the forget token's logit lowered (docs/methods.md).
 
-Teacher = the frozen starting model. ``q = softmax(z_ref - beta * onehot(y_t))`` and ``L_f = CE(z_model, q)``
-averaged over answer positions (:func:`~remnant.train.methods.undial_loss.undial_loss`; ``positions="all"``
-averages over every attended position instead, the reference's unmasked behaviour minus its index-wrap quirk).
-``L = gamma * L_f + alpha * NLL(retain)``. Defaults beta = 10, gamma = 1, alpha = 0 (no retain, as in the
-paper), lr 1e-4 (the reference's UNDIAL override; its README grid: lr {1e-5, 1e-4, 3e-4}, beta {3, 10, 30}).
-
-``compat="openunlearning"`` computes their ``compute_undial_loss`` exactly
-(:func:`~remnant.train.methods.undial_loss.undial_loss_openunlearning`): every one of the ``B x (T-1)`` positions,
-prompt and padding included, with index ``V - 100`` penalised where the label is ``-100``; ``positions`` then
-has no effect. Remnant's default adjusts answer positions only (the reference's unmasked positions are a defect,
-docs/methods.md). A KL retain term masks padding (remnant) or averages over all B·T positions.
+Teacher = the frozen starting model; ``L = gamma * L_f + alpha * NLL(retain)`` with ``L_f`` the mean over
+answer positions of :func:`~remnant.train.methods.undial_loss.undial_loss` (``positions="all"``: every
+attended position, the reference's unmasked behaviour minus its index-wrap quirk). Defaults beta=10, gamma=1,
+alpha=0 (no retain, as in the paper), lr 1e-4 (the reference's UNDIAL override; its README grid: lr {1e-5,
+1e-4, 3e-4}, beta {3, 10, 30}). ``compat="openunlearning"`` computes their ``compute_undial_loss`` exactly
+(:func:`~remnant.train.methods.undial_loss.undial_loss_openunlearning`; ``positions`` then has no effect); a
+KL retain term masks padding (remnant) or averages over all B·T positions.
 """
 
 from __future__ import annotations

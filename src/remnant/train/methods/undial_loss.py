@@ -1,17 +1,10 @@
 """UNDIAL's self-distillation loss as a pure tensor function (docs/methods.md, ``compute_undial_loss``).
 
-The teacher is the frozen reference. At each position its logits are lowered by ``beta`` on the token that
-actually comes next, ``q = softmax(z_ref - beta * onehot(y_t))``, and the student is trained by cross-entropy
-toward ``q``: the forget token's probability falls while the rest of the teacher's distribution is kept.
-
-Positions. The reference averages over *all* ``B x (T-1)`` positions with no label mask; where a label is
-``-100`` it writes the one-hot at vocabulary index ``V - 100`` (PyTorch wraps negative indices), so prompt and
-padding positions become near-pure self-distillation with an arbitrary token penalised. docs/methods.md
-lists this as a defect to fix. ``positions="answer"`` (our default) averages over answer positions only;
-``positions="all"`` keeps every non-padding-label position in the average and applies the reduction only
-where a real next token exists — pure self-distillation elsewhere, which is what the reference intends there.
-:func:`undial_loss_openunlearning` is the reference's arithmetic itself, padding and index wrap included
-(``compat="openunlearning"``).
+The teacher is the frozen reference with its logit of the token that actually comes next lowered by ``beta``,
+``q = softmax(z_ref - beta * onehot(y_t))``; the student is trained by cross-entropy toward ``q``, so the
+forget token's probability falls while the rest of the teacher's distribution is kept. Which positions are
+averaged, and the reference's own unmasked arithmetic (a defect docs/methods.md lists), are
+:func:`undial_loss` and :func:`undial_loss_openunlearning`.
 """
 
 from __future__ import annotations
@@ -52,7 +45,8 @@ def undial_loss(
 
     ``logits``/``ref_logits`` are ``[B, T, V]``, ``labels`` ``[B, T]`` aligned with the inputs (the shift is
     applied here). With ``positions="answer"`` the mean runs over answer positions; with ``"all"`` over every
-    position whose next input token is real (``attention_mask``; all positions when no mask is given).
+    position whose next input token is real (``attention_mask``; all positions when no mask is given), with
+    the reduction only where a label exists: pure self-distillation elsewhere, as the reference intends there.
     """
     if positions not in ("answer", "all"):
         raise ValueError(f"positions must be 'answer' or 'all', got {positions!r}")
