@@ -195,7 +195,7 @@ class RiskMeasurement(Measurement):
         )
 
     def failed(self, target: CellTarget, exc: BaseException, elapsed: float) -> list[Record]:
-        return [risk_status(target, self.name, "failed", f"{type(exc).__name__}: {exc}")]
+        return [risk_status(target, self.name, "failed", f"{type(exc).__name__}: {exc}", elapsed=elapsed)]
 
 
 def risk_not_applicable(risk: str, slot: str, reason: str, inputs: Mapping[str, object]) -> NotRun:

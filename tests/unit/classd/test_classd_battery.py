@@ -185,3 +185,18 @@ def test_battery_spec_records_components() -> None:
     described = spec.describe()
     assert described["linkability"]["params"] == {"likelihood": False, "generation": True}
     assert described["singling_out"]["params"]["attribute"] == "staff_code"
+
+
+def test_a_failed_risk_measurement_records_its_reason_and_time(pack: Any) -> None:
+    """A Class D measurement that raises is a recorded outcome (failed, with the exception and how long it ran:
+    R23), never a silent gap in the battery."""
+    from remnant.classd import class_d_canaries
+    from remnant.engine.cell import CellTarget
+    from remnant.engine.classd import RiskMeasurement
+
+    canary = class_d_canaries(pack)["linkability"]
+    measurement = RiskMeasurement(canary.risk, "direct", None, canary, lambda state: None, {}, {})  # type: ignore[arg-type,return-value]
+    target = CellTarget("run", "key", "post_removal", "direct", "inference_time")
+    (record,) = measurement.failed(target, RuntimeError("out of memory"), elapsed=12.5)
+    assert (record.status, record.reason, record.elapsed_s) == ("failed", "RuntimeError: out of memory", 12.5)
+    assert record.attack == measurement.name == "linkability"
