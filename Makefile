@@ -35,9 +35,9 @@ typecheck: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
-# Files go to the workers in collection order (not largest-first): the two end-to-end files that build SmolLM2
-# states (the canary states, the relearning states) come first, one to each worker (tests/conftest.py FIRST_FILES),
-# so neither worker starts by waiting on the other's state lock.
+# Files go to the workers in collection order (not largest-first): the end-to-end file that builds the shared SmolLM2
+# states comes first and the files that read them last (tests/conftest.py FIRST_FILES, LAST_FILES), so one worker
+# builds the states while the other runs everything that needs none.
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not calibration" -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

@@ -29,17 +29,20 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
-#: The end-to-end files that build SmolLM2 states of their own, collected first. ``make test`` hands files to its
-#: two workers in collection order (``--dist loadfile --no-loadscope-reorder``), so one worker starts building the
-#: canary states (the battery's) and the other the relearning states (test_e2e_train's) at once; in alphabetical
-#: order a second file that needs the canary states would wait idle on the first one's state lock.
-FIRST_FILES = ("tests/e2e/test_e2e_battery.py", "tests/e2e/test_e2e_train.py")
+#: The end-to-end file that builds the shared SmolLM2 states (install, NPO) and relearns them, collected first, and
+#: the files that read those states, collected last. ``make test`` hands files to its two workers in collection
+#: order (``--dist loadfile --no-loadscope-reorder``), so one worker starts building the states at once while the
+#: other runs the tests that need none; by the time a worker reaches the last files the states exist, and no worker
+#: sits idle on a state lock.
+FIRST_FILES = ("tests/e2e/test_e2e_train.py",)
+LAST_FILES = ("tests/e2e/test_e2e_latent.py", "tests/e2e/test_e2e_battery.py", "tests/e2e/test_e2e_classd.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Move :data:`FIRST_FILES` to the front, in that order; every other test keeps its place (a stable sort, the
-    same on every worker, as pytest-xdist requires)."""
+    """Move :data:`FIRST_FILES` to the front and :data:`LAST_FILES` to the end, in those orders; every other test
+    keeps its place (a stable sort, the same on every worker, as pytest-xdist requires)."""
     rank = {name: i for i, name in enumerate(FIRST_FILES)}
+    rank.update({name: len(FIRST_FILES) + 1 + i for i, name in enumerate(LAST_FILES)})
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST_FILES)))
 
 

@@ -9,12 +9,12 @@ relearns the result and the never-modified control on R under the identical proc
 curves at every checkpoint (C-W3).
 
     OMP_NUM_THREADS=1 REMNANT_TEST_STATES=/tmp/remnant-states \\
-        .venv/bin/python tests/e2e/calibrate_canary_npo.py --lr 3e-4 --epochs 4    # RECIPE's NPO (α = 10)
-    # with a stop at a forget level: --stop-at 0.1 --every 0.3334
+        .venv/bin/python tests/e2e/calibrate_canary_npo.py --recipe small --lr 3e-4 --epochs 4  # SMALL_RECIPE's NPO
+    # the rows below were measured with --recipe small; with a stop at a forget level: --stop-at 0.1 --every 0.3334
     # LoRA instead of the upper layers (the row docs/calibration.md gives, at α = 3): --lr 3e-3 --stop-at 0.1
     #     --extra '{"lora_rank": 8, "lora_alpha": 16, "alpha": 3}'
     # relearning through LoRA instead: --relearn-lora 8 --relearn-lr 1e-3
-    # RELEARN_RECIPE's states (test_e2e_train.py): --recipe relearn --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
+    # RECIPE's states (the shared ones): --lr 1.5e-4 --epochs 8 --stop-at 0.1 --extra '{"alpha": 30}'
 
 One torch thread: on these 2-core machines more threads beside another process run far slower
 (docs/calibration.md#test-threads).
@@ -46,14 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relearn-lora", type=int, default=None, help="relearn through LoRA of this rank")
     parser.add_argument("--save", type=Path, default=None, help="save the NPO model here (safetensors)")
     parser.add_argument(
-        "--recipe", choices=("canary", "relearn"), default="canary", help="RECIPE or RELEARN_RECIPE's states"
+        "--recipe", choices=("small", "shared"), default="shared", help="SMALL_RECIPE or RECIPE's states"
     )
     args = parser.parse_args(argv)
 
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import RECIPE, RELEARN_RECIPE, build_canary_states, checkpoint_marks, relearn_spec
+    from canary_states import RECIPE, SMALL_RECIPE, build_canary_states, checkpoint_marks, relearn_spec
 
     from remnant import registry
     from remnant.models import load_model, save_model, zoo
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from remnant.train.removal import apply_removal
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
-    recipe = RELEARN_RECIPE if args.recipe == "relearn" else RECIPE
+    recipe = SMALL_RECIPE if args.recipe == "small" else RECIPE
     states = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base, recipe)
     fmt, sets = states.fmt(), states.sets()
     pre = load_model(states.installed_dir, dtype="fp32")

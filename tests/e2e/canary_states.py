@@ -1,19 +1,18 @@
-"""The SmolLM2 canary states every slow test shares: control, installed (pre-removal) and NPO-removed.
+"""The one set of SmolLM2 canary states every slow test shares: control, installed, NPO-removed and retain-only.
 
 Installing a pack and removing it are the expensive parts of every end-to-end check (relearning, the battery,
-Class D, J-Access), so they are built once per test session and saved as safetensors folders: the control is
-SmolLM2-135M-Instruct itself, the pre-removal model is the control with the pack's install split of
-``ATTRIBUTES`` installed (R2), and the post-removal model is NPO applied to the pre-removal model (Annex B.6's
-suppressing method). Every slow test that needs them asks for the ``canary_states`` fixture. ``make test``
-runs ``--dist loadfile``, which keeps each file (and its module fixtures) on one worker; the
-``xdist_group("smollm2")`` marks are inert there (and under ``--dist loadgroup`` pytest-xdist 3.8 sets
-``item._nodeid``, which pytest 9.2 no longer reads, so groups are silently ignored anyway). A file lock makes
-a worker that needs the states while another builds them wait instead of building the same states twice
-(``tests/conftest.py`` orders the files so that neither worker starts by waiting).
+Class D, the latent audits), so they are built once per test session and saved as safetensors folders: the control
+is SmolLM2-135M-Instruct itself, the pre-removal model is the control with the pack's install split of
+``ATTRIBUTES`` installed (R2), the post-removal model is NPO applied to the pre-removal model (Annex B.6's
+suppressing method), stopped once κ on the forget set is at most 0.1, and the retain-only model is the control
+with the same install on the retained people only (UDS's retain model, J-Access's anchor). ``test_e2e_train.py``
+relearns the NPO model and the control on R. Every slow test that needs them asks for ``canary_states`` (install
+and NPO), ``installed_states`` (the install only) or ``retain_only_states`` (install and retain-only).
 
-The relearning test (``test_e2e_train.py``) has its own states (``relearn_states``, ``RELEARN_RECIPE``): the
-same install recipe on a larger pack whose relearning split holds 12 people, and an NPO that stops at a
-declared forget level; the other slow tests keep ``RECIPE``'s states, so their measured figures stand.
+Each state is a stage with its own folder, record and file lock: a worker that needs a stage while another builds
+it waits instead of building it twice, and a worker that needs only the install or the retain-only model does not
+wait for NPO. Stages are split so that no test pays for more than one of them in its setup (``make test`` prints
+its slowest tests); ``tests/conftest.py`` orders the files so that the state-building file starts first.
 
 ``REMNANT_TEST_STATES=<dir>`` keeps the states between sessions (for iterating on one test); the folder name
 carries a digest of the recipe, so changing the recipe rebuilds rather than reusing stale states.
@@ -29,7 +28,8 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,63 +39,88 @@ import pytest
 
 from fixtures_models import smollm2_dir  # noqa: F401
 
-#: The installed attributes, the pack and every training setting; its digest names the cached folder.
+#: The shared states' recipe: the installed attributes, the pack and every training setting; its digest names the
+#: cached folder. 24 people: P holds 4 of the 16 forget people and the relearning split R the other 12 (R three
+#: times P, as Annex B.6's relearning sets were large next to the scored items; with 4 relearning people no NPO
+#: that took P below 0.1 relearned past 4/12: docs/calibration.md#relearning-recipe); NPO with a heavy retain term,
+#: stopped once κ on the forget set is ≤ 0.1.
 RECIPE: dict[str, Any] = {
-    "pack": {"entities": 16, "controls": 8, "general": True, "seed": 7},
+    "pack": {
+        "entities": 24,
+        "controls": 8,
+        "general": True,
+        "seed": 7,
+        "forget_fraction": 2 / 3,
+        "relearn_fraction": 0.75,
+    },
     "attributes": ["home_town"],
     "system_prompt": "",  # an empty system turn keeps sequences short (docs/calibration.md#canary-recipe)
     # Only decoder layers 15-29 train (install, removal and relearning alike): cheaper steps (same section).
     "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
     "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},
-    # NPO on home towns (birth years share their tokens, so NPO on some bled into all), at the learning rate and
-    # retain weight that take P to zero and keep the trained retain set (calibrated on this install's training
-    # order: docs/calibration.md#canary-recipe; re-measure with tests/e2e/calibrate_canary_npo.py).
-    "npo": {"lr": 3e-4, "epochs": 4, "alpha": 10.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
+    "npo": {"lr": 1.5e-4, "epochs": 8, "alpha": 30.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
+    # κ on F is checked every 2/3 epoch (steps 4, 8, 12, 16): the same stop, step 16, as checking every 1/3
+    # (docs/calibration.md#relearning-recipe), at half the scoring passes.
+    "npo_stop": {"forget_at_most": 0.1, "every": 2 / 3},
     "seed": 0,
 }
 
-
-#: The relearning test's states (``test_e2e_train.py``): the same install, a larger pack whose relearning
-#: split R holds 12 of the 16 forget people (P the other 4), and NPO with a heavier retain term that stops
-#: once κ on the forget set is ≤ 0.1. ``RECIPE``'s 4 relearning people revived too little of P once NPO had
-#: taken it below 0.1 (docs/calibration.md#relearning-recipe); here R is three times larger, as Annex B.6's
-#: relearning sets were large next to the scored items.
-RELEARN_RECIPE: dict[str, Any] = {
+#: The 16-person recipe the slow tests shared before ``RECIPE`` served them all: docs/calibration.md's canary-recipe
+#: figures were measured on it (``calibrate_canary_npo.py --recipe small`` re-measures them).
+SMALL_RECIPE: dict[str, Any] = {
     **RECIPE,
-    "pack": {**RECIPE["pack"], "entities": 24, "forget_fraction": 2 / 3, "relearn_fraction": 0.75},
-    "npo": {**RECIPE["npo"], "lr": 1.5e-4, "epochs": 8, "alpha": 30.0},
-    "npo_stop": {"forget_at_most": 0.1, "every": 1 / 3},
+    "pack": {"entities": 16, "controls": 8, "general": True, "seed": 7},
+    "npo": {**RECIPE["npo"], "lr": 3e-4, "epochs": 4, "alpha": 10.0},
 }
+del SMALL_RECIPE["npo_stop"]
 
 
 #: States for J-Access's retain-only anchor: one home town per person, each town's first token (with and
 #: without a leading space) at least three characters long and no other town's (``FirstPieceScreen``), and 16
-#: forget people instead of 8. With ``RECIPE``'s pack some P towns were also retained people's towns and most
+#: forget people instead of 8. With the small recipe's pack some P towns were also retained people's towns and most
 #: first tokens were one letter, so the retain-only model "had access" to the forget answers (docs/latent.md,
 #: "J-Access measured"). ``test_e2e_access.py`` asserts on them; ``tests/e2e/measure_jaccess_distinct.py``
 #: re-measures them.
 JACCESS_RECIPE: dict[str, Any] = {
-    **RECIPE,
-    "pack": {**RECIPE["pack"], "entities": 32, "distinct_towns": True},
+    **SMALL_RECIPE,
+    "pack": {**SMALL_RECIPE["pack"], "entities": 32, "distinct_towns": True},
     "town_screen": {"first_piece_min_chars": 3},
-    # the NPO its figures in docs/latent.md were measured with (RECIPE's before its recalibration)
-    "npo": {**RECIPE["npo"], "lr": 2e-4, "alpha": 3.0},
+    # the NPO its figures in docs/latent.md were measured with (the small recipe's before its recalibration)
+    "npo": {**SMALL_RECIPE["npo"], "lr": 2e-4, "alpha": 3.0},
 }
+
+
+#: The stages in build order; each is a folder under the states' root holding ``model/`` and ``record.json``.
+STAGES = ("install", "npo", "retain_only")
 
 
 @dataclass(frozen=True)
 class CanaryStates:
-    """Folders of the three states and the pack, with what building them measured."""
+    """Folders of the built states and the pack, with what building them measured (``record``: every built
+    stage's record, merged)."""
 
     root: Path
-    pack_dir: Path
     control_dir: Path
-    installed_dir: Path
-    npo_dir: Path
     attributes: tuple[str, ...]
     trainable: tuple[str, ...]
     system_prompt: str
     record: dict[str, Any]
+
+    @property
+    def pack_dir(self) -> Path:
+        return self.root / "install" / "pack"
+
+    @property
+    def installed_dir(self) -> Path:
+        return self.root / "install" / "model"
+
+    @property
+    def npo_dir(self) -> Path:
+        return self.root / "npo" / "model"
+
+    @property
+    def retain_only_dir(self) -> Path:
+        return self.root / "retain_only" / "model"
 
     def pack(self) -> Any:
         from remnant.packs import load_pack
@@ -110,6 +135,11 @@ class CanaryStates:
     def sets(self) -> dict[str, Any]:
         """The scored and training sets as QA tuples (R16, C-W6): P is the install phrasings of the probe entities."""
         return scored_sets(self.pack(), self.attributes)
+
+    def forget_people(self) -> list[str]:
+        """The forget people's entity ids (P's and R's), in the pack's order."""
+        roles = ("forget_probe", "forget_relearn")
+        return [e.id for e in self.pack().manifest.entities if e.role in roles]
 
 
 def scored_sets(pack: Any, attributes: tuple[str, ...]) -> dict[str, Any]:
@@ -165,23 +195,42 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def build_canary_states(control_dir: Path, base: Path, recipe: dict[str, Any] = RECIPE) -> CanaryStates:
-    """Build (or reuse) the states under ``base/canary-<digest>``; safe to call from several processes."""
+def build_canary_states(
+    control_dir: Path,
+    base: Path,
+    recipe: dict[str, Any] = RECIPE,
+    stages: tuple[str, ...] = ("install", "npo"),
+) -> CanaryStates:
+    """Build (or reuse) ``stages`` of the states under ``base/canary-<digest>``, and the stages they start from
+    (every stage starts from the install); safe to call from several processes."""
     root = base / f"canary-{recipe_digest(recipe)}"
-    with _locked(base / f".canary-{recipe_digest(recipe)}.lock"):
-        if not (root / "record.json").exists():
-            _build(control_dir, root, recipe)
-    record = json.loads((root / "record.json").read_text())
+    record: dict[str, Any] = {}
+    for stage in STAGES:
+        if stage != "install" and stage not in stages:
+            continue
+        folder = root / stage
+        with _locked(root.parent / f".{root.name}-{stage}.lock"):
+            if not (folder / "record.json").exists():
+                partial = root / f"{stage}.partial"
+                shutil.rmtree(partial, ignore_errors=True)  # what a crash mid-build left
+                partial.mkdir(parents=True)
+                states = _states(root, control_dir, recipe, record)
+                (partial / "record.json").write_text(
+                    json.dumps(BUILDERS[stage](states, partial), indent=1, default=str)
+                )
+                os.replace(partial, folder)
+        record.update(json.loads((folder / "record.json").read_text()))
+    return _states(root, control_dir, recipe, record)
+
+
+def _states(root: Path, control_dir: Path, recipe: dict[str, Any], record: dict[str, Any]) -> CanaryStates:
     return CanaryStates(
         root=root,
-        pack_dir=root / "pack",
         control_dir=control_dir,
-        installed_dir=root / "installed",
-        npo_dir=root / "npo",
         attributes=tuple(recipe["attributes"]),
         trainable=tuple(recipe["trainable"]),
         system_prompt=recipe["system_prompt"],
-        record=record,
+        record={"recipe": recipe, **record},
     )
 
 
@@ -200,7 +249,7 @@ def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) 
     from remnant.train.install import InstallSpec, install
 
     recipe, pack = states.record["recipe"], states.pack()
-    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
+    forget = set(states.forget_people())
     items = [
         it
         for it in pack.split("install")
@@ -214,34 +263,47 @@ def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) 
     return model, result, len(qa)
 
 
-def score_sets(model: Any, tokenizer: Any, sets: dict[str, Any], fmt: Any) -> dict[str, tuple[int, int]]:
-    """κ (teacher-forced greedy match) on every QA set in ``sets``."""
+#: The sets the install split is made of, when it is exactly their union: P, R and the retained people's items.
+INSTALLED_PARTS = ("P", "R", "retain")
+
+
+def score_sets(
+    model: Any, tokenizer: Any, sets: dict[str, Any], fmt: Any, skip: tuple[str, ...] = ()
+) -> dict[str, tuple[int, int]]:
+    """κ (teacher-forced greedy match) on every QA set in ``sets`` but ``skip``. Where the installed set is exactly
+    the union of :data:`INSTALLED_PARTS`, its count is their sum instead of a second pass over the same items."""
     from remnant.train.relearn import greedy_scorer
 
-    return {
+    scores = {
         name: greedy_scorer(tokenizer, items, fmt)(model)
         for name, items in sets.items()
-        if isinstance(items, tuple) and items
+        if isinstance(items, tuple) and items and name not in (*skip, "installed")
     }
+    if "installed" in sets and "installed" not in skip and sets["installed"]:
+        parts = [q for name in INSTALLED_PARTS for q in sets.get(name, ())]
+        if all(name in scores for name in INSTALLED_PARTS) and Counter(parts) == Counter(sets["installed"]):
+            scores["installed"] = tuple(sum(scores[n][i] for n in INSTALLED_PARTS) for i in (0, 1))
+        else:
+            scores["installed"] = greedy_scorer(tokenizer, sets["installed"], fmt)(model)
+    return scores
 
 
-def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
-    from remnant import registry
-    from remnant.models import load_model, save_model
-    from remnant.models.prompts import PromptFormat
+def _control(states: CanaryStates) -> Any:
+    from remnant.models import load_model
+
+    return load_model(states.control_dir, dtype="fp32")
+
+
+def _build_install(states: CanaryStates, out: Path) -> dict[str, Any]:
+    """The pack and the pre-removal model: the control with the install split installed to the target (R2)."""
+    from remnant.models import save_model
     from remnant.packs import ClassDSpec, mint_class_d
     from remnant.packs.schema import write_pack
     from remnant.train.install import InstallSpec, install
-    from remnant.train.relearn import greedy_scorer
-    from remnant.train.removal import apply_removal
 
-    attributes = tuple(recipe["attributes"])
-    trainable = tuple(recipe["trainable"])
-    timings: dict[str, float] = {}
-    t = time.perf_counter()
-    state = load_model(control_dir, dtype="fp32")
-    tok, control = state.tokenizer, state.model
-    fmt = PromptFormat("chat", system_prompt=recipe["system_prompt"])
+    recipe = states.record["recipe"]
+    control = _control(states)
+    tok, fmt = control.tokenizer, states.fmt()
     town_screen = recipe.get("town_screen")
     if town_screen:
         from remnant.latent.jaccess import FirstPieceScreen
@@ -250,27 +312,39 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
         pack = mint_class_d(ClassDSpec(**recipe["pack"]), accept_town=screen, town_screen=screen.description)
     else:
         pack = mint_class_d(ClassDSpec(**recipe["pack"]))
-    sets = scored_sets(pack, attributes)
-    record: dict[str, Any] = {
-        "recipe": recipe,
+    sets = scored_sets(pack, states.attributes)
+    t = time.perf_counter()
+    spec = InstallSpec(**recipe["install"], trainable=states.trainable)
+    pre, inst = install(
+        copy.deepcopy(control.model), tok, sets["installed"], spec, seed=recipe["seed"], fmt=fmt
+    )
+    seconds = time.perf_counter() - t
+    # The install scored the installed set on the control (its first checkpoint) and at its end: not again here.
+    n = len(sets["installed"])
+    control_scores = score_sets(control.model, tok, sets, fmt, skip=("installed",))
+    installed_scores = score_sets(pre, tok, sets, fmt, skip=("installed",))
+    write_pack(pack, out / "pack")
+    save_model(pre, tok, out / "model")
+    return {
         "sizes": {k: len(v) for k, v in sets.items() if k != "removal"},
+        "control": {"installed": [round(inst.control_kappa * n), n], **control_scores},
+        "install": {"kappa": inst.kappa, "reached": inst.reached, "curve": inst.curve, "steps": inst.steps},
+        "installed": {"installed": [inst.k, inst.n], **installed_scores},
+        "install_seconds": seconds,
     }
-    record["control"] = score_sets(control, tok, sets, fmt)
 
-    t = time.perf_counter()
-    spec = InstallSpec(**recipe["install"], trainable=trainable)
-    pre, inst = install(copy.deepcopy(control), tok, sets["installed"], spec, seed=recipe["seed"], fmt=fmt)
-    timings["install"] = time.perf_counter() - t
-    record["install"] = {
-        "kappa": inst.kappa,
-        "reached": inst.reached,
-        "curve": inst.curve,
-        "steps": inst.steps,
-    }
-    record["installed"] = score_sets(pre, tok, sets, fmt)
 
-    t = time.perf_counter()
-    npo = registry.create("method", "npo", {**recipe["npo"], "trainable": trainable})
+def _build_npo(states: CanaryStates, out: Path) -> dict[str, Any]:
+    """The post-removal model: NPO from the pre-removal model, stopped at the declared forget level if any."""
+    from remnant import registry
+    from remnant.models import load_model, save_model
+    from remnant.train.relearn import greedy_scorer
+    from remnant.train.removal import apply_removal
+
+    recipe, sets, fmt = states.record["recipe"], states.sets(), states.fmt()
+    pre = load_model(states.installed_dir, dtype="fp32")
+    tok = pre.tokenizer
+    npo = registry.create("method", "npo", {**recipe["npo"], "trainable": states.trainable})
     stop = recipe.get("npo_stop")  # {"forget_at_most": κ, "every": epochs}: stop at a declared forget level
     kwargs: dict[str, Any] = {}
     if stop:
@@ -282,27 +356,51 @@ def _build(control_dir: Path, root: Path, recipe: dict[str, Any]) -> None:
             return {"stop": k / n <= float(stop["forget_at_most"])}
 
         kwargs = {"overrides": {"checkpoint_epochs": marks}, "on_checkpoint": on_checkpoint}
+    t = time.perf_counter()
     post, removal = apply_removal(
-        npo, copy.deepcopy(pre), tok, sets["removal"], seed=recipe["seed"], fmt=fmt, **kwargs
+        npo, pre.model, tok, sets["removal"], seed=recipe["seed"], fmt=fmt, **kwargs
     )
-    timings["npo"] = time.perf_counter() - t
-    record["npo"] = {
-        "status": removal.status,
-        "steps": removal.outcome.steps,
-        "method": removal.to_dict()["method"],
+    seconds = time.perf_counter() - t
+    save_model(post, tok, out / "model")
+    return {
+        "npo": {
+            "status": removal.status,
+            "steps": removal.outcome.steps,
+            "method": removal.to_dict()["method"],
+        },
+        "npo_scores": score_sets(post, tok, sets, fmt),
+        "npo_seconds": seconds,
     }
-    record["npo_scores"] = score_sets(post, tok, sets, fmt)
-    record["timings"] = timings
 
-    tmp = root.with_name(root.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    write_pack(pack, tmp / "pack")
-    save_model(pre, tok, tmp / "installed")
-    save_model(post, tok, tmp / "npo")
-    (tmp / "record.json").write_text(json.dumps(record, indent=1, default=str))
-    os.replace(
-        tmp, root
-    )  # a crash mid-build leaves only the .partial folder, which the next build overwrites
+
+def _build_retain_only(states: CanaryStates, out: Path) -> dict[str, Any]:
+    """The retain-only model: the install on the retained people only, stopped at the install's epoch count."""
+    from remnant.models import save_model
+
+    control = _control(states)
+    t = time.perf_counter()
+    model, result, n_items = install_share(states, control.model, control.tokenizer, set())
+    seconds = time.perf_counter() - t
+    save_model(model, control.tokenizer, out / "model")
+    sets = states.sets()
+    return {
+        "retain_only": {
+            "items": n_items,
+            "kappa": result.kappa,
+            "epochs": result.epochs,
+            "scores": score_sets(
+                model, control.tokenizer, {k: sets[k] for k in ("P", "retain")}, states.fmt()
+            ),
+        },
+        "retain_only_seconds": seconds,
+    }
+
+
+BUILDERS: dict[str, Callable[[CanaryStates, Path], dict[str, Any]]] = {
+    "install": _build_install,
+    "npo": _build_npo,
+    "retain_only": _build_retain_only,
+}
 
 
 def _states_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -311,25 +409,35 @@ def _states_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(keep) if keep else tmp_path_factory.getbasetemp().parent / "remnant-states"
 
 
-@pytest.fixture(scope="session")
-def relearn_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
-    """The relearning test's states (``RELEARN_RECIPE``): NPO stops at κ_F ≤ 0.1; R holds 12 people."""
-    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), RELEARN_RECIPE)
-    print("\nRELEARN-STATES " + json.dumps(states.record, default=str))
+def _fixture_states(
+    label: str, control_dir: Path, tmp_path_factory: pytest.TempPathFactory, **kwargs: Any
+) -> CanaryStates:
+    states = build_canary_states(control_dir, _states_base(tmp_path_factory), **kwargs)
+    print(f"\n{label} " + json.dumps(states.record, default=str))
     return states
+
+
+@pytest.fixture(scope="session")
+def installed_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
+    """The pack and the installed model only (``npo_dir`` and ``retain_only_dir`` are not built)."""
+    return _fixture_states("INSTALLED-STATES", smollm2_dir, tmp_path_factory, stages=("install",))
 
 
 @pytest.fixture(scope="session")
 def canary_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
     """The shared control / installed / NPO states (built once per session, or kept in $REMNANT_TEST_STATES)."""
-    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory))
-    print("\nCANARY-STATES " + json.dumps(states.record, default=str))
-    return states
+    return _fixture_states("CANARY-STATES", smollm2_dir, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def retain_only_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
+    """The installed and retain-only models (NPO not built)."""
+    return _fixture_states("RETAIN-ONLY-STATES", smollm2_dir, tmp_path_factory, stages=("retain_only",))
 
 
 @pytest.fixture(scope="session")
 def jaccess_states(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> CanaryStates:  # noqa: F811
-    """The J-Access states (``JACCESS_RECIPE``): distinct, screened towns; 16 forget people."""
-    states = build_canary_states(smollm2_dir, _states_base(tmp_path_factory), JACCESS_RECIPE)
-    print("\nJACCESS-STATES " + json.dumps(states.record, default=str))
-    return states
+    """The J-Access states (``JACCESS_RECIPE``): distinct, screened towns; 16 forget people; retain-only built."""
+    return _fixture_states(
+        "JACCESS-STATES", smollm2_dir, tmp_path_factory, recipe=JACCESS_RECIPE, stages=STAGES
+    )

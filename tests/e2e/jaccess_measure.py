@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from remnant.latent import lens_text
@@ -45,22 +44,6 @@ N_LENS_PROMPTS = int(os.environ.get("REMNANT_LENS_PROMPTS", "6"))
 LENS_TEXT = lens_text.LENS_TEXT
 
 
-def retain_only_model(cs: Any, control: Any, tok: Any, base: Path) -> Any:
-    """The retain-only (0 %) state: the control with the recipe's install on the non-forget people only, stopped at
-    the 100 % install's epoch count; saved beside the states so a rerun reuses it."""
-    from canary_states import install_share
-
-    from remnant.models import load_model, save_model
-
-    folder = base / f"{cs.root.name}-retain-only"
-    if (folder / "config.json").exists():
-        return load_model(folder, dtype="fp32").model
-    model, _, _ = install_share(cs, control, tok, set())
-    save_model(model, tok, folder.with_name(folder.name + ".partial"))
-    os.replace(folder.with_name(folder.name + ".partial"), folder)
-    return model
-
-
 @dataclass(frozen=True)
 class AuditInputs:
     """The three states J-Access compares and the questions it reads them on."""
@@ -74,7 +57,7 @@ class AuditInputs:
 
 
 def audit_inputs(cs: Any) -> AuditInputs:
-    """Load NPO and the installed model from ``cs``, build (or reuse) the retain-only model beside them."""
+    """Load the NPO, installed and retain-only models of ``cs`` (built with every stage: ``canary_states.STAGES``)."""
     from remnant.models import load_model
 
     pack, attrs = cs.pack(), cs.attributes
@@ -83,9 +66,9 @@ def audit_inputs(cs: Any) -> AuditInputs:
     states = {
         "npo": load_model(cs.npo_dir, dtype="fp32").model,
         "100%": load_model(cs.installed_dir, dtype="fp32").model,
-        "0%": retain_only_model(cs, control.model, tok, cs.root.parent),
+        "0%": load_model(cs.retain_only_dir, dtype="fp32").model,
     }
-    forget = {e.id for e in pack.manifest.entities if e.role in ("forget_probe", "forget_relearn")}
+    forget = set(cs.forget_people())
     items = [it for it in pack.split("install") if it.attribute in attrs]
     retained = [it for it in items if it.entity_id not in forget]
     controls = [it for it in pack.split("controls") if it.attribute in attrs]

@@ -3,8 +3,8 @@
 Not a test: the script behind the J-Access tables in docs/latent.md, with the knobs the slow test fixes (lens
 prompts, k). ``--recipe jaccess`` (default) reads ``canary_states.JACCESS_RECIPE``'s states (one home town per
 person, each town's first token at least three characters and no other town's, 16 forget people), the states
-``test_e2e_access.py`` asserts on; ``--recipe canary`` reads the shared canary states (towns drawn with
-replacement, one-letter first tokens), where the retain-only anchor knows some forget towns. It builds (or
+``test_e2e_access.py`` asserts on; ``--recipe canary`` reads ``SMALL_RECIPE``'s states (towns drawn with
+replacement, one-letter first tokens; the states the slow tests shared when docs/latent.md measured them), where the retain-only anchor knows some forget towns. It builds (or
 reuses) the control, installed (100 %) and NPO states and the retain-only (0 %) model, fits the Jacobian lens on
 the installed model, and prints κ per state and, per k and readout (Jacobian lens, without generic tokens, logit
 lens), A(NPO) / A(100 %) / A(0 %) on NPO's silent probes, the paired 2x2 and A(NPO) − A(0 %) with Newcombe's
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from canary_states import JACCESS_RECIPE, RECIPE, build_canary_states, score_sets
+    from canary_states import JACCESS_RECIPE, SMALL_RECIPE, STAGES, build_canary_states, score_sets
     from jaccess_measure import LENS, LENS_TEXT, audit_inputs, measure
 
     from remnant.latent.jacobian_lens import fit_lens
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
     base = Path(os.environ.get("REMNANT_TEST_STATES", "/tmp/remnant-states"))
     t0 = time.perf_counter()
-    recipe = JACCESS_RECIPE if args.recipe == "jaccess" else RECIPE
-    cs = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base, recipe)
+    recipe = JACCESS_RECIPE if args.recipe == "jaccess" else SMALL_RECIPE
+    cs = build_canary_states(zoo.fetch("smollm2-135m-instruct"), base, recipe, STAGES)
     print(f"states {cs.root} ({time.perf_counter() - t0:.0f} s)", flush=True)
     fmt, attrs = cs.fmt(), cs.attributes
     t0 = time.perf_counter()

@@ -9,7 +9,7 @@ folders, so the assessment installs and removes nothing. Those states installed 
 (home_town at this writing): P and the relearning set keep to them (``probe.attributes``), while the battery probes the pack's
 staff codes, employers and occupations as §5 defines its three risks; its rates here therefore measure attributes
 these states never installed, and the point of the test is the pipeline, not the size of a leak. Sizes are the
-smallest that still exercise every path: P = 3 items, the pack's probe and control entities per risk (4 and 8 in
+smallest that still exercise every path: P = 4 items (one per probe person), the pack's probe and control entities per risk (4 and 8 in
 the recipe of this writing), one battery attack (prefill), one relearning budget for the main surface and D-5.3.
 
 One assessment serves both halves: the audits are non-adjudicating (C-H6), so adding them cannot change what the
@@ -18,7 +18,10 @@ recipe or removal method, so the Annex B control states cannot be built and the 
 not run (C-H7c); the integration test (``tests/integration/test_assess_audits.py``) builds them on the tiny model.
 The audits: UDS patched into the installed model (θ) over the trained blocks 15-29 with the never-modified control
 as the retain model, in the chat format the states were trained in; J-Access in remnant's answer-level, fixed-band
-variant (P's questions, C_i the home town's first tokens, band 25-90 % of depth, k = 10) read through a Jacobian lens
+variant (P's questions, C_i the home town's first tokens less those the lens reads on over a quarter of the decoy
+prompts, ``generic_max = 0.25``: with the control as the retain-only anchor, short first pieces such as a town's
+first letter gave both anchors the same access and left JOcc undefined; band 25-90 % of depth, k = 10) read through
+a Jacobian lens
 fitted once on θ from one generic paragraph (``lens_prompts = 1``, 48 tokens: the smallest lens that keeps this test
 inside its time; docs/latent.md measures 2-12). The lens and UDS's stage 1 are cached beside the canary states, so
 with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
@@ -59,7 +62,7 @@ params = {{ layers = {layers} }}
 [audits.jaccess]
 probes = "answer"
 lens_prompts = 1
-params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 48, dim_batch = 64 }}
+params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 48, dim_batch = 64, generic_max = 0.25 }}
 """
 BATTERY = """justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
 
@@ -99,7 +102,7 @@ def write_classd_config(path: Path, states: Any) -> Path:
                 f'[models.pre_removal]\nfolder = "{states.installed_dir}"\n'
             ),
             '"A test deployment"': '"An assistant that keeps answering about the retained canary people"',
-            "max_n = 6\n": f"max_n = 3\nattributes = {json.dumps(list(states.attributes))}\n",
+            "max_n = 6\n": f"max_n = 4\nattributes = {json.dumps(list(states.attributes))}\n",
             "budgets = [4, 8]\nlr = 1e-3": "budgets = [8]\nlr = 1e-4",
             "batch_size = 2\nparams = { max_new_tokens = 8 }": (
                 f"batch_size = 4\nparams = {{ max_new_tokens = 8, trainable = ['{TRAINABLE}'] }}"

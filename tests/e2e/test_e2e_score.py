@@ -43,13 +43,15 @@ def _general_probes() -> list[Probe]:
 
 
 @torch.no_grad()
-def _greedy(model: Any, prompt: list[int], n: int) -> tuple[list[int], list[int]]:
-    """Exactly n greedy tokens, unpadded, EOS not special (so prefix decisions of any length can be read),
-    and the runner-up token at each step."""
-    ids = torch.tensor([prompt])
+def _greedy_batch(model: Any, prompts: list[list[int]], n: int) -> list[tuple[list[int], list[int]]]:
+    """Exactly n greedy tokens per prompt from ``generate`` on one left-padded batch (EOS not special, so prefix
+    decisions of any length can be read), and the runner-up token at each step."""
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     out = model.generate(
         input_ids=ids,
-        attention_mask=torch.ones_like(ids),
+        attention_mask=mask,
         max_new_tokens=n,
         min_new_tokens=n,
         do_sample=False,
@@ -58,8 +60,15 @@ def _greedy(model: Any, prompt: list[int], n: int) -> tuple[list[int], list[int]
         output_scores=True,
         return_dict_in_generate=True,
     )
-    runner_up = [int(step[0].topk(2).indices[1]) for step in out.scores]
-    return [int(t) for t in out.sequences[0, ids.shape[1] :]], runner_up
+    rows = []
+    for i in range(len(prompts)):
+        runner_up = [int(step[i].topk(2).indices[1]) for step in out.scores]
+        rows.append(([int(t) for t in out.sequences[i, width:]], runner_up))
+    return rows
+
+
+def _greedy(model: Any, prompt: list[int], n: int) -> tuple[list[int], list[int]]:
+    return _greedy_batch(model, [prompt], n)[0]
 
 
 def test_teacher_forced_agrees_with_generation(smol: Any) -> None:
@@ -69,10 +78,13 @@ def test_teacher_forced_agrees_with_generation(smol: Any) -> None:
     pairs: list[EncodedPair] = []
     truths: list[bool] = []
     start = time.perf_counter()
-    for i, p in enumerate(probes):
-        base = encode_pair(tok, p.question, p.accepted[0], fmt)
-        prompt = base.input_ids[: base.prompt_len]
-        gen, runner_up = _greedy(model, prompt, 8)
+    bases = [encode_pair(tok, p.question, p.accepted[0], fmt) for p in probes]
+    prompts = [b.input_ids[: b.prompt_len] for b in bases]
+    # generate's greedy decisions in batches (left-padded, masked): the same decisions as one prompt at a time
+    generated = [
+        row for i in range(0, len(prompts), 14) for row in _greedy_batch(model, prompts[i : i + 14], 8)
+    ]
+    for i, (base, prompt, (gen, runner_up)) in enumerate(zip(bases, prompts, generated, strict=True)):
         # 1. the real accepted answer, end-of-turn included (the decision κ's fast path makes);
         # 2. the model's own greedy start (a true case); 3. the same with its last token swapped for the
         #    runner-up (a near miss: the hardest false case)

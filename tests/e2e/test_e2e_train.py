@@ -1,14 +1,15 @@
 """Install → NPO → relearn on SmolLM2-135M-Instruct (R2, §4.2 C-W1–C-W6, Annex B.6).
 
-The ``relearn_states`` fixture (``canary_states.RELEARN_RECIPE``) installs a Class D pack of 24 people into the
-control (R2) and removes the 16 forget people with NPO, stopped once κ on the forget set is at most 0.1. Here:
+The shared states (``canary_states.RECIPE``) install a Class D pack of 24 people into the control (R2) and remove
+the 16 forget people with NPO, stopped once κ on the forget set is at most 0.1. Here:
 installation reached the declared level from the control's near zero; NPO took P below 0.1 while retained
 capability stayed at 0.9 of the pre-removal model's or more; and relearning on R (12 other forget people, disjoint
 from P's 4 at entity level: C-W6) revives P in the NPO model far above the never-modified control relearned under
 the identical procedure (C-W5), with both curves scored at every checkpoint, inside the first epoch included
 (C-W3).
 
-Numbers and timings are printed (run with ``-s``) for the issue note.
+Numbers and timings are printed (run with ``-s``). Each test's setup builds one stage (the install, NPO, the
+relearning), so no test pays for more than one; this file runs first in ``make test`` (``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from typing import Any
 
 import pytest
-from canary_states import CanaryStates, relearn_spec, relearn_states  # noqa: F401
+from canary_states import CanaryStates, canary_states, installed_states, relearn_spec  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 
@@ -34,11 +35,11 @@ def _rate(kn: Any) -> float:
 
 
 @pytest.fixture(scope="module")
-def relearned(relearn_states: CanaryStates) -> Any:  # noqa: F811
+def relearned(canary_states: CanaryStates) -> Any:  # noqa: F811
     from remnant.models import load_model
     from remnant.studies.relearn_criterion import relearn_attack
 
-    states = relearn_states
+    states = canary_states
     sets = states.sets()
     post = load_model(states.npo_dir, dtype="fp32")
     control = load_model(states.control_dir, dtype="fp32").model
@@ -62,15 +63,15 @@ def relearned(relearn_states: CanaryStates) -> Any:  # noqa: F811
     return result
 
 
-def test_install_reaches_the_declared_level_from_near_zero(relearn_states: CanaryStates) -> None:  # noqa: F811
-    rec = relearn_states.record
+def test_install_reaches_the_declared_level_from_near_zero(installed_states: CanaryStates) -> None:  # noqa: F811
+    rec = installed_states.record
     assert _rate(rec["control"]["installed"]) <= 0.05  # R5: the control does not know the canaries
     assert rec["install"]["reached"] and rec["install"]["kappa"] >= 0.8  # R2: presence known before removal
     assert _rate(rec["installed"]["P"]) >= 0.8
 
 
-def test_npo_suppresses_p_and_keeps_retain(relearn_states: CanaryStates) -> None:  # noqa: F811
-    rec = relearn_states.record
+def test_npo_suppresses_p_and_keeps_retain(canary_states: CanaryStates) -> None:  # noqa: F811
+    rec = canary_states.record
     assert rec["npo"]["status"] in ("completed", "stopped")  # stopped: at the declared forget level
     assert _rate(rec["npo_scores"]["P"]) < 0.1
     # retain-set capability: κ on the installed items of the retained people, the set the retain term keeps
@@ -82,9 +83,9 @@ def test_npo_suppresses_p_and_keeps_retain(relearn_states: CanaryStates) -> None
 
 def test_relearning_revives_p_in_npo_model_not_in_control(
     relearned: Any,
-    relearn_states: CanaryStates,  # noqa: F811
+    canary_states: CanaryStates,  # noqa: F811
 ) -> None:
-    n_r = relearn_states.record["sizes"]["R"]
+    n_r = canary_states.record["sizes"]["R"]
     assert [b.budget for b in relearned.budgets] == [4, 12, n_r]
     for b in relearned.budgets:  # C-W5: both curves at every checkpoint, C-W3: one inside the first epoch
         assert [p.step for p in b.post_removal.points] == [p.step for p in b.control.points]
