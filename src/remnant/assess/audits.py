@@ -258,7 +258,13 @@ def _jaccess_data(
     lens = [list(tok(text)["input_ids"]) for text in LENS_TEXT[: spec.lens_prompts]]
     data: dict[str, Any] = {"probes": probes, "calibration": calibration, "lens_prompts": lens}
     if spec.params.get("generic_max") is not None:
-        decoy_items = pack.split("retain") + pack.split("controls")
+        # the question shape the probes have: answer probes ask the probed attributes, so the decoys ask those too
+        asked = cfg.probe.attributes if spec.probes != "identity" else None
+        decoy_items = [
+            it
+            for it in pack.split("retain") + pack.split("controls")
+            if asked is None or it.attribute in asked
+        ]
         data["decoys"] = [render_prompt_ids(tok, it.question, fmt) for it in _capped(decoy_items, spec)]
     key = {
         "probes": spec.probes,
