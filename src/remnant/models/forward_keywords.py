@@ -40,26 +40,27 @@ def keeps_logits_by_mask(model: object) -> bool:
 
 
 def answer_logits(
-    model: PreTrainedModel, batch: dict[str, torch.Tensor], *, full: bool = False
+    model: PreTrainedModel, batch: dict[str, torch.Tensor], *, full: bool = False, **forward: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The fp32 logits ``[N, V]`` at the N positions whose next token is an answer token, row-major, and where they are
     (``[B, T-1]``, True at t when ``labels[:, t + 1]`` is an answer token): what the training losses and κ's
     teacher-forced reading (R6) read. Where :func:`keeps_logits_by_mask`, only those rows go through the output head
-    (same logits, at the answer tokens' cost); ``full=True`` computes every position, the equivalence tests' reference."""
+    (same logits, at the answer tokens' cost); ``full=True`` computes every position, the equivalence tests' reference.
+    ``forward`` goes on to the model (a prefix's cache and the positions after it)."""
     at = batch["labels"][:, 1:] != -100
     keep = torch.zeros(batch["labels"].shape, dtype=torch.bool, device=at.device)
     keep[:, :-1] = at
     ids, mask = batch["input_ids"], batch["attention_mask"]
     if not full and keeps_logits_by_mask(model):
         logits: torch.Tensor = model(
-            input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(ids.device)
+            input_ids=ids, attention_mask=mask, logits_to_keep=keep.to(ids.device), **forward
         ).logits
         if logits.shape[0] != int(at.sum()):
             raise ModelError(
                 f"expected {int(at.sum())} answer-position logits, the model returned {logits.shape[0]}"
             )
         return logits.float(), at
-    every: torch.Tensor = model(input_ids=ids, attention_mask=mask).logits
+    every: torch.Tensor = model(input_ids=ids, attention_mask=mask, **forward).logits
     return every[keep.to(every.device)].float(), at
 
 

@@ -65,16 +65,52 @@ def option_by_loglik(model: Any, tokenizer: Any, prompt: list[int], options: Seq
 def answer_loglikelihoods(model: Any, pairs: Sequence[EncodedPair]) -> list[float]:
     """Summed log-probability of each pair's answer tokens after its prompt: one right-padded forward whose output
     head reads only the answer positions (:func:`~remnant.models.forward_keywords.answer_logits`). Every
-    forced-choice reading (a pack's binding, Class D linkability) scores its options here."""
+    forced-choice reading (a pack's binding, Class D linkability) scores its options here. The options of one
+    question share its prompt: that prefix runs once and its cache is repeated to every option (the same
+    log-probabilities to float rounding; ``tests/unit/classd/test_classd_battery.py`` checks one option at a time)."""
     if not pairs:
         return []
     device = model_device(model)
-    batch = {k: v.to(device) for k, v in collate(pairs, pad_id=0, side="right").items()}
-    logits, at = answer_logits(model, batch)
+    shared, forward = _shared_prompt(model, pairs, device)
+    rows = [
+        EncodedPair(p.input_ids[shared:], p.labels[shared:], p.prompt_len - shared, p.answer_ids)
+        for p in pairs
+    ]
+    batch = {k: v.to(device) for k, v in collate(rows, pad_id=0, side="right").items()}
+    if shared:
+        mask = batch["attention_mask"]
+        batch["attention_mask"] = torch.cat([mask.new_ones(mask.shape[0], shared), mask], dim=1)
+        forward["position_ids"] = shared + torch.arange(mask.shape[1], device=device).expand(
+            mask.shape[0], -1
+        )
+    logits, at = answer_logits(model, batch, **forward)
     targets = batch["labels"][:, 1:][at]
     token_logp = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
     per_row = torch.split(token_logp, [int(n) for n in at.sum(dim=1)])
     return [float(row.sum()) for row in per_row]
+
+
+def _shared_prompt(
+    model: Any, pairs: Sequence[EncodedPair], device: torch.device
+) -> tuple[int, dict[str, Any]]:
+    """How many leading prompt tokens every pair shares (at least :data:`~remnant.models.greedy.MIN_SHARED`, one
+    prompt token short of the shortest prompt so every answer's first logit is computed after it) and the forward
+    keyword holding their cache, repeated to every pair; ``(0, {})`` when the model cannot take a cache."""
+    from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
+    from remnant.models.greedy import MIN_SHARED, shared_length
+
+    name = cache_kwarg(model) if len(pairs) > 1 else None
+    if name is None:
+        return 0, {}
+    shared = min(shared_length([p.input_ids for p in pairs]), min(p.prompt_len for p in pairs) - 1)
+    if shared < MIN_SHARED:
+        return 0, {}
+    prefix = torch.tensor([pairs[0].input_ids[:shared]], dtype=torch.long, device=device)
+    cache: Any = output_cache(model(input_ids=prefix, use_cache=True, **keep_last_logits(model)))
+    if not hasattr(cache, "batch_repeat_interleave"):  # a cache that cannot be repeated per row: run them whole
+        return 0, {}
+    cache.batch_repeat_interleave(len(pairs))
+    return shared, {name: cache}
 
 
 def best_option(scores: Sequence[float]) -> int:

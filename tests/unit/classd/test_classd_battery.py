@@ -106,6 +106,11 @@ def test_option_loglikelihoods_equal_one_option_at_a_time(tiny_llama: Any, pack:
     probe = linkability_probes(pack).target[0]
     assert probe.options is not None
     batched = option_loglikelihoods(model, tok, fmt, probe.question, probe.options)
+    # the options share the question: it ran once, its cache repeated to every option (the path compared here)
+    from remnant.score.kappa import _shared_prompt
+
+    options = [encode_pair(tok, probe.question, opt, fmt) for opt in probe.options]
+    assert _shared_prompt(model, options, torch.device("cpu"))[0] >= min(p.prompt_len for p in options) - 1
     for opt, value in zip(probe.options, batched, strict=True):
         pair = encode_pair(tok, probe.question, opt, fmt)
         with torch.no_grad():
