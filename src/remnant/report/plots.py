@@ -37,6 +37,7 @@ _RC: Any = {  # Any: matplotlib types rc keys as a Literal union
 }
 _GEOMETRY_ATTR = re.compile(r'\b(d|points|transform|x|y|x1|x2|y1|y2|width|height|cx|cy|r)="([^"]*)"')
 _NUMBER = re.compile(r"-?\d+\.\d+")
+_ID = re.compile(r'\bid="([^"]+)"')
 
 
 def _round_attr(match: re.Match[str]) -> str:
@@ -48,9 +49,11 @@ def _inline(svg: str, plot_id: str, title: str) -> str:
     """Make matplotlib's SVG document an inline element with unique ids and a title for screen readers."""
     svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
-    ids = [i for i in re.findall(r'\bid="([^"]+)"', svg) if not i.startswith(plot_id)]
-    for ident in sorted(set(ids), key=len, reverse=True):
-        svg = re.sub(rf'\bid="{re.escape(ident)}"', f'id="{plot_id}-{ident}"', svg)
+    ids = {i for i in _ID.findall(svg) if not i.startswith(plot_id)}
+    # every id attribute in one pass (a renamed id starts with plot_id, so no rename makes another match), then
+    # the references to each id, longest first
+    svg = _ID.sub(lambda m: f'id="{plot_id}-{m[1]}"' if m[1] in ids else m[0], svg)
+    for ident in sorted(ids, key=len, reverse=True):
         svg = svg.replace(f"#{ident})", f"#{plot_id}-{ident})").replace(
             f'"#{ident}"', f'"#{plot_id}-{ident}"'
         )

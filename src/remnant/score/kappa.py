@@ -107,7 +107,9 @@ def _shared_prompt(
         return 0, {}
     prefix = torch.tensor([pairs[0].input_ids[:shared]], dtype=torch.long, device=device)
     cache: Any = output_cache(model(input_ids=prefix, use_cache=True, **keep_last_logits(model)))
-    if not hasattr(cache, "batch_repeat_interleave"):  # a cache that cannot be repeated per row: run them whole
+    if not hasattr(
+        cache, "batch_repeat_interleave"
+    ):  # a cache that cannot be repeated per row: run them whole
         return 0, {}
     cache.batch_repeat_interleave(len(pairs))
     return shared, {name: cache}

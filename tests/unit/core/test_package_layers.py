@@ -5,6 +5,7 @@ than 80 lines (the handbook's limit)."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -39,6 +40,7 @@ def _imports(path: Path, module: str, tree: ast.AST) -> list[str]:
     return [name for name in found if name.startswith("remnant.")]
 
 
+@functools.cache  # parsed once for the module's three tests, which only read the trees
 def _trees() -> list[tuple[Path, str, ast.AST]]:
     return [(p, _module(p), ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(ROOT.rglob("*.py"))]
 

@@ -99,3 +99,25 @@ def test_json_round_trip_and_idempotent(value: object) -> None:
     text = canonical_json(value)
     assert json.loads(text) == value
     assert canonical_json(json.loads(text)) == text
+
+
+def _jcs_string(value: str) -> str:
+    """RFC 8785 §3.2.2.2 written out character by character: the two mandatory escapes, the five short control
+    escapes, every other control below U+0020 as ``\\u00XX`` in lowercase hex, every other character as itself."""
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = ['"']
+    for ch in value:
+        out.append(short.get(ch) or (f"\\u{ord(ch):04x}" if ord(ch) < 0x20 else ch))
+    return "".join(out) + '"'
+
+
+def test_every_code_point_is_written_as_rfc8785_writes_it() -> None:
+    """K5: canonical_text writes a string through the standard library's C encoder; it must give the RFC's form
+    for every code point (lone surrogates included: they are text here until encoded), alone and in a run."""
+    from remnant.statement.canonical import canonical_text
+
+    every = "".join(chr(cp) for cp in range(0x110000))
+    assert canonical_text(every) == _jcs_string(every)
+    for cp in [*range(0x80), 0x2028, 0x2029, 0xD800, 0xDFFF, 0xFFFF, 0x10FFFF]:
+        assert canonical_text(chr(cp)) == _jcs_string(chr(cp)), hex(cp)
+    assert canonical_text({"k\n": ["a\u0001", "\U0001f600"]}) == '{"k\\n":["a\\u0001","\U0001f600"]}'
