@@ -36,8 +36,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 # Files go to the workers in collection order (not largest-first): the end-to-end file that builds the shared SmolLM2
-# states comes first and the files that read them last (tests/conftest.py FIRST_FILES, LAST_FILES), so one worker
-# builds the states while the other runs everything that needs none.
+# states comes first and the files that read them just before tests/unit/ (tests/conftest.py FIRST_FILES,
+# STATE_READERS), so one worker builds the states while the other runs what needs none.
 test: lint typecheck
 	$(BIN)/python -m pytest -q -m "not calibration" -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 

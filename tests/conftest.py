@@ -30,20 +30,31 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 #: The end-to-end file that builds the shared SmolLM2 states (install, NPO) and relearns them, collected first, and
-#: the files that read those states, collected last. ``make test`` hands files to its two workers in collection
-#: order (``--dist loadfile --no-loadscope-reorder``), so one worker starts building the states at once while the
-#: other runs the tests that need none; by the time a worker reaches the last files the states exist, and no worker
-#: sits idle on a state lock.
+#: the files that read those states, collected just before ``tests/unit/`` (largest first). ``make test`` hands
+#: files to its two workers in collection order (``--dist loadfile --no-loadscope-reorder``): one worker builds the
+#: states while the other runs the end-to-end files that need none, the contract and the integration tests; it
+#: reaches the state readers about when the states exist (the latent file's own installs need only the install),
+#: and the many small unit files that follow keep both workers busy to the end instead of one long file alone.
 FIRST_FILES = ("tests/e2e/test_e2e_train.py",)
-LAST_FILES = ("tests/e2e/test_e2e_latent.py", "tests/e2e/test_e2e_battery.py", "tests/e2e/test_e2e_classd.py")
+STATE_READERS = (
+    "tests/e2e/test_e2e_latent.py",
+    "tests/e2e/test_e2e_classd.py",
+    "tests/e2e/test_e2e_battery.py",
+)
+
+
+def _rank(path: str) -> int:
+    if path in FIRST_FILES:
+        return 0
+    if path in STATE_READERS:
+        return 2 + STATE_READERS.index(path)
+    return 2 + len(STATE_READERS) if path.startswith("tests/unit/") else 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Move :data:`FIRST_FILES` to the front and :data:`LAST_FILES` to the end, in those orders; every other test
-    keeps its place (a stable sort, the same on every worker, as pytest-xdist requires)."""
-    rank = {name: i for i, name in enumerate(FIRST_FILES)}
-    rank.update({name: len(FIRST_FILES) + 1 + i for i, name in enumerate(LAST_FILES)})
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST_FILES)))
+    """Put :data:`FIRST_FILES` first and :data:`STATE_READERS` before ``tests/unit/``, in those orders; every other
+    test keeps its place (a stable sort, the same on every worker, as pytest-xdist requires)."""
+    items.sort(key=lambda item: _rank(item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture

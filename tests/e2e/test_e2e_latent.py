@@ -1,8 +1,9 @@
 """Latent audits on the real SmolLM2-135M-Instruct (slow): the UDS paper's scale check (the UDS paper §3).
 
-The shared canary states (``canary_states``: control, the 100 % install, NPO; ``retain_only_states``: the
-retain-only model) come from the session fixtures. The UDS probe set is the install items of 8 of the 16 forget
-people (P's 4 and the first 4 of R's). This module adds two states installed from the same control with the SAME
+The shared canary states (``retain_only_states``: control, the 100 % install, the retain-only model;
+``canary_states``: NPO) come from the session fixtures; only the scale check itself waits for NPO, so the installs
+below run while another worker builds it. The UDS probe set is the install items of 8 of the 16 forget
+people (the first 8 in the pack's order). This module adds two states installed from the same control with the SAME
 install recipe and seed on subsets of the install split: both learn the retained people; ``90%`` also learns 7 of
 the 8 probe people, ``50%`` 4 of them; ``0%`` is the retain-only model (no forget person; also the UDS retain
 model). Patched into the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, the two partial states each near
@@ -42,7 +43,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
 #: Share of the probe people each state installs; 0 % is the retain-only model.
 SHARES = {"100%": 1.0, "90%": 0.9, "50%": 0.5, "0%": 0.0}
-#: Forget people in the UDS probe set (P's and the first of R's, in the pack's order).
+#: Forget people in the UDS probe set (the first in the pack's order).
 PROBE_PEOPLE = 8
 TRAINED_BLOCKS = tuple(range(15, 30))
 
@@ -56,12 +57,12 @@ def _one_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def scale(canary_states: Any, retain_only_states: Any) -> dict[str, Any]:  # noqa: F811
+def scale(retain_only_states: Any) -> dict[str, Any]:  # noqa: F811
     """The loaded states, the probe examples and, per share, the probe items whose answer that share was never
     taught (for any person: the retained ones and its share of the probe people)."""
     from remnant.models import load_model
 
-    cs = canary_states
+    cs = retain_only_states  # the install and the retain-only model: the installs below need no NPO
     pack, attrs = cs.pack(), cs.attributes
     control = load_model(cs.control_dir, dtype="fp32")
     people = cs.forget_people()[:PROBE_PEOPLE]
@@ -84,10 +85,9 @@ def scale(canary_states: Any, retain_only_states: Any) -> dict[str, Any]:  # noq
         "counts": counts,
         "states": {
             "100%": load_model(cs.installed_dir, dtype="fp32").model,
-            "npo": load_model(cs.npo_dir, dtype="fp32").model,
-            "0%": load_model(retain_only_states.retain_only_dir, dtype="fp32").model,
+            "0%": load_model(cs.retain_only_dir, dtype="fp32").model,
         },
-        "installs": {"0%": retain_only_states.record["retain_only"]},
+        "installs": {"0%": cs.record["retain_only"]},
         "examples": examples_from_items(probe_items),
         "unseen": {name: never_taught(n) for name, n in counts.items()},
         "system_prompt": cs.system_prompt,
@@ -144,8 +144,16 @@ def test_fast_path_equals_naive_on_smollm2(scale: dict[str, Any], half: Any) -> 
     assert max(abs(a - b) for a, b in zip(f_rows[0], n_rows[0], strict=True)) < 1e-5
 
 
-def test_uds_scale_check(scale: dict[str, Any], half: Any, most: Any) -> None:
+def test_uds_scale_check(
+    scale: dict[str, Any],
+    half: Any,
+    most: Any,
+    canary_states: Any,  # noqa: F811
+) -> None:
+    from remnant.models import load_model
+
     s, st = scale, scale["states"]
+    st["npo"] = load_model(canary_states.npo_dir, dtype="fp32").model  # the one state this test needs NPO for
     cfg = UDSConfig(prompt_format="chat", layers=TRAINED_BLOCKS, system_prompt=s["system_prompt"])
     t0 = time.perf_counter()
     s1 = stage1(st["100%"], st["0%"], s["tok"], s["examples"], cfg, cache_dir=s["cache"])
