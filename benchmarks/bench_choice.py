@@ -2,9 +2,9 @@
 
 ``remnant.score.kappa.choice_by_loglik`` (what pack binding and, through ``answer_loglikelihoods``, Class D
 linkability use) scores every option of an item in one right-padded forward whose output head reads only the
-answer positions. The baseline is the path before: one forward per option with the head on every position, the
-summed log-probability of the option's tokens read from the full log-softmax. Items are the link items of a
-minted Class D pack (four options each: the entity's employer and three others'), asked in the model's own
+answer positions, the question's prompt run once and its cache repeated to every option. The baseline is the path
+before: one forward per option with the head on every position, the summed log-probability of the option's tokens
+read from the full log-softmax. Items are the link items of a minted Class D pack (four options each: the entity's employer and three others'), asked in the model's own
 prompt format; both paths must pick the same option on every item.
 """
 
@@ -66,10 +66,10 @@ def main() -> None:
     header = ["model", "items", "per option, all logits", "batched, answer logits", "speed-up", "same choice"]
     body = table(header, rows)
     body += (
-        f"\n\nMedian of {args.repeats} alternated runs after a warm-up of each. Both paths pay for the prompt once "
-        "per option (no prefix is shared), so the gain is the batching and the output head on the answer tokens "
-        "only; with a chat template the ~40-token prompt dominates. Reproduce: `.venv/bin/python "
-        "benchmarks/bench_choice.py --smollm2 --repeats 3`."
+        f"\n\nMedian of {args.repeats} alternated runs after a warm-up of each. The baseline pays for the prompt "
+        "once per option; the batched path runs the question once and repeats its cache to every option, with the "
+        "output head on the answer tokens only (with a chat template the ~40-token prompt dominates). Reproduce: "
+        "`.venv/bin/python benchmarks/bench_choice.py --smollm2 --repeats 3`."
     )
     write_section(
         "choice",
