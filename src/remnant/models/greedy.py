@@ -139,6 +139,17 @@ def shared_length(prompts: Sequence[Sequence[int]]) -> int:
     return n
 
 
+def prefix_cache(model: PreTrainedModel, prefix: Sequence[int], rows: int, device: torch.device) -> Any:
+    """The key/value cache of ``prefix`` run once and repeated to ``rows`` batch rows, or None when the model's
+    cache cannot be repeated per row (its callers then run every row whole)."""
+    ids = torch.tensor([list(prefix)], dtype=torch.long, device=device)
+    cache: Any = output_cache(model(input_ids=ids, use_cache=True, **keep_last_logits(model)))
+    if not hasattr(cache, "batch_repeat_interleave"):
+        return None
+    cache.batch_repeat_interleave(rows)
+    return cache
+
+
 def _prompt_pass(
     model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
@@ -152,14 +163,9 @@ def _prompt_pass(
     keep = keep_last_logits(model)
     shared = shared_length(prompts) if len(prompts) > 1 else 0
     shared = shared if shared >= min_shared else 0
-    cache: Any = None
-    if shared:
-        prefix = torch.tensor([list(prompts[0][:shared])], dtype=torch.long, device=device)
-        cache = output_cache(model(input_ids=prefix, use_cache=True, **keep))
-        if hasattr(cache, "batch_repeat_interleave"):
-            cache.batch_repeat_interleave(len(prompts))
-        else:  # a cache that cannot be repeated per row: the prompts run whole
-            cache, shared = None, 0
+    cache = prefix_cache(model, prompts[0][:shared], len(prompts), device) if shared else None
+    if cache is None:  # no shared prefix, or a cache that cannot be repeated per row: the prompts run whole
+        shared = 0
     ids, mask = padded([p[shared:] for p in prompts], 0)  # the filler is masked
     ids, mask = ids.to(device), mask.to(device)
     positions = shared + (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)

@@ -96,23 +96,17 @@ def _shared_prompt(
     """How many leading prompt tokens every pair shares (at least :data:`~remnant.models.greedy.MIN_SHARED`, one
     prompt token short of the shortest prompt so every answer's first logit is computed after it) and the forward
     keyword holding their cache, repeated to every pair; ``(0, {})`` when the model cannot take a cache."""
-    from remnant.models.forward_keywords import cache_kwarg, keep_last_logits, output_cache
-    from remnant.models.greedy import MIN_SHARED, shared_length
+    from remnant.models.forward_keywords import cache_kwarg
+    from remnant.models.greedy import MIN_SHARED, prefix_cache, shared_length
 
     name = cache_kwarg(model) if len(pairs) > 1 else None
     if name is None:
         return 0, {}
     shared = min(shared_length([p.input_ids for p in pairs]), min(p.prompt_len for p in pairs) - 1)
-    if shared < MIN_SHARED:
-        return 0, {}
-    prefix = torch.tensor([pairs[0].input_ids[:shared]], dtype=torch.long, device=device)
-    cache: Any = output_cache(model(input_ids=prefix, use_cache=True, **keep_last_logits(model)))
-    if not hasattr(
-        cache, "batch_repeat_interleave"
-    ):  # a cache that cannot be repeated per row: run them whole
-        return 0, {}
-    cache.batch_repeat_interleave(len(pairs))
-    return shared, {name: cache}
+    cache = (
+        prefix_cache(model, pairs[0].input_ids[:shared], len(pairs), device) if shared >= MIN_SHARED else None
+    )
+    return (shared, {name: cache}) if cache is not None else (0, {})
 
 
 def best_option(scores: Sequence[float]) -> int:
