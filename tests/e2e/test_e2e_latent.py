@@ -48,8 +48,10 @@ PROBE_PEOPLE = 8
 TRAINED_BLOCKS = tuple(range(15, 30))
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _one_thread() -> Iterator[None]:
+    """One torch thread for the whole module, its installs included (an autouse fixture of the module's scope is
+    set up before the module's other fixtures), restored after it."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -97,7 +99,6 @@ def scale(retain_only_states: Any) -> dict[str, Any]:  # noqa: F811
 
 def _install(scale: dict[str, Any], name: str) -> Any:
     """The ``name`` share's state: the retained people and its count of probe people, installed from the control."""
-    torch.set_num_threads(1)
     t0 = time.perf_counter()
     seen = set(scale["people"][: scale["counts"][name]])
     model, result, n_items = install_share(scale["cs"], scale["control"].model, scale["tok"], seen)
