@@ -57,11 +57,13 @@ RECIPE: dict[str, Any] = {
     "system_prompt": "",  # an empty system turn keeps sequences short (docs/calibration.md#canary-recipe)
     # Only decoder layers 15-29 train (install, removal and relearning alike): cheaper steps (same section).
     "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
-    "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},
+    # 4 epochs: the first epoch count that reached the target (κ .90 after 3, .97 after 4; docs/calibration.md
+    # #relearning-recipe). Run in full, the install is scored before and after only, not at every epoch.
+    "install": {"target": 0.95, "max_epochs": 4, "stop_at_target": False, "lr": 3e-4, "batch_size": 8},
     "npo": {"lr": 1.5e-4, "epochs": 8, "alpha": 30.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
-    # κ on F is checked every 2/3 epoch (steps 4, 8, 12, 16): the same stop, step 16, as checking every 1/3
-    # (docs/calibration.md#relearning-recipe), at half the scoring passes.
-    "npo_stop": {"forget_at_most": 0.1, "every": 2 / 3},
+    # κ on F is checked every 8/3 epochs (steps 16, 32, 48): the same stop, step 16, as checking every 1/3 or
+    # 2/3 epoch (docs/calibration.md#relearning-recipe), with one scoring pass instead of four.
+    "npo_stop": {"forget_at_most": 0.1, "every": 8 / 3},
     "seed": 0,
 }
 
@@ -70,6 +72,7 @@ RECIPE: dict[str, Any] = {
 SMALL_RECIPE: dict[str, Any] = {
     **RECIPE,
     "pack": {"entities": 16, "controls": 8, "general": True, "seed": 7},
+    "install": {"target": 0.95, "max_epochs": 8, "lr": 3e-4, "batch_size": 8},  # stops at the target
     "npo": {**RECIPE["npo"], "lr": 3e-4, "epochs": 4, "alpha": 10.0},
 }
 del SMALL_RECIPE["npo_stop"]
@@ -243,7 +246,7 @@ def install_epochs(record: dict[str, Any]) -> int:
 
 
 def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) -> tuple[Any, Any, int]:
-    """The control installed with the states' recipe, stopped at the 100 % install's epoch count, on the retained
+    """The control installed with the states' recipe for the 100 % install's epoch count, on the retained
     people and the forget people in ``seen`` (``set()``: the retain-only model); (model, result, items)."""
     from remnant.train.data import as_qa
     from remnant.train.install import InstallSpec, install
@@ -255,8 +258,10 @@ def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) 
         for it in pack.split("install")
         if it.attribute in states.attributes and (it.entity_id not in forget or it.entity_id in seen)
     ]
+    # every epoch of the 100 % install's count (scored before and after only: nothing to stop on between)
     spec = InstallSpec(
-        **{**recipe["install"], "max_epochs": install_epochs(states.record)}, trainable=states.trainable
+        **{**recipe["install"], "max_epochs": install_epochs(states.record), "stop_at_target": False},
+        trainable=states.trainable,
     )
     qa = as_qa(items, states.attributes)
     model, result = install(copy.deepcopy(control), tok, qa, spec, seed=recipe["seed"], fmt=states.fmt())
@@ -320,8 +325,14 @@ def _build_install(states: CanaryStates, out: Path) -> dict[str, Any]:
     )
     seconds = time.perf_counter() - t
     # The install scored the installed set on the control (its first checkpoint) and at its end: not again here.
+    # Where the control matched none of it, it matches none of P, R or the retained items (their union) either.
     n = len(sets["installed"])
-    control_scores = score_sets(control.model, tok, sets, fmt, skip=("installed",))
+    parts = [q for name in INSTALLED_PARTS for q in sets[name]]
+    none = inst.control_kappa == 0.0 and Counter(parts) == Counter(sets["installed"])
+    skip = ("installed", *INSTALLED_PARTS) if none else ("installed",)
+    control_scores = score_sets(control.model, tok, sets, fmt, skip=skip)
+    if none:
+        control_scores.update({name: (0, len(sets[name])) for name in INSTALLED_PARTS})
     installed_scores = score_sets(pre, tok, sets, fmt, skip=("installed",))
     write_pack(pack, out / "pack")
     save_model(pre, tok, out / "model")

@@ -22,8 +22,8 @@ variant (P's questions, C_i the home town's first tokens less those the lens rea
 prompts, ``generic_max = 0.25``: with the control as the retain-only anchor, short first pieces such as a town's
 first letter gave both anchors the same access and left JOcc undefined; band 25-90 % of depth, k = 10) read through
 a Jacobian lens
-fitted once on θ from one generic paragraph (``lens_prompts = 1``, 48 tokens: the smallest lens that keeps this test
-inside its time; docs/latent.md measures 2-12). The lens and UDS's stage 1 are cached beside the canary states, so
+fitted once on θ from one generic paragraph (``lens_prompts = 1``, its first 32 tokens, the last 15 read: the smallest
+lens that keeps this test inside its time; docs/latent.md measures 2-12), on the blocks of the band's region. The lens and UDS's stage 1 are cached beside the canary states, so
 with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
 
 Run: ``REMNANT_TEST_STATES=/tmp/remnant-states flock /tmp/remnant-cpu.lock .venv/bin/python -m pytest
@@ -62,7 +62,7 @@ params = {{ layers = {layers} }}
 [audits.jaccess]
 probes = "answer"
 lens_prompts = 1
-params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 48, dim_batch = 64, generic_max = 0.25 }}
+params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 32, dim_batch = 64, generic_max = 0.25 }}
 """
 BATTERY = """justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
 

@@ -23,7 +23,12 @@ from remnant.models.prompts import EncodedPair, collate, pad_id
 
 @torch.no_grad()
 def greedy_predictions(
-    model: Any, pairs: Sequence[EncodedPair], *, batch_size: int = 16, full_logits: bool = False
+    model: Any,
+    pairs: Sequence[EncodedPair],
+    *,
+    batch_size: int = 16,
+    full_logits: bool = False,
+    by_length: bool = True,
 ) -> list[list[int]]:
     """Per pair, the argmax token at each position that predicts an answer token (teacher-forced, R6).
 
@@ -33,7 +38,23 @@ def greedy_predictions(
     model's own forward still runs, so any post-head step (Gemma's logit soft-capping) is applied as before.
     ``full_logits=True`` (or a model whose forward has no ``logits_to_keep``) computes every position's logits
     and gathers afterwards: the reference the equivalence test and the benchmark compare against.
+
+    Batches are cut from the pairs in order of length, so each pads only to the longest of rows of about its own
+    length (in the caller's order, every batch pads to its longest row); the predictions come back in the pairs'
+    order. ``by_length=False`` keeps the caller's order: the benchmark's baseline.
     """
+    lengths = [len(p.input_ids) for p in pairs]
+    order = sorted(range(len(pairs)), key=lengths.__getitem__) if by_length else list(range(len(pairs)))
+    predictions = _predictions_in_order(model, [pairs[i] for i in order], batch_size, full_logits)
+    out: list[list[int]] = [[] for _ in pairs]
+    for i, pred in zip(order, predictions, strict=True):
+        out[i] = pred
+    return out
+
+
+def _predictions_in_order(
+    model: Any, pairs: Sequence[EncodedPair], batch_size: int, full_logits: bool
+) -> list[list[int]]:
     out: list[list[int]] = []
     device = model_device(model)
     for start in range(0, len(pairs), batch_size):
@@ -55,10 +76,17 @@ def greedy_predictions(
 
 
 def greedy_match(
-    model: Any, pairs: Sequence[EncodedPair], *, batch_size: int = 16, full_logits: bool = False
+    model: Any,
+    pairs: Sequence[EncodedPair],
+    *,
+    batch_size: int = 16,
+    full_logits: bool = False,
+    by_length: bool = True,
 ) -> list[bool]:
     """Teacher-forced fast path for κ (R6): True where greedy decoding reproduces every answer token."""
-    preds = greedy_predictions(model, pairs, batch_size=batch_size, full_logits=full_logits)
+    preds = greedy_predictions(
+        model, pairs, batch_size=batch_size, full_logits=full_logits, by_length=by_length
+    )
     return [pred == list(p.answer_ids) for pred, p in zip(preds, pairs, strict=True)]
 
 

@@ -2,7 +2,9 @@
 
 Capability on the installed items is the teacher-forced greedy match κ (``remnant.score.capability``), scored
 before training (the control's κ, which R5 wants near zero) and at the end of every epoch; training stops once
-κ reaches ``target`` or the epoch budget runs out. The result records the strength reached (κ, k/n, epochs,
+κ reaches ``target`` or the epoch budget runs out. An install that runs every epoch (``stop_at_target=False``)
+has nothing to decide at the epochs between: it is scored before training and after its last epoch only (each
+scoring is a forward pass over every installed item, about half an epoch's training). The result records the strength reached (κ, k/n, epochs,
 steps) so the target's presence and extent are known before removal.
 """
 
@@ -35,7 +37,8 @@ class InstallSpec(TrainerSettings):
     target: float = 0.9
     max_epochs: int = 20
     lr: float = 1e-4
-    #: Stop once κ reaches ``target``; False runs every epoch (R2 reads κ after the last one either way).
+    #: Stop once κ reaches ``target``; False runs every epoch, scored before the first and after the last only
+    #: (R2 reads κ after the last one either way).
     stop_at_target: bool = True
 
     @classmethod
@@ -91,6 +94,8 @@ def install(
     score = pairs_scorer(pairs, score_batch_size)  # the pairs it trains on, encoded once
 
     def on_checkpoint(m: Any, point: CheckpointPoint) -> dict[str, Any]:
+        if not (spec.stop_at_target or point.step == 0 or point.epoch >= spec.max_epochs):
+            return {}  # a fixed-epoch install reads κ before training (R5) and after its last epoch (R2) only
         k, n = score(m)
         kappa = k / n
         return {
@@ -114,8 +119,9 @@ def install(
     )
     model = merge_lora(wrapped)
     model.eval()
-    curve = tuple((c.epoch, float(c.scores["kappa"])) for c in outcome.checkpoints)
-    last = outcome.checkpoints[-1].scores if outcome.checkpoints else {"k": 0, "n": len(pairs), "kappa": 0.0}
+    scored = [c for c in outcome.checkpoints if "kappa" in c.scores]
+    curve = tuple((c.epoch, float(c.scores["kappa"])) for c in scored)
+    last = scored[-1].scores if scored else {"k": 0, "n": len(pairs), "kappa": 0.0}
     result = InstallResult(
         reached=float(last["kappa"]) >= spec.target and not outcome.diverged,
         target=spec.target,

@@ -137,3 +137,24 @@ def test_bad_layers_are_refused(toy: Any) -> None:
         fit_lens(toy, PROMPTS, LensConfig(target_layer=1, source_layers=(1,), skip_first=2))
     with pytest.raises(ConfigError, match="no prompt"):
         fit_lens(toy, [[1, 2]], LensConfig(target_layer=2, skip_first=2))
+
+
+def test_a_lens_on_fewer_sources_has_the_same_matrices_and_j_access_fits_its_band_region_only(
+    toy: Any,
+) -> None:
+    """Each J_l is the backward from the target block down to block l: fitting fewer source blocks (the backward
+    then stops at the lowest of them) leaves the others' matrices as they were. J-Access reads only the blocks of
+    its band's region (C-H7), so it fits those: on 3 blocks with target 2 and the region 25-90 % of depth, block 1.
+    (The toy runs in float64 and the lowest source's output passes through float32, hence the tolerance.)"""
+    from remnant import registry
+
+    every = fit_lens(toy, PROMPTS[:2], CFG)
+    upper = fit_lens(
+        toy, PROMPTS[:2], LensConfig(source_layers=(1,), target_layer=2, skip_first=2, dim_batch=5)
+    )
+    assert set(every.matrices) == {0, 1} and set(upper.matrices) == {1}
+    assert torch.allclose(upper.matrices[1].double(), every.matrices[1].double(), atol=1e-5, rtol=0)
+    audit = registry.create("audit", "j_access", {"target_layer": 2, "skip_first": 2})
+    assert audit._lens_config(toy).source_layers == (1,)
+    given = registry.create("audit", "j_access", {"target_layer": 2, "band": (0.0, 0.9)})
+    assert given._lens_config(toy).source_layers == (0, 1)

@@ -69,7 +69,8 @@ def test_greedy_match_moves_batch_to_model_device() -> None:
     model = SpyModel()
     # prompt of length 2: answer positions 1, 2 predict tokens 2, 3 on the spy's greedy path
     pairs = [_pair([5, 6], [2, 3]), _pair([5, 6, 4], [4]), _pair([5], [2])]
-    assert greedy_match(model, pairs, batch_size=2) == [True, False, False]
+    # the spy answers batches in the caller's order
+    assert greedy_match(model, pairs, batch_size=2, by_length=False) == [True, False, False]
     assert model.seen and all(dev == META for _, dev in model.seen)
     assert len(model.seen) == 4  # two batches, ids and mask each
 
@@ -100,7 +101,8 @@ def test_greedy_match_rows_only_moves_mask_to_model_device() -> None:
     # same pairs and spy greedy path as above; the kept positions are prompt_len - 1 .. prompt_len + n - 2
     model = RowsSpyModel([[1, 2, 2], [0]])
     pairs = [_pair([5, 6], [2, 3]), _pair([5, 6, 4], [4]), _pair([5], [2])]
-    assert greedy_match(model, pairs, batch_size=2) == [True, False, False]
+    # the spy answers batches in the caller's order
+    assert greedy_match(model, pairs, batch_size=2, by_length=False) == [True, False, False]
     assert len(model.seen) == 6 and all(dev == META for _, dev in model.seen)
 
 

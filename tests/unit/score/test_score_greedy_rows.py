@@ -66,15 +66,24 @@ def _check(model: Any, tok: Any, seed: int) -> None:
     # batches of 5: every batch mixes prompt and answer lengths, so rows are right-padded by varied amounts
     assert len({len(p.input_ids) for p in pairs[:5]}) > 1
     with _head_rows(model) as rows:
-        fast = greedy_predictions(model, pairs, batch_size=5)
+        fast = greedy_predictions(model, pairs, batch_size=5, by_length=False)
     assert rows == [sum(len(p.answer_ids) for p in pairs[s : s + 5]) for s in range(0, len(pairs), 5)], (
         "the head did not run on the answer rows only"
     )
     with _head_rows(model) as rows:
-        full = greedy_predictions(model, pairs, batch_size=5, full_logits=True)
+        full = greedy_predictions(model, pairs, batch_size=5, full_logits=True, by_length=False)
     widths = [max(len(p.input_ids) for p in pairs[s : s + 5]) for s in range(0, len(pairs), 5)]
     assert rows == [min(5, len(pairs) - 5 * b) * w for b, w in enumerate(widths)]
     assert fast == full
+    # batches cut in order of length (the default): the same predictions, back in the pairs' order, from
+    # batches that pad less
+    ordered = sorted(pairs, key=lambda p: len(p.input_ids))
+    with _head_rows(model) as rows:
+        assert greedy_predictions(model, pairs, batch_size=5, full_logits=True) == full
+    sorted_widths = [max(len(p.input_ids) for p in ordered[s : s + 5]) for s in range(0, len(pairs), 5)]
+    assert rows == [min(5, len(pairs) - 5 * b) * w for b, w in enumerate(sorted_widths)]
+    assert sum(sorted_widths) < sum(widths)
+    assert greedy_predictions(model, pairs, batch_size=5) == fast
     assert [len(f) for f in fast] == [len(p.answer_ids) for p in pairs]
     hits = greedy_match(model, pairs, batch_size=5)
     assert hits == greedy_match(model, pairs, batch_size=5, full_logits=True)

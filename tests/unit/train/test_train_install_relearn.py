@@ -33,17 +33,27 @@ def test_install_stops_at_declared_level_and_records_strength(tiny_llama: Any) -
 
 
 def test_install_past_the_target_runs_every_epoch_and_reads_the_last(tiny_llama: Any) -> None:
-    """stop_at_target=False: the same recipe as the stopping run trains all its epochs; R2 reads κ after the last."""
+    """stop_at_target=False: the same recipe as the stopping run trains all its epochs; R2 reads κ after the last.
+    With nothing to decide between, κ is scored before training (R5) and after the last epoch only, while every
+    epoch end is still a checkpoint (a resume point); the training is the stopping run's, continued."""
     items = qa("install", ATTR)[:4]
     stopping = InstallSpec(target=0.5, max_epochs=40, lr=3e-2, batch_size=4)
     _, stopped = install(fresh(tiny_llama), tiny_llama.tokenizer, items, stopping, seed=0)
     assert stopped.outcome.status == "stopped"
     epochs = int(stopped.epochs) + 2
     every = InstallSpec(target=0.5, max_epochs=epochs, lr=3e-2, batch_size=4, stop_at_target=False)
-    _, full = install(fresh(tiny_llama), tiny_llama.tokenizer, items, every, seed=0)
+    model, full = install(fresh(tiny_llama), tiny_llama.tokenizer, items, every, seed=0)
     assert full.outcome.status == "completed" and full.epochs == float(epochs)
-    assert full.curve[: len(stopped.curve)] == stopped.curve  # same training up to the stop
-    assert full.kappa == full.curve[-1][1] and full.reached == (full.kappa >= 0.5)
+    assert full.curve == (stopped.curve[0], (float(epochs), full.kappa))
+    assert [c.epoch for c in full.outcome.checkpoints] == [float(e) for e in range(epochs + 1)]
+    assert full.reached == (full.kappa >= 0.5)
+    assert greedy_scorer(tiny_llama.tokenizer, items, _fmt(tiny_llama))(model) == (full.k, full.n)
+    # the same training as the stopping run up to its stop: its model, run on for the same epochs, is this one
+    ahead = InstallSpec(
+        target=0.5, max_epochs=int(stopped.epochs), lr=3e-2, batch_size=4, stop_at_target=False
+    )
+    _, upto = install(fresh(tiny_llama), tiny_llama.tokenizer, items, ahead, seed=0)
+    assert upto.kappa == stopped.kappa
 
 
 def test_install_reports_budget_exhausted(tiny_llama: Any) -> None:
