@@ -6,9 +6,12 @@ STAMP := $(VENV)/.installed
 COMPILED := $(VENV)/.compiled
 BIN := $(VENV)/bin
 
-.PHONY: demo demo-quick test test-fast calibrate lint typecheck venv clean bench
+.PHONY: demo demo-quick test test-fast calibrate lint typecheck venv install clean bench
 
 venv: $(COMPILED)
+
+# The package and its dependencies only (.ci/run installs Chromium meanwhile); `make test` then compiles beside mypy.
+install: $(STAMP)
 
 # pip compiles every installed file on one core (about 50 s of a clean install here); the install skips it and
 # $(COMPILED) compiles on both cores, beside mypy under `make test`. Compiled files are needed where

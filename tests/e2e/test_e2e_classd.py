@@ -21,10 +21,10 @@ as the retain model, in the chat format the states were trained in; J-Access in 
 variant (P's questions, C_i the home town's first tokens less those the lens reads on over a quarter of the decoy
 prompts, ``generic_max = 0.25``: with the control as the retain-only anchor, short first pieces such as a town's
 first letter gave both anchors the same access and left JOcc undefined; band 25-90 % of depth, k = 10) read through
-a Jacobian lens
-fitted once on θ from one generic paragraph (``lens_prompts = 1``, its first 32 tokens, the last 15 read: the smallest
-lens that keeps this test inside its time; docs/latent.md measures 2-12), on the blocks of the band's region. The lens and UDS's stage 1 are cached beside the canary states, so
-with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
+a Jacobian lens fitted once on θ from one generic paragraph (``lens_prompts = 1``, 48 tokens: the smallest lens that
+keeps this test inside its time; docs/latent.md measures 2-12) on the blocks of the band's region. The lens fixture
+fits it into the assessment's cache first, and the assessment reads it there; the lens and UDS's stage 1 are cached
+beside the canary states, so with ``REMNANT_TEST_STATES`` a rerun costs only the assessment.
 
 Run: ``REMNANT_TEST_STATES=/tmp/remnant-states flock /tmp/remnant-cpu.lock .venv/bin/python -m pytest
 tests/e2e/test_e2e_classd.py -m slow -s``.
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from canary_states import canary_states  # noqa: F401
+from canary_states import canary_states, installed_states  # noqa: F401
 
 from fixtures_models import smollm2_dir  # noqa: F401
 
@@ -62,8 +62,17 @@ params = {{ layers = {layers} }}
 [audits.jaccess]
 probes = "answer"
 lens_prompts = 1
-params = {{ band_rule = "fixed", k = 10, max_new_tokens = 12, max_seq_len = 32, dim_batch = 64, generic_max = 0.25 }}
+params = {{ {jaccess} }}
 """
+#: J-Access's settings in the assessment (the lens fixture fits its lens with the same ones).
+JACCESS = {
+    "band_rule": "fixed",
+    "k": 10,
+    "max_new_tokens": 12,
+    "max_seq_len": 48,  # with 32 the lens read no access on the installed model either: JOcc undefined
+    "dim_batch": 64,
+    "generic_max": 0.25,
+}
 BATTERY = """justification = "Test threshold: under one canary in twenty, net of never-installed control entities."
 
 [class_d.battery]
@@ -113,13 +122,69 @@ def write_classd_config(path: Path, states: Any) -> Path:
         },
     )
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(AUDITS.format(layers=json.dumps(TRAINED_BLOCKS)))
+        jaccess = ", ".join(f"{k} = {json.dumps(v)}" for k, v in JACCESS.items())
+        fh.write(AUDITS.format(layers=json.dumps(TRAINED_BLOCKS), jaccess=jaccess))
     return path
 
 
+def _audit_states(states: Any) -> Path:
+    """The assessment's state store (beside the canary states): its latent cache holds the lens and UDS's stage 1."""
+    return Path(states.root.parent / "audit-states")
+
+
 @pytest.fixture(scope="module")
-def classd_run(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # noqa: F811
-    """The one assessment both tests read: its run folder, statement, outcome and seconds."""
+def theta_lens(installed_states: Any) -> Any:  # noqa: F811
+    """J-Access's Jacobian lens of θ, fitted as the assessment's audit fits it (its settings, its one generic
+    paragraph, the blocks of its band's region) into the assessment's own latent cache, before the assessment:
+    the lens is the audit's costliest input, so fitting it here keeps each test's setup to one part."""
+    from remnant import registry
+    from remnant.assess.audits import LATENT_CACHE
+    from remnant.latent.jacobian_lens import fit_lens
+    from remnant.latent.lens_text import LENS_TEXT
+    from remnant.models import load_model
+
+    theta = load_model(installed_states.installed_dir, dtype="fp32")
+    audit = registry.create("audit", "j_access", JACCESS)
+    prompts = [list(theta.tokenizer(LENS_TEXT[0])["input_ids"])]
+    cache = _audit_states(installed_states) / LATENT_CACHE
+    return fit_lens(theta.model, prompts, audit._lens_config(theta.model), cache_dir=cache)
+
+
+def test_the_lens_of_theta_is_fitted_on_the_band_region_and_read_back_from_the_cache(
+    theta_lens: Any,
+    installed_states: Any,  # noqa: F811
+) -> None:
+    """SmolLM2's 30 blocks: target block 28 (the penultimate), sources the blocks of 25-90 % of depth (8-26);
+    the cached lens reads back equal, and a J_l is not the identity (the lens is not the logit lens)."""
+    import torch
+
+    from remnant.assess.audits import LATENT_CACHE
+    from remnant.latent.jacobian_lens import LensConfig, fit_lens
+    from remnant.latent.lens_text import LENS_TEXT
+    from remnant.models import load_model
+
+    assert theta_lens.target_layer == 28 and sorted(theta_lens.matrices) == list(range(8, 27))
+    assert theta_lens.n_prompts == 1
+    theta = load_model(installed_states.installed_dir, dtype="fp32")
+    cfg = LensConfig(source_layers=tuple(range(8, 27)), target_layer=28, max_seq_len=JACCESS["max_seq_len"])
+    prompts = [list(theta.tokenizer(LENS_TEXT[0])["input_ids"])]
+    again = fit_lens(theta.model, prompts, cfg, cache_dir=_audit_states(installed_states) / LATENT_CACHE)
+    assert again.key == theta_lens.key
+    assert all(torch.equal(again.matrices[s], m) for s, m in theta_lens.matrices.items())
+    eye = torch.eye(theta_lens.matrices[8].shape[0])
+    assert all(
+        torch.isfinite(m).all() and not torch.allclose(m, eye, atol=0.1) for m in theta_lens.matrices.values()
+    )
+
+
+@pytest.fixture(scope="module")
+def classd_run(
+    canary_states: Any,  # noqa: F811
+    theta_lens: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
+    """The one assessment the tests below read: its run folder, statement, outcome and seconds."""
+    from remnant.assess.audits import LATENT_CACHE
     from remnant.assess.run import Session, assess
     from remnant.config import load_config
     from remnant.prereg import freeze
@@ -130,12 +195,15 @@ def classd_run(canary_states: Any, tmp_path_factory: pytest.TempPathFactory) -> 
     run = tmp / "run"
     freeze(cfg, run)
     # the lens and UDS's stage 1 are cached beside the canary states: a rerun with REMNANT_TEST_STATES reuses them
-    session = Session(states=CheckpointStore(canary_states.root.parent / "audit-states"), progress=False)
+    session = Session(states=CheckpointStore(_audit_states(canary_states)), progress=False)
+    lenses = _audit_states(canary_states) / LATENT_CACHE / "jacobian-lens"
+    before = set(lenses.glob("*.json"))
     started = time.perf_counter()
     outcome = assess(cfg, run, session=session)
     seconds = time.perf_counter() - started
+    fitted = sorted(p.stem for p in set(lenses.glob("*.json")) - before)
     statement = json.loads((run / "statement.json").read_text())
-    return {"run": run, "statement": statement, "outcome": outcome, "seconds": seconds}
+    return {"run": run, "statement": statement, "outcome": outcome, "seconds": seconds, "fitted": fitted}
 
 
 def test_class_d_assessment_of_npo_removed_canaries(
@@ -232,6 +300,8 @@ def test_audits_reach_the_statement_of_the_same_assessment(
     scored = next(r for r in readings if r.measurement == "uds").details
     assert scored["n_scored"] >= scored["n_examples"] / 2  # the install taught P: its examples have KE layers
     assert jacc["layer"].startswith("band [") and "top-10" in jacc["position"]
+    # the assessment read θ's lens from its cache (the one the lens fixture fitted): it fitted none of its own
+    assert classd_run["fitted"] == []
     assert "were not run for UDS (uds), J-Access (j_access)" in block["controls_statement"]
 
     # C-H6: the same records without their readings give the same facts, verdict, tier and Class D block

@@ -3,22 +3,22 @@
 The shared canary states (``retain_only_states``: control, the 100 % install, the retain-only model;
 ``canary_states``: NPO) come from the session fixtures; only the scale check itself waits for NPO, so the installs
 below run while another worker builds it. The UDS probe set is the install items of 8 of the 16 forget
-people (the first 8 in the pack's order). This module adds two states installed from the same control with the SAME
-install recipe and seed on subsets of the install split: both learn the retained people; ``90%`` also learns 7 of
-the 8 probe people, ``50%`` 4 of them; ``0%`` is the retain-only model (no forget person; also the UDS retain
-model). Patched into the 100 % model, UDS must order 100 % < 90 % < 50 % < 0 %, the two partial states each near
-the fraction of the probe set whose answer they were never taught, and NPO must land strictly between the full and
-the retain-only model. Towns are drawn with replacement, so some unseen people share a town with a person a state
-was taught: UDS reads the answer's recoverability, so such a fact counts as taught (on this pack 50 % never saw 2 of
-its 4 unseen people's towns, and 90 %'s one unseen person has a seen town: expected 1/4 and 0, not 1/2 and 1/8).
+people (the first 8 in the pack's order). This module adds a state installed from the same control with the SAME
+install recipe and seed on a subset of the install split: ``50%`` learns the retained people and 4 of the 8 probe
+people; ``0%`` is the retain-only model (no forget person; also the UDS retain model). Patched into the 100 % model,
+UDS must order 100 % < 50 % < 0 %, the partial state near the fraction of the probe set whose answer it was never
+taught, and NPO must land strictly between the full and the retain-only model. Towns are drawn with replacement, so
+some unseen people share a town with a person a state was taught: UDS reads the answer's recoverability, so such a
+fact counts as taught (on this pack 50 % never saw 2 of its 4 unseen people's towns: expected 1/4, not 1/2). A
+``90%`` state (7 of the 8) was dropped: its one unseen person's town is a taught one, so its expected score is the
+100 % state's, 0 (measured 0.043; docs/calibration.md#relearning-recipe), and it cost a third of this file's time.
 Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 J-Access is ``test_e2e_access.py``, on states built for it: on these (towns shared between people, one-letter
 first tokens) the retain-only anchor "has access" to the forget answers and the criterion does not resolve
 (docs/latent.md has the figures; ``measure_jaccess_distinct.py --recipe canary`` re-measures them).
 
-Cost control: the installs stop at the epoch count the 100 % install needed (the recipe's target is reached
-there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
+Cost control: the installs run the epoch count the 100 % install needed (the recipe's target is reached there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
 there), and each test's setup builds at most one state (the tests run in the order of their needs).
 """
 
@@ -42,7 +42,7 @@ from remnant.latent.uds import UDSConfig, score_source, stage1
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
 #: Share of the probe people each state installs; 0 % is the retain-only model.
-SHARES = {"100%": 1.0, "90%": 0.9, "50%": 0.5, "0%": 0.0}
+SHARES = {"100%": 1.0, "50%": 0.5, "0%": 0.0}
 #: Forget people in the UDS probe set (the first in the pack's order).
 PROBE_PEOPLE = 8
 TRAINED_BLOCKS = tuple(range(15, 30))
@@ -117,11 +117,6 @@ def half(scale: dict[str, Any]) -> Any:
     return _install(scale, "50%")
 
 
-@pytest.fixture(scope="module")
-def most(scale: dict[str, Any]) -> Any:
-    return _install(scale, "90%")
-
-
 def test_cached_stage1_equals_fresh(scale: dict[str, Any]) -> None:
     s, st = scale, scale["states"]
     cfg = UDSConfig(prompt_format="chat", layers=(20, 25), system_prompt=s["system_prompt"])
@@ -148,7 +143,6 @@ def test_fast_path_equals_naive_on_smollm2(scale: dict[str, Any], half: Any) -> 
 def test_uds_scale_check(
     scale: dict[str, Any],
     half: Any,
-    most: Any,
     canary_states: Any,  # noqa: F811
 ) -> None:
     from remnant.models import load_model
@@ -178,7 +172,6 @@ def test_uds_scale_check(
     assert all(v is not None for v in score.values())
     assert uds["100%"].n_scored >= n // 2  # most probe facts have KE layers
     assert score["100%"] == pytest.approx(0.0, abs=1e-4) and score["0%"] == pytest.approx(1.0, abs=1e-4)
-    assert score["100%"] < score["90%"] < score["50%"] < score["0%"]  # type: ignore[operator]
-    for name in ("90%", "50%"):
-        assert score[name] == pytest.approx(len(s["unseen"][name]) / n, abs=0.2)
+    assert score["100%"] < score["50%"] < score["0%"]  # type: ignore[operator]
+    assert score["50%"] == pytest.approx(len(s["unseen"]["50%"]) / n, abs=0.2)
     assert 0.02 < score["npo"] < 0.98  # type: ignore[operator]

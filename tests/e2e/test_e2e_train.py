@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,6 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 #: Two epochs per budget: P's revival peaks by the second; a third (the calibration script's) adds nothing to P
 #: and took half the relearning time (docs/calibration.md#relearning-recipe).
 RELEARN_EPOCHS = 2
+#: The smallest budget and the whole of R: the calibration script's middle budget (12, where τ is first reached)
+#: adds a curve, not a path.
+SMALLEST_BUDGET = 4
 
 
 def _rate(kn: Any) -> float:
@@ -43,7 +47,8 @@ def relearned(canary_states: CanaryStates) -> Any:  # noqa: F811
     sets = states.sets()
     post = load_model(states.npo_dir, dtype="fp32")
     control = load_model(states.control_dir, dtype="fp32").model
-    spec = relearn_spec(states, epochs=RELEARN_EPOCHS)
+    full = relearn_spec(states, epochs=RELEARN_EPOCHS)
+    spec = replace(full, budgets=(SMALLEST_BUDGET, full.budgets[-1]))
     t = time.perf_counter()
     result = relearn_attack(post.model, control, post.tokenizer, sets["R"], sets["P"], spec, fmt=states.fmt())
     summary = {
@@ -86,7 +91,7 @@ def test_relearning_revives_p_in_npo_model_not_in_control(
     canary_states: CanaryStates,  # noqa: F811
 ) -> None:
     n_r = canary_states.record["sizes"]["R"]
-    assert [b.budget for b in relearned.budgets] == [4, 12, n_r]
+    assert [b.budget for b in relearned.budgets] == [SMALLEST_BUDGET, n_r]
     for b in relearned.budgets:  # C-W5: both curves at every checkpoint, C-W3: one inside the first epoch
         assert [p.step for p in b.post_removal.points] == [p.step for p in b.control.points]
         assert any(0 < p.epoch < 1 for p in b.post_removal.points)
@@ -94,7 +99,9 @@ def test_relearning_revives_p_in_npo_model_not_in_control(
     # the threshold rule and by the Newcombe lower bound (Annex F.9); what these states reach is in
     # docs/calibration.md#relearning-recipe. R shares two home towns with P, so the control can pick up a P
     # answer; that is what its curve is there to measure.
-    assert relearned.headline_budget_newcombe is not None  # τ = 0.5 is reached at 6/12 exactly: printed only
+    assert (
+        relearned.headline_budget_newcombe is not None
+    )  # τ = 0.5: reached at budget 12 (6/12), not run here
     largest = relearned.budgets[-1]
     best_post = max(p.rate for p in largest.post_removal.points)
     best_control = max(p.rate for p in largest.control.points)
