@@ -147,7 +147,7 @@ def theta_lens(installed_states: Any) -> Any:  # noqa: F811
     audit = registry.create("audit", "j_access", JACCESS)
     prompts = [list(theta.tokenizer(LENS_TEXT[0])["input_ids"])]
     cache = _audit_states(installed_states) / LATENT_CACHE
-    return fit_lens(theta.model, prompts, audit._lens_config(theta.model), cache_dir=cache)
+    return fit_lens(theta.model, prompts, audit.lens_config(theta.model), cache_dir=cache)
 
 
 def test_the_lens_of_theta_is_fitted_on_the_band_region_and_read_back_from_the_cache(

@@ -202,7 +202,7 @@ class JAccessAudit(Audit):
 
         def own(model: PreTrainedModel) -> JacobianLens:
             if id(model) not in fitted:
-                fitted[id(model)] = fit_lens(model, prompts, self._lens_config(model), cache_dir=cache_dir)
+                fitted[id(model)] = fit_lens(model, prompts, self.lens_config(model), cache_dir=cache_dir)
             return fitted[id(model)]
 
         def lens_for(model: PreTrainedModel) -> JacobianLens | None:
@@ -212,11 +212,11 @@ class JAccessAudit(Audit):
 
         return lens_for
 
-    def _lens_config(self, model: PreTrainedModel) -> LensConfig:
-        """The lens on the blocks of the band's region only: the fixed band, the calibrated band's candidates and
-        the generic-token screen read no other block, and each J_l does not depend on which others are fitted,
-        so the backward passes stop at the region's lowest block instead of the first (a third fewer blocks on
-        SmolLM2's 30)."""
+    def lens_config(self, model: PreTrainedModel) -> LensConfig:
+        """The lens this audit fits on ``model``: on the blocks of the band's region only. The fixed band, the
+        calibrated band's candidates and the generic-token screen read no other block, and each J_l does not
+        depend on which others are fitted, so the backward passes stop at the region's lowest block instead of
+        the first (on SmolLM2's 30 blocks: sources 8-26 instead of 0-27)."""
         if self.lens.source_layers is not None:
             return self.lens
         sources, target = self.lens.resolve(model)

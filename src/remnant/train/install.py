@@ -4,7 +4,7 @@ Capability on the installed items is the teacher-forced greedy match κ (``remna
 before training (the control's κ, which R5 wants near zero) and at the end of every epoch; training stops once
 κ reaches ``target`` or the epoch budget runs out. An install that runs every epoch (``stop_at_target=False``)
 has nothing to decide at the epochs between: it is scored before training and after its last epoch only (each
-scoring is a forward pass over every installed item, about half an epoch's training). The result records the strength reached (κ, k/n, epochs,
+scoring is a forward pass over every installed item). The result records the strength reached (κ, k/n, epochs,
 steps) so the target's presence and extent are known before removal.
 """
 

@@ -155,6 +155,6 @@ def test_a_lens_on_fewer_sources_has_the_same_matrices_and_j_access_fits_its_ban
     assert set(every.matrices) == {0, 1} and set(upper.matrices) == {1}
     assert torch.allclose(upper.matrices[1].double(), every.matrices[1].double(), atol=1e-5, rtol=0)
     audit = registry.create("audit", "j_access", {"target_layer": 2, "skip_first": 2})
-    assert audit._lens_config(toy).source_layers == (1,)
+    assert audit.lens_config(toy).source_layers == (1,)
     given = registry.create("audit", "j_access", {"target_layer": 2, "band": (0.0, 0.9)})
-    assert given._lens_config(toy).source_layers == (0, 1)
+    assert given.lens_config(toy).source_layers == (0, 1)
