@@ -57,8 +57,8 @@ RECIPE: dict[str, Any] = {
     "system_prompt": "",  # an empty system turn keeps sequences short (docs/calibration.md#canary-recipe)
     # Only decoder layers 15-29 train (install, removal and relearning alike): cheaper steps (same section).
     "trainable": [r"model\.layers\.(1[5-9]|2\d)\."],
-    # 4 epochs: the first epoch count that reached the target (κ .90 after 3, .97 after 4; docs/calibration.md
-    # #relearning-recipe). Run in full, the install is scored before and after only, not at every epoch.
+    # 4 epochs: the first epoch count that reached the target (docs/calibration.md#relearning-recipe). Run in
+    # full, the install is scored before and after only, not at every epoch.
     "install": {"target": 0.95, "max_epochs": 4, "stop_at_target": False, "lr": 3e-4, "batch_size": 8},
     "npo": {"lr": 1.5e-4, "epochs": 8, "alpha": 30.0, "batch_size": 8, "grad_accum": 1, "warmup_epochs": 0.0},
     # κ on F is checked every 8/3 epochs (steps 16, 32, 48): the same stop, step 16, as checking every 1/3 or
@@ -272,6 +272,12 @@ def install_share(states: CanaryStates, control: Any, tok: Any, seen: set[str]) 
 INSTALLED_PARTS = ("P", "R", "retain")
 
 
+def installed_is_union(sets: dict[str, Any]) -> bool:
+    """Whether the installed set is exactly the union of :data:`INSTALLED_PARTS` (each item once)."""
+    parts = [q for name in INSTALLED_PARTS for q in sets.get(name, ())]
+    return Counter(parts) == Counter(sets.get("installed", ()))
+
+
 def score_sets(
     model: Any, tokenizer: Any, sets: dict[str, Any], fmt: Any, skip: tuple[str, ...] = ()
 ) -> dict[str, tuple[int, int]]:
@@ -285,8 +291,7 @@ def score_sets(
         if isinstance(items, tuple) and items and name not in (*skip, "installed")
     }
     if "installed" in sets and "installed" not in skip and sets["installed"]:
-        parts = [q for name in INSTALLED_PARTS for q in sets.get(name, ())]
-        if all(name in scores for name in INSTALLED_PARTS) and Counter(parts) == Counter(sets["installed"]):
+        if all(name in scores for name in INSTALLED_PARTS) and installed_is_union(sets):
             scores["installed"] = tuple(sum(scores[n][i] for n in INSTALLED_PARTS) for i in (0, 1))
         else:
             scores["installed"] = greedy_scorer(tokenizer, sets["installed"], fmt)(model)
@@ -327,8 +332,7 @@ def _build_install(states: CanaryStates, out: Path) -> dict[str, Any]:
     # The install scored the installed set on the control (its first checkpoint) and at its end: not again here.
     # Where the control matched none of it, it matches none of P, R or the retained items (their union) either.
     n = len(sets["installed"])
-    parts = [q for name in INSTALLED_PARTS for q in sets[name]]
-    none = inst.control_kappa == 0.0 and Counter(parts) == Counter(sets["installed"])
+    none = inst.control_kappa == 0.0 and installed_is_union(sets)
     skip = ("installed", *INSTALLED_PARTS) if none else ("installed",)
     control_scores = score_sets(control.model, tok, sets, fmt, skip=skip)
     if none:

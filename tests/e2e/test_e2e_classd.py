@@ -129,14 +129,15 @@ def write_classd_config(path: Path, states: Any) -> Path:
 
 def _audit_states(states: Any) -> Path:
     """The assessment's state store (beside the canary states): its latent cache holds the lens and UDS's stage 1."""
-    return Path(states.root.parent / "audit-states")
+    return Path(states.root.parent) / "audit-states"
 
 
 @pytest.fixture(scope="module")
-def theta_lens(installed_states: Any) -> Any:  # noqa: F811
+def theta_lens(installed_states: Any) -> dict[str, Any]:  # noqa: F811
     """J-Access's Jacobian lens of θ, fitted as the assessment's audit fits it (its settings, its one generic
     paragraph, the blocks of its band's region) into the assessment's own latent cache, before the assessment:
-    the lens is the audit's costliest input, so fitting it here keeps each test's setup to one part."""
+    the lens is the audit's costliest input, so fitting it here keeps each test's setup to one part. With the lens:
+    θ, the prompts, the lens settings and the cache it was fitted with."""
     from remnant import registry
     from remnant.assess.audits import LATENT_CACHE
     from remnant.latent.jacobian_lens import fit_lens
@@ -144,43 +145,39 @@ def theta_lens(installed_states: Any) -> Any:  # noqa: F811
     from remnant.models import load_model
 
     theta = load_model(installed_states.installed_dir, dtype="fp32")
-    audit = registry.create("audit", "j_access", JACCESS)
     prompts = [list(theta.tokenizer(LENS_TEXT[0])["input_ids"])]
+    cfg = registry.create("audit", "j_access", JACCESS).lens_config(theta.model)
     cache = _audit_states(installed_states) / LATENT_CACHE
-    return fit_lens(theta.model, prompts, audit.lens_config(theta.model), cache_dir=cache)
+    lens = fit_lens(theta.model, prompts, cfg, cache_dir=cache)
+    return {"lens": lens, "model": theta.model, "prompts": prompts, "cfg": cfg, "cache": cache}
 
 
 def test_the_lens_of_theta_is_fitted_on_the_band_region_and_read_back_from_the_cache(
-    theta_lens: Any,
-    installed_states: Any,  # noqa: F811
+    theta_lens: dict[str, Any],
 ) -> None:
     """SmolLM2's 30 blocks: target block 28 (the penultimate), sources the blocks of 25-90 % of depth (8-26);
     the cached lens reads back equal, and a J_l is not the identity (the lens is not the logit lens)."""
     import torch
 
-    from remnant.assess.audits import LATENT_CACHE
-    from remnant.latent.jacobian_lens import LensConfig, fit_lens
-    from remnant.latent.lens_text import LENS_TEXT
-    from remnant.models import load_model
+    from remnant.latent.jacobian_lens import fit_lens
 
-    assert theta_lens.target_layer == 28 and sorted(theta_lens.matrices) == list(range(8, 27))
-    assert theta_lens.n_prompts == 1
-    theta = load_model(installed_states.installed_dir, dtype="fp32")
-    cfg = LensConfig(source_layers=tuple(range(8, 27)), target_layer=28, max_seq_len=JACCESS["max_seq_len"])
-    prompts = [list(theta.tokenizer(LENS_TEXT[0])["input_ids"])]
-    again = fit_lens(theta.model, prompts, cfg, cache_dir=_audit_states(installed_states) / LATENT_CACHE)
-    assert again.key == theta_lens.key
-    assert all(torch.equal(again.matrices[s], m) for s, m in theta_lens.matrices.items())
-    eye = torch.eye(theta_lens.matrices[8].shape[0])
+    lens = theta_lens["lens"]
+    assert lens.target_layer == 28 and sorted(lens.matrices) == list(range(8, 27)) and lens.n_prompts == 1
+    again = fit_lens(
+        theta_lens["model"], theta_lens["prompts"], theta_lens["cfg"], cache_dir=theta_lens["cache"]
+    )
+    assert again.key == lens.key
+    assert all(torch.equal(again.matrices[s], m) for s, m in lens.matrices.items())
+    eye = torch.eye(lens.matrices[8].shape[0])
     assert all(
-        torch.isfinite(m).all() and not torch.allclose(m, eye, atol=0.1) for m in theta_lens.matrices.values()
+        torch.isfinite(m).all() and not torch.allclose(m, eye, atol=0.1) for m in lens.matrices.values()
     )
 
 
 @pytest.fixture(scope="module")
 def classd_run(
     canary_states: Any,  # noqa: F811
-    theta_lens: Any,
+    theta_lens: dict[str, Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Any]:
     """The one assessment the tests below read: its run folder, statement, outcome and seconds."""

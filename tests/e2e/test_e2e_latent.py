@@ -11,14 +11,15 @@ taught, and NPO must land strictly between the full and the retain-only model. T
 some unseen people share a town with a person a state was taught: UDS reads the answer's recoverability, so such a
 fact counts as taught (on this pack 50 % never saw 2 of its 4 unseen people's towns: expected 1/4, not 1/2). A
 ``90%`` state (7 of the 8) was dropped: its one unseen person's town is a taught one, so its expected score is the
-100 % state's, 0 (measured 0.043; docs/calibration.md#relearning-recipe), and it cost a third of this file's time.
+100 % state's, 0 (docs/calibration.md#relearning-recipe has what it measured), and it cost a third of this file.
 Non-adjudicating (C-H6). Numbers print with ``-s``.
 
 J-Access is ``test_e2e_access.py``, on states built for it: on these (towns shared between people, one-letter
 first tokens) the retain-only anchor "has access" to the forget answers and the criterion does not resolve
 (docs/latent.md has the figures; ``measure_jaccess_distinct.py --recipe canary`` re-measures them).
 
-Cost control: the installs run the epoch count the 100 % install needed (the recipe's target is reached there), UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
+Cost control: the installs run the epoch count the 100 % install needed (the recipe's target is reached there),
+UDS patches only the trained blocks (15-29; the blocks below are identical in every state, so Δ1 = 0
 there), and each test's setup builds at most one state (the tests run in the order of their needs).
 """
 

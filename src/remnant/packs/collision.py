@@ -56,9 +56,9 @@ class CollisionScreen:
 def load_census_screen() -> CollisionScreen:
     """Load the census lists from the installed ``names`` distribution (PackError if it is missing).
 
-    Read once per process (about 95,000 lines; every mint screens with it): the installed files do not change
-    under a running process, and the screen is immutable. A missing package raises on every call (a raised call
-    is not cached)."""
+    Read once per process (the census lists are long, and every mint screens with it): the installed files do not
+    change under a running process, and the screen is immutable. A missing package raises on every call (a raised
+    call is not cached)."""
     spec = importlib.util.find_spec("names")
     if spec is None or spec.origin is None:
         raise PackError(

@@ -222,9 +222,9 @@ def test_newcombe_paired_correlation_narrows_the_interval() -> None:
 
 
 def _statsmodels_holm(pvalues: list[float]) -> list[float]:
-    """statsmodels' Holm adjustment. Its ``multipletests`` runs ``gc.collect()`` on every Holm call, which in a test
-    worker that has held SmolLM2 models takes about a second (the slowest fast test of ``make test`` at 25 calls);
-    the collection computes nothing, so it is skipped here."""
+    """statsmodels' Holm adjustment. Its ``multipletests`` runs ``gc.collect()`` on every Holm call, which is slow
+    in a test worker that has held SmolLM2 models (docs/calibration.md, "make test's time"); the collection
+    computes nothing, so it is skipped here."""
     with mock.patch.object(gc, "collect", lambda *_: 0):
         return [float(v) for v in multipletests(pvalues, method="holm")[1]]
 

@@ -38,7 +38,7 @@ def test_install_past_the_target_runs_every_epoch_and_reads_the_last(tiny_llama:
     epoch end is still a checkpoint (a resume point); the training is the stopping run's, continued."""
     items = qa("install", ATTR)[:4]
     stopping = InstallSpec(target=0.5, max_epochs=40, lr=3e-2, batch_size=4)
-    _, stopped = install(fresh(tiny_llama), tiny_llama.tokenizer, items, stopping, seed=0)
+    stopped_model, stopped = install(fresh(tiny_llama), tiny_llama.tokenizer, items, stopping, seed=0)
     assert stopped.outcome.status == "stopped"
     epochs = int(stopped.epochs) + 2
     every = InstallSpec(target=0.5, max_epochs=epochs, lr=3e-2, batch_size=4, stop_at_target=False)
@@ -48,12 +48,12 @@ def test_install_past_the_target_runs_every_epoch_and_reads_the_last(tiny_llama:
     assert [c.epoch for c in full.outcome.checkpoints] == [float(e) for e in range(epochs + 1)]
     assert full.reached == (full.kappa >= 0.5)
     assert greedy_scorer(tiny_llama.tokenizer, items, _fmt(tiny_llama))(model) == (full.k, full.n)
-    # the same training as the stopping run up to its stop: its model, run on for the same epochs, is this one
+    # the same training as the stopping run: run for the epochs it stopped at, it gives the stopping run's weights
     ahead = InstallSpec(
         target=0.5, max_epochs=int(stopped.epochs), lr=3e-2, batch_size=4, stop_at_target=False
     )
-    _, upto = install(fresh(tiny_llama), tiny_llama.tokenizer, items, ahead, seed=0)
-    assert upto.kappa == stopped.kappa
+    upto_model, upto = install(fresh(tiny_llama), tiny_llama.tokenizer, items, ahead, seed=0)
+    assert same(weights(upto_model), weights(stopped_model)) and upto.kappa == stopped.kappa
 
 
 def test_install_reports_budget_exhausted(tiny_llama: Any) -> None:
